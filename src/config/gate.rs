@@ -1,0 +1,170 @@
+//! A probe's `gate:` limits, parsed and checked at load: which figure, which bound.
+//! `slo:` holds absolute limits on the candidate, `vs_baseline:` relative ones.
+
+use crate::outcome::Outcome;
+
+use super::duration::parse_duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Ttft,
+    E2e,
+    Tpot,
+    Itl,
+    TokensPerSecond,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    Quantile(Metric, u8),
+    SuccessRate,
+    OutcomeCount(Outcome),
+}
+
+impl Figure {
+    pub fn parse(name: &str) -> Result<Figure, String> {
+        if name == "success_rate" {
+            return Ok(Figure::SuccessRate);
+        }
+        if let Some(o) = name.strip_prefix("outcome.") {
+            return Outcome::parse(o)
+                .map(Figure::OutcomeCount)
+                .ok_or_else(|| format!("unknown outcome {o:?} in {name:?}"));
+        }
+        let bad = || {
+            format!("unknown gate figure {name:?}: use ttft_pNN, e2e_pNN, tpot_pNN, itl_pNN, tokens_per_second_pNN (NN = 50, 90, 95, 99), success_rate or outcome.<name>")
+        };
+        let (metric, q) = name.rsplit_once("_p").ok_or_else(bad)?;
+        let metric = match metric {
+            "ttft" => Metric::Ttft,
+            "e2e" => Metric::E2e,
+            "tpot" => Metric::Tpot,
+            "itl" => Metric::Itl,
+            "tokens_per_second" => Metric::TokensPerSecond,
+            _ => return Err(bad()),
+        };
+        let q = match q {
+            "50" => 50,
+            "90" => 90,
+            "95" => 95,
+            "99" => 99,
+            _ => return Err(bad()),
+        };
+        Ok(Figure::Quantile(metric, q))
+    }
+
+    /// Latency figures are written as durations and compared in seconds.
+    pub fn is_latency(self) -> bool {
+        matches!(self, Figure::Quantile(m, _) if m != Metric::TokensPerSecond)
+    }
+
+    pub fn higher_is_worse(self) -> bool {
+        match self {
+            Figure::Quantile(Metric::TokensPerSecond, _) | Figure::SuccessRate => false,
+            Figure::Quantile(..) | Figure::OutcomeCount(_) => true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Le,
+    Lt,
+    Ge,
+    Gt,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    pub name: String,
+    pub figure: Figure,
+    pub op: Op,
+    /// Seconds for latency figures.
+    pub value: f64,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relative {
+    pub name: String,
+    pub figure: Figure,
+    /// Allowed change as a signed fraction, in the figure's worse direction (+0.2, -0.15).
+    pub change: f64,
+    pub text: String,
+}
+
+pub fn parse_slo(name: &str, text: &str) -> Result<Slo, String> {
+    let figure = Figure::parse(name)?;
+    let t = text.trim();
+    let (op, rest) = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
+        .into_iter()
+        .find_map(|(p, op)| t.strip_prefix(p).map(|r| (op, r.trim())))
+        .unwrap_or((if figure.higher_is_worse() { Op::Le } else { Op::Ge }, t));
+    let value = if figure.is_latency() {
+        parse_duration(rest).map_err(|e| format!("{name}: {e}"))?.as_secs_f64()
+    } else {
+        rest.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("{name}: expected a limit like \">= 20\" or \"<= 0\", found {text:?}"))?
+    };
+    if figure == Figure::SuccessRate && !(0.0..=1.0).contains(&value) {
+        return Err(format!("success_rate is a share between 0 and 1, found {value}"));
+    }
+    Ok(Slo {
+        name: name.to_string(),
+        figure,
+        op,
+        value,
+        text: text.to_string(),
+    })
+}
+
+pub fn parse_relative(name: &str, text: &str) -> Result<Relative, String> {
+    let figure = Figure::parse(name)?;
+    let t = text.trim();
+    let pct = t
+        .strip_suffix('%')
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && (t.starts_with('+') || t.starts_with('-')))
+        .ok_or_else(|| format!("{name}: expected a signed percentage like \"+20%\" or \"-15%\", found {text:?}"))?;
+    if figure.higher_is_worse() != (pct > 0.0) {
+        let hint = if figure.higher_is_worse() { "+" } else { "-" };
+        return Err(format!("{name} gets worse {}: write the allowed change as \"{hint}{}%\"",
+            if figure.higher_is_worse() { "upwards" } else { "downwards" }, pct.abs()));
+    }
+    Ok(Relative {
+        name: name.to_string(),
+        figure,
+        change: pct / 100.0,
+        text: text.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn design_examples_parse() {
+        let s = parse_slo("ttft_p95", "2s").unwrap();
+        assert_eq!((s.op, s.value), (Op::Le, 2.0));
+        let s = parse_slo("tokens_per_second_p50", ">= 20").unwrap();
+        assert_eq!((s.op, s.value), (Op::Ge, 20.0));
+        let s = parse_slo("success_rate", ">= 0.95").unwrap();
+        assert_eq!((s.figure, s.value), (Figure::SuccessRate, 0.95));
+        let s = parse_slo("outcome.repetition", "<= 0").unwrap();
+        assert_eq!(s.figure, Figure::OutcomeCount(Outcome::Repetition));
+        assert_eq!(parse_relative("ttft_p95", "+20%").unwrap().change, 0.2);
+        assert_eq!(parse_relative("tokens_per_second_p50", "-15%").unwrap().change, -0.15);
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        assert!(parse_slo("ttft_p42", "2s").unwrap_err().starts_with("unknown gate figure"));
+        assert!(parse_slo("outcome.nope", "<= 0").unwrap_err().contains("unknown outcome"));
+        assert!(parse_slo("success_rate", ">= 95").unwrap_err().contains("between 0 and 1"));
+        assert!(parse_relative("ttft_p95", "20%").unwrap_err().contains("signed percentage"));
+        assert!(parse_relative("tokens_per_second_p50", "+15%").unwrap_err().contains("\"-15%\""));
+    }
+}

@@ -1,0 +1,307 @@
+//! Configuration: `llm-canary.yaml` (agent, push, targets), `probes/*.yaml` and `prompts/*`.
+//! Parsed strictly (unknown keys are errors) and validated at load: cron, regexes and limits
+//! are compiled once, cross-references resolved, secrets read. Any error is one
+//! [`ConfigError`] naming file, line, column and field.
+
+pub mod duration;
+pub mod error;
+pub mod gate;
+mod probe;
+pub mod raw;
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_saphyr::{Location, Spanned};
+
+pub use error::ConfigError;
+pub use probe::{GateSpec, Probe, Prompt, Timeouts};
+pub use raw::{Api, CacheBust, Inconclusive, Message, Role, ServerKind};
+
+use crate::secret::Secret;
+
+/// Label names the agent sets itself; static labels may not take them.
+pub const RESERVED_LABELS: [&str; 6] = ["probe", "target", "model", "outcome", "instance", "job"];
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    pub agent: Agent,
+    pub push: Option<Push>,
+    pub targets: Vec<Arc<Target>>,
+    pub probes: Vec<Arc<Probe>>,
+    /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub concurrency: usize,
+    pub listen: Option<SocketAddr>,
+    pub results_log: Option<PathBuf>,
+    pub shard: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Push {
+    pub url: String,
+    pub job: String,
+    pub min_interval: Duration,
+    pub delete_on_shutdown: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub base_url: String,
+    pub api: Api,
+    pub server: ServerKind,
+    pub model: String,
+    pub labels: BTreeMap<String, String>,
+    pub api_key: Option<Secret>,
+    pub headers: Vec<(String, String)>,
+    pub priority: Option<i64>,
+}
+
+impl Config {
+    pub fn target(&self, name: &str) -> Option<&Arc<Target>> {
+        self.targets.iter().find(|t| t.name == name)
+    }
+}
+
+/// A file being loaded: its path and text, to turn positions into errors.
+pub(crate) struct Source<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    pub fn err(&self, loc: Location, message: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.path, self.text, loc, message)
+    }
+
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        if self.text.trim().is_empty() {
+            return Err(ConfigError::file(self.path, "the file is empty"));
+        }
+        serde_saphyr::from_str(self.text).map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
+    }
+}
+
+pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| ConfigError::file(path, format!("cannot read the file: {}", io_reason(&e))))
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Prometheus label names: `[a-zA-Z_][a-zA-Z0-9_]*`, not reserved, not `__`-prefixed.
+fn check_labels(src: &Source, labels: &Spanned<BTreeMap<String, String>>) -> Result<(), ConfigError> {
+    for k in labels.value.keys() {
+        let valid = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid || k.starts_with("__") {
+            return Err(src.err(labels.referenced, format!("{k:?} is not a valid Prometheus label name")));
+        }
+        if RESERVED_LABELS.contains(&k.as_str()) {
+            return Err(src.err(labels.referenced, format!("label {k:?} is set by the agent itself")));
+        }
+    }
+    Ok(())
+}
+
+/// Target and probe names become label values: keep them short and plain.
+fn check_name(src: &Source, name: &Spanned<String>, what: &str) -> Result<(), ConfigError> {
+    let n = &name.value;
+    if n.is_empty() || n.len() > 64 || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c)) {
+        return Err(src.err(
+            name.referenced,
+            format!("{what} name {n:?} must be 1-64 characters of letters, digits, '-', '_', '.' or ':'"),
+        ));
+    }
+    Ok(())
+}
+
+fn positive(src: &Source, v: &Spanned<i64>, what: &str, max: i64) -> Result<i64, ConfigError> {
+    if v.value < 1 || v.value > max {
+        return Err(src.err(v.referenced, format!("{what} must be between 1 and {max}, found {}", v.value)));
+    }
+    Ok(v.value)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "llm-canary".into())
+}
+
+/// Loads and validates everything the agent file points at.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = read(path)?;
+    let src = Source { path, text: &text };
+    let raw: raw::RawMain = src.parse()?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut warnings = Vec::new();
+
+    let agent = load_agent(&src, raw.agent, base)?;
+    let push = raw.push.map(|p| load_push(&src, p)).transpose()?;
+
+    if raw.targets.value.is_empty() {
+        return Err(src.err(raw.targets.referenced, "at least one target is required"));
+    }
+    let mut targets: Vec<Arc<Target>> = Vec::new();
+    for t in raw.targets.value {
+        if targets.iter().any(|o| o.name == t.name.value) {
+            return Err(src.err(t.name.referenced, format!("duplicate target name {:?}", t.name.value)));
+        }
+        targets.push(Arc::new(load_target(&src, t, base)?));
+    }
+
+    let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
+    let probes_dir = dir(raw.probes_dir, "probes");
+    let prompts_dir = dir(raw.prompts_dir, "prompts");
+    let probes = probe::load_all(&probes_dir, &prompts_dir, &targets, &mut warnings)?;
+    if probes.is_empty() {
+        return Err(ConfigError::file(&probes_dir, "no probe files (*.yaml) found"));
+    }
+    Ok(Config {
+        path: path.to_path_buf(),
+        agent,
+        push,
+        targets,
+        probes,
+        warnings,
+    })
+}
+
+fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, ConfigError> {
+    let mut labels = BTreeMap::new();
+    if let Some(l) = a.labels {
+        check_labels(src, &l)?;
+        labels = l.value;
+    }
+    let name = match a.name {
+        Some(n) => {
+            check_name(src, &n, "agent")?;
+            n.value
+        }
+        None => hostname(),
+    };
+    let concurrency = match a.concurrency {
+        Some(c) => positive(src, &c, "concurrency", 4096)? as usize,
+        None => 8,
+    };
+    let listen = match a.listen {
+        Some(l) => Some(l.value.parse::<SocketAddr>().map_err(|_| {
+            src.err(l.referenced, format!("{:?} is not an address like 0.0.0.0:9464", l.value))
+        })?),
+        None => None,
+    };
+    let shard = match a.shard {
+        Some(s) => {
+            let parsed = s
+                .value
+                .split_once('/')
+                .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)))
+                .filter(|&(i, n)| i >= 1 && i <= n);
+            Some(parsed.ok_or_else(|| src.err(s.referenced, format!("shard {:?} must be i/N with 1 <= i <= N", s.value)))?)
+        }
+        None => None,
+    };
+    Ok(Agent {
+        name,
+        labels,
+        concurrency,
+        listen,
+        results_log: a.results_log.map(|p| base.join(p)),
+        shard,
+    })
+}
+
+fn load_push(src: &Source, p: raw::RawPush) -> Result<Push, ConfigError> {
+    let url = p.url.value.trim_end_matches('/').to_string();
+    match reqwest::Url::parse(&url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.password().is_none() => {}
+        _ => return Err(src.err(p.url.referenced, format!("push url {:?} must be an http(s) URL without credentials", p.url.value))),
+    }
+    Ok(Push {
+        url,
+        job: p.job.unwrap_or_else(|| "llm_canary".into()),
+        min_interval: p.min_interval.map_or(Duration::from_secs(5), |d| d.0),
+        delete_on_shutdown: p.delete_on_shutdown.unwrap_or(false),
+    })
+}
+
+fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, ConfigError> {
+    check_name(src, &t.name, "target")?;
+    let base_url = t.base_url.value.trim_end_matches('/').to_string();
+    match reqwest::Url::parse(&base_url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+            if !u.username().is_empty() || u.password().is_some() {
+                return Err(src.err(
+                    t.base_url.referenced,
+                    "credentials do not belong in base_url: use api_key_env or api_key_file",
+                ));
+            }
+        }
+        _ => return Err(src.err(t.base_url.referenced, format!("base_url {:?} is not an http(s) URL", t.base_url.value))),
+    }
+    let mut labels = BTreeMap::new();
+    if let Some(l) = t.labels {
+        check_labels(src, &l)?;
+        labels = l.value;
+    }
+    let api_key = match (t.api_key_env, t.api_key_file) {
+        (Some(_), Some(f)) => return Err(src.err(f.referenced, "set api_key_env or api_key_file, not both")),
+        (Some(env), None) => match std::env::var(&env.value) {
+            Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
+            _ => return Err(src.err(env.referenced, format!("environment variable {} is not set", env.value))),
+        },
+        (None, Some(file)) => {
+            let p = base.join(&file.value);
+            match std::fs::read_to_string(&p) {
+                Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
+                Ok(_) => return Err(src.err(file.referenced, format!("api key file {} is empty", p.display()))),
+                Err(e) => {
+                    return Err(src.err(file.referenced, format!("cannot read api key file {}: {}", p.display(), io_reason(&e))))
+                }
+            }
+        }
+        (None, None) => None,
+    };
+    let mut headers = Vec::new();
+    if let Some(h) = t.headers {
+        for (k, v) in h.value {
+            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(&v).is_err() {
+                return Err(src.err(h.referenced, format!("header {k:?} is not a valid HTTP header")));
+            }
+            headers.push((k, v));
+        }
+    }
+    let mut seen = HashSet::new();
+    headers.retain(|(k, _)| seen.insert(k.to_ascii_lowercase()));
+    Ok(Target {
+        name: t.name.value,
+        base_url,
+        api: t.api.unwrap_or(Api::OpenaiChat),
+        server: t.server.unwrap_or(ServerKind::Generic),
+        model: t.model,
+        labels,
+        api_key,
+        headers,
+        priority: t.priority,
+    })
+}

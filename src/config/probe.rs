@@ -1,0 +1,290 @@
+//! Probe files (`probes/*.yaml`, one probe or a list) and the prompt files they name.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::tz::TimeZone;
+
+use super::gate::{self, Relative, Slo};
+use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role, ServerKind};
+use super::{positive, read, ConfigError, Source, Target};
+use crate::checks::CheckSpec;
+use crate::schedule::Cron;
+
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub name: String,
+    pub file: PathBuf,
+    pub schedule: Option<Cron>,
+    pub timezone: TimeZone,
+    pub jitter: Duration,
+    pub targets: Vec<String>,
+    pub prompt: Arc<Prompt>,
+    pub max_tokens: u32,
+    pub temperature: Option<f64>,
+    pub cache_bust: CacheBust,
+    pub timeouts: Timeouts,
+    pub checks: CheckSpec,
+    pub gate: GateSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub ttft: Duration,
+    pub stall: Duration,
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(3),
+            ttft: Duration::from_secs(10),
+            stall: Duration::from_secs(5),
+            total: Duration::from_secs(60),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GateSpec {
+    pub samples: Option<u32>,
+    pub slo: Vec<Slo>,
+    pub vs_baseline: Vec<Relative>,
+    pub inconclusive: Inconclusive,
+}
+
+/// A prompt: the chat messages to send (a `.txt` file is one user message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub name: String,
+    pub messages: Vec<Message>,
+}
+
+impl Prompt {
+    pub fn user(name: &str, text: &str) -> Self {
+        Prompt {
+            name: name.into(),
+            messages: vec![Message {
+                role: Role::User,
+                content: text.into(),
+            }],
+        }
+    }
+
+    /// The text for a completions API: the messages' contents, one paragraph each.
+    pub fn as_text(&self) -> String {
+        let parts: Vec<&str> = self.messages.iter().map(|m| m.content.as_str()).collect();
+        parts.join("\n\n")
+    }
+}
+
+fn probe_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| ConfigError::file(dir, format!("cannot read the probes folder: {e}")))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// A probe file holds one mapping or a list of them; the first content line tells which.
+fn is_list(text: &str) -> bool {
+    text.lines()
+        .map(str::trim_start)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && *l != "---")
+        .is_some_and(|l| l == "-" || l.starts_with("- "))
+}
+
+pub(super) fn load_all(
+    probes_dir: &Path,
+    prompts_dir: &Path,
+    targets: &[Arc<Target>],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Arc<Probe>>, ConfigError> {
+    let mut prompts: HashMap<String, Arc<Prompt>> = HashMap::new();
+    let mut probes: Vec<Arc<Probe>> = Vec::new();
+    for file in probe_files(probes_dir)? {
+        let text = read(&file)?;
+        let src = Source { path: &file, text: &text };
+        let raws: Vec<RawProbe> = if is_list(&text) { src.parse()? } else { vec![src.parse()?] };
+        for r in raws {
+            if probes.iter().any(|p| p.name == r.name.value) {
+                return Err(src.err(r.name.referenced, format!("duplicate probe name {:?}", r.name.value)));
+            }
+            let p = load_probe(&src, r, prompts_dir, &mut prompts, targets, warnings)?;
+            probes.push(Arc::new(p));
+        }
+    }
+    Ok(probes)
+}
+
+fn load_prompt(src: &Source, name: &serde_saphyr::Spanned<String>, dir: &Path) -> Result<Prompt, ConfigError> {
+    let path = dir.join(&name.value);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|_| src.err(name.referenced, format!("prompt file {} not found", path.display())))?;
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("txt") => {
+            if text.trim().is_empty() {
+                return Err(src.err(name.referenced, format!("prompt file {} is empty", path.display())));
+            }
+            Ok(Prompt::user(&name.value, text.trim_end()))
+        }
+        Some("yaml" | "yml") => {
+            let psrc = Source { path: &path, text: &text };
+            let messages: Vec<Message> = psrc.parse()?;
+            if !messages.iter().any(|m| m.role == Role::User) {
+                return Err(ConfigError::file(&path, "a prompt needs at least one user message"));
+            }
+            Ok(Prompt {
+                name: name.value.clone(),
+                messages,
+            })
+        }
+        _ => Err(src.err(name.referenced, "a prompt file must end in .txt (one user message) or .yaml (chat messages)")),
+    }
+}
+
+fn load_probe(
+    src: &Source,
+    r: RawProbe,
+    prompts_dir: &Path,
+    prompts: &mut HashMap<String, Arc<Prompt>>,
+    targets: &[Arc<Target>],
+    warnings: &mut Vec<String>,
+) -> Result<Probe, ConfigError> {
+    super::check_name(src, &r.name, "probe")?;
+    let name = r.name.value.clone();
+    let timezone = match &r.timezone {
+        Some(tz) => TimeZone::get(&tz.value).map_err(|_| src.err(tz.referenced, format!("unknown time zone {:?}", tz.value)))?,
+        None => TimeZone::UTC,
+    };
+    let target_names: Vec<String> = match r.targets {
+        Some(list) => {
+            let mut names = Vec::new();
+            for t in list {
+                if !targets.iter().any(|x| x.name == t.value) {
+                    return Err(src.err(t.referenced, format!("unknown target {:?}", t.value)));
+                }
+                if !names.contains(&t.value) {
+                    names.push(t.value);
+                }
+            }
+            names
+        }
+        None => targets.iter().map(|t| t.name.clone()).collect(),
+    };
+    let prompt = match prompts.get(&r.prompt.value) {
+        Some(p) => p.clone(),
+        None => {
+            let p = Arc::new(load_prompt(src, &r.prompt, prompts_dir)?);
+            prompts.insert(r.prompt.value.clone(), p.clone());
+            p
+        }
+    };
+    let max_tokens = match &r.max_tokens {
+        Some(m) => positive(src, m, "max_tokens", 1 << 20)? as u32,
+        None => 128,
+    };
+    let temperature = match &r.temperature {
+        Some(t) if !(0.0..=2.0).contains(&t.value) => {
+            return Err(src.err(t.referenced, format!("temperature must be between 0 and 2, found {}", t.value)))
+        }
+        Some(t) => Some(t.value),
+        None => None,
+    };
+    let rt = r.timeouts.unwrap_or_default();
+    let d = Timeouts::default();
+    let timeouts = Timeouts {
+        connect: rt.connect.map_or(d.connect, |x| x.0),
+        ttft: rt.ttft.map_or(d.ttft, |x| x.0),
+        stall: rt.stall.map_or(d.stall, |x| x.0),
+        total: rt.total.map_or(d.total, |x| x.0),
+    };
+    if timeouts.connect.is_zero() || timeouts.ttft.is_zero() || timeouts.stall.is_zero() || timeouts.total.is_zero() {
+        return Err(ConfigError::file(src.path, format!("probe {name:?}: timeouts must be longer than zero")));
+    }
+    let checks = load_checks(src, r.checks.unwrap_or_default())?;
+    let gate = load_gate(src, r.gate)?;
+    let cache_bust = r.cache_bust.unwrap_or_default();
+    if cache_bust == CacheBust::Auto {
+        for t in targets.iter().filter(|t| target_names.contains(&t.name) && t.server == ServerKind::Generic) {
+            warnings.push(format!(
+                "probe {name:?} on target {:?}: server kind `generic` honours no cache-busting field, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
+                t.name
+            ));
+        }
+    }
+    Ok(Probe {
+        name,
+        file: src.path.to_path_buf(),
+        schedule: r.schedule.map(|c| c.0),
+        timezone,
+        jitter: r.jitter.map_or(Duration::ZERO, |j| j.0),
+        targets: target_names,
+        prompt,
+        max_tokens,
+        temperature,
+        cache_bust,
+        timeouts,
+        checks,
+        gate,
+    })
+}
+
+fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
+    let chars = |v: &Option<serde_saphyr::Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
+        match v {
+            Some(s) if s.value < 0 => Err(src.err(s.referenced, format!("{what} must be 0 or more, found {}", s.value))),
+            Some(s) => Ok(Some(s.value as usize)),
+            None => Ok(None),
+        }
+    };
+    let min_chars = chars(&c.min_chars, "min_chars")?;
+    let max_chars = chars(&c.max_chars, "max_chars")?;
+    if let (Some(min), Some(max), Some(m)) = (min_chars, max_chars, &c.max_chars) {
+        if min > max {
+            return Err(src.err(m.referenced, format!("max_chars ({max}) is below min_chars ({min})")));
+        }
+    }
+    Ok(CheckSpec {
+        min_chars,
+        max_chars,
+        expect: c.expect.map(|r| r.0),
+        forbid: c.forbid.map(|r| r.0),
+        repetition: match c.repetition.unwrap_or(raw::Repetition::Default) {
+            raw::Repetition::Default => Some(Default::default()),
+            raw::Repetition::Off => None,
+            raw::Repetition::Custom(t) => Some(t),
+        },
+        allow_truncation: c.allow_truncation.unwrap_or(false),
+    })
+}
+
+fn load_gate(src: &Source, g: Option<raw::RawGate>) -> Result<GateSpec, ConfigError> {
+    let Some(g) = g else {
+        return Ok(GateSpec::default());
+    };
+    let samples = match &g.samples {
+        Some(s) => Some(positive(src, s, "gate.samples", 100_000)? as u32),
+        None => None,
+    };
+    let mut slo = Vec::new();
+    for (k, v) in g.slo.unwrap_or_default() {
+        slo.push(gate::parse_slo(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+    }
+    let mut vs_baseline = Vec::new();
+    for (k, v) in g.vs_baseline.unwrap_or_default() {
+        vs_baseline.push(gate::parse_relative(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+    }
+    Ok(GateSpec {
+        samples,
+        slo,
+        vs_baseline,
+        inconclusive: g.inconclusive.unwrap_or_default(),
+    })
+}

@@ -1,0 +1,253 @@
+//! The files as written: serde structs that reject unknown keys. Values that can be checked
+//! alone (durations, cron, regexes, enums) are checked while parsing, so their errors carry a
+//! position; cross-references (targets, prompt files, duplicates) are checked in `load`.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use serde::{Deserialize, Deserializer};
+use serde_saphyr::Spanned;
+
+use super::duration::Dur;
+use crate::checks::repetition::Thresholds;
+use crate::schedule::Cron;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMain {
+    #[serde(default)]
+    pub agent: RawAgent,
+    pub push: Option<RawPush>,
+    pub targets: Spanned<Vec<RawTarget>>,
+    pub probes_dir: Option<String>,
+    pub prompts_dir: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgent {
+    pub name: Option<Spanned<String>>,
+    pub labels: Option<Spanned<BTreeMap<String, String>>>,
+    pub concurrency: Option<Spanned<i64>>,
+    pub listen: Option<Spanned<String>>,
+    pub results_log: Option<String>,
+    pub shard: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPush {
+    pub url: Spanned<String>,
+    pub job: Option<String>,
+    pub min_interval: Option<Dur>,
+    pub delete_on_shutdown: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    OpenaiChat,
+    OpenaiCompletions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerKind {
+    Vllm,
+    Sglang,
+    LlamaCpp,
+    Tgi,
+    Ollama,
+    Generic,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    pub name: Spanned<String>,
+    pub base_url: Spanned<String>,
+    pub api: Option<Api>,
+    pub server: Option<ServerKind>,
+    pub model: String,
+    pub labels: Option<Spanned<BTreeMap<String, String>>>,
+    pub api_key_env: Option<Spanned<String>>,
+    pub api_key_file: Option<Spanned<String>>,
+    pub headers: Option<Spanned<BTreeMap<String, String>>>,
+    pub priority: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheBust {
+    #[default]
+    Auto,
+    Prefix,
+    Off,
+}
+
+/// A probe file holds one probe or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    pub name: Spanned<String>,
+    pub schedule: Option<CronSpec>,
+    pub timezone: Option<Spanned<String>>,
+    pub jitter: Option<Dur>,
+    pub targets: Option<Vec<Spanned<String>>>,
+    pub prompt: Spanned<String>,
+    pub max_tokens: Option<Spanned<i64>>,
+    pub temperature: Option<Spanned<f64>>,
+    pub cache_bust: Option<CacheBust>,
+    pub timeouts: Option<RawTimeouts>,
+    pub checks: Option<RawChecks>,
+    pub gate: Option<RawGate>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    pub connect: Option<Dur>,
+    pub ttft: Option<Dur>,
+    pub stall: Option<Dur>,
+    pub total: Option<Dur>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChecks {
+    pub min_chars: Option<Spanned<i64>>,
+    pub max_chars: Option<Spanned<i64>>,
+    pub expect: Option<Re>,
+    pub forbid: Option<Re>,
+    pub repetition: Option<Repetition>,
+    pub allow_truncation: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGate {
+    pub samples: Option<Spanned<i64>>,
+    pub slo: Option<BTreeMap<String, Spanned<Scalar>>>,
+    pub vs_baseline: Option<BTreeMap<String, Spanned<Scalar>>>,
+    pub inconclusive: Option<Inconclusive>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Inconclusive {
+    #[default]
+    Fail,
+    Pass,
+}
+
+/// A chat message of a `.yaml` prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// A cron expression, compiled while parsing.
+#[derive(Debug, Clone)]
+pub struct CronSpec(pub Cron);
+
+impl<'de> Deserialize<'de> for CronSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Cron::parse(&s)
+            .map(CronSpec)
+            .map_err(|e| serde::de::Error::custom(format!("invalid cron expression {s:?}: {e}")))
+    }
+}
+
+/// A regex, compiled while parsing (size-limited, so a hostile pattern cannot eat memory).
+#[derive(Debug, Clone)]
+pub struct Re(pub Regex);
+
+impl<'de> Deserialize<'de> for Re {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        regex::RegexBuilder::new(&s)
+            .size_limit(1 << 20)
+            .build()
+            .map(Re)
+            .map_err(|e| {
+                let detail = e.to_string();
+                let last = detail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("invalid");
+                serde::de::Error::custom(format!("invalid regex {s:?}: {}", last.trim().trim_start_matches("error: ")))
+            })
+    }
+}
+
+/// `repetition: default`, `repetition: off`, or a map of thresholds.
+#[derive(Debug, Clone)]
+pub enum Repetition {
+    Default,
+    Off,
+    Custom(Thresholds),
+}
+
+impl<'de> Deserialize<'de> for Repetition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Repetition;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`default`, `off` or a map of thresholds")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Repetition, E> {
+                match v {
+                    "default" => Ok(Repetition::Default),
+                    "off" => Ok(Repetition::Off),
+                    other => Err(E::custom(format!("expected `default`, `off` or a map of thresholds, found {other:?}"))),
+                }
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Repetition, E> {
+                // YAML 1.1 readers turn a bare `off` into false.
+                Ok(if v { Repetition::Default } else { Repetition::Off })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Repetition, A::Error> {
+                Thresholds::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Repetition::Custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A YAML scalar read as text, whether written as a string or a number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scalar(pub String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

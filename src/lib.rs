@@ -1,0 +1,63 @@
+//! llm-canary: fires predefined prompts at LLM inference endpoints, measures what a user feels
+//! (time to first token, decode speed, stalls, end-to-end time), judges the generated text, and
+//! reports it.
+//!
+//! # Layout
+//!
+//! Data flows one way: config → probe run → result → reports.
+//!
+//! - [`cli`]: the command line (run | once | gate | check | sim | demo).
+//! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
+//!   file:line:column and field.
+//! - [`schedule`]: cron expressions → next fire times.
+//! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
+//!   deadlines, caps, transport outcome) and one file per API flavor.
+//! - [`stream`]: bytes → server-sent events, with arrival times and caps.
+//! - [`timeline`]: arrival times → ttfb, ttft, e2e, tpot, tokens/s, inter-token gaps.
+//! - [`checks`]: content checks and degeneration detectors, pure functions over the text.
+//! - [`outcome`]: the fixed outcome vocabulary and its precedence.
+//! - [`result`]: the result record of one run.
+//! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
+//! - [`report`]: table and JSON lines.
+//! - [`sim`]: the simulated OpenAI-compatible replica and its scenarios.
+//! - [`commands`]: what each subcommand does with the pieces above.
+//! - [`secret`]: a value that never prints.
+
+pub mod checks;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod outcome;
+pub mod probe;
+pub mod report;
+pub mod result;
+pub mod runner;
+pub mod schedule;
+pub mod secret;
+pub mod sim;
+pub mod stream;
+pub mod timeline;
+
+use std::process::ExitCode;
+
+/// Runs one command to completion and says how the process should exit:
+/// 0 success, 1 a probe or the gate failed, 2 a usage or config error.
+pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(commands::dispatch(cli.command))
+}
+
+/// Logs to stderr; `RUST_LOG` wins over `--log-level`.
+pub fn init_tracing(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,124 @@
+//! The fixed outcome vocabulary (DESIGN's `outcome` label) and its precedence. Dashboards and
+//! alert rules match on these strings, so they never change.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    // Transport, decided first.
+    ConnectError,
+    HttpError,
+    TimeoutTtft,
+    Stall,
+    TimeoutTotal,
+    StreamError,
+    StreamInterrupted,
+    MalformedStream,
+    Oversized,
+    // Content, in order of precedence.
+    EmptyOutput,
+    Repetition,
+    Truncated,
+    TooShort,
+    TooLong,
+    PatternMismatch,
+    ForbiddenPattern,
+}
+
+impl Outcome {
+    /// Every outcome, `ok` first, transport then content in precedence order.
+    pub const ALL: [Outcome; 17] = [
+        Outcome::Ok,
+        Outcome::ConnectError,
+        Outcome::HttpError,
+        Outcome::TimeoutTtft,
+        Outcome::Stall,
+        Outcome::TimeoutTotal,
+        Outcome::StreamError,
+        Outcome::StreamInterrupted,
+        Outcome::MalformedStream,
+        Outcome::Oversized,
+        Outcome::EmptyOutput,
+        Outcome::Repetition,
+        Outcome::Truncated,
+        Outcome::TooShort,
+        Outcome::TooLong,
+        Outcome::PatternMismatch,
+        Outcome::ForbiddenPattern,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ConnectError => "connect_error",
+            Outcome::HttpError => "http_error",
+            Outcome::TimeoutTtft => "timeout_ttft",
+            Outcome::Stall => "stall",
+            Outcome::TimeoutTotal => "timeout_total",
+            Outcome::StreamError => "stream_error",
+            Outcome::StreamInterrupted => "stream_interrupted",
+            Outcome::MalformedStream => "malformed_stream",
+            Outcome::Oversized => "oversized",
+            Outcome::EmptyOutput => "empty_output",
+            Outcome::Repetition => "repetition",
+            Outcome::Truncated => "truncated",
+            Outcome::TooShort => "too_short",
+            Outcome::TooLong => "too_long",
+            Outcome::PatternMismatch => "pattern_mismatch",
+            Outcome::ForbiddenPattern => "forbidden_pattern",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Outcome> {
+        Self::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
+    pub fn is_transport(self) -> bool {
+        matches!(
+            self,
+            Outcome::ConnectError
+                | Outcome::HttpError
+                | Outcome::TimeoutTtft
+                | Outcome::Stall
+                | Outcome::TimeoutTotal
+                | Outcome::StreamError
+                | Outcome::StreamInterrupted
+                | Outcome::MalformedStream
+                | Outcome::Oversized
+        )
+    }
+
+    /// The outcome of a run whose content checks failed: the one of highest precedence.
+    pub fn first_content_failure(failed: &[Outcome]) -> Outcome {
+        failed.iter().copied().filter(|o| !o.is_transport()).min().unwrap_or(Outcome::Ok)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_serialize_as_design_says() {
+        for o in Outcome::ALL {
+            assert_eq!(Outcome::parse(o.as_str()), Some(o));
+            assert_eq!(serde_json::to_string(&o).unwrap(), format!("\"{}\"", o.as_str()));
+        }
+    }
+
+    #[test]
+    fn content_precedence() {
+        use Outcome::*;
+        assert_eq!(Outcome::first_content_failure(&[ForbiddenPattern, TooShort, Repetition]), Repetition);
+        assert_eq!(Outcome::first_content_failure(&[PatternMismatch, ForbiddenPattern]), PatternMismatch);
+        assert_eq!(Outcome::first_content_failure(&[]), Ok);
+    }
+}

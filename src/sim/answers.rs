@@ -1,0 +1,109 @@
+//! What the simulated replica says: canned answers chosen by the prompt (English, Chinese,
+//! JSON, a summary of a long text) and by the scenario (loops, refusals, rambling), split into
+//! tokens the way a tokenizer roughly would.
+
+/// Splits text into token-like pieces: a word with its leading space, one CJK character, or one
+/// punctuation mark.
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        let cjk = matches!(c as u32, 0x3000..=0x9FFF | 0xFF00..=0xFFEF);
+        if cjk || (c.is_ascii_punctuation() && c != '\'') {
+            if !cur.is_empty() && !cur.trim().is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.push(c);
+            out.push(std::mem::take(&mut cur));
+        } else if c.is_whitespace() {
+            if !cur.trim().is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.push(c);
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+pub const ENGLISH: &str = "The capital of France is Paris. It lies on the Seine in the north of the country and has been its political and cultural centre for centuries.";
+pub const CHINESE: &str = "法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。";
+pub const JSON: &str = "{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}";
+pub const SUMMARY: &str = "The text describes how the Eiffel Tower was built for the 1889 World's Fair, the criticism it first met, and how it became the best-known symbol of Paris.";
+pub const FORBIDDEN: &str = "As an AI language model, I cannot browse the internet, but the capital of France is Paris.";
+pub const MISMATCH: &str = "I am not sure which country you are asking about; could you say more?";
+pub const SHORT: &str = "Paris.";
+
+/// The healthy answer to a prompt: Chinese for a Chinese prompt, JSON when asked for JSON, a
+/// summary for a long text, otherwise the English one.
+pub fn healthy(prompt: &str) -> &'static str {
+    if prompt.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF)) {
+        CHINESE
+    } else if prompt.contains("JSON") {
+        JSON
+    } else if prompt.chars().count() > 2000 {
+        SUMMARY
+    } else {
+        ENGLISH
+    }
+}
+
+/// An English loop as small models produce it: a start, then one phrase over and over.
+pub fn looping(chinese: bool, tokens: usize) -> String {
+    let (start, phrase) = if chinese { ("巴黎是法国的首都。", "我爱巴黎。") } else { ("The capital of France is Paris.", " I think that") };
+    let mut s = start.to_string();
+    while tokenize(&s).len() < tokens + 8 {
+        s.push_str(phrase);
+    }
+    s
+}
+
+/// Varied text that never loops, for `too_long`: words drawn from a fixed seed.
+pub fn rambling(tokens: usize) -> String {
+    const WORDS: [&str; 48] = [
+        "river", "stone", "bridge", "garden", "market", "window", "autumn", "letter", "harbor", "lantern", "meadow",
+        "silver", "candle", "forest", "violin", "paper", "orchard", "thunder", "pebble", "canvas", "station", "ribbon",
+        "island", "copper", "feather", "valley", "mirror", "saddle", "velvet", "compass", "quarry", "tunnel", "glacier",
+        "pepper", "marble", "anchor", "blossom", "chimney", "fabric", "gravel", "hollow", "jasmine", "kettle", "ladder",
+        "needle", "oyster", "parlor", "quill",
+    ];
+    let mut rng = fastrand::Rng::with_seed(42);
+    let mut s = String::from("Paris");
+    for i in 1..tokens {
+        s.push(' ');
+        s.push_str(WORDS[rng.usize(..WORDS.len())]);
+        if i % 12 == 11 {
+            s.push('.');
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_rejoin_to_the_text() {
+        for t in [ENGLISH, CHINESE, JSON, SUMMARY] {
+            assert_eq!(tokenize(t).concat(), t);
+        }
+        assert_eq!(tokenize("Hi, you."), vec!["Hi", ",", " you", "."]);
+        assert_eq!(tokenize("巴黎。"), vec!["巴", "黎", "。"]);
+    }
+
+    #[test]
+    fn canned_texts_are_what_the_detectors_expect() {
+        use crate::checks::repetition::{analyze, Thresholds};
+        let t = Thresholds::default();
+        assert!(analyze(&looping(false, 64), &t).degenerate);
+        assert!(analyze(&looping(true, 64), &t).degenerate);
+        for healthy in [ENGLISH, CHINESE, JSON, SUMMARY, &rambling(400)] {
+            assert!(!analyze(healthy, &t).degenerate, "{healthy}");
+        }
+    }
+}

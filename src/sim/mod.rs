@@ -1,0 +1,521 @@
+//! The simulated OpenAI-compatible replica (`llm-canary sim`): chat and completions, streaming
+//! and not, `/v1/models`, `/health`, with a scenario per request (see [`scenarios`]). It keeps a
+//! prefix cache (keyed on prompt and `cache_salt`, bypassed by `cache_prompt: false`) and an
+//! HTTP response cache (bypassed by `Cache-Control: no-cache`), so cache busting can be proven,
+//! and it records every request and the instant of its first content write, so tests can check
+//! what arrived and how exactly the agent measured it.
+
+mod answers;
+mod http;
+pub mod scenarios;
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio::time::sleep_until;
+
+use self::http::{Chunked, HttpRequest};
+use self::scenarios::{Kind, Scenario, CATALOG};
+
+/// What the sim saw of one request.
+#[derive(Debug, Clone, Serialize)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub scenario: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub prefix_cache_hit: bool,
+    pub http_cache_hit: bool,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    seen: Mutex<Vec<Seen>>,
+    first_writes: Mutex<HashMap<String, Instant>>,
+    prefix_cache: Mutex<HashSet<String>>,
+    http_cache: Mutex<HashSet<Vec<u8>>>,
+}
+
+const MAX_SEEN: usize = 10_000;
+
+/// A running simulated replica; stops when dropped.
+pub struct Sim {
+    addr: SocketAddr,
+    state: Arc<State>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Sim {
+    /// Binds `listen` (use `127.0.0.1:0` for a free port) and serves in the background.
+    pub async fn start(listen: &str) -> std::io::Result<Sim> {
+        let listener = TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((sock, _)) = listener.accept().await else { continue };
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let _ = connection(sock, st).await;
+                });
+            }
+        });
+        Ok(Sim { addr, state, task })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL (ending in `/v1`) that selects `scenario`.
+    pub fn base_url(&self, scenario: &str) -> String {
+        format!("http://{}/s/{scenario}/v1", self.addr)
+    }
+
+    /// Every request seen so far, oldest first.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.seen.lock().expect("sim state lock").clone()
+    }
+
+    /// When the first content chunk for this `X-Request-Id` was handed to the kernel.
+    pub fn first_content_write(&self, request_id: &str) -> Option<Instant> {
+        self.state.first_writes.lock().expect("sim state lock").get(request_id).copied()
+    }
+}
+
+/// `llm-canary sim`: serve until Ctrl-C / SIGTERM.
+pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
+    let sim = Sim::start(listen).await.map_err(|e| anyhow::anyhow!("sim: cannot listen on {listen}: {e}"))?;
+    println!("llm-canary sim listening on http://{}", sim.addr());
+    println!("base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)", sim.addr());
+    for (name, _, what) in CATALOG {
+        println!("  {name:<18} {what}");
+    }
+    shutdown_signal().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Keep-alive: serve requests on one connection until the client closes or a scenario breaks it.
+async fn connection(mut sock: TcpStream, st: Arc<State>) -> std::io::Result<()> {
+    let _ = sock.set_nodelay(true);
+    let mut buf = Vec::new();
+    while let Some(req) = http::read_request(&mut sock, &mut buf).await? {
+        let keep = handle(&mut sock, &req, &st).await?;
+        if !keep || req.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close")) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn json_bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("JSON values serialize")
+}
+
+/// Serves one request; returns whether the connection may be reused.
+async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io::Result<bool> {
+    let t0 = Instant::now();
+    let (scenario_spec, rest) = match req.path.strip_prefix("/s/") {
+        Some(r) => match r.split_once('/') {
+            Some((s, rest)) => (Some(s.to_string()), format!("/{rest}")),
+            None => (Some(r.to_string()), "/".into()),
+        },
+        None => (None, req.path.clone()),
+    };
+    let route = rest.split('?').next().unwrap_or_default().to_string();
+    match (req.method.as_str(), route.as_str()) {
+        ("GET", "/health") => {
+            http::respond(sock, 200, "application/json", &[], b"{\"status\":\"ok\"}").await?;
+            return Ok(true);
+        }
+        ("GET", "/v1/models") => {
+            let data: Vec<Value> = CATALOG.iter().map(|(n, _, _)| json!({"id": n, "object": "model", "owned_by": "llm-canary-sim"})).collect();
+            http::respond(sock, 200, "application/json", &[], &json_bytes(&json!({"object": "list", "data": data}))).await?;
+            return Ok(true);
+        }
+        ("GET", "/_sim/requests") => {
+            let seen = st.seen.lock().expect("sim state lock").clone();
+            http::respond(sock, 200, "application/json", &[], &serde_json::to_vec(&seen).unwrap_or_default()).await?;
+            return Ok(true);
+        }
+        ("POST", "/v1/chat/completions") | ("POST", "/v1/completions") => {}
+        _ => {
+            let body = json_bytes(&json!({"error": {"message": format!("no route for {} {}", req.method, req.path), "type": "not_found"}}));
+            http::respond(sock, 404, "application/json", &[], &body).await?;
+            return Ok(true);
+        }
+    }
+    let chat = route == "/v1/chat/completions";
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(v) => v,
+        Err(e) => {
+            let body = json_bytes(&json!({"error": {"message": format!("invalid JSON body: {e}"), "type": "invalid_request_error"}}));
+            http::respond(sock, 400, "application/json", &[], &body).await?;
+            return Ok(true);
+        }
+    };
+    let model = body["model"].as_str().unwrap_or("sim").to_string();
+    let spec = scenario_spec.unwrap_or_else(|| if CATALOG.iter().any(|c| c.0 == model) { model.clone() } else { "healthy".into() });
+    let scenario = match Scenario::parse(&spec) {
+        Ok(s) => s,
+        Err(e) => {
+            let body = json_bytes(&json!({"error": {"message": e, "type": "invalid_request_error"}}));
+            http::respond(sock, 404, "application/json", &[], &body).await?;
+            return Ok(true);
+        }
+    };
+    let prompt = if chat {
+        body["messages"].as_array().map(|m| m.iter().filter_map(|x| x["content"].as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+    } else {
+        body["prompt"].as_str().unwrap_or_default().to_string()
+    };
+
+    // The caches a canary must defeat.
+    let http_cache_hit = {
+        let no_cache = req.header("cache-control").is_some_and(|v| v.contains("no-cache"));
+        let mut cache = st.http_cache.lock().expect("sim state lock");
+        !no_cache && !cache.insert(req.body.clone())
+    };
+    let prefix_cache_hit = {
+        let bypass = body["cache_prompt"] == json!(false);
+        let key = format!("{model}\u{0}{}\u{0}{prompt}", body["cache_salt"].as_str().unwrap_or_default());
+        let mut cache = st.prefix_cache.lock().expect("sim state lock");
+        !bypass && !cache.insert(key)
+    };
+    {
+        let mut seen = st.seen.lock().expect("sim state lock");
+        if seen.len() >= MAX_SEEN {
+            seen.remove(0);
+        }
+        seen.push(Seen {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            scenario: scenario.name.clone(),
+            headers: req.headers.clone(),
+            body: body.clone(),
+            prefix_cache_hit,
+            http_cache_hit,
+        });
+    }
+    let gen = Generation {
+        chat,
+        model,
+        prompt,
+        scenario,
+        max_tokens: body["max_tokens"].as_u64().unwrap_or(256) as usize,
+        stream: body["stream"].as_bool().unwrap_or(false),
+        include_usage: body["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+        request_id: req.header("x-request-id").map(str::to_string),
+        cache: if http_cache_hit { "http-hit" } else if prefix_cache_hit { "prefix-hit" } else { "miss" },
+        t0,
+    };
+    gen.respond(sock, st).await
+}
+
+struct Generation {
+    chat: bool,
+    model: String,
+    prompt: String,
+    scenario: Scenario,
+    max_tokens: usize,
+    stream: bool,
+    include_usage: bool,
+    request_id: Option<String>,
+    cache: &'static str,
+    t0: Instant,
+}
+
+enum Piece {
+    Reasoning(String),
+    Content(String),
+}
+
+impl Generation {
+    /// The tokens to send and the finish reason, by scenario and `max_tokens`.
+    fn script(&self) -> (Vec<Piece>, &'static str) {
+        let max = self.max_tokens.max(1);
+        let text: String = match self.scenario.kind {
+            Kind::HealthyZh => answers::CHINESE.into(),
+            Kind::Repetition => answers::looping(false, max),
+            Kind::RepetitionZh => answers::looping(true, max),
+            Kind::TooShort => answers::SHORT.into(),
+            Kind::TooLong => answers::rambling(max),
+            Kind::Mismatch => answers::MISMATCH.into(),
+            Kind::Forbidden => answers::FORBIDDEN.into(),
+            Kind::Empty => " \u{200B}\n \u{FEFF} ".into(),
+            Kind::Crawl => answers::rambling(200),
+            _ => answers::healthy(&self.prompt).into(),
+        };
+        let mut tokens = answers::tokenize(&text);
+        if self.scenario.kind == Kind::Empty {
+            tokens = text.chars().map(String::from).collect();
+        }
+        let mut finish = "stop";
+        let cut = if self.scenario.kind == Kind::Truncated { 5.min(max) } else { max };
+        if tokens.len() > cut {
+            tokens.truncate(cut);
+            finish = "length";
+        }
+        let mut pieces: Vec<Piece> = Vec::new();
+        if self.scenario.kind == Kind::Reasoning {
+            pieces.extend(answers::tokenize("Let me recall the capital of France.").into_iter().map(Piece::Reasoning));
+        }
+        pieces.extend(tokens.into_iter().map(Piece::Content));
+        (pieces, finish)
+    }
+
+    fn chunk(&self, piece: Option<&Piece>, finish: Option<&str>) -> Value {
+        let (content, reasoning) = match piece {
+            Some(Piece::Content(t)) => (Some(t.as_str()), None),
+            Some(Piece::Reasoning(t)) => (None, Some(t.as_str())),
+            None => (None, None),
+        };
+        if self.chat {
+            let mut delta = serde_json::Map::new();
+            if let Some(c) = content {
+                delta.insert("content".into(), json!(c));
+            }
+            if let Some(r) = reasoning {
+                delta.insert("reasoning_content".into(), json!(r));
+            }
+            json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": self.model,
+                   "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
+        } else {
+            json!({"id": "cmpl-sim", "object": "text_completion", "created": 0, "model": self.model,
+                   "choices": [{"index": 0, "text": content.unwrap_or_default(), "logprobs": null, "finish_reason": finish}]})
+        }
+    }
+
+    fn usage(&self, completion: usize) -> Value {
+        let prompt = self.prompt.chars().count() / 4 + 1;
+        json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+    }
+
+    /// Serialises one event the way this scenario's server would.
+    fn sse(&self, data: &str) -> Vec<u8> {
+        let nl = if self.scenario.kind == Kind::Crlf { "\r\n" } else { "\n" };
+        let prefix = if self.scenario.kind == Kind::NoSpace { "data:" } else { "data: " };
+        format!("{prefix}{data}{nl}{nl}").into_bytes()
+    }
+
+    async fn send(&self, w: &mut Chunked<'_>, bytes: &[u8], rng: &mut fastrand::Rng) -> std::io::Result<Instant> {
+        match self.scenario.kind {
+            Kind::Split => {
+                let mut rest = bytes;
+                let mut at = Instant::now();
+                while !rest.is_empty() {
+                    let n = rng.usize(1..=7).min(rest.len());
+                    at = w.write(&rest[..n]).await?;
+                    rest = &rest[n..];
+                }
+                Ok(at)
+            }
+            Kind::Comments => {
+                w.write(b": keep-alive\n\n").await?;
+                w.write(bytes).await
+            }
+            _ => w.write(bytes).await,
+        }
+    }
+
+    async fn respond(self, sock: &mut TcpStream, st: &State) -> std::io::Result<bool> {
+        let kind = self.scenario.kind;
+        let extra = [("x-sim-cache", self.cache.to_string())];
+        if let Kind::Http(code) = kind {
+            let (msg, ty) = match code {
+                429 => ("Rate limit exceeded, retry later", "rate_limit_error"),
+                503 => ("The model is overloaded", "server_error"),
+                _ => ("Internal server error", "server_error"),
+            };
+            let body = json_bytes(&json!({"error": {"message": msg, "type": ty, "code": code}}));
+            http::respond(sock, code, "application/json", &extra, &body).await?;
+            return Ok(true);
+        }
+        if kind == Kind::Garbage {
+            http::respond(sock, 200, "text/html", &extra, b"<html><body><h1>502 Bad Gateway</h1></body></html>\n").await?;
+            return Ok(true);
+        }
+        if kind == Kind::NoHeaders {
+            hold(sock).await;
+            return Ok(false);
+        }
+        let (mut ttft, mut itl) = (self.scenario.ttft, self.scenario.itl);
+        match self.cache {
+            "http-hit" => (ttft, itl) = (Duration::ZERO, Duration::ZERO),
+            "prefix-hit" => ttft /= 4,
+            _ => {}
+        }
+        let (pieces, finish) = self.script();
+        if !self.stream || kind == Kind::NonStream {
+            sleep_until((self.t0 + ttft + itl * pieces.len() as u32).into()).await;
+            let text: String = pieces.iter().filter_map(|p| if let Piece::Content(t) = p { Some(t.as_str()) } else { None }).collect();
+            let choice = if self.chat {
+                json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
+            } else {
+                json!({"index": 0, "text": text, "finish_reason": finish})
+            };
+            let body = json!({"id": "sim", "object": if self.chat { "chat.completion" } else { "text_completion" },
+                              "model": self.model, "choices": [choice], "usage": self.usage(pieces.len())});
+            http::respond(sock, 200, "application/json", &extra, &json_bytes(&body)).await?;
+            if let Some(id) = &self.request_id {
+                record_first_write(st, id, Instant::now());
+            }
+            return Ok(true);
+        }
+
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut w = Chunked::start(sock, 200, "text/event-stream", &extra).await?;
+        if self.chat && kind != Kind::LlamaCpp {
+            // vLLM opens with a role-only chunk: not a token.
+            let role = json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": self.model,
+                              "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]});
+            self.send(&mut w, &self.sse(&role.to_string()), &mut rng).await?;
+        }
+        match kind {
+            Kind::HugeLine => {
+                w.write(b"data: {\"choices\":[{\"delta\":{\"content\":\"").await?;
+                let block = vec![b'x'; 64 * 1024];
+                for _ in 0..4096 {
+                    w.write(&block).await?;
+                }
+                return Ok(false);
+            }
+            Kind::RoleOnly => {
+                let until = Instant::now() + Duration::from_secs(120);
+                while Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    w.write(b": keep-alive\n\n").await?;
+                }
+                return Ok(false);
+            }
+            Kind::Malformed => {
+                sleep_until((self.t0 + ttft).into()).await;
+                w.write(&self.sse("{\"choices\": [{\"delta\": {\"content\": \"Par")).await?;
+                w.finish().await?;
+                return Ok(false);
+            }
+            Kind::Endless => {
+                let mut i = 0u32;
+                let start = self.t0 + ttft;
+                loop {
+                    sleep_until((start + itl * i).into()).await;
+                    let piece = Piece::Content(format!(" word{i}"));
+                    w.write(&self.sse(&self.chunk(Some(&piece), None).to_string())).await?;
+                    i += 1;
+                    if i > 1_000_000 {
+                        return Ok(false);
+                    }
+                }
+            }
+            _ => {}
+        }
+
+        let mut first = true;
+        let mut offset = Duration::ZERO;
+        for (i, piece) in pieces.iter().enumerate() {
+            if i == 3 {
+                match kind {
+                    Kind::Reset => {
+                        w.reset();
+                        return Ok(false);
+                    }
+                    Kind::MidStreamError => {
+                        let err = json!({"error": {"message": "CUDA error: out of memory", "type": "server_error", "code": 500}});
+                        w.write(&self.sse(&err.to_string())).await?;
+                        w.finish().await?;
+                        return Ok(false);
+                    }
+                    Kind::Stall => offset = self.scenario.stall,
+                    _ => {}
+                }
+            }
+            sleep_until((self.t0 + ttft + offset + itl * i as u32).into()).await;
+            let at = self.send(&mut w, &self.sse(&self.chunk(Some(piece), None).to_string()), &mut rng).await?;
+            if first {
+                first = false;
+                if let Some(id) = &self.request_id {
+                    record_first_write(st, id, at);
+                }
+            }
+        }
+        if kind == Kind::NoDone {
+            w.finish().await?;
+            return Ok(false);
+        }
+        let mut last = self.chunk(None, Some(finish));
+        if kind == Kind::LlamaCpp {
+            let decode_ms = itl.as_secs_f64() * 1000.0 * pieces.len().saturating_sub(1) as f64;
+            last["timings"] = json!({
+                "prompt_n": self.prompt.chars().count() / 4 + 1, "prompt_ms": ttft.as_secs_f64() * 1000.0,
+                "predicted_n": pieces.len(), "predicted_ms": decode_ms,
+                "predicted_per_second": if decode_ms > 0.0 { (pieces.len() as f64 - 1.0) * 1000.0 / decode_ms } else { 0.0 },
+            });
+        }
+        self.send(&mut w, &self.sse(&last.to_string()), &mut rng).await?;
+        if self.include_usage && kind != Kind::NoUsage {
+            let u = json!({"id": "sim", "object": "chat.completion.chunk", "created": 0, "model": self.model, "choices": [], "usage": self.usage(pieces.len())});
+            self.send(&mut w, &self.sse(&u.to_string()), &mut rng).await?;
+        }
+        self.send(&mut w, &self.sse("[DONE]"), &mut rng).await?;
+        w.finish().await?;
+        Ok(true)
+    }
+}
+
+fn record_first_write(st: &State, id: &str, at: Instant) {
+    let mut m = st.first_writes.lock().expect("sim state lock");
+    if m.len() > 100_000 {
+        m.clear();
+    }
+    m.entry(id.to_string()).or_insert(at);
+}
+
+/// Holds a connection open without answering, until the client gives up (bounded).
+async fn hold(sock: &mut TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut b = [0u8; 64];
+    let _ = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Ok(n) = sock.read(&mut b).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}

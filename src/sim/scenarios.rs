@@ -1,0 +1,146 @@
+//! The scenarios of the simulated replica: one for every outcome, healthy English and Chinese
+//! answers, and the stream quirks real servers have. A scenario is chosen per request by the
+//! path prefix `/s/<scenario>[,ttft=..,itl=..,stall=..]/v1` or by a model name equal to its name.
+
+use std::time::Duration;
+
+use crate::config::duration::parse_duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Healthy,
+    HealthyZh,
+    SlowFirstToken,
+    SlowDecode,
+    Stall,
+    Reset,
+    MidStreamError,
+    Malformed,
+    Garbage,
+    Http(u16),
+    Empty,
+    Repetition,
+    RepetitionZh,
+    Truncated,
+    TooShort,
+    TooLong,
+    Mismatch,
+    Forbidden,
+    NoDone,
+    Endless,
+    HugeLine,
+    NoHeaders,
+    RoleOnly,
+    Crawl,
+    Crlf,
+    Comments,
+    Split,
+    NoUsage,
+    Reasoning,
+    NonStream,
+    NoSpace,
+    LlamaCpp,
+}
+
+/// Every scenario: its name, kind and what it does (the list `sim` prints).
+pub const CATALOG: &[(&str, Kind, &str)] = &[
+    ("healthy", Kind::Healthy, "a good answer in the prompt's language; vLLM-style role chunk first, usage last"),
+    ("healthy-zh", Kind::HealthyZh, "a good answer in Chinese"),
+    ("slow-first-token", Kind::SlowFirstToken, "first token after 3s (ttft=...)"),
+    ("slow-decode", Kind::SlowDecode, "250ms between tokens (itl=...)"),
+    ("stall", Kind::Stall, "a 3s pause after the third token (stall=...) -> stall"),
+    ("reset", Kind::Reset, "TCP reset after the third token -> stream_interrupted"),
+    ("mid-stream-error", Kind::MidStreamError, "an error object after the third token -> stream_error"),
+    ("malformed", Kind::Malformed, "an event that is not JSON -> malformed_stream"),
+    ("garbage", Kind::Garbage, "an HTML page with status 200 -> malformed_stream"),
+    ("http-429", Kind::Http(429), "429 rate limited -> http_error"),
+    ("http-500", Kind::Http(500), "500 internal error -> http_error"),
+    ("http-503", Kind::Http(503), "503 overloaded -> http_error"),
+    ("empty", Kind::Empty, "only whitespace and zero-width characters -> empty_output"),
+    ("repetition", Kind::Repetition, "an English loop until max_tokens -> repetition"),
+    ("repetition-zh", Kind::RepetitionZh, "a Chinese loop until max_tokens -> repetition"),
+    ("truncated", Kind::Truncated, "finish_reason length mid-sentence -> truncated"),
+    ("too-short", Kind::TooShort, "a one-word answer -> too_short"),
+    ("too-long", Kind::TooLong, "a rambling answer up to max_tokens -> too_long"),
+    ("mismatch", Kind::Mismatch, "an answer without the expected fact -> pattern_mismatch"),
+    ("forbidden", Kind::Forbidden, "'As an AI language model...' -> forbidden_pattern"),
+    ("no-done", Kind::NoDone, "closes cleanly without finish reason or [DONE] -> stream_interrupted"),
+    ("endless", Kind::Endless, "ignores max_tokens and never stops -> oversized"),
+    ("huge-line", Kind::HugeLine, "one endless line -> oversized"),
+    ("no-headers", Kind::NoHeaders, "accepts the request, never answers -> timeout_ttft"),
+    ("role-only", Kind::RoleOnly, "headers, a role chunk and keep-alives, no token -> timeout_ttft"),
+    ("crawl", Kind::Crawl, "a token every 400ms for 200 tokens -> timeout_total"),
+    ("crlf", Kind::Crlf, "healthy, with CRLF line endings"),
+    ("comments", Kind::Comments, "healthy, with keep-alive comments between events"),
+    ("split", Kind::Split, "healthy, written in pieces of 1-7 bytes, splitting UTF-8 characters"),
+    ("no-usage", Kind::NoUsage, "healthy, without a usage chunk"),
+    ("reasoning", Kind::Reasoning, "reasoning_content tokens first, then the answer"),
+    ("non-stream", Kind::NonStream, "one JSON answer even though a stream was asked for"),
+    ("nospace", Kind::NoSpace, "healthy, with `data:` and no space"),
+    ("llama-cpp", Kind::LlamaCpp, "healthy, llama.cpp style: no role chunk, `timings` in the last chunk"),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub kind: Kind,
+    pub ttft: Duration,
+    pub itl: Duration,
+    pub stall: Duration,
+}
+
+impl Scenario {
+    /// `healthy`, or `slow-decode,itl=100ms,ttft=20ms`.
+    pub fn parse(spec: &str) -> Result<Scenario, String> {
+        let mut parts = spec.split(',');
+        let name = parts.next().unwrap_or_default();
+        let kind = CATALOG
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, k, _)| *k)
+            .ok_or_else(|| format!("unknown scenario {name:?}"))?;
+        let mut s = Scenario {
+            name: name.to_string(),
+            kind,
+            ttft: Duration::from_millis(match kind {
+                Kind::SlowFirstToken => 3000,
+                _ => 50,
+            }),
+            itl: Duration::from_millis(match kind {
+                Kind::SlowDecode => 250,
+                Kind::Crawl => 400,
+                Kind::Endless => 1,
+                _ => 10,
+            }),
+            stall: Duration::from_secs(3),
+        };
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
+            let d = parse_duration(v)?;
+            match k {
+                "ttft" => s.ttft = d,
+                "itl" => s.itl = d,
+                "stall" => s.stall = d,
+                _ => return Err(format!("unknown scenario parameter {k:?} (ttft, itl, stall)")),
+            }
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_parameters() {
+        let s = Scenario::parse("slow-decode,itl=100ms,ttft=20ms").unwrap();
+        assert_eq!((s.kind, s.itl, s.ttft), (Kind::SlowDecode, Duration::from_millis(100), Duration::from_millis(20)));
+        assert_eq!(Scenario::parse("http-503").unwrap().kind, Kind::Http(503));
+        assert!(Scenario::parse("nope").is_err());
+        assert!(Scenario::parse("healthy,foo=1s").is_err());
+        let mut names: Vec<&str> = CATALOG.iter().map(|c| c.0).collect();
+        names.dedup();
+        assert_eq!(names.len(), CATALOG.len());
+    }
+}

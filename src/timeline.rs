@@ -1,0 +1,142 @@
+//! Arrival timestamps → the figures a user feels: ttfb, ttft, e2e, tpot, decode speed and
+//! inter-token gaps. Pure arithmetic over instants from one monotonic clock; nothing here reads
+//! a clock.
+
+use std::time::{Duration, Instant};
+
+/// What one run observed, as raw instants. `content` holds the arrival of every chunk that
+/// carried generated content, in order.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    pub start: Instant,
+    pub headers: Option<Instant>,
+    pub content: Vec<Instant>,
+    pub end: Option<Instant>,
+}
+
+/// The derived figures, in milliseconds (absent figures are `None`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    pub ttfb_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    pub itl_p50_ms: Option<f64>,
+    pub itl_p99_ms: Option<f64>,
+    pub itl_max_ms: Option<f64>,
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl Timeline {
+    pub fn new(start: Instant) -> Self {
+        Self {
+            start,
+            headers: None,
+            content: Vec::new(),
+            end: None,
+        }
+    }
+
+    pub fn first_content(&self) -> Option<Instant> {
+        self.content.first().copied()
+    }
+
+    pub fn last_content(&self) -> Option<Instant> {
+        self.content.last().copied()
+    }
+
+    /// Gaps between successive content chunks.
+    pub fn gaps(&self) -> Vec<Duration> {
+        self.content.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// `output_tokens` is the count DESIGN prescribes (usage when sent, else content chunks).
+    pub fn figures(&self, output_tokens: Option<u64>) -> Figures {
+        let since = |t: Instant| ms(t - self.start);
+        let mut f = Figures {
+            ttfb_ms: self.headers.map(since),
+            ttft_ms: self.first_content().map(since),
+            e2e_ms: self.end.map(since),
+            ..Figures::default()
+        };
+        if let (Some(first), Some(last), Some(tokens)) = (self.first_content(), self.last_content(), output_tokens) {
+            let decode = last - first;
+            if tokens > 1 && !decode.is_zero() {
+                let steps = (tokens - 1) as f64;
+                f.tpot_ms = Some(ms(decode) / steps);
+                f.tokens_per_second = Some(steps / decode.as_secs_f64());
+            }
+        }
+        let mut gaps: Vec<f64> = self.gaps().into_iter().map(ms).collect();
+        if !gaps.is_empty() {
+            gaps.sort_by(f64::total_cmp);
+            f.itl_p50_ms = Some(nearest_rank(&gaps, 0.50));
+            f.itl_p99_ms = Some(nearest_rank(&gaps, 0.99));
+            f.itl_max_ms = gaps.last().copied();
+        }
+        f
+    }
+}
+
+/// Nearest-rank quantile of sorted values: always a value that was observed, never an
+/// interpolation between two of them.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_follow_the_definitions() {
+        let s = Instant::now();
+        let at = |m: u64| s + Duration::from_millis(m);
+        let t = Timeline {
+            start: s,
+            headers: Some(at(10)),
+            content: vec![at(100), at(120), at(140), at(200)],
+            end: Some(at(210)),
+        };
+        let f = t.figures(Some(4));
+        assert_eq!(f.ttfb_ms, Some(10.0));
+        assert_eq!(f.ttft_ms, Some(100.0));
+        assert_eq!(f.e2e_ms, Some(210.0));
+        assert!((f.tpot_ms.unwrap() - 100.0 / 3.0).abs() < 1e-9);
+        assert!((f.tokens_per_second.unwrap() - 30.0).abs() < 1e-9);
+        assert_eq!(f.itl_p50_ms, Some(20.0));
+        assert_eq!(f.itl_p99_ms, Some(60.0));
+        assert_eq!(f.itl_max_ms, Some(60.0));
+        // Usage may report more tokens than chunks (several tokens per chunk).
+        let f = t.figures(Some(7));
+        assert!((f.tokens_per_second.unwrap() - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_chunk_has_no_decode_speed() {
+        let s = Instant::now();
+        let t = Timeline {
+            start: s,
+            headers: Some(s),
+            content: vec![s + Duration::from_millis(5)],
+            end: Some(s + Duration::from_millis(6)),
+        };
+        let f = t.figures(Some(12));
+        assert_eq!(f.tpot_ms, None);
+        assert_eq!(f.tokens_per_second, None);
+        assert_eq!(f.itl_max_ms, None);
+    }
+
+    #[test]
+    fn nearest_rank_is_an_observed_value() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        assert_eq!(nearest_rank(&v, 0.5), 5.0);
+        assert_eq!(nearest_rank(&v, 0.99), 10.0);
+        assert_eq!(nearest_rank(&v, 0.0), 1.0);
+    }
+}
