@@ -61,6 +61,9 @@ impl ConfigError {
                 message = "expected a whole number, 0 or more".into();
             }
         }
+        if message == "invalid i64" || message == "invalid i32" {
+            message = "expected a whole number".into();
+        }
         if message.starts_with("invalid f64") {
             message = "expected a number".into();
         }
@@ -196,8 +199,9 @@ fn inline_path(line: &str, start: usize, col: usize) -> Vec<String> {
     while i < chars.len() && i <= col {
         let c = chars[i];
         match c {
-            '{' => frames.push(Frame::Map(None)),
-            '[' => frames.push(Frame::Seq(0)),
+            '{' if i < col => frames.push(Frame::Map(None)),
+            '[' if i < col => frames.push(Frame::Seq(0)),
+            '{' | '[' => break,
             '}' | ']' if frames.len() > 1 && i < col => {
                 frames.pop();
             }

@@ -86,7 +86,8 @@ impl Source<'_> {
     }
 
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        if self.text.trim().is_empty() {
+        let has_content = self.text.lines().map(str::trim).any(|l| !l.is_empty() && !l.starts_with('#') && l != "---");
+        if !has_content {
             return Err(ConfigError::file(self.path, "the file is empty"));
         }
         serde_saphyr::from_str(self.text).map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
@@ -291,17 +292,26 @@ fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, C
             headers.push((k, v));
         }
     }
+    let server = t.server.unwrap_or(ServerKind::Generic);
+    if let Some(p) = &t.priority {
+        if !matches!(server, ServerKind::Vllm | ServerKind::Sglang) {
+            return Err(src.err(
+                p.referenced,
+                format!("server kind `{}` has no request priority: remove priority, or set server to vllm or sglang", server.as_str()),
+            ));
+        }
+    }
     let mut seen = HashSet::new();
     headers.retain(|(k, _)| seen.insert(k.to_ascii_lowercase()));
     Ok(Target {
         name: t.name.value,
         base_url,
         api: t.api.unwrap_or(Api::OpenaiChat),
-        server: t.server.unwrap_or(ServerKind::Generic),
+        server,
         model: t.model,
         labels,
         api_key,
         headers,
-        priority: t.priority,
+        priority: t.priority.map(|p| p.value),
     })
 }

@@ -212,10 +212,12 @@ fn load_probe(
     let gate = load_gate(src, r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
-        for t in targets.iter().filter(|t| target_names.contains(&t.name) && t.server == ServerKind::Generic) {
+        let honoured = |k: ServerKind| matches!(k, ServerKind::Vllm | ServerKind::LlamaCpp);
+        for t in targets.iter().filter(|t| target_names.contains(&t.name) && !honoured(t.server)) {
             warnings.push(format!(
-                "probe {name:?} on target {:?}: server kind `generic` honours no cache-busting field, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
-                t.name
+                "probe {name:?} on target {:?}: server kind `{}` honours no cache-busting field, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
+                t.name,
+                t.server.as_str()
             ));
         }
     }

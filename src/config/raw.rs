@@ -61,6 +61,19 @@ pub enum ServerKind {
     Generic,
 }
 
+impl ServerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerKind::Vllm => "vllm",
+            ServerKind::Sglang => "sglang",
+            ServerKind::LlamaCpp => "llama-cpp",
+            ServerKind::Tgi => "tgi",
+            ServerKind::Ollama => "ollama",
+            ServerKind::Generic => "generic",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTarget {
@@ -73,7 +86,7 @@ pub struct RawTarget {
     pub api_key_env: Option<Spanned<String>>,
     pub api_key_file: Option<Spanned<String>>,
     pub headers: Option<Spanned<BTreeMap<String, String>>>,
-    pub priority: Option<i64>,
+    pub priority: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

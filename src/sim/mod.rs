@@ -242,6 +242,7 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
         stream: body["stream"].as_bool().unwrap_or(false),
         include_usage: body["stream_options"]["include_usage"].as_bool().unwrap_or(false),
         request_id: req.header("x-request-id").map(str::to_string),
+        authorization: req.header("authorization").map(str::to_string),
         cache: if http_cache_hit { "http-hit" } else if prefix_cache_hit { "prefix-hit" } else { "miss" },
         t0,
     };
@@ -257,6 +258,7 @@ struct Generation {
     stream: bool,
     include_usage: bool,
     request_id: Option<String>,
+    authorization: Option<String>,
     cache: &'static str,
     t0: Instant,
 }
@@ -288,6 +290,10 @@ impl Generation {
         }
         let mut finish = "stop";
         let cut = if self.scenario.kind == Kind::Truncated { 5.min(max) } else { max };
+        if self.scenario.kind == Kind::TooLong {
+            // Long, but finished on its own: only `too_long` should fire.
+            tokens.truncate(max.saturating_sub(1).max(1));
+        }
         if tokens.len() > cut {
             tokens.truncate(cut);
             finish = "length";
@@ -365,6 +371,11 @@ impl Generation {
             };
             let body = json_bytes(&json!({"error": {"message": msg, "type": ty, "code": code}}));
             http::respond(sock, code, "application/json", &extra, &body).await?;
+            return Ok(true);
+        }
+        if kind == Kind::EchoAuth {
+            let body = json_bytes(&json!({"error": {"message": format!("invalid credentials: {}", self.authorization.as_deref().unwrap_or("none"))}}));
+            http::respond(sock, 401, "application/json", &extra, &body).await?;
             return Ok(true);
         }
         if kind == Kind::Garbage {

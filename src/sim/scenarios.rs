@@ -40,6 +40,7 @@ pub enum Kind {
     NonStream,
     NoSpace,
     LlamaCpp,
+    EchoAuth,
 }
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
@@ -78,6 +79,7 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     ("non-stream", Kind::NonStream, "one JSON answer even though a stream was asked for"),
     ("nospace", Kind::NoSpace, "healthy, with `data:` and no space"),
     ("llama-cpp", Kind::LlamaCpp, "healthy, llama.cpp style: no role chunk, `timings` in the last chunk"),
+    ("echo-auth", Kind::EchoAuth, "401 whose body echoes the Authorization header (a leaky proxy) -> http_error"),
 ];
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,101 @@
+//! What arrives at the server: cache busting per mode and server kind (against the sim's prefix
+//! cache and HTTP cache), priority, headers, the request id and the API key.
+
+mod common;
+
+use llm_canary::runner::Runner;
+use llm_canary::sim::Sim;
+use serde_json::json;
+
+const PROBE_WITH: &str = r#"name: p
+prompt: q.txt
+max_tokens: 64
+temperature: 0
+cache_bust: MODE
+checks: {expect: "(?i)paris"}
+"#;
+
+/// Runs the probe twice on one target; returns what the sim saw of each request.
+async fn twice(mode: &str, server: &str) -> Vec<llm_canary::sim::Seen> {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let extra = format!("server: {server}");
+    let (_dir, cfg) = common::config(&sim, &[("t", "healthy", &extra)], &PROBE_WITH.replace("MODE", mode));
+    let runner = Runner::new(1);
+    for _ in 0..2 {
+        let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
+        assert!(r.success, "{mode}/{server}: {:?} {:?}", r.outcome, r.error);
+    }
+    sim.seen()
+}
+
+#[tokio::test]
+async fn off_is_served_from_both_caches() {
+    // Proves the sim's caches work, so the passes below mean something.
+    let seen = twice("off", "vllm").await;
+    assert!(!seen[0].prefix_cache_hit && !seen[0].http_cache_hit);
+    assert!(seen[1].prefix_cache_hit, "prefix cache should answer a repeated prompt");
+    assert!(seen[1].http_cache_hit, "HTTP cache should answer a repeated body");
+    assert_eq!(seen[1].header("cache-control"), None);
+    assert!(seen[1].body.get("cache_salt").is_none());
+}
+
+#[tokio::test]
+async fn auto_on_vllm_sends_a_fresh_cache_salt() {
+    let seen = twice("auto", "vllm").await;
+    assert!(!seen[1].prefix_cache_hit && !seen[1].http_cache_hit);
+    let (a, b) = (&seen[0].body["cache_salt"], &seen[1].body["cache_salt"]);
+    assert!(a.is_string() && a != b, "{a} {b}");
+    assert_eq!(seen[1].header("cache-control"), Some("no-cache"));
+    assert!(seen[1].body.get("cache_prompt").is_none());
+}
+
+#[tokio::test]
+async fn auto_on_llama_cpp_turns_the_prompt_cache_off() {
+    let seen = twice("auto", "llama-cpp").await;
+    assert!(!seen[1].prefix_cache_hit && !seen[1].http_cache_hit);
+    assert_eq!(seen[1].body["cache_prompt"], json!(false));
+    assert!(seen[1].body.get("cache_salt").is_none());
+}
+
+#[tokio::test]
+async fn prefix_defeats_every_cache_on_a_generic_server() {
+    let seen = twice("prefix", "generic").await;
+    assert!(!seen[1].prefix_cache_hit && !seen[1].http_cache_hit);
+    let first = |i: usize| seen[i].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(first(0).starts_with("[canary ") && first(0).ends_with(common::PROMPT), "{}", first(0));
+    assert_ne!(first(0), first(1));
+}
+
+#[tokio::test]
+async fn auto_on_generic_can_only_send_the_header() {
+    let seen = twice("auto", "generic").await;
+    assert!(!seen[1].http_cache_hit);
+    assert!(seen[1].prefix_cache_hit, "a generic server gets no cache field; `check` warns about this");
+    // Nothing the plain OpenAI API would reject.
+    let mut keys: Vec<&str> = seen[1].body.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["max_tokens", "messages", "model", "stream", "stream_options", "temperature"]);
+    assert_eq!(seen[1].body["stream_options"], json!({"include_usage": true}));
+}
+
+#[tokio::test]
+async fn priority_headers_request_id_and_key_arrive() {
+    std::env::set_var("LLM_CANARY_TEST_KEY_REQ", "sk-test-arrives");
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let extra = "server: vllm, priority: 7, headers: {x-canary: \"1\", x-team: infra}, api_key_env: LLM_CANARY_TEST_KEY_REQ";
+    let (_dir, cfg) = common::config(&sim, &[("t", "healthy", extra)], common::PROBE);
+    let r = Runner::new(1).run_one(&cfg.probes[0], &cfg.targets[0]).await;
+    assert!(r.success, "{:?}", r.error);
+    let seen = &sim.seen()[0];
+    assert_eq!(seen.body["priority"], json!(7));
+    assert_eq!(seen.header("x-canary"), Some("1"));
+    assert_eq!(seen.header("x-team"), Some("infra"));
+    assert_eq!(seen.header("x-request-id"), Some(r.request_id.as_str()));
+    assert_eq!(seen.header("authorization"), Some("Bearer sk-test-arrives"));
+    assert_eq!(seen.body["stream"], json!(true));
+    assert_eq!(seen.body["max_tokens"], json!(64));
+    // A second run has its own request id.
+    let r2 = Runner::new(1).run_one(&cfg.probes[0], &cfg.targets[0]).await;
+    assert_ne!(r.request_id, r2.request_id);
+    assert_eq!(sim.seen()[1].header("x-request-id"), Some(r2.request_id.as_str()));
+}
