@@ -5,7 +5,12 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "llm-canary", version, about = "Black-box canary for LLM inference endpoints", propagate_version = true)]
+#[command(
+    name = "llm-canary",
+    version,
+    about = "Black-box canary for LLM inference endpoints",
+    propagate_version = true
+)]
 pub struct Cli {
     /// Log level for stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
     #[arg(long, global = true, default_value = "warn")]

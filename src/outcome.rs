@@ -92,7 +92,12 @@ impl Outcome {
 
     /// The outcome of a run whose content checks failed: the one of highest precedence.
     pub fn first_content_failure(failed: &[Outcome]) -> Outcome {
-        failed.iter().copied().filter(|o| !o.is_transport()).min().unwrap_or(Outcome::Ok)
+        failed
+            .iter()
+            .copied()
+            .filter(|o| !o.is_transport())
+            .min()
+            .unwrap_or(Outcome::Ok)
     }
 }
 
@@ -110,15 +115,24 @@ mod tests {
     fn names_round_trip_and_serialize_as_design_says() {
         for o in Outcome::ALL {
             assert_eq!(Outcome::parse(o.as_str()), Some(o));
-            assert_eq!(serde_json::to_string(&o).unwrap(), format!("\"{}\"", o.as_str()));
+            assert_eq!(
+                serde_json::to_string(&o).unwrap(),
+                format!("\"{}\"", o.as_str())
+            );
         }
     }
 
     #[test]
     fn content_precedence() {
         use Outcome::*;
-        assert_eq!(Outcome::first_content_failure(&[ForbiddenPattern, TooShort, Repetition]), Repetition);
-        assert_eq!(Outcome::first_content_failure(&[PatternMismatch, ForbiddenPattern]), PatternMismatch);
+        assert_eq!(
+            Outcome::first_content_failure(&[ForbiddenPattern, TooShort, Repetition]),
+            Repetition
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[PatternMismatch, ForbiddenPattern]),
+            PatternMismatch
+        );
         assert_eq!(Outcome::first_content_failure(&[]), Ok);
     }
 }

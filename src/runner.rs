@@ -34,7 +34,11 @@ impl Runner {
 
     /// One run, waiting for a concurrency slot first.
     pub async fn run_one(&self, probe: &Probe, target: &Target) -> ProbeResult {
-        let _permit = self.limit.acquire().await.expect("the semaphore is never closed");
+        let _permit = self
+            .limit
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let client = self.clients.get(probe.timeouts.connect);
         let mut result = probe::run(&client, probe, target, self.show_output).await;
         self.mark_warmup(&mut result);

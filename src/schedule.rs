@@ -24,7 +24,9 @@ pub struct Cron {
 #[error("{0}")]
 pub struct CronError(String);
 
-const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
 const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
 struct Field {
@@ -35,13 +37,49 @@ struct Field {
     names_from: u32,
 }
 
-const SECOND: Field = Field { name: "second", min: 0, max: 59, names: &[], names_from: 0 };
-const MINUTE: Field = Field { name: "minute", min: 0, max: 59, names: &[], names_from: 0 };
-const HOUR: Field = Field { name: "hour", min: 0, max: 23, names: &[], names_from: 0 };
-const DOM: Field = Field { name: "day-of-month", min: 1, max: 31, names: &[], names_from: 0 };
-const MONTH: Field = Field { name: "month", min: 1, max: 12, names: &MONTHS, names_from: 1 };
+const SECOND: Field = Field {
+    name: "second",
+    min: 0,
+    max: 59,
+    names: &[],
+    names_from: 0,
+};
+const MINUTE: Field = Field {
+    name: "minute",
+    min: 0,
+    max: 59,
+    names: &[],
+    names_from: 0,
+};
+const HOUR: Field = Field {
+    name: "hour",
+    min: 0,
+    max: 23,
+    names: &[],
+    names_from: 0,
+};
+const DOM: Field = Field {
+    name: "day-of-month",
+    min: 1,
+    max: 31,
+    names: &[],
+    names_from: 0,
+};
+const MONTH: Field = Field {
+    name: "month",
+    min: 1,
+    max: 12,
+    names: &MONTHS,
+    names_from: 1,
+};
 // 7 is accepted as Sunday and folded onto 0.
-const DOW: Field = Field { name: "day-of-week", min: 0, max: 7, names: &DAYS, names_from: 0 };
+const DOW: Field = Field {
+    name: "day-of-week",
+    min: 0,
+    max: 7,
+    names: &DAYS,
+    names_from: 0,
+};
 
 impl Field {
     fn value(&self, s: &str) -> Result<u32, CronError> {
@@ -53,7 +91,10 @@ impl Field {
             .parse()
             .map_err(|_| CronError(format!("{} field: {s:?} is not a number", self.name)))?;
         if v < self.min || v > self.max {
-            return Err(CronError(format!("{} field: {v} is out of range {}-{}", self.name, self.min, self.max)));
+            return Err(CronError(format!(
+                "{} field: {v} is out of range {}-{}",
+                self.name, self.min, self.max
+            )));
         }
         Ok(v)
     }
@@ -64,13 +105,17 @@ impl Field {
         for part in text.split(',') {
             let (range, step) = match part.split_once('/') {
                 Some((r, s)) => {
-                    let step: u32 = s
-                        .parse()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| CronError(format!("{} field: step {s:?} must be a positive number", self.name)))?;
+                    let step: u32 = s.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        CronError(format!(
+                            "{} field: step {s:?} must be a positive number",
+                            self.name
+                        ))
+                    })?;
                     if step > self.max {
-                        return Err(CronError(format!("{} field: step {step} is larger than the range {}-{}", self.name, self.min, self.max)));
+                        return Err(CronError(format!(
+                            "{} field: step {step} is larger than the range {}-{}",
+                            self.name, self.min, self.max
+                        )));
                     }
                     (r, step)
                 }
@@ -81,7 +126,10 @@ impl Field {
             } else if let Some((a, b)) = range.split_once('-') {
                 let (a, b) = (self.value(a)?, self.value(b)?);
                 if a > b {
-                    return Err(CronError(format!("{} field: range {range:?} runs backwards", self.name)));
+                    return Err(CronError(format!(
+                        "{} field: range {range:?} runs backwards",
+                        self.name
+                    )));
                 }
                 (a, b)
             } else {
@@ -168,16 +216,40 @@ impl Cron {
     pub fn next_after(&self, after: &Zoned) -> Option<Zoned> {
         let tz = after.time_zone().clone();
         let limit = after.datetime().checked_add(8.years()).ok()?;
-        let mut dt = after.datetime().with().subsec_nanosecond(0).build().ok()?.checked_add(1.second()).ok()?;
+        let mut dt = after
+            .datetime()
+            .with()
+            .subsec_nanosecond(0)
+            .build()
+            .ok()?
+            .checked_add(1.second())
+            .ok()?;
         while dt < limit {
             if self.months & (1 << dt.month()) == 0 {
-                dt = dt.first_of_month().start_of_day().checked_add(1.month()).ok()?;
+                dt = dt
+                    .first_of_month()
+                    .start_of_day()
+                    .checked_add(1.month())
+                    .ok()?;
             } else if !self.day_matches(&dt) {
                 dt = dt.start_of_day().checked_add(1.day()).ok()?;
             } else if self.hours & (1 << dt.hour()) == 0 {
-                dt = dt.with().minute(0).second(0).build().ok()?.checked_add(1.hour()).ok()?;
+                dt = dt
+                    .with()
+                    .minute(0)
+                    .second(0)
+                    .build()
+                    .ok()?
+                    .checked_add(1.hour())
+                    .ok()?;
             } else if self.minutes & (1 << dt.minute()) == 0 {
-                dt = dt.with().second(0).build().ok()?.checked_add(1.minute()).ok()?;
+                dt = dt
+                    .with()
+                    .second(0)
+                    .build()
+                    .ok()?
+                    .checked_add(1.minute())
+                    .ok()?;
             } else if self.seconds & (1 << dt.second()) == 0 {
                 dt = dt.checked_add(1.second()).ok()?;
             } else {
@@ -219,25 +291,56 @@ mod tests {
     }
 
     fn next(expr: &str, from: &str) -> String {
-        Cron::parse(expr).unwrap().next_after(&at(from)).unwrap().to_string()
+        Cron::parse(expr)
+            .unwrap()
+            .next_after(&at(from))
+            .unwrap()
+            .to_string()
     }
 
     #[test]
     fn five_and_six_fields() {
-        assert_eq!(next("*/1 * * * *", "2026-01-01T10:00:30Z[UTC]"), "2026-01-01T10:01:00+00:00[UTC]");
-        assert_eq!(next("*/15 * * * * *", "2026-01-01T10:00:30Z[UTC]"), "2026-01-01T10:00:45+00:00[UTC]");
-        assert_eq!(next("30 9 * * 1-5", "2026-01-02T10:00:00Z[UTC]"), "2026-01-05T09:30:00+00:00[UTC]");
-        assert_eq!(next("0 0 1 jan *", "2026-03-01T00:00:00Z[UTC]"), "2027-01-01T00:00:00+00:00[UTC]");
-        assert_eq!(next("@hourly", "2026-01-01T10:59:59Z[UTC]"), "2026-01-01T11:00:00+00:00[UTC]");
-        assert_eq!(next("0 12 * * sun", "2026-11-29T12:00:00Z[UTC]"), "2026-12-06T12:00:00+00:00[UTC]");
-        assert_eq!(next("0 12 * * 7", "2026-11-29T12:00:00Z[UTC]"), "2026-12-06T12:00:00+00:00[UTC]");
+        assert_eq!(
+            next("*/1 * * * *", "2026-01-01T10:00:30Z[UTC]"),
+            "2026-01-01T10:01:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("*/15 * * * * *", "2026-01-01T10:00:30Z[UTC]"),
+            "2026-01-01T10:00:45+00:00[UTC]"
+        );
+        assert_eq!(
+            next("30 9 * * 1-5", "2026-01-02T10:00:00Z[UTC]"),
+            "2026-01-05T09:30:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("0 0 1 jan *", "2026-03-01T00:00:00Z[UTC]"),
+            "2027-01-01T00:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("@hourly", "2026-01-01T10:59:59Z[UTC]"),
+            "2026-01-01T11:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("0 12 * * sun", "2026-11-29T12:00:00Z[UTC]"),
+            "2026-12-06T12:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("0 12 * * 7", "2026-11-29T12:00:00Z[UTC]"),
+            "2026-12-06T12:00:00+00:00[UTC]"
+        );
     }
 
     #[test]
     fn dom_or_dow_when_both_restricted() {
         // 2026-11-29 is a Sunday; the 1st of December is a Tuesday.
-        assert_eq!(next("0 0 1 * mon", "2026-11-29T12:00:00Z[UTC]"), "2026-11-30T00:00:00+00:00[UTC]");
-        assert_eq!(next("0 0 1 * mon", "2026-11-30T12:00:00Z[UTC]"), "2026-12-01T00:00:00+00:00[UTC]");
+        assert_eq!(
+            next("0 0 1 * mon", "2026-11-29T12:00:00Z[UTC]"),
+            "2026-11-30T00:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("0 0 1 * mon", "2026-11-30T12:00:00Z[UTC]"),
+            "2026-12-01T00:00:00+00:00[UTC]"
+        );
     }
 
     #[test]
@@ -253,19 +356,35 @@ mod tests {
         let c = Cron::parse("*/2 * * * * *").unwrap();
         let v = c.upcoming(&at("2026-01-01T00:00:00Z[UTC]"), 3);
         let s: Vec<String> = v.iter().map(|z| z.timestamp().to_string()).collect();
-        assert_eq!(s, ["2026-01-01T00:00:02Z", "2026-01-01T00:00:04Z", "2026-01-01T00:00:06Z"]);
+        assert_eq!(
+            s,
+            [
+                "2026-01-01T00:00:02Z",
+                "2026-01-01T00:00:04Z",
+                "2026-01-01T00:00:06Z"
+            ]
+        );
     }
 
     #[test]
     fn errors_say_what_is_wrong() {
         let e = |s: &str| Cron::parse(s).unwrap_err().to_string();
-        assert_eq!(e("*/61 * * * *"), "minute field: step 61 is larger than the range 0-59");
+        assert_eq!(
+            e("*/61 * * * *"),
+            "minute field: step 61 is larger than the range 0-59"
+        );
         assert_eq!(e("61 * * * *"), "minute field: 61 is out of range 0-59");
         assert!(e("* * * *").starts_with("expected 5 fields"));
         assert_eq!(e("0 0 30 2 *"), "the expression never fires");
-        assert_eq!(e("*/0 * * * *"), "minute field: step \"0\" must be a positive number");
+        assert_eq!(
+            e("*/0 * * * *"),
+            "minute field: step \"0\" must be a positive number"
+        );
         assert_eq!(e("0 25 * * *"), "hour field: 25 is out of range 0-23");
         assert_eq!(e("0 0 * foo *"), "month field: \"foo\" is not a number");
-        assert_eq!(e("0 0 5-1 * *"), "day-of-month field: range \"5-1\" runs backwards");
+        assert_eq!(
+            e("0 0 5-1 * *"),
+            "day-of-month field: range \"5-1\" runs backwards"
+        );
     }
 }

@@ -62,10 +62,17 @@ impl SseDecoder {
 
     /// Feeds one read. `at` is when these bytes arrived; every event completed by them is
     /// stamped with it.
-    pub fn feed(&mut self, bytes: &[u8], at: Instant, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        at: Instant,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), SseError> {
         self.bytes_seen = self.bytes_seen.saturating_add(bytes.len());
         if self.bytes_seen > self.max_body {
-            return Err(SseError::BodyTooLarge { limit: self.max_body });
+            return Err(SseError::BodyTooLarge {
+                limit: self.max_body,
+            });
         }
         let mut rest = bytes;
         while !rest.is_empty() {
@@ -103,7 +110,9 @@ impl SseDecoder {
 
     fn push_line_bytes(&mut self, bytes: &[u8]) -> Result<(), SseError> {
         if self.line.len() + bytes.len() > self.max_line {
-            return Err(SseError::LineTooLong { limit: self.max_line });
+            return Err(SseError::LineTooLong {
+                limit: self.max_line,
+            });
         }
         self.line.extend_from_slice(bytes);
         Ok(())
@@ -119,7 +128,12 @@ impl SseDecoder {
         result
     }
 
-    fn handle_line(&mut self, line: &[u8], at: Instant, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn handle_line(
+        &mut self,
+        line: &[u8],
+        at: Instant,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), SseError> {
         if line.is_empty() {
             return self.dispatch(out);
         }
@@ -139,7 +153,9 @@ impl SseDecoder {
                     self.data.push(b'\n');
                 }
                 if self.data.len() + value.len() > self.max_line {
-                    return Err(SseError::LineTooLong { limit: self.max_line });
+                    return Err(SseError::LineTooLong {
+                        limit: self.max_line,
+                    });
                 }
                 self.data.extend_from_slice(value);
                 self.has_data = true;
@@ -159,8 +175,12 @@ impl SseDecoder {
             return Ok(());
         }
         self.has_data = false;
-        let at = self.data_at.take().expect("data_at is set whenever has_data is");
-        let data = String::from_utf8(std::mem::take(&mut self.data)).map_err(|_| SseError::InvalidUtf8)?;
+        let at = self
+            .data_at
+            .take()
+            .expect("data_at is set whenever has_data is");
+        let data =
+            String::from_utf8(std::mem::take(&mut self.data)).map_err(|_| SseError::InvalidUtf8)?;
         out.push(SseEvent { data, at });
         Ok(())
     }
@@ -246,7 +266,9 @@ mod tests {
     fn body_cap() {
         let mut d = SseDecoder::new(1024, 10);
         let mut out = Vec::new();
-        let err = d.feed(b"data: 12345678\n\n", Instant::now(), &mut out).unwrap_err();
+        let err = d
+            .feed(b"data: 12345678\n\n", Instant::now(), &mut out)
+            .unwrap_err();
         assert_eq!(err, SseError::BodyTooLarge { limit: 10 });
     }
 
@@ -258,6 +280,12 @@ mod tests {
         let t1 = t0 + std::time::Duration::from_millis(5);
         d.feed(b"data: x", t0, &mut out).unwrap();
         d.feed(b"\n\n", t1, &mut out).unwrap();
-        assert_eq!(out, vec![SseEvent { data: "x".into(), at: t1 }]);
+        assert_eq!(
+            out,
+            vec![SseEvent {
+                data: "x".into(),
+                at: t1
+            }]
+        );
     }
 }

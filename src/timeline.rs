@@ -63,7 +63,9 @@ impl Timeline {
             e2e_ms: self.end.map(since),
             ..Figures::default()
         };
-        if let (Some(first), Some(last), Some(tokens)) = (self.first_content(), self.last_content(), output_tokens) {
+        if let (Some(first), Some(last), Some(tokens)) =
+            (self.first_content(), self.last_content(), output_tokens)
+        {
             let decode = last - first;
             if tokens > 1 && !decode.is_zero() {
                 let steps = (tokens - 1) as f64;

@@ -21,7 +21,15 @@ async fn run(sim: &Sim, scenario: &str, extra: &str) -> llm_canary::result::Prob
 #[tokio::test]
 async fn exact_text_through_split_crlf_comments_and_nospace_streams() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    for scenario in ["healthy", "split", "crlf", "comments", "nospace", "no-usage", "llama-cpp"] {
+    for scenario in [
+        "healthy",
+        "split",
+        "crlf",
+        "comments",
+        "nospace",
+        "no-usage",
+        "llama-cpp",
+    ] {
         for api in ["api: openai-chat", "api: openai-completions"] {
             let r = run(&sim, scenario, api).await;
             assert_eq!(r.outcome, Outcome::Ok, "{scenario} {api}: {:?}", r.error);
@@ -42,7 +50,10 @@ async fn chinese_split_inside_characters_is_reassembled() {
     let mut runner = Runner::new(1);
     runner.show_output = true;
     let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-    assert_eq!(r.output.as_deref(), Some("法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。"));
+    assert_eq!(
+        r.output.as_deref(),
+        Some("法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。")
+    );
 }
 
 #[tokio::test]
@@ -62,7 +73,11 @@ async fn ttft_and_decode_speed_match_the_script() {
     assert!((15.0..25.0).contains(&p50), "itl p50 {p50}");
     assert!(f.itl_max_ms.unwrap() >= f.itl_p99_ms.unwrap() && f.itl_p99_ms.unwrap() >= p50);
     assert!(f.ttfb_ms.unwrap() < ttft);
-    assert!(f.e2e_ms.unwrap() >= ttft + 28.0 * 20.0 - 5.0, "e2e {:?}", f.e2e_ms);
+    assert!(
+        f.e2e_ms.unwrap() >= ttft + 28.0 * 20.0 - 5.0,
+        "e2e {:?}",
+        f.e2e_ms
+    );
 }
 
 #[tokio::test]
@@ -80,9 +95,15 @@ async fn a_stall_shows_in_the_inter_token_gaps() {
 async fn token_counts_with_and_without_usage() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let with = run(&sim, "healthy", "").await;
-    assert_eq!((with.output_tokens, with.tokens_source), (Some(ENGLISH_TOKENS), Some(TokensSource::Usage)));
+    assert_eq!(
+        (with.output_tokens, with.tokens_source),
+        (Some(ENGLISH_TOKENS), Some(TokensSource::Usage))
+    );
     let without = run(&sim, "no-usage", "").await;
-    assert_eq!((without.output_tokens, without.tokens_source), (Some(ENGLISH_TOKENS), Some(TokensSource::Chunks)));
+    assert_eq!(
+        (without.output_tokens, without.tokens_source),
+        (Some(ENGLISH_TOKENS), Some(TokensSource::Chunks))
+    );
     // A non-streamed answer has one content arrival: no decode speed can be measured.
     let whole = run(&sim, "non-stream", "").await;
     assert_eq!(whole.output_tokens, Some(ENGLISH_TOKENS));
@@ -96,7 +117,10 @@ async fn reasoning_counts_for_ttft_but_not_for_the_checked_text() {
     let r = run(&sim, "reasoning", "").await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
     assert_eq!(r.output.as_deref(), Some(ENGLISH));
-    assert!(r.content_chunks as u64 > ENGLISH_TOKENS, "reasoning chunks are tokens too");
+    assert!(
+        r.content_chunks as u64 > ENGLISH_TOKENS,
+        "reasoning chunks are tokens too"
+    );
 }
 
 #[tokio::test]

@@ -19,7 +19,11 @@ checks: {expect: "(?i)paris"}
 async fn twice(mode: &str, server: &str) -> Vec<llm_canary::sim::Seen> {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let extra = format!("server: {server}");
-    let (_dir, cfg) = common::config(&sim, &[("t", "healthy", &extra)], &PROBE_WITH.replace("MODE", mode));
+    let (_dir, cfg) = common::config(
+        &sim,
+        &[("t", "healthy", &extra)],
+        &PROBE_WITH.replace("MODE", mode),
+    );
     let runner = Runner::new(1);
     for _ in 0..2 {
         let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
@@ -33,8 +37,14 @@ async fn off_is_served_from_both_caches() {
     // Proves the sim's caches work, so the passes below mean something.
     let seen = twice("off", "vllm").await;
     assert!(!seen[0].prefix_cache_hit && !seen[0].http_cache_hit);
-    assert!(seen[1].prefix_cache_hit, "prefix cache should answer a repeated prompt");
-    assert!(seen[1].http_cache_hit, "HTTP cache should answer a repeated body");
+    assert!(
+        seen[1].prefix_cache_hit,
+        "prefix cache should answer a repeated prompt"
+    );
+    assert!(
+        seen[1].http_cache_hit,
+        "HTTP cache should answer a repeated body"
+    );
     assert_eq!(seen[1].header("cache-control"), None);
     assert!(seen[1].body.get("cache_salt").is_none());
 }
@@ -61,8 +71,17 @@ async fn auto_on_llama_cpp_turns_the_prompt_cache_off() {
 async fn prefix_defeats_every_cache_on_a_generic_server() {
     let seen = twice("prefix", "generic").await;
     assert!(!seen[1].prefix_cache_hit && !seen[1].http_cache_hit);
-    let first = |i: usize| seen[i].body["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(first(0).starts_with("[canary ") && first(0).ends_with(common::PROMPT), "{}", first(0));
+    let first = |i: usize| {
+        seen[i].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        first(0).starts_with("[canary ") && first(0).ends_with(common::PROMPT),
+        "{}",
+        first(0)
+    );
     assert_ne!(first(0), first(1));
 }
 
@@ -70,12 +89,34 @@ async fn prefix_defeats_every_cache_on_a_generic_server() {
 async fn auto_on_generic_can_only_send_the_header() {
     let seen = twice("auto", "generic").await;
     assert!(!seen[1].http_cache_hit);
-    assert!(seen[1].prefix_cache_hit, "a generic server gets no cache field; `check` warns about this");
+    assert!(
+        seen[1].prefix_cache_hit,
+        "a generic server gets no cache field; `check` warns about this"
+    );
     // Nothing the plain OpenAI API would reject.
-    let mut keys: Vec<&str> = seen[1].body.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = seen[1]
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["max_tokens", "messages", "model", "stream", "stream_options", "temperature"]);
-    assert_eq!(seen[1].body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        keys,
+        [
+            "max_tokens",
+            "messages",
+            "model",
+            "stream",
+            "stream_options",
+            "temperature"
+        ]
+    );
+    assert_eq!(
+        seen[1].body["stream_options"],
+        json!({"include_usage": true})
+    );
 }
 
 #[tokio::test]
@@ -84,7 +125,9 @@ async fn priority_headers_request_id_and_key_arrive() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let extra = "server: vllm, priority: 7, headers: {x-canary: \"1\", x-team: infra}, api_key_env: LLM_CANARY_TEST_KEY_REQ";
     let (_dir, cfg) = common::config(&sim, &[("t", "healthy", extra)], common::PROBE);
-    let r = Runner::new(1).run_one(&cfg.probes[0], &cfg.targets[0]).await;
+    let r = Runner::new(1)
+        .run_one(&cfg.probes[0], &cfg.targets[0])
+        .await;
     assert!(r.success, "{:?}", r.error);
     let seen = &sim.seen()[0];
     assert_eq!(seen.body["priority"], json!(7));
@@ -95,7 +138,12 @@ async fn priority_headers_request_id_and_key_arrive() {
     assert_eq!(seen.body["stream"], json!(true));
     assert_eq!(seen.body["max_tokens"], json!(64));
     // A second run has its own request id.
-    let r2 = Runner::new(1).run_one(&cfg.probes[0], &cfg.targets[0]).await;
+    let r2 = Runner::new(1)
+        .run_one(&cfg.probes[0], &cfg.targets[0])
+        .await;
     assert_ne!(r.request_id, r2.request_id);
-    assert_eq!(sim.seen()[1].header("x-request-id"), Some(r2.request_id.as_str()));
+    assert_eq!(
+        sim.seen()[1].header("x-request-id"),
+        Some(r2.request_id.as_str())
+    );
 }

@@ -42,7 +42,10 @@ pub fn judge(spec: &CheckSpec, text: &str, finish_reason: Option<&str>) -> Verdi
     if text.chars().all(is_invisible) {
         failed.push(Outcome::EmptyOutput);
     }
-    let repetition = spec.repetition.as_ref().map(|t| repetition::analyze(text, t));
+    let repetition = spec
+        .repetition
+        .as_ref()
+        .map(|t| repetition::analyze(text, t));
     if repetition.as_ref().is_some_and(|r| r.degenerate) {
         failed.push(Outcome::Repetition);
     }
@@ -99,7 +102,14 @@ mod tests {
     #[test]
     fn every_failure_is_listed_in_precedence_order() {
         let v = judge(&spec(), "As an AI, no.", Some("length"));
-        assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::PatternMismatch, Outcome::ForbiddenPattern]);
+        assert_eq!(
+            v.failed,
+            vec![
+                Outcome::Truncated,
+                Outcome::PatternMismatch,
+                Outcome::ForbiddenPattern
+            ]
+        );
         let v = judge(&spec(), "Berlin", Some("stop"));
         assert_eq!(v.failed, vec![Outcome::TooShort, Outcome::PatternMismatch]);
         let long = "Paris! ".repeat(40);

@@ -128,7 +128,11 @@ fn seq_rep_4(ids: &[u32]) -> f64 {
 
 fn line_dup_ratio(text: &str) -> f64 {
     // Short lines (`}`, `---`, `end`) repeat in healthy code and tables; they do not count.
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| l.chars().count() >= 8).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.chars().count() >= 8)
+        .collect();
     if lines.len() < 4 {
         return 0.0;
     }
@@ -159,10 +163,18 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let tail = tail_loop(&ids, t);
     let long_enough = n >= t.min_units;
     let seq_rep_4 = if long_enough { seq_rep_4(&ids) } else { 0.0 };
-    let line_dup_ratio = if long_enough { line_dup_ratio(text) } else { 0.0 };
+    let line_dup_ratio = if long_enough {
+        line_dup_ratio(text)
+    } else {
+        0.0
+    };
     let compression_ratio = compression_ratio(text);
     let tail_units = tail.map_or(0, |(_, c)| c);
-    let tail_share = if n == 0 { 0.0 } else { tail_units as f64 / n as f64 };
+    let tail_share = if n == 0 {
+        0.0
+    } else {
+        tail_units as f64 / n as f64
+    };
     let degenerate = tail.is_some()
         || (long_enough && seq_rep_4 >= t.ngram_ratio && compression_ratio <= t.compression_ratio)
         || (long_enough && line_dup_ratio >= t.line_ratio);
@@ -188,7 +200,10 @@ mod tests {
 
     #[test]
     fn units_split_words_cjk_and_punctuation_runs() {
-        assert_eq!(units("Hello, world--ok 巴黎是首都。"), vec!["Hello", ",", "world", "--", "ok", "巴", "黎", "是", "首", "都", "。"]);
+        assert_eq!(
+            units("Hello, world--ok 巴黎是首都。"),
+            vec!["Hello", ",", "world", "--", "ok", "巴", "黎", "是", "首", "都", "。"]
+        );
         assert_eq!(units("don't |---|"), vec!["don't", "|", "---", "|"]);
     }
 

@@ -16,12 +16,27 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         cfg.probes.len()
     );
     for p in &cfg.probes {
-        let _ = writeln!(s, "probe {} ({}) -> {}", p.name, p.file.display(), p.targets.join(", "));
+        let _ = writeln!(
+            s,
+            "probe {} ({}) -> {}",
+            p.name,
+            p.file.display(),
+            p.targets.join(", ")
+        );
         match &p.schedule {
             Some(cron) => {
                 let from = now.to_zoned(p.timezone.clone());
-                let next: Vec<String> = cron.upcoming(&from, 3).iter().map(|z| z.to_string()).collect();
-                let _ = writeln!(s, "  schedule {:?}: next {}", cron.as_str(), next.join(", "));
+                let next: Vec<String> = cron
+                    .upcoming(&from, 3)
+                    .iter()
+                    .map(|z| z.to_string())
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  schedule {:?}: next {}",
+                    cron.as_str(),
+                    next.join(", ")
+                );
             }
             None => {
                 let _ = writeln!(s, "  no schedule: runs only with `once` and `gate`");

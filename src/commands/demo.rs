@@ -47,13 +47,22 @@ const PROBES: &str = r#"- name: capital
 
 const PROMPTS: [(&str, &str); 4] = [
     ("capital.txt", include_str!("../../prompts/capital.txt")),
-    ("capital-zh.txt", include_str!("../../prompts/capital-zh.txt")),
-    ("long-context.yaml", include_str!("../../prompts/long-context.yaml")),
+    (
+        "capital-zh.txt",
+        include_str!("../../prompts/capital-zh.txt"),
+    ),
+    (
+        "long-context.yaml",
+        include_str!("../../prompts/long-context.yaml"),
+    ),
     ("format.yaml", include_str!("../../prompts/format.yaml")),
 ];
 
 /// Writes the demo config into a fresh folder and returns the agent file's path.
-pub fn write_demo_config(dir: &std::path::Path, sim_url: &str) -> std::io::Result<std::path::PathBuf> {
+pub fn write_demo_config(
+    dir: &std::path::Path,
+    sim_url: &str,
+) -> std::io::Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir.join("probes"))?;
     std::fs::create_dir_all(dir.join("prompts"))?;
     let agent = dir.join("llm-canary.yaml");
@@ -66,10 +75,17 @@ pub fn write_demo_config(dir: &std::path::Path, sim_url: &str) -> std::io::Resul
 }
 
 pub async fn demo() -> anyhow::Result<ExitCode> {
-    let sim = Sim::start("127.0.0.1:0").await.context("demo: cannot start the simulated replica")?;
+    let sim = Sim::start("127.0.0.1:0")
+        .await
+        .context("demo: cannot start the simulated replica")?;
     let dir = std::env::temp_dir().join(format!("llm-canary-demo-{}", std::process::id()));
-    let path = write_demo_config(&dir, &format!("http://{}", sim.addr())).context("demo: cannot write its config")?;
-    println!("llm-canary demo: simulated replica on http://{}, config in {}\n", sim.addr(), dir.display());
+    let path = write_demo_config(&dir, &format!("http://{}", sim.addr()))
+        .context("demo: cannot write its config")?;
+    println!(
+        "llm-canary demo: simulated replica on http://{}, config in {}\n",
+        sim.addr(),
+        dir.display()
+    );
     let cfg = crate::config::load(&path);
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = cfg?;
@@ -82,6 +98,8 @@ pub async fn demo() -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     crate::commands::once::once(&cfg, &opts, &mut out).await?;
-    println!("\nThe failing rows are on purpose: each target is a sim scenario (see `llm-canary sim`).");
+    println!(
+        "\nThe failing rows are on purpose: each target is a sim scenario (see `llm-canary sim`)."
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -45,7 +45,9 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Sim { listen } => crate::sim::serve_forever(&listen).await,
         Command::Demo => demo::demo().await,
-        Command::Run { .. } => bail!("`run` (the daemon) is not built yet in this version; use `once` from cron meanwhile"),
+        Command::Run { .. } => bail!(
+            "`run` (the daemon) is not built yet in this version; use `once` from cron meanwhile"
+        ),
         Command::Gate { .. } => bail!("`gate` is not built yet in this version"),
     }
 }

@@ -20,20 +20,46 @@ pub struct OnceOptions {
 }
 
 /// The pairs a command line selects; an unknown name is an error, not an empty run.
-pub fn select_pairs(cfg: &Config, probes: &[String], targets: &[String]) -> anyhow::Result<Vec<Pair>> {
+pub fn select_pairs(
+    cfg: &Config,
+    probes: &[String],
+    targets: &[String],
+) -> anyhow::Result<Vec<Pair>> {
     for p in probes {
         if !cfg.probes.iter().any(|x| &x.name == p) {
-            bail!("unknown probe {p:?} (known: {})", cfg.probes.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", "));
+            bail!(
+                "unknown probe {p:?} (known: {})",
+                cfg.probes
+                    .iter()
+                    .map(|x| x.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     for t in targets {
         if cfg.target(t).is_none() {
-            bail!("unknown target {t:?} (known: {})", cfg.targets.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", "));
+            bail!(
+                "unknown target {t:?} (known: {})",
+                cfg.targets
+                    .iter()
+                    .map(|x| x.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     let mut pairs = Vec::new();
-    for p in cfg.probes.iter().filter(|p| probes.is_empty() || probes.contains(&p.name)) {
-        for tn in p.targets.iter().filter(|t| targets.is_empty() || targets.contains(t)) {
+    for p in cfg
+        .probes
+        .iter()
+        .filter(|p| probes.is_empty() || probes.contains(&p.name))
+    {
+        for tn in p
+            .targets
+            .iter()
+            .filter(|t| targets.is_empty() || targets.contains(t))
+        {
             if let Some(t) = cfg.target(tn) {
                 pairs.push((p.clone(), t.clone()));
             }
@@ -45,7 +71,11 @@ pub fn select_pairs(cfg: &Config, probes: &[String], targets: &[String]) -> anyh
     Ok(pairs)
 }
 
-pub async fn once(cfg: &Config, opts: &OnceOptions, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub async fn once(
+    cfg: &Config,
+    opts: &OnceOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let pairs = select_pairs(cfg, &opts.probes, &opts.targets)?;
     let mut runner = Runner::new(opts.concurrency.unwrap_or(cfg.agent.concurrency));
     runner.show_output = opts.show_output;
@@ -62,5 +92,9 @@ pub async fn once(cfg: &Config, opts: &OnceOptions, out: &mut dyn Write) -> anyh
         }
     }
     out.flush()?;
-    Ok(if results.iter().all(|r| r.success) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if results.iter().all(|r| r.success) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -12,9 +12,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let mut total = 0f64;
     let mut rest = s;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         let (num, tail) = rest.split_at(num_len);
-        let unit_len = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
         let (unit, tail) = tail.split_at(unit_len);
         let value: f64 = num
             .parse()
@@ -25,7 +29,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "m" => 60.0,
             "h" => 3600.0,
             "" => return Err(format!("duration {text:?} needs a unit: ms, s, m or h")),
-            _ => return Err(format!("invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+            _ => {
+                return Err(format!(
+                    "invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)"
+                ))
+            }
         };
         total += value * scale;
         rest = tail;
@@ -43,7 +51,9 @@ pub struct Dur(pub Duration);
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        parse_duration(&s).map(Dur).map_err(serde::de::Error::custom)
+        parse_duration(&s)
+            .map(Dur)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -58,8 +68,13 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("5"), Err("duration \"5\" needs a unit: ms, s, m or h".into()));
-        assert!(parse_duration("5x").unwrap_err().contains("unknown unit \"x\""));
+        assert_eq!(
+            parse_duration("5"),
+            Err("duration \"5\" needs a unit: ms, s, m or h".into())
+        );
+        assert!(parse_duration("5x")
+            .unwrap_err()
+            .contains("unknown unit \"x\""));
         assert!(parse_duration("-1s").is_err());
     }
 }

@@ -49,7 +49,10 @@ impl ConfigError {
         let text = err.to_string();
         let first = text.lines().next().unwrap_or("invalid YAML");
         let mut message = match first.strip_prefix("error: ") {
-            Some(rest) => rest.split_once(": ").filter(|(pos, _)| pos.starts_with("line ")).map_or(rest, |(_, m)| m),
+            Some(rest) => rest
+                .split_once(": ")
+                .filter(|(pos, _)| pos.starts_with("line "))
+                .map_or(rest, |(_, m)| m),
             None => first,
         }
         .to_string();
@@ -71,7 +74,9 @@ impl ConfigError {
             Some(loc) if loc.line() > 0 => {
                 let mut e = Self::at(file, src, loc, message.clone());
                 // A missing field is reported at the start of its mapping: name the field itself.
-                if let (ConfigError::At { field, .. }, Some(missing)) = (&mut e, missing_field(&message)) {
+                if let (ConfigError::At { field, .. }, Some(missing)) =
+                    (&mut e, missing_field(&message))
+                {
                     *field = match field.rsplit_once('.') {
                         Some((parent, _)) => format!("{parent}.{missing}"),
                         None if field.ends_with(']') => format!("{field}.{missing}"),
@@ -181,8 +186,12 @@ fn item_index(lines: &[&str], idx: usize, indent: usize) -> usize {
 }
 
 fn leading_key(trimmed: &str) -> Option<String> {
-    let end = trimmed.find(": ").or_else(|| trimmed.strip_suffix(':').map(|k| k.len()))?;
-    let key = trimmed[..end].trim().trim_matches(|c| c == '"' || c == '\'');
+    let end = trimmed
+        .find(": ")
+        .or_else(|| trimmed.strip_suffix(':').map(|k| k.len()))?;
+    let key = trimmed[..end]
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'');
     (!key.is_empty() && !key.contains(['{', '[', ' '])).then(|| key.to_string())
 }
 
@@ -225,7 +234,11 @@ fn inline_path(line: &str, start: usize, col: usize) -> Vec<String> {
                     i += 1;
                 } else {
                     while i < chars.len() && !matches!(chars[i], ',' | '{' | '}' | '[' | ']') {
-                        if chars[i] == ':' && chars.get(i + 1).is_none_or(|n| matches!(n, ' ' | ',' | '}' | ']')) {
+                        if chars[i] == ':'
+                            && chars
+                                .get(i + 1)
+                                .is_none_or(|n| matches!(n, ' ' | ',' | '}' | ']'))
+                        {
                             break;
                         }
                         tok.push(chars[i]);

@@ -99,17 +99,30 @@ pub fn parse_slo(name: &str, text: &str) -> Result<Slo, String> {
     let (op, rest) = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
         .into_iter()
         .find_map(|(p, op)| t.strip_prefix(p).map(|r| (op, r.trim())))
-        .unwrap_or((if figure.higher_is_worse() { Op::Le } else { Op::Ge }, t));
+        .unwrap_or((
+            if figure.higher_is_worse() {
+                Op::Le
+            } else {
+                Op::Ge
+            },
+            t,
+        ));
     let value = if figure.is_latency() {
-        parse_duration(rest).map_err(|e| format!("{name}: {e}"))?.as_secs_f64()
+        parse_duration(rest)
+            .map_err(|e| format!("{name}: {e}"))?
+            .as_secs_f64()
     } else {
         rest.parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("{name}: expected a limit like \">= 20\" or \"<= 0\", found {text:?}"))?
+            .ok_or_else(|| {
+                format!("{name}: expected a limit like \">= 20\" or \"<= 0\", found {text:?}")
+            })?
     };
     if figure == Figure::SuccessRate && !(0.0..=1.0).contains(&value) {
-        return Err(format!("success_rate is a share between 0 and 1, found {value}"));
+        return Err(format!(
+            "success_rate is a share between 0 and 1, found {value}"
+        ));
     }
     Ok(Slo {
         name: name.to_string(),
@@ -127,11 +140,22 @@ pub fn parse_relative(name: &str, text: &str) -> Result<Relative, String> {
         .strip_suffix('%')
         .and_then(|n| n.trim().parse::<f64>().ok())
         .filter(|v| v.is_finite() && (t.starts_with('+') || t.starts_with('-')))
-        .ok_or_else(|| format!("{name}: expected a signed percentage like \"+20%\" or \"-15%\", found {text:?}"))?;
+        .ok_or_else(|| {
+            format!(
+                "{name}: expected a signed percentage like \"+20%\" or \"-15%\", found {text:?}"
+            )
+        })?;
     if figure.higher_is_worse() != (pct > 0.0) {
         let hint = if figure.higher_is_worse() { "+" } else { "-" };
-        return Err(format!("{name} gets worse {}: write the allowed change as \"{hint}{}%\"",
-            if figure.higher_is_worse() { "upwards" } else { "downwards" }, pct.abs()));
+        return Err(format!(
+            "{name} gets worse {}: write the allowed change as \"{hint}{}%\"",
+            if figure.higher_is_worse() {
+                "upwards"
+            } else {
+                "downwards"
+            },
+            pct.abs()
+        ));
     }
     Ok(Relative {
         name: name.to_string(),
@@ -156,15 +180,30 @@ mod tests {
         let s = parse_slo("outcome.repetition", "<= 0").unwrap();
         assert_eq!(s.figure, Figure::OutcomeCount(Outcome::Repetition));
         assert_eq!(parse_relative("ttft_p95", "+20%").unwrap().change, 0.2);
-        assert_eq!(parse_relative("tokens_per_second_p50", "-15%").unwrap().change, -0.15);
+        assert_eq!(
+            parse_relative("tokens_per_second_p50", "-15%")
+                .unwrap()
+                .change,
+            -0.15
+        );
     }
 
     #[test]
     fn mistakes_are_explained() {
-        assert!(parse_slo("ttft_p42", "2s").unwrap_err().starts_with("unknown gate figure"));
-        assert!(parse_slo("outcome.nope", "<= 0").unwrap_err().contains("unknown outcome"));
-        assert!(parse_slo("success_rate", ">= 95").unwrap_err().contains("between 0 and 1"));
-        assert!(parse_relative("ttft_p95", "20%").unwrap_err().contains("signed percentage"));
-        assert!(parse_relative("tokens_per_second_p50", "+15%").unwrap_err().contains("\"-15%\""));
+        assert!(parse_slo("ttft_p42", "2s")
+            .unwrap_err()
+            .starts_with("unknown gate figure"));
+        assert!(parse_slo("outcome.nope", "<= 0")
+            .unwrap_err()
+            .contains("unknown outcome"));
+        assert!(parse_slo("success_rate", ">= 95")
+            .unwrap_err()
+            .contains("between 0 and 1"));
+        assert!(parse_relative("ttft_p95", "20%")
+            .unwrap_err()
+            .contains("signed percentage"));
+        assert!(parse_relative("tokens_per_second_p50", "+15%")
+            .unwrap_err()
+            .contains("\"-15%\""));
     }
 }

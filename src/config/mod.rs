@@ -86,16 +86,22 @@ impl Source<'_> {
     }
 
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        let has_content = self.text.lines().map(str::trim).any(|l| !l.is_empty() && !l.starts_with('#') && l != "---");
+        let has_content = self
+            .text
+            .lines()
+            .map(str::trim)
+            .any(|l| !l.is_empty() && !l.starts_with('#') && l != "---");
         if !has_content {
             return Err(ConfigError::file(self.path, "the file is empty"));
         }
-        serde_saphyr::from_str(self.text).map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
+        serde_saphyr::from_str(self.text)
+            .map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
     }
 }
 
 pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path).map_err(|e| ConfigError::file(path, format!("cannot read the file: {}", io_reason(&e))))
+    std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::file(path, format!("cannot read the file: {}", io_reason(&e))))
 }
 
 fn io_reason(e: &std::io::Error) -> String {
@@ -107,15 +113,27 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Prometheus label names: `[a-zA-Z_][a-zA-Z0-9_]*`, not reserved, not `__`-prefixed.
-fn check_labels(src: &Source, labels: &Spanned<BTreeMap<String, String>>) -> Result<(), ConfigError> {
+fn check_labels(
+    src: &Source,
+    labels: &Spanned<BTreeMap<String, String>>,
+) -> Result<(), ConfigError> {
     for k in labels.value.keys() {
-        let valid = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        let valid = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid || k.starts_with("__") {
-            return Err(src.err(labels.referenced, format!("{k:?} is not a valid Prometheus label name")));
+            return Err(src.err(
+                labels.referenced,
+                format!("{k:?} is not a valid Prometheus label name"),
+            ));
         }
         if RESERVED_LABELS.contains(&k.as_str()) {
-            return Err(src.err(labels.referenced, format!("label {k:?} is set by the agent itself")));
+            return Err(src.err(
+                labels.referenced,
+                format!("label {k:?} is set by the agent itself"),
+            ));
         }
     }
     Ok(())
@@ -124,7 +142,12 @@ fn check_labels(src: &Source, labels: &Spanned<BTreeMap<String, String>>) -> Res
 /// Target and probe names become label values: keep them short and plain.
 fn check_name(src: &Source, name: &Spanned<String>, what: &str) -> Result<(), ConfigError> {
     let n = &name.value;
-    if n.is_empty() || n.len() > 64 || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c)) {
+    if n.is_empty()
+        || n.len() > 64
+        || !n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+    {
         return Err(src.err(
             name.referenced,
             format!("{what} name {n:?} must be 1-64 characters of letters, digits, '-', '_', '.' or ':'"),
@@ -135,7 +158,10 @@ fn check_name(src: &Source, name: &Spanned<String>, what: &str) -> Result<(), Co
 
 fn positive(src: &Source, v: &Spanned<i64>, what: &str, max: i64) -> Result<i64, ConfigError> {
     if v.value < 1 || v.value > max {
-        return Err(src.err(v.referenced, format!("{what} must be between 1 and {max}, found {}", v.value)));
+        return Err(src.err(
+            v.referenced,
+            format!("{what} must be between 1 and {max}, found {}", v.value),
+        ));
     }
     Ok(v.value)
 }
@@ -166,7 +192,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let mut targets: Vec<Arc<Target>> = Vec::new();
     for t in raw.targets.value {
         if targets.iter().any(|o| o.name == t.name.value) {
-            return Err(src.err(t.name.referenced, format!("duplicate target name {:?}", t.name.value)));
+            return Err(src.err(
+                t.name.referenced,
+                format!("duplicate target name {:?}", t.name.value),
+            ));
         }
         targets.push(Arc::new(load_target(&src, t, base)?));
     }
@@ -176,7 +205,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let prompts_dir = dir(raw.prompts_dir, "prompts");
     let probes = probe::load_all(&probes_dir, &prompts_dir, &targets, &mut warnings)?;
     if probes.is_empty() {
-        return Err(ConfigError::file(&probes_dir, "no probe files (*.yaml) found"));
+        return Err(ConfigError::file(
+            &probes_dir,
+            "no probe files (*.yaml) found",
+        ));
     }
     Ok(Config {
         path: path.to_path_buf(),
@@ -207,7 +239,10 @@ fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, Conf
     };
     let listen = match a.listen {
         Some(l) => Some(l.value.parse::<SocketAddr>().map_err(|_| {
-            src.err(l.referenced, format!("{:?} is not an address like 0.0.0.0:9464", l.value))
+            src.err(
+                l.referenced,
+                format!("{:?} is not an address like 0.0.0.0:9464", l.value),
+            )
         })?),
         None => None,
     };
@@ -216,9 +251,16 @@ fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, Conf
             let parsed = s
                 .value
                 .split_once('/')
-                .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)))
+                .and_then(|(i, n)| {
+                    Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?))
+                })
                 .filter(|&(i, n)| i >= 1 && i <= n);
-            Some(parsed.ok_or_else(|| src.err(s.referenced, format!("shard {:?} must be i/N with 1 <= i <= N", s.value)))?)
+            Some(parsed.ok_or_else(|| {
+                src.err(
+                    s.referenced,
+                    format!("shard {:?} must be i/N with 1 <= i <= N", s.value),
+                )
+            })?)
         }
         None => None,
     };
@@ -236,7 +278,15 @@ fn load_push(src: &Source, p: raw::RawPush) -> Result<Push, ConfigError> {
     let url = p.url.value.trim_end_matches('/').to_string();
     match reqwest::Url::parse(&url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.password().is_none() => {}
-        _ => return Err(src.err(p.url.referenced, format!("push url {:?} must be an http(s) URL without credentials", p.url.value))),
+        _ => {
+            return Err(src.err(
+                p.url.referenced,
+                format!(
+                    "push url {:?} must be an http(s) URL without credentials",
+                    p.url.value
+                ),
+            ))
+        }
     }
     Ok(Push {
         url,
@@ -258,7 +308,12 @@ fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, C
                 ));
             }
         }
-        _ => return Err(src.err(t.base_url.referenced, format!("base_url {:?} is not an http(s) URL", t.base_url.value))),
+        _ => {
+            return Err(src.err(
+                t.base_url.referenced,
+                format!("base_url {:?} is not an http(s) URL", t.base_url.value),
+            ))
+        }
     }
     let mut labels = BTreeMap::new();
     if let Some(l) = t.labels {
@@ -266,18 +321,37 @@ fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, C
         labels = l.value;
     }
     let api_key = match (t.api_key_env, t.api_key_file) {
-        (Some(_), Some(f)) => return Err(src.err(f.referenced, "set api_key_env or api_key_file, not both")),
+        (Some(_), Some(f)) => {
+            return Err(src.err(f.referenced, "set api_key_env or api_key_file, not both"))
+        }
         (Some(env), None) => match std::env::var(&env.value) {
             Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
-            _ => return Err(src.err(env.referenced, format!("environment variable {} is not set", env.value))),
+            _ => {
+                return Err(src.err(
+                    env.referenced,
+                    format!("environment variable {} is not set", env.value),
+                ))
+            }
         },
         (None, Some(file)) => {
             let p = base.join(&file.value);
             match std::fs::read_to_string(&p) {
                 Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
-                Ok(_) => return Err(src.err(file.referenced, format!("api key file {} is empty", p.display()))),
+                Ok(_) => {
+                    return Err(src.err(
+                        file.referenced,
+                        format!("api key file {} is empty", p.display()),
+                    ))
+                }
                 Err(e) => {
-                    return Err(src.err(file.referenced, format!("cannot read api key file {}: {}", p.display(), io_reason(&e))))
+                    return Err(src.err(
+                        file.referenced,
+                        format!(
+                            "cannot read api key file {}: {}",
+                            p.display(),
+                            io_reason(&e)
+                        ),
+                    ))
                 }
             }
         }
@@ -286,8 +360,13 @@ fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, C
     let mut headers = Vec::new();
     if let Some(h) = t.headers {
         for (k, v) in h.value {
-            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(&v).is_err() {
-                return Err(src.err(h.referenced, format!("header {k:?} is not a valid HTTP header")));
+            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+                || reqwest::header::HeaderValue::from_str(&v).is_err()
+            {
+                return Err(src.err(
+                    h.referenced,
+                    format!("header {k:?} is not a valid HTTP header"),
+                ));
             }
             headers.push((k, v));
         }

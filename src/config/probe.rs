@@ -83,7 +83,8 @@ impl Prompt {
 }
 
 fn probe_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| ConfigError::file(dir, format!("cannot read the probes folder: {e}")))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| ConfigError::file(dir, format!("cannot read the probes folder: {e}")))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
@@ -110,11 +111,21 @@ pub(super) fn load_all(
     let mut probes: Vec<Arc<Probe>> = Vec::new();
     for file in probe_files(probes_dir)? {
         let text = read(&file)?;
-        let src = Source { path: &file, text: &text };
-        let raws: Vec<RawProbe> = if is_list(&text) { src.parse()? } else { vec![src.parse()?] };
+        let src = Source {
+            path: &file,
+            text: &text,
+        };
+        let raws: Vec<RawProbe> = if is_list(&text) {
+            src.parse()?
+        } else {
+            vec![src.parse()?]
+        };
         for r in raws {
             if probes.iter().any(|p| p.name == r.name.value) {
-                return Err(src.err(r.name.referenced, format!("duplicate probe name {:?}", r.name.value)));
+                return Err(src.err(
+                    r.name.referenced,
+                    format!("duplicate probe name {:?}", r.name.value),
+                ));
             }
             let p = load_probe(&src, r, prompts_dir, &mut prompts, targets, warnings)?;
             probes.push(Arc::new(p));
@@ -123,29 +134,49 @@ pub(super) fn load_all(
     Ok(probes)
 }
 
-fn load_prompt(src: &Source, name: &serde_saphyr::Spanned<String>, dir: &Path) -> Result<Prompt, ConfigError> {
+fn load_prompt(
+    src: &Source,
+    name: &serde_saphyr::Spanned<String>,
+    dir: &Path,
+) -> Result<Prompt, ConfigError> {
     let path = dir.join(&name.value);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|_| src.err(name.referenced, format!("prompt file {} not found", path.display())))?;
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        src.err(
+            name.referenced,
+            format!("prompt file {} not found", path.display()),
+        )
+    })?;
     match path.extension().and_then(|e| e.to_str()) {
         Some("txt") => {
             if text.trim().is_empty() {
-                return Err(src.err(name.referenced, format!("prompt file {} is empty", path.display())));
+                return Err(src.err(
+                    name.referenced,
+                    format!("prompt file {} is empty", path.display()),
+                ));
             }
             Ok(Prompt::user(&name.value, text.trim_end()))
         }
         Some("yaml" | "yml") => {
-            let psrc = Source { path: &path, text: &text };
+            let psrc = Source {
+                path: &path,
+                text: &text,
+            };
             let messages: Vec<Message> = psrc.parse()?;
             if !messages.iter().any(|m| m.role == Role::User) {
-                return Err(ConfigError::file(&path, "a prompt needs at least one user message"));
+                return Err(ConfigError::file(
+                    &path,
+                    "a prompt needs at least one user message",
+                ));
             }
             Ok(Prompt {
                 name: name.value.clone(),
                 messages,
             })
         }
-        _ => Err(src.err(name.referenced, "a prompt file must end in .txt (one user message) or .yaml (chat messages)")),
+        _ => Err(src.err(
+            name.referenced,
+            "a prompt file must end in .txt (one user message) or .yaml (chat messages)",
+        )),
     }
 }
 
@@ -160,7 +191,8 @@ fn load_probe(
     super::check_name(src, &r.name, "probe")?;
     let name = r.name.value.clone();
     let timezone = match &r.timezone {
-        Some(tz) => TimeZone::get(&tz.value).map_err(|_| src.err(tz.referenced, format!("unknown time zone {:?}", tz.value)))?,
+        Some(tz) => TimeZone::get(&tz.value)
+            .map_err(|_| src.err(tz.referenced, format!("unknown time zone {:?}", tz.value)))?,
         None => TimeZone::UTC,
     };
     let target_names: Vec<String> = match r.targets {
@@ -192,7 +224,10 @@ fn load_probe(
     };
     let temperature = match &r.temperature {
         Some(t) if !(0.0..=2.0).contains(&t.value) => {
-            return Err(src.err(t.referenced, format!("temperature must be between 0 and 2, found {}", t.value)))
+            return Err(src.err(
+                t.referenced,
+                format!("temperature must be between 0 and 2, found {}", t.value),
+            ))
         }
         Some(t) => Some(t.value),
         None => None,
@@ -205,15 +240,25 @@ fn load_probe(
         stall: rt.stall.map_or(d.stall, |x| x.0),
         total: rt.total.map_or(d.total, |x| x.0),
     };
-    if timeouts.connect.is_zero() || timeouts.ttft.is_zero() || timeouts.stall.is_zero() || timeouts.total.is_zero() {
-        return Err(ConfigError::file(src.path, format!("probe {name:?}: timeouts must be longer than zero")));
+    if timeouts.connect.is_zero()
+        || timeouts.ttft.is_zero()
+        || timeouts.stall.is_zero()
+        || timeouts.total.is_zero()
+    {
+        return Err(ConfigError::file(
+            src.path,
+            format!("probe {name:?}: timeouts must be longer than zero"),
+        ));
     }
     let checks = load_checks(src, r.checks.unwrap_or_default())?;
     let gate = load_gate(src, r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
         let honoured = |k: ServerKind| matches!(k, ServerKind::Vllm | ServerKind::LlamaCpp);
-        for t in targets.iter().filter(|t| target_names.contains(&t.name) && !honoured(t.server)) {
+        for t in targets
+            .iter()
+            .filter(|t| target_names.contains(&t.name) && !honoured(t.server))
+        {
             warnings.push(format!(
                 "probe {name:?} on target {:?}: server kind `{}` honours no cache-busting field, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
                 t.name,
@@ -239,9 +284,14 @@ fn load_probe(
 }
 
 fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
-    let chars = |v: &Option<serde_saphyr::Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
+    let chars = |v: &Option<serde_saphyr::Spanned<i64>>,
+                 what: &str|
+     -> Result<Option<usize>, ConfigError> {
         match v {
-            Some(s) if s.value < 0 => Err(src.err(s.referenced, format!("{what} must be 0 or more, found {}", s.value))),
+            Some(s) if s.value < 0 => Err(src.err(
+                s.referenced,
+                format!("{what} must be 0 or more, found {}", s.value),
+            )),
             Some(s) => Ok(Some(s.value as usize)),
             None => Ok(None),
         }
@@ -250,7 +300,10 @@ fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError
     let max_chars = chars(&c.max_chars, "max_chars")?;
     if let (Some(min), Some(max), Some(m)) = (min_chars, max_chars, &c.max_chars) {
         if min > max {
-            return Err(src.err(m.referenced, format!("max_chars ({max}) is below min_chars ({min})")));
+            return Err(src.err(
+                m.referenced,
+                format!("max_chars ({max}) is below min_chars ({min})"),
+            ));
         }
     }
     Ok(CheckSpec {
@@ -281,7 +334,8 @@ fn load_gate(src: &Source, g: Option<raw::RawGate>) -> Result<GateSpec, ConfigEr
     }
     let mut vs_baseline = Vec::new();
     for (k, v) in g.vs_baseline.unwrap_or_default() {
-        vs_baseline.push(gate::parse_relative(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+        vs_baseline
+            .push(gate::parse_relative(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
     }
     Ok(GateSpec {
         samples,

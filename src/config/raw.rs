@@ -195,8 +195,15 @@ impl<'de> Deserialize<'de> for Re {
             .map(Re)
             .map_err(|e| {
                 let detail = e.to_string();
-                let last = detail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("invalid");
-                serde::de::Error::custom(format!("invalid regex {s:?}: {}", last.trim().trim_start_matches("error: ")))
+                let last = detail
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("invalid");
+                serde::de::Error::custom(format!(
+                    "invalid regex {s:?}: {}",
+                    last.trim().trim_start_matches("error: ")
+                ))
             })
     }
 }
@@ -221,15 +228,25 @@ impl<'de> Deserialize<'de> for Repetition {
                 match v {
                     "default" => Ok(Repetition::Default),
                     "off" => Ok(Repetition::Off),
-                    other => Err(E::custom(format!("expected `default`, `off` or a map of thresholds, found {other:?}"))),
+                    other => Err(E::custom(format!(
+                        "expected `default`, `off` or a map of thresholds, found {other:?}"
+                    ))),
                 }
             }
             fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Repetition, E> {
                 // YAML 1.1 readers turn a bare `off` into false.
-                Ok(if v { Repetition::Default } else { Repetition::Off })
+                Ok(if v {
+                    Repetition::Default
+                } else {
+                    Repetition::Off
+                })
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Repetition, A::Error> {
-                Thresholds::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Repetition::Custom)
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Repetition, A::Error> {
+                Thresholds::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Repetition::Custom)
             }
         }
         d.deserialize_any(V)

@@ -73,7 +73,8 @@ impl Caps {
         let t = u64::from(probe.max_tokens);
         Caps {
             max_line: 1 << 20,
-            max_body: (1usize << 20).saturating_add((probe.max_tokens as usize).saturating_mul(2048)),
+            max_body: (1usize << 20)
+                .saturating_add((probe.max_tokens as usize).saturating_mul(2048)),
             max_tokens: t.saturating_mul(2).saturating_add(16),
         }
     }
@@ -84,7 +85,14 @@ pub fn request_id() -> String {
     let v = fastrand::u128(..);
     let v = (v & !(0xF << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
     let h = format!("{v:032x}");
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// The request for one run: URL, headers and JSON body, built from the probe and target.
@@ -115,7 +123,10 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     if probe.cache_bust == CacheBust::Auto {
         match target.server {
             ServerKind::Vllm => {
-                body.insert("cache_salt".into(), json!(format!("{:016x}", fastrand::u64(..))));
+                body.insert(
+                    "cache_salt".into(),
+                    json!(format!("{:016x}", fastrand::u64(..))),
+                );
             }
             ServerKind::LlamaCpp => {
                 body.insert("cache_prompt".into(), json!(false));
@@ -125,7 +136,10 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     }
     let mut headers = HeaderMap::new();
     let mut put = |k: &str, v: &str| {
-        if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
             headers.insert(k, v);
         }
     };
@@ -213,14 +227,27 @@ impl Run<'_> {
             self.done = true;
             return Ok(());
         }
-        let v: Value = serde_json::from_str(data)
-            .map_err(|_| fail(Outcome::MalformedStream, format!("event is not JSON: {:?}", crate::stream::snippet(data.as_bytes()))))?;
+        let v: Value = serde_json::from_str(data).map_err(|_| {
+            fail(
+                Outcome::MalformedStream,
+                format!(
+                    "event is not JSON: {:?}",
+                    crate::stream::snippet(data.as_bytes())
+                ),
+            )
+        })?;
         if !v.is_object() {
             return Err(fail(Outcome::MalformedStream, "event is not a JSON object"));
         }
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-            let msg = err["message"].as_str().map(str::to_string).unwrap_or_else(|| err.to_string());
-            return Err(fail(Outcome::StreamError, format!("error in stream: {}", clip(&msg))));
+            let msg = err["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            return Err(fail(
+                Outcome::StreamError,
+                format!("error in stream: {}", clip(&msg)),
+            ));
         }
         self.last_event = Some(at);
         if let Some(n) = v["usage"]["completion_tokens"].as_u64() {
@@ -244,11 +271,17 @@ impl Run<'_> {
         if tokens > self.caps.max_tokens {
             return Err(fail(
                 Outcome::Oversized,
-                format!("more than {} output tokens (max_tokens ignored?)", self.caps.max_tokens),
+                format!(
+                    "more than {} output tokens (max_tokens ignored?)",
+                    self.caps.max_tokens
+                ),
             ));
         }
         if self.text.len() > self.caps.max_body {
-            return Err(fail(Outcome::Oversized, format!("output over {} bytes", self.caps.max_body)));
+            return Err(fail(
+                Outcome::Oversized,
+                format!("output over {} bytes", self.caps.max_body),
+            ));
         }
         Ok(())
     }
@@ -263,7 +296,12 @@ fn clip(s: &str) -> String {
 }
 
 /// Runs `probe` once against `target`.
-pub async fn run(client: &reqwest::Client, probe: &Probe, target: &Target, show_output: bool) -> ProbeResult {
+pub async fn run(
+    client: &reqwest::Client,
+    probe: &Probe,
+    target: &Target,
+    show_output: bool,
+) -> ProbeResult {
     let req = build_request(probe, target);
     let caps = Caps::for_probe(probe);
     let started_at = jiff::Timestamp::now();
@@ -282,7 +320,17 @@ pub async fn run(client: &reqwest::Client, probe: &Probe, target: &Target, show_
     };
     let mut http_status = None;
     let mut bytes_read = 0usize;
-    let failure = exchange(client, probe, req.url.clone(), req.headers, req.body, &mut run, &mut http_status, &mut bytes_read).await;
+    let failure = exchange(
+        client,
+        probe,
+        req.url.clone(),
+        req.headers,
+        req.body,
+        &mut run,
+        &mut http_status,
+        &mut bytes_read,
+    )
+    .await;
     let end = Instant::now();
     if run.timeline.end.is_none() {
         run.timeline.end = Some(end);
@@ -321,7 +369,9 @@ pub async fn run(client: &reqwest::Client, probe: &Probe, target: &Target, show_
         tokens_source,
         finish_reason: run.finish_reason,
         output_chars,
-        repetition_score: repetition.as_ref().map(|r| (r.score * 1000.0).round() / 1000.0),
+        repetition_score: repetition
+            .as_ref()
+            .map(|r| (r.score * 1000.0).round() / 1000.0),
         warmup: false,
         error,
         server_timings: run.server_timings,
@@ -352,11 +402,29 @@ async fn exchange(
     let ttft_deadline = (start + t.ttft).min(total_deadline);
     let late = |now: Instant, run: &Run| -> Failure {
         if now >= total_deadline {
-            fail(Outcome::TimeoutTotal, format!("the response took longer than {} (timeouts.total)", secs(t.total)))
+            fail(
+                Outcome::TimeoutTotal,
+                format!(
+                    "the response took longer than {} (timeouts.total)",
+                    secs(t.total)
+                ),
+            )
         } else if run.timeline.content.is_empty() {
-            fail(Outcome::TimeoutTtft, format!("no generated content within {} (timeouts.ttft)", secs(t.ttft)))
+            fail(
+                Outcome::TimeoutTtft,
+                format!(
+                    "no generated content within {} (timeouts.ttft)",
+                    secs(t.ttft)
+                ),
+            )
         } else {
-            fail(Outcome::Stall, format!("no chunk for {} after the first token (timeouts.stall)", secs(t.stall)))
+            fail(
+                Outcome::Stall,
+                format!(
+                    "no chunk for {} after the first token (timeouts.stall)",
+                    secs(t.stall)
+                ),
+            )
         }
     };
 
@@ -364,13 +432,35 @@ async fn exchange(
     let mut resp = match timeout_at(ttft_deadline.into(), send).await {
         Err(_) => {
             return Some(if t.ttft >= t.total {
-                fail(Outcome::TimeoutTotal, format!("no response headers within {} (timeouts.total)", secs(t.total)))
+                fail(
+                    Outcome::TimeoutTotal,
+                    format!(
+                        "no response headers within {} (timeouts.total)",
+                        secs(t.total)
+                    ),
+                )
             } else {
-                fail(Outcome::TimeoutTtft, format!("no response headers within {} (timeouts.ttft)", secs(t.ttft)))
+                fail(
+                    Outcome::TimeoutTtft,
+                    format!(
+                        "no response headers within {} (timeouts.ttft)",
+                        secs(t.ttft)
+                    ),
+                )
             });
         }
-        Ok(Err(e)) if e.is_connect() => return Some(fail(Outcome::ConnectError, format!("connect: {}", error_chain(&e)))),
-        Ok(Err(e)) => return Some(fail(Outcome::StreamInterrupted, format!("before response headers: {}", error_chain(&e)))),
+        Ok(Err(e)) if e.is_connect() => {
+            return Some(fail(
+                Outcome::ConnectError,
+                format!("connect: {}", error_chain(&e)),
+            ))
+        }
+        Ok(Err(e)) => {
+            return Some(fail(
+                Outcome::StreamInterrupted,
+                format!("before response headers: {}", error_chain(&e)),
+            ))
+        }
         Ok(Ok(r)) => r,
     };
     run.timeline.headers = Some(Instant::now());
@@ -387,17 +477,29 @@ async fn exchange(
         let mut snippet = Vec::new();
         while snippet.len() < 4096 {
             match timeout_at(ttft_deadline.into(), resp.chunk()).await {
-                Ok(Ok(Some(b))) => snippet.extend_from_slice(&b[..b.len().min(4096 - snippet.len())]),
+                Ok(Ok(Some(b))) => {
+                    snippet.extend_from_slice(&b[..b.len().min(4096 - snippet.len())])
+                }
                 _ => break,
             }
         }
         let text = String::from_utf8_lossy(&snippet);
         let msg = serde_json::from_str::<Value>(&text)
             .ok()
-            .and_then(|v| v["error"]["message"].as_str().or(v["message"].as_str()).or(v["error"].as_str()).map(str::to_string))
+            .and_then(|v| {
+                v["error"]["message"]
+                    .as_str()
+                    .or(v["message"].as_str())
+                    .or(v["error"].as_str())
+                    .map(str::to_string)
+            })
             .unwrap_or_else(|| text.trim().to_string());
         let reason = status.canonical_reason().unwrap_or("");
-        let error = if msg.is_empty() { format!("HTTP {} {reason}", status.as_u16()) } else { format!("HTTP {} {reason}: {}", status.as_u16(), clip(&msg)) };
+        let error = if msg.is_empty() {
+            format!("HTTP {} {reason}", status.as_u16())
+        } else {
+            format!("HTTP {} {reason}: {}", status.as_u16(), clip(&msg))
+        };
         return Some(fail(Outcome::HttpError, error));
     }
 
@@ -413,7 +515,10 @@ async fn exchange(
             Err(_) => return Some(late(Instant::now(), run)),
             Ok(Err(e)) => {
                 run.timeline.end = Some(Instant::now());
-                return Some(fail(Outcome::StreamInterrupted, format!("reading the stream: {}", error_chain(&e))));
+                return Some(fail(
+                    Outcome::StreamInterrupted,
+                    format!("reading the stream: {}", error_chain(&e)),
+                ));
             }
             Ok(Ok(c)) => c,
         };
@@ -432,14 +537,20 @@ async fn exchange(
                 }
             }
             if !run.done && run.finish_reason.is_none() {
-                return Some(fail(Outcome::StreamInterrupted, "the stream ended before a finish reason or [DONE]"));
+                return Some(fail(
+                    Outcome::StreamInterrupted,
+                    "the stream ended before a finish reason or [DONE]",
+                ));
             }
             return None;
         };
         *bytes_read += bytes.len();
         if is_json {
             if whole.len() + bytes.len() > run.caps.max_body {
-                return Some(fail(Outcome::Oversized, format!("response over {} bytes", run.caps.max_body)));
+                return Some(fail(
+                    Outcome::Oversized,
+                    format!("response over {} bytes", run.caps.max_body),
+                ));
             }
             whole.extend_from_slice(&bytes);
             continue;
@@ -472,8 +583,12 @@ fn non_streamed(run: &mut Run, body: &[u8], at: Instant) -> Option<Failure> {
 
 fn sse_failure(e: SseError) -> Failure {
     match e {
-        SseError::LineTooLong { .. } | SseError::BodyTooLarge { .. } => fail(Outcome::Oversized, e.to_string()),
-        SseError::NotSse { .. } | SseError::InvalidUtf8 => fail(Outcome::MalformedStream, e.to_string()),
+        SseError::LineTooLong { .. } | SseError::BodyTooLarge { .. } => {
+            fail(Outcome::Oversized, e.to_string())
+        }
+        SseError::NotSse { .. } | SseError::InvalidUtf8 => {
+            fail(Outcome::MalformedStream, e.to_string())
+        }
     }
 }
 

@@ -45,7 +45,10 @@ mod tests {
     #[test]
     fn prompt_is_joined_with_the_nonce_first() {
         let p = Prompt::user("x", "Say hi.");
-        assert_eq!(body(&p, Some("[canary ab]"))["prompt"], "[canary ab]\nSay hi.");
+        assert_eq!(
+            body(&p, Some("[canary ab]"))["prompt"],
+            "[canary ab]\nSay hi."
+        );
         assert_eq!(body(&p, None)["prompt"], "Say hi.");
     }
 }

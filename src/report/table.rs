@@ -28,7 +28,10 @@ fn detail(r: &ProbeResult) -> String {
 }
 
 pub fn render(results: &[ProbeResult]) -> String {
-    let header = ["PROBE", "TARGET", "OUTCOME", "TTFT", "E2E", "TOK/S", "TOKENS", "ITL P99", "FINISH", "DETAIL"];
+    let header = [
+        "PROBE", "TARGET", "OUTCOME", "TTFT", "E2E", "TOK/S", "TOKENS", "ITL P99", "FINISH",
+        "DETAIL",
+    ];
     let rows: Vec<[String; 10]> = results
         .iter()
         .map(|r| {

@@ -31,10 +31,13 @@ pub fn tokenize(text: &str) -> Vec<String> {
 }
 
 pub const ENGLISH: &str = "The capital of France is Paris. It lies on the Seine in the north of the country and has been its political and cultural centre for centuries.";
-pub const CHINESE: &str = "法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。";
-pub const JSON: &str = "{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}";
+pub const CHINESE: &str =
+    "法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。";
+pub const JSON: &str =
+    "{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}";
 pub const SUMMARY: &str = "The text describes how the Eiffel Tower was built for the 1889 World's Fair, the criticism it first met, and how it became the best-known symbol of Paris.";
-pub const FORBIDDEN: &str = "As an AI language model, I cannot browse the internet, but the capital of France is Paris.";
+pub const FORBIDDEN: &str =
+    "As an AI language model, I cannot browse the internet, but the capital of France is Paris.";
 pub const MISMATCH: &str = "I am not sure which country you are asking about; could you say more?";
 pub const SHORT: &str = "Paris.";
 
@@ -54,7 +57,11 @@ pub fn healthy(prompt: &str) -> &'static str {
 
 /// An English loop as small models produce it: a start, then one phrase over and over.
 pub fn looping(chinese: bool, tokens: usize) -> String {
-    let (start, phrase) = if chinese { ("巴黎是法国的首都。", "我爱巴黎。") } else { ("The capital of France is Paris.", " I think that") };
+    let (start, phrase) = if chinese {
+        ("巴黎是法国的首都。", "我爱巴黎。")
+    } else {
+        ("The capital of France is Paris.", " I think that")
+    };
     let mut s = start.to_string();
     while tokenize(&s).len() < tokens + 8 {
         s.push_str(phrase);
@@ -65,10 +72,11 @@ pub fn looping(chinese: bool, tokens: usize) -> String {
 /// Varied text that never loops, for `too_long`: words drawn from a fixed seed.
 pub fn rambling(tokens: usize) -> String {
     const WORDS: [&str; 48] = [
-        "river", "stone", "bridge", "garden", "market", "window", "autumn", "letter", "harbor", "lantern", "meadow",
-        "silver", "candle", "forest", "violin", "paper", "orchard", "thunder", "pebble", "canvas", "station", "ribbon",
-        "island", "copper", "feather", "valley", "mirror", "saddle", "velvet", "compass", "quarry", "tunnel", "glacier",
-        "pepper", "marble", "anchor", "blossom", "chimney", "fabric", "gravel", "hollow", "jasmine", "kettle", "ladder",
+        "river", "stone", "bridge", "garden", "market", "window", "autumn", "letter", "harbor",
+        "lantern", "meadow", "silver", "candle", "forest", "violin", "paper", "orchard", "thunder",
+        "pebble", "canvas", "station", "ribbon", "island", "copper", "feather", "valley", "mirror",
+        "saddle", "velvet", "compass", "quarry", "tunnel", "glacier", "pepper", "marble", "anchor",
+        "blossom", "chimney", "fabric", "gravel", "hollow", "jasmine", "kettle", "ladder",
         "needle", "oyster", "parlor", "quill",
     ];
     let mut rng = fastrand::Rng::with_seed(42);

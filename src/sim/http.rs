@@ -21,23 +21,36 @@ pub struct HttpRequest {
 
 impl HttpRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
 /// Reads one request; `Ok(None)` when the client closed the connection between requests.
-pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<Option<HttpRequest>> {
+pub async fn read_request(
+    sock: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> io::Result<Option<HttpRequest>> {
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i;
         }
         if buf.len() > MAX_HEAD {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "request head too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too large",
+            ));
         }
         let mut tmp = [0u8; 8192];
         let n = sock.read(&mut tmp).await?;
         if n == 0 {
-            return if buf.is_empty() { Ok(None) } else { Err(io::ErrorKind::UnexpectedEof.into()) };
+            return if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            };
         }
         buf.extend_from_slice(&tmp[..n]);
     };
@@ -47,7 +60,10 @@ pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result
     let method = first.next().unwrap_or_default().to_string();
     let path = first.next().unwrap_or_default().to_string();
     let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        })
         .collect();
     let len: usize = headers
         .iter()
@@ -55,7 +71,10 @@ pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0);
     if len > MAX_BODY {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "request body too large"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "request body too large",
+        ));
     }
     buf.drain(..head_end + 4);
     while buf.len() < len {
@@ -67,7 +86,12 @@ pub async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result
         buf.extend_from_slice(&tmp[..n]);
     }
     let body = buf.drain(..len).collect();
-    Ok(Some(HttpRequest { method, path, headers, body }))
+    Ok(Some(HttpRequest {
+        method,
+        path,
+        headers,
+        body,
+    }))
 }
 
 fn reason(status: u16) -> &'static str {
@@ -84,8 +108,18 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// A whole response with a Content-Length body.
-pub async fn respond(sock: &mut TcpStream, status: u16, content_type: &str, extra: &[(&str, String)], body: &[u8]) -> io::Result<()> {
-    let mut head = format!("HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n", reason(status), body.len());
+pub async fn respond(
+    sock: &mut TcpStream,
+    status: u16,
+    content_type: &str,
+    extra: &[(&str, String)],
+    body: &[u8],
+) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n",
+        reason(status),
+        body.len()
+    );
     for (k, v) in extra {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -103,7 +137,12 @@ pub struct Chunked<'a> {
 }
 
 impl<'a> Chunked<'a> {
-    pub async fn start(sock: &'a mut TcpStream, status: u16, content_type: &str, extra: &[(&str, String)]) -> io::Result<Chunked<'a>> {
+    pub async fn start(
+        sock: &'a mut TcpStream,
+        status: u16,
+        content_type: &str,
+        extra: &[(&str, String)],
+    ) -> io::Result<Chunked<'a>> {
         let mut head = format!("HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\ncache-control: no-cache\r\n", reason(status));
         for (k, v) in extra {
             head.push_str(&format!("{k}: {v}\r\n"));

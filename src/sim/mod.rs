@@ -38,7 +38,10 @@ pub struct Seen {
 
 impl Seen {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -74,7 +77,9 @@ impl Sim {
         let st = state.clone();
         let task = tokio::spawn(async move {
             loop {
-                let Ok((sock, _)) = listener.accept().await else { continue };
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
                 let st = st.clone();
                 tokio::spawn(async move {
                     let _ = connection(sock, st).await;
@@ -100,15 +105,25 @@ impl Sim {
 
     /// When the first content chunk for this `X-Request-Id` was handed to the kernel.
     pub fn first_content_write(&self, request_id: &str) -> Option<Instant> {
-        self.state.first_writes.lock().expect("sim state lock").get(request_id).copied()
+        self.state
+            .first_writes
+            .lock()
+            .expect("sim state lock")
+            .get(request_id)
+            .copied()
     }
 }
 
 /// `llm-canary sim`: serve until Ctrl-C / SIGTERM.
 pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
-    let sim = Sim::start(listen).await.map_err(|e| anyhow::anyhow!("sim: cannot listen on {listen}: {e}"))?;
+    let sim = Sim::start(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("sim: cannot listen on {listen}: {e}"))?;
     println!("llm-canary sim listening on http://{}", sim.addr());
-    println!("base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)", sim.addr());
+    println!(
+        "base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)",
+        sim.addr()
+    );
     for (name, _, what) in CATALOG {
         println!("  {name:<18} {what}");
     }
@@ -137,7 +152,11 @@ async fn connection(mut sock: TcpStream, st: Arc<State>) -> std::io::Result<()> 
     let mut buf = Vec::new();
     while let Some(req) = http::read_request(&mut sock, &mut buf).await? {
         let keep = handle(&mut sock, &req, &st).await?;
-        if !keep || req.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close")) {
+        if !keep
+            || req
+                .header("connection")
+                .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+        {
             break;
         }
     }
@@ -165,18 +184,37 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             return Ok(true);
         }
         ("GET", "/v1/models") => {
-            let data: Vec<Value> = CATALOG.iter().map(|(n, _, _)| json!({"id": n, "object": "model", "owned_by": "llm-canary-sim"})).collect();
-            http::respond(sock, 200, "application/json", &[], &json_bytes(&json!({"object": "list", "data": data}))).await?;
+            let data: Vec<Value> = CATALOG
+                .iter()
+                .map(|(n, _, _)| json!({"id": n, "object": "model", "owned_by": "llm-canary-sim"}))
+                .collect();
+            http::respond(
+                sock,
+                200,
+                "application/json",
+                &[],
+                &json_bytes(&json!({"object": "list", "data": data})),
+            )
+            .await?;
             return Ok(true);
         }
         ("GET", "/_sim/requests") => {
             let seen = st.seen.lock().expect("sim state lock").clone();
-            http::respond(sock, 200, "application/json", &[], &serde_json::to_vec(&seen).unwrap_or_default()).await?;
+            http::respond(
+                sock,
+                200,
+                "application/json",
+                &[],
+                &serde_json::to_vec(&seen).unwrap_or_default(),
+            )
+            .await?;
             return Ok(true);
         }
         ("POST", "/v1/chat/completions") | ("POST", "/v1/completions") => {}
         _ => {
-            let body = json_bytes(&json!({"error": {"message": format!("no route for {} {}", req.method, req.path), "type": "not_found"}}));
+            let body = json_bytes(
+                &json!({"error": {"message": format!("no route for {} {}", req.method, req.path), "type": "not_found"}}),
+            );
             http::respond(sock, 404, "application/json", &[], &body).await?;
             return Ok(true);
         }
@@ -185,36 +223,58 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
     let body: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(e) => {
-            let body = json_bytes(&json!({"error": {"message": format!("invalid JSON body: {e}"), "type": "invalid_request_error"}}));
+            let body = json_bytes(
+                &json!({"error": {"message": format!("invalid JSON body: {e}"), "type": "invalid_request_error"}}),
+            );
             http::respond(sock, 400, "application/json", &[], &body).await?;
             return Ok(true);
         }
     };
     let model = body["model"].as_str().unwrap_or("sim").to_string();
-    let spec = scenario_spec.unwrap_or_else(|| if CATALOG.iter().any(|c| c.0 == model) { model.clone() } else { "healthy".into() });
+    let spec = scenario_spec.unwrap_or_else(|| {
+        if CATALOG.iter().any(|c| c.0 == model) {
+            model.clone()
+        } else {
+            "healthy".into()
+        }
+    });
     let scenario = match Scenario::parse(&spec) {
         Ok(s) => s,
         Err(e) => {
-            let body = json_bytes(&json!({"error": {"message": e, "type": "invalid_request_error"}}));
+            let body =
+                json_bytes(&json!({"error": {"message": e, "type": "invalid_request_error"}}));
             http::respond(sock, 404, "application/json", &[], &body).await?;
             return Ok(true);
         }
     };
     let prompt = if chat {
-        body["messages"].as_array().map(|m| m.iter().filter_map(|x| x["content"].as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+        body["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|x| x["content"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
     } else {
         body["prompt"].as_str().unwrap_or_default().to_string()
     };
 
     // The caches a canary must defeat.
     let http_cache_hit = {
-        let no_cache = req.header("cache-control").is_some_and(|v| v.contains("no-cache"));
+        let no_cache = req
+            .header("cache-control")
+            .is_some_and(|v| v.contains("no-cache"));
         let mut cache = st.http_cache.lock().expect("sim state lock");
         !no_cache && !cache.insert(req.body.clone())
     };
     let prefix_cache_hit = {
         let bypass = body["cache_prompt"] == json!(false);
-        let key = format!("{model}\u{0}{}\u{0}{prompt}", body["cache_salt"].as_str().unwrap_or_default());
+        let key = format!(
+            "{model}\u{0}{}\u{0}{prompt}",
+            body["cache_salt"].as_str().unwrap_or_default()
+        );
         let mut cache = st.prefix_cache.lock().expect("sim state lock");
         !bypass && !cache.insert(key)
     };
@@ -240,10 +300,18 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
         scenario,
         max_tokens: body["max_tokens"].as_u64().unwrap_or(256) as usize,
         stream: body["stream"].as_bool().unwrap_or(false),
-        include_usage: body["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+        include_usage: body["stream_options"]["include_usage"]
+            .as_bool()
+            .unwrap_or(false),
         request_id: req.header("x-request-id").map(str::to_string),
         authorization: req.header("authorization").map(str::to_string),
-        cache: if http_cache_hit { "http-hit" } else if prefix_cache_hit { "prefix-hit" } else { "miss" },
+        cache: if http_cache_hit {
+            "http-hit"
+        } else if prefix_cache_hit {
+            "prefix-hit"
+        } else {
+            "miss"
+        },
         t0,
     };
     gen.respond(sock, st).await
@@ -289,7 +357,11 @@ impl Generation {
             tokens = text.chars().map(String::from).collect();
         }
         let mut finish = "stop";
-        let cut = if self.scenario.kind == Kind::Truncated { 5.min(max) } else { max };
+        let cut = if self.scenario.kind == Kind::Truncated {
+            5.min(max)
+        } else {
+            max
+        };
         if self.scenario.kind == Kind::TooLong {
             // Long, but finished on its own: only `too_long` should fire.
             tokens.truncate(max.saturating_sub(1).max(1));
@@ -300,7 +372,11 @@ impl Generation {
         }
         let mut pieces: Vec<Piece> = Vec::new();
         if self.scenario.kind == Kind::Reasoning {
-            pieces.extend(answers::tokenize("Let me recall the capital of France.").into_iter().map(Piece::Reasoning));
+            pieces.extend(
+                answers::tokenize("Let me recall the capital of France.")
+                    .into_iter()
+                    .map(Piece::Reasoning),
+            );
         }
         pieces.extend(tokens.into_iter().map(Piece::Content));
         (pieces, finish)
@@ -335,12 +411,25 @@ impl Generation {
 
     /// Serialises one event the way this scenario's server would.
     fn sse(&self, data: &str) -> Vec<u8> {
-        let nl = if self.scenario.kind == Kind::Crlf { "\r\n" } else { "\n" };
-        let prefix = if self.scenario.kind == Kind::NoSpace { "data:" } else { "data: " };
+        let nl = if self.scenario.kind == Kind::Crlf {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let prefix = if self.scenario.kind == Kind::NoSpace {
+            "data:"
+        } else {
+            "data: "
+        };
         format!("{prefix}{data}{nl}{nl}").into_bytes()
     }
 
-    async fn send(&self, w: &mut Chunked<'_>, bytes: &[u8], rng: &mut fastrand::Rng) -> std::io::Result<Instant> {
+    async fn send(
+        &self,
+        w: &mut Chunked<'_>,
+        bytes: &[u8],
+        rng: &mut fastrand::Rng,
+    ) -> std::io::Result<Instant> {
         match self.scenario.kind {
             Kind::Split => {
                 let mut rest = bytes;
@@ -374,12 +463,21 @@ impl Generation {
             return Ok(true);
         }
         if kind == Kind::EchoAuth {
-            let body = json_bytes(&json!({"error": {"message": format!("invalid credentials: {}", self.authorization.as_deref().unwrap_or("none"))}}));
+            let body = json_bytes(
+                &json!({"error": {"message": format!("invalid credentials: {}", self.authorization.as_deref().unwrap_or("none"))}}),
+            );
             http::respond(sock, 401, "application/json", &extra, &body).await?;
             return Ok(true);
         }
         if kind == Kind::Garbage {
-            http::respond(sock, 200, "text/html", &extra, b"<html><body><h1>502 Bad Gateway</h1></body></html>\n").await?;
+            http::respond(
+                sock,
+                200,
+                "text/html",
+                &extra,
+                b"<html><body><h1>502 Bad Gateway</h1></body></html>\n",
+            )
+            .await?;
             return Ok(true);
         }
         if kind == Kind::NoHeaders {
@@ -395,7 +493,16 @@ impl Generation {
         let (pieces, finish) = self.script();
         if !self.stream || kind == Kind::NonStream {
             sleep_until((self.t0 + ttft + itl * pieces.len() as u32).into()).await;
-            let text: String = pieces.iter().filter_map(|p| if let Piece::Content(t) = p { Some(t.as_str()) } else { None }).collect();
+            let text: String = pieces
+                .iter()
+                .filter_map(|p| {
+                    if let Piece::Content(t) = p {
+                        Some(t.as_str())
+                    } else {
+                        None
+                    }
+                })
+                .collect();
             let choice = if self.chat {
                 json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
             } else {
@@ -416,11 +523,13 @@ impl Generation {
             // vLLM opens with a role-only chunk: not a token.
             let role = json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": self.model,
                               "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]});
-            self.send(&mut w, &self.sse(&role.to_string()), &mut rng).await?;
+            self.send(&mut w, &self.sse(&role.to_string()), &mut rng)
+                .await?;
         }
         match kind {
             Kind::HugeLine => {
-                w.write(b"data: {\"choices\":[{\"delta\":{\"content\":\"").await?;
+                w.write(b"data: {\"choices\":[{\"delta\":{\"content\":\"")
+                    .await?;
                 let block = vec![b'x'; 64 * 1024];
                 for _ in 0..4096 {
                     w.write(&block).await?;
@@ -437,7 +546,8 @@ impl Generation {
             }
             Kind::Malformed => {
                 sleep_until((self.t0 + ttft).into()).await;
-                w.write(&self.sse("{\"choices\": [{\"delta\": {\"content\": \"Par")).await?;
+                w.write(&self.sse("{\"choices\": [{\"delta\": {\"content\": \"Par"))
+                    .await?;
                 w.finish().await?;
                 return Ok(false);
             }
@@ -447,7 +557,8 @@ impl Generation {
                 loop {
                     sleep_until((start + itl * i).into()).await;
                     let piece = Piece::Content(format!(" word{i}"));
-                    w.write(&self.sse(&self.chunk(Some(&piece), None).to_string())).await?;
+                    w.write(&self.sse(&self.chunk(Some(&piece), None).to_string()))
+                        .await?;
                     i += 1;
                     if i > 1_000_000 {
                         return Ok(false);
@@ -477,7 +588,13 @@ impl Generation {
                 }
             }
             sleep_until((self.t0 + ttft + offset + itl * i as u32).into()).await;
-            let at = self.send(&mut w, &self.sse(&self.chunk(Some(piece), None).to_string()), &mut rng).await?;
+            let at = self
+                .send(
+                    &mut w,
+                    &self.sse(&self.chunk(Some(piece), None).to_string()),
+                    &mut rng,
+                )
+                .await?;
             if first {
                 first = false;
                 if let Some(id) = &self.request_id {
@@ -498,10 +615,12 @@ impl Generation {
                 "predicted_per_second": if decode_ms > 0.0 { (pieces.len() as f64 - 1.0) * 1000.0 / decode_ms } else { 0.0 },
             });
         }
-        self.send(&mut w, &self.sse(&last.to_string()), &mut rng).await?;
+        self.send(&mut w, &self.sse(&last.to_string()), &mut rng)
+            .await?;
         if self.include_usage && kind != Kind::NoUsage {
             let u = json!({"id": "sim", "object": "chat.completion.chunk", "created": 0, "model": self.model, "choices": [], "usage": self.usage(pieces.len())});
-            self.send(&mut w, &self.sse(&u.to_string()), &mut rng).await?;
+            self.send(&mut w, &self.sse(&u.to_string()), &mut rng)
+                .await?;
         }
         self.send(&mut w, &self.sse("[DONE]"), &mut rng).await?;
         w.finish().await?;

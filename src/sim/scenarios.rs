@@ -45,41 +45,161 @@ pub enum Kind {
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
 pub const CATALOG: &[(&str, Kind, &str)] = &[
-    ("healthy", Kind::Healthy, "a good answer in the prompt's language; vLLM-style role chunk first, usage last"),
+    (
+        "healthy",
+        Kind::Healthy,
+        "a good answer in the prompt's language; vLLM-style role chunk first, usage last",
+    ),
     ("healthy-zh", Kind::HealthyZh, "a good answer in Chinese"),
-    ("slow-first-token", Kind::SlowFirstToken, "first token after 3s (ttft=...)"),
-    ("slow-decode", Kind::SlowDecode, "250ms between tokens (itl=...)"),
-    ("stall", Kind::Stall, "a 3s pause after the third token (stall=...) -> stall"),
-    ("reset", Kind::Reset, "TCP reset after the third token -> stream_interrupted"),
-    ("mid-stream-error", Kind::MidStreamError, "an error object after the third token -> stream_error"),
-    ("malformed", Kind::Malformed, "an event that is not JSON -> malformed_stream"),
-    ("garbage", Kind::Garbage, "an HTML page with status 200 -> malformed_stream"),
-    ("http-429", Kind::Http(429), "429 rate limited -> http_error"),
-    ("http-500", Kind::Http(500), "500 internal error -> http_error"),
+    (
+        "slow-first-token",
+        Kind::SlowFirstToken,
+        "first token after 3s (ttft=...)",
+    ),
+    (
+        "slow-decode",
+        Kind::SlowDecode,
+        "250ms between tokens (itl=...)",
+    ),
+    (
+        "stall",
+        Kind::Stall,
+        "a 3s pause after the third token (stall=...) -> stall",
+    ),
+    (
+        "reset",
+        Kind::Reset,
+        "TCP reset after the third token -> stream_interrupted",
+    ),
+    (
+        "mid-stream-error",
+        Kind::MidStreamError,
+        "an error object after the third token -> stream_error",
+    ),
+    (
+        "malformed",
+        Kind::Malformed,
+        "an event that is not JSON -> malformed_stream",
+    ),
+    (
+        "garbage",
+        Kind::Garbage,
+        "an HTML page with status 200 -> malformed_stream",
+    ),
+    (
+        "http-429",
+        Kind::Http(429),
+        "429 rate limited -> http_error",
+    ),
+    (
+        "http-500",
+        Kind::Http(500),
+        "500 internal error -> http_error",
+    ),
     ("http-503", Kind::Http(503), "503 overloaded -> http_error"),
-    ("empty", Kind::Empty, "only whitespace and zero-width characters -> empty_output"),
-    ("repetition", Kind::Repetition, "an English loop until max_tokens -> repetition"),
-    ("repetition-zh", Kind::RepetitionZh, "a Chinese loop until max_tokens -> repetition"),
-    ("truncated", Kind::Truncated, "finish_reason length mid-sentence -> truncated"),
-    ("too-short", Kind::TooShort, "a one-word answer -> too_short"),
-    ("too-long", Kind::TooLong, "a rambling answer up to max_tokens -> too_long"),
-    ("mismatch", Kind::Mismatch, "an answer without the expected fact -> pattern_mismatch"),
-    ("forbidden", Kind::Forbidden, "'As an AI language model...' -> forbidden_pattern"),
-    ("no-done", Kind::NoDone, "closes cleanly without finish reason or [DONE] -> stream_interrupted"),
-    ("endless", Kind::Endless, "ignores max_tokens and never stops -> oversized"),
+    (
+        "empty",
+        Kind::Empty,
+        "only whitespace and zero-width characters -> empty_output",
+    ),
+    (
+        "repetition",
+        Kind::Repetition,
+        "an English loop until max_tokens -> repetition",
+    ),
+    (
+        "repetition-zh",
+        Kind::RepetitionZh,
+        "a Chinese loop until max_tokens -> repetition",
+    ),
+    (
+        "truncated",
+        Kind::Truncated,
+        "finish_reason length mid-sentence -> truncated",
+    ),
+    (
+        "too-short",
+        Kind::TooShort,
+        "a one-word answer -> too_short",
+    ),
+    (
+        "too-long",
+        Kind::TooLong,
+        "a rambling answer up to max_tokens -> too_long",
+    ),
+    (
+        "mismatch",
+        Kind::Mismatch,
+        "an answer without the expected fact -> pattern_mismatch",
+    ),
+    (
+        "forbidden",
+        Kind::Forbidden,
+        "'As an AI language model...' -> forbidden_pattern",
+    ),
+    (
+        "no-done",
+        Kind::NoDone,
+        "closes cleanly without finish reason or [DONE] -> stream_interrupted",
+    ),
+    (
+        "endless",
+        Kind::Endless,
+        "ignores max_tokens and never stops -> oversized",
+    ),
     ("huge-line", Kind::HugeLine, "one endless line -> oversized"),
-    ("no-headers", Kind::NoHeaders, "accepts the request, never answers -> timeout_ttft"),
-    ("role-only", Kind::RoleOnly, "headers, a role chunk and keep-alives, no token -> timeout_ttft"),
-    ("crawl", Kind::Crawl, "a token every 400ms for 200 tokens -> timeout_total"),
+    (
+        "no-headers",
+        Kind::NoHeaders,
+        "accepts the request, never answers -> timeout_ttft",
+    ),
+    (
+        "role-only",
+        Kind::RoleOnly,
+        "headers, a role chunk and keep-alives, no token -> timeout_ttft",
+    ),
+    (
+        "crawl",
+        Kind::Crawl,
+        "a token every 400ms for 200 tokens -> timeout_total",
+    ),
     ("crlf", Kind::Crlf, "healthy, with CRLF line endings"),
-    ("comments", Kind::Comments, "healthy, with keep-alive comments between events"),
-    ("split", Kind::Split, "healthy, written in pieces of 1-7 bytes, splitting UTF-8 characters"),
+    (
+        "comments",
+        Kind::Comments,
+        "healthy, with keep-alive comments between events",
+    ),
+    (
+        "split",
+        Kind::Split,
+        "healthy, written in pieces of 1-7 bytes, splitting UTF-8 characters",
+    ),
     ("no-usage", Kind::NoUsage, "healthy, without a usage chunk"),
-    ("reasoning", Kind::Reasoning, "reasoning_content tokens first, then the answer"),
-    ("non-stream", Kind::NonStream, "one JSON answer even though a stream was asked for"),
-    ("nospace", Kind::NoSpace, "healthy, with `data:` and no space"),
-    ("llama-cpp", Kind::LlamaCpp, "healthy, llama.cpp style: no role chunk, `timings` in the last chunk"),
-    ("echo-auth", Kind::EchoAuth, "401 whose body echoes the Authorization header (a leaky proxy) -> http_error"),
+    (
+        "reasoning",
+        Kind::Reasoning,
+        "reasoning_content tokens first, then the answer",
+    ),
+    (
+        "non-stream",
+        Kind::NonStream,
+        "one JSON answer even though a stream was asked for",
+    ),
+    (
+        "nospace",
+        Kind::NoSpace,
+        "healthy, with `data:` and no space",
+    ),
+    (
+        "llama-cpp",
+        Kind::LlamaCpp,
+        "healthy, llama.cpp style: no role chunk, `timings` in the last chunk",
+    ),
+    (
+        "echo-auth",
+        Kind::EchoAuth,
+        "401 whose body echoes the Authorization header (a leaky proxy) -> http_error",
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,13 +237,19 @@ impl Scenario {
             stall: Duration::from_secs(3),
         };
         for p in parts {
-            let (k, v) = p.split_once('=').ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
             let d = parse_duration(v)?;
             match k {
                 "ttft" => s.ttft = d,
                 "itl" => s.itl = d,
                 "stall" => s.stall = d,
-                _ => return Err(format!("unknown scenario parameter {k:?} (ttft, itl, stall)")),
+                _ => {
+                    return Err(format!(
+                        "unknown scenario parameter {k:?} (ttft, itl, stall)"
+                    ))
+                }
             }
         }
         Ok(s)
@@ -137,7 +263,14 @@ mod tests {
     #[test]
     fn names_and_parameters() {
         let s = Scenario::parse("slow-decode,itl=100ms,ttft=20ms").unwrap();
-        assert_eq!((s.kind, s.itl, s.ttft), (Kind::SlowDecode, Duration::from_millis(100), Duration::from_millis(20)));
+        assert_eq!(
+            (s.kind, s.itl, s.ttft),
+            (
+                Kind::SlowDecode,
+                Duration::from_millis(100),
+                Duration::from_millis(20)
+            )
+        );
         assert_eq!(Scenario::parse("http-503").unwrap().kind, Kind::Http(503));
         assert!(Scenario::parse("nope").is_err());
         assert!(Scenario::parse("healthy,foo=1s").is_err());

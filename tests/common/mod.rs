@@ -13,8 +13,15 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let p = std::env::temp_dir().join(format!("llm-canary-test-{tag}-{}-{}-{nanos}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let p = std::env::temp_dir().join(format!(
+            "llm-canary-test-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
     }
@@ -56,10 +63,17 @@ pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDi
     let mut agent = String::from("agent: {name: test, concurrency: 64}\ntargets:\n");
     for (name, scenario, extra) in targets {
         let url = sim.base_url(scenario);
-        agent.push_str(&format!("  - {{name: {name}, base_url: \"{url}\", model: m, {extra}}}\n"));
+        agent.push_str(&format!(
+            "  - {{name: {name}, base_url: \"{url}\", model: m, {extra}}}\n"
+        ));
     }
-    dir.write(&[("llm-canary.yaml", &agent), ("probes/p.yaml", probe), ("prompts/q.txt", PROMPT)]);
-    let cfg = config::load(&dir.path().join("llm-canary.yaml")).unwrap_or_else(|e| panic!("{e}\n{agent}"));
+    dir.write(&[
+        ("llm-canary.yaml", &agent),
+        ("probes/p.yaml", probe),
+        ("prompts/q.txt", PROMPT),
+    ]);
+    let cfg = config::load(&dir.path().join("llm-canary.yaml"))
+        .unwrap_or_else(|e| panic!("{e}\n{agent}"));
     (dir, cfg)
 }
 
