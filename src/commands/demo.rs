@@ -2,6 +2,7 @@
 //! targets are some of its scenarios (healthy and failing), and runs `once` against it, so a
 //! newcomer sees healthy and failing probes in one command. Always exits 0.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -81,11 +82,13 @@ pub async fn demo() -> anyhow::Result<ExitCode> {
     let dir = std::env::temp_dir().join(format!("llm-canary-demo-{}", std::process::id()));
     let path = write_demo_config(&dir, &format!("http://{}", sim.addr()))
         .context("demo: cannot write its config")?;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "llm-canary demo: simulated replica on http://{}, config in {}\n",
         sim.addr(),
         dir.display()
-    );
+    )?;
     let cfg = crate::config::load(&path);
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = cfg?;
@@ -96,10 +99,10 @@ pub async fn demo() -> anyhow::Result<ExitCode> {
         show_output: false,
         concurrency: None,
     };
-    let mut out = std::io::stdout().lock();
     crate::commands::once::once(&cfg, &opts, &mut out).await?;
-    println!(
+    writeln!(
+        out,
         "\nThe failing rows are on purpose: each target is a sim scenario (see `llm-canary sim`)."
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

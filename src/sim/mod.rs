@@ -119,14 +119,20 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     let sim = Sim::start(listen)
         .await
         .map_err(|e| anyhow::anyhow!("sim: cannot listen on {listen}: {e}"))?;
-    println!("llm-canary sim listening on http://{}", sim.addr());
-    println!(
+    // A closed stdout (the reader went away) must not stop the server: ignore write errors.
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "llm-canary sim listening on http://{}", sim.addr());
+    let _ = writeln!(
+        out,
         "base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)",
         sim.addr()
     );
     for (name, _, what) in CATALOG {
-        println!("  {name:<18} {what}");
+        let _ = writeln!(out, "  {name:<18} {what}");
     }
+    let _ = out.flush();
+    drop(out);
     shutdown_signal().await;
     Ok(ExitCode::SUCCESS)
 }
