@@ -41,7 +41,10 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check { config } => {
             let cfg = crate::config::load(&config)?;
             let mut out = std::io::stdout().lock();
-            std::io::Write::write_all(&mut out, check::describe(&cfg, &jiff::Timestamp::now()).as_bytes())?;
+            std::io::Write::write_all(
+                &mut out,
+                check::describe(&cfg, &jiff::Timestamp::now()).as_bytes(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim { listen } => crate::sim::serve_forever(&listen).await,

@@ -153,18 +153,20 @@ impl<'a> Chunked<'a> {
         Ok(Chunked { sock, bytes: 0 })
     }
 
-    /// Writes one chunk and returns when the kernel has it.
+    /// Writes one chunk; returns the instant just before it was handed to the kernel (so a
+    /// client can never seem to receive it earlier than it was sent).
     pub async fn write(&mut self, data: &[u8]) -> io::Result<Instant> {
-        if data.is_empty() {
-            return Ok(Instant::now());
-        }
         let mut frame = format!("{:x}\r\n", data.len()).into_bytes();
         frame.extend_from_slice(data);
         frame.extend_from_slice(b"\r\n");
+        let at = Instant::now();
+        if data.is_empty() {
+            return Ok(at);
+        }
         self.sock.write_all(&frame).await?;
         self.sock.flush().await?;
         self.bytes += data.len();
-        Ok(Instant::now())
+        Ok(at)
     }
 
     /// The terminating chunk: a clean end of body.

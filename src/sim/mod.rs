@@ -438,6 +438,7 @@ impl Generation {
     ) -> std::io::Result<Instant> {
         match self.scenario.kind {
             Kind::Split => {
+                // The event is complete only with its last piece: that write is its instant.
                 let mut rest = bytes;
                 let mut at = Instant::now();
                 while !rest.is_empty() {

@@ -1,0 +1,168 @@
+//! Benchmark of the probe engine (prints figures; not a timed test). Run: `cargo bench --bench engine`.
+//!
+//! 1. TTFT measurement error: the agent's arrival instant of the first content chunk minus the
+//!    sim's instant of handing that chunk to the kernel, for 1 stream and 50 concurrent streams.
+//!    The sim runs in this process on its own runtime, so both instants come from one clock.
+//! 2. Peak RSS of `llm-canary once` against 50 targets (via /usr/bin/time).
+//! 3. The stream reader's throughput on one core: SSE decoding, JSON parsing and delta reading.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use llm_canary::runner::Runner;
+use llm_canary::sim::Sim;
+use llm_canary::stream::SseDecoder;
+
+fn temp_dir() -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("llm-canary-bench-{}", std::process::id()));
+    std::fs::create_dir_all(p.join("probes")).unwrap();
+    std::fs::create_dir_all(p.join("prompts")).unwrap();
+    p
+}
+
+fn write_config(dir: &std::path::Path, sim: &Sim, n: usize, scenario: &str) -> std::path::PathBuf {
+    let mut agent = String::from("agent: {name: bench, concurrency: 64}\ntargets:\n");
+    for i in 0..n {
+        agent.push_str(&format!(
+            "  - {{name: t{i}, base_url: \"{}\", model: m, server: vllm}}\n",
+            sim.base_url(scenario)
+        ));
+    }
+    std::fs::write(dir.join("llm-canary.yaml"), agent).unwrap();
+    std::fs::write(
+        dir.join("probes/p.yaml"),
+        "name: p\nprompt: q.txt\nmax_tokens: 64\ntimeouts: {ttft: 5s, stall: 5s, total: 30s}\nchecks: {expect: \"(?i)paris\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("prompts/q.txt"), "What is the capital of France?").unwrap();
+    dir.join("llm-canary.yaml")
+}
+
+fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+    (q(0.5), q(0.99), *v.last().unwrap())
+}
+
+fn ttft_error(sim_rt: &tokio::runtime::Runtime, sim: &Sim, concurrency: usize, rounds: usize) {
+    let dir = temp_dir();
+    let cfg = llm_canary::config::load(&write_config(
+        &dir,
+        sim,
+        concurrency,
+        "healthy,ttft=20ms,itl=5ms",
+    ))
+    .unwrap();
+    let agent_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let runner = Arc::new(Runner::new(concurrency));
+    let mut errors = Vec::new();
+    for _ in 0..rounds {
+        let pairs = cfg
+            .targets
+            .iter()
+            .map(|t| (cfg.probes[0].clone(), t.clone()))
+            .collect();
+        let results = agent_rt.block_on(runner.run_all(pairs));
+        for r in results {
+            assert!(r.success, "{:?} {:?}", r.outcome, r.error);
+            let agent = r.timeline.as_ref().and_then(|t| t.first_content()).unwrap();
+            let server = sim.first_content_write(&r.request_id).unwrap();
+            // Signed: a negative error would mean the clock or the sim's stamp is wrong.
+            let err = if agent >= server {
+                (agent - server).as_secs_f64()
+            } else {
+                -(server - agent).as_secs_f64()
+            };
+            errors.push(err * 1000.0);
+        }
+    }
+    let _ = sim_rt;
+    let min = errors.iter().copied().fold(f64::INFINITY, f64::min);
+    let (p50, p99, max) = quantiles(errors.clone());
+    println!(
+        "ttft error, {concurrency:>2} concurrent stream(s), {:>4} samples: p50 {p50:.3} ms  p99 {p99:.3} ms  max {max:.3} ms  (min {min:.3} ms)",
+        errors.len()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn once_rss(sim: &Sim) {
+    let dir = temp_dir();
+    let cfg = write_config(&dir, sim, 50, "healthy");
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M %e %U %S"])
+        .arg(env!("CARGO_BIN_EXE_llm-canary"))
+        .args(["once", "-c"])
+        .arg(&cfg)
+        .output();
+    match out {
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let last = err.lines().last().unwrap_or_default();
+            let f: Vec<&str> = last.split_whitespace().collect();
+            let ok = String::from_utf8_lossy(&o.stdout).contains("50 of 50 probe runs ok");
+            println!(
+                "once with 50 targets: peak RSS {:.1} MiB, wall {} s, user {} s, sys {} s (all ok: {ok})",
+                f[0].parse::<f64>().unwrap_or(0.0) / 1024.0,
+                f.get(1).unwrap_or(&"?"),
+                f.get(2).unwrap_or(&"?"),
+                f.get(3).unwrap_or(&"?")
+            );
+        }
+        Err(e) => {
+            println!("once RSS: /usr/bin/time is missing ({e}); install the Debian package `time`")
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn reader_throughput() {
+    let chunk = r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":" Paris"},"logprobs":null,"finish_reason":null}]}"#;
+    let n = 200_000;
+    let mut body = Vec::with_capacity(n * (chunk.len() + 2));
+    for _ in 0..n {
+        body.extend_from_slice(chunk.as_bytes());
+        body.extend_from_slice(b"\n\n");
+    }
+    let start = Instant::now();
+    let mut dec = SseDecoder::new(1 << 20, usize::MAX);
+    let mut events = Vec::new();
+    let mut chars = 0usize;
+    for read in body.chunks(16 * 1024) {
+        let at = Instant::now();
+        dec.feed(read, at, &mut events).unwrap();
+        for e in events.drain(..) {
+            let v: serde_json::Value = serde_json::from_str(&e.data).unwrap();
+            let d = llm_canary::probe::openai_chat::delta(&v["choices"][0]);
+            chars += d.text.len();
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(chars, n * 6);
+    println!(
+        "stream reader: {:.0} chunks/s on one core ({:.0} MB/s), decode + JSON + delta",
+        n as f64 / secs,
+        body.len() as f64 / secs / 1e6
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let sim_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = sim_rt.block_on(Sim::start("127.0.0.1:0")).unwrap();
+    ttft_error(&sim_rt, &sim, 1, 200);
+    ttft_error(&sim_rt, &sim, 50, 10);
+    once_rss(&sim);
+    reader_throughput();
+    std::thread::sleep(Duration::from_millis(10));
+}
