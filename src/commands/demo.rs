@@ -85,9 +85,8 @@ pub async fn demo() -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "llm-canary demo: simulated replica on http://{}, config in {}\n",
-        sim.addr(),
-        dir.display()
+        "llm-canary demo: simulated replica on http://{}; each target below is one of its scenarios\n",
+        sim.addr()
     )?;
     let cfg = crate::config::load(&path);
     let _ = std::fs::remove_dir_all(&dir);
