@@ -258,6 +258,43 @@ mod tests {
     }
 
     #[test]
+    fn each_detector_alone() {
+        let t = Thresholds::default();
+        // Tail loop: period and coverage of the repeated end.
+        let r = analyze(
+            "Paris is lovely. ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha",
+            &t,
+        );
+        assert_eq!(r.tail_loop_period, Some(1));
+        assert_eq!(r.tail_loop_units, 22);
+        let r = analyze("开始。我爱你我爱你我爱你我爱你我爱你我爱你我爱你", &t);
+        assert_eq!(r.tail_loop_period, Some(3));
+        // Too few repeats at the end: no tail loop, even if the period is long.
+        assert_eq!(
+            analyze(
+                "one two three four five six seven eight. one two three four five six seven eight.",
+                &t
+            )
+            .tail_loop_period,
+            None
+        );
+        // N-grams: a paragraph said twice over with a different ending.
+        let twice = format!("{0} {0} And that is all.", HEALTHY[0]);
+        let r = analyze(&twice, &t);
+        assert!(r.seq_rep_4 > 0.4 && r.seq_rep_4 < 0.55, "{r:?}");
+        // Lines: the same line again and again, with other lines between.
+        let lines = "Paris is the capital.\nBerlin is in Germany.\nParis is the capital.\nRome is in Italy.\nParis is the capital.\nParis is the capital.\nMadrid is in Spain.\nParis is the capital.";
+        let r = analyze(&format!("{lines}\n{lines}"), &t);
+        assert!(r.line_dup_ratio >= 0.5 && r.degenerate, "{r:?}");
+        // Short texts are never judged by n-grams or lines.
+        let r = analyze("Yes yes yes. No no.", &t);
+        assert_eq!(
+            (r.seq_rep_4, r.line_dup_ratio, r.degenerate),
+            (0.0, 0.0, false)
+        );
+    }
+
+    #[test]
     fn thresholds_are_honoured() {
         let t = Thresholds {
             tail_min_repeats: 10,

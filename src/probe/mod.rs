@@ -145,13 +145,14 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     };
     put("content-type", "application/json");
     put("accept", "text/event-stream");
-    put("x-request-id", &request_id);
     if probe.cache_bust != CacheBust::Off {
         put("cache-control", "no-cache");
     }
     for (k, v) in &target.headers {
         put(k, v);
     }
+    // After the configured headers: every request's id must be its own.
+    put("x-request-id", &request_id);
     if let Some(key) = &target.api_key {
         if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
             v.set_sensitive(true);
