@@ -27,6 +27,8 @@ pub mod checks;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod daemon;
+pub mod httpd;
 pub mod outcome;
 pub mod probe;
 pub mod report;
@@ -35,6 +37,7 @@ pub mod runner;
 pub mod schedule;
 pub mod secret;
 pub mod sim;
+pub mod sinks;
 pub mod stream;
 pub mod timeline;
 
@@ -58,6 +61,7 @@ pub fn init_tracing(level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

@@ -97,6 +97,7 @@ pub async fn demo() -> anyhow::Result<ExitCode> {
         format: Format::Table,
         show_output: false,
         concurrency: None,
+        push: false,
     };
     crate::commands::once::once(&cfg, &opts, &mut out).await?;
     writeln!(

@@ -24,9 +24,6 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             show_output,
             concurrency,
         } => {
-            if push {
-                bail!("once --push: pushing to a Pushgateway is not built yet in this version");
-            }
             let cfg = crate::config::load(&config)?;
             let opts = OnceOptions {
                 probes,
@@ -34,6 +31,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 format,
                 show_output,
                 concurrency,
+                push,
             };
             let mut out = std::io::stdout().lock();
             once::once(&cfg, &opts, &mut out).await
@@ -49,9 +47,10 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Sim { listen } => crate::sim::serve_forever(&listen).await,
         Command::Demo => demo::demo().await,
-        Command::Run { .. } => bail!(
-            "`run` (the daemon) is not built yet in this version; use `once` from cron meanwhile"
-        ),
+        Command::Run { config } => {
+            crate::daemon::run(config, crate::daemon::terminate_signal()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Gate { .. } => bail!("`gate` is not built yet in this version"),
     }
 }

@@ -17,6 +17,8 @@ pub struct OnceOptions {
     pub format: Format,
     pub show_output: bool,
     pub concurrency: Option<usize>,
+    /// Push the results once to the configured Pushgateway, under the daemon's grouping.
+    pub push: bool,
 }
 
 /// The pairs a command line selects; an unknown name is an error, not an empty run.
@@ -77,6 +79,11 @@ pub async fn once(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let pairs = select_pairs(cfg, &opts.probes, &opts.targets)?;
+    let push = match (opts.push, &cfg.push) {
+        (true, None) => bail!("--push needs a `push:` section in {}", cfg.path.display()),
+        (true, Some(p)) => Some(p),
+        (false, _) => None,
+    };
     let mut runner = Runner::new(opts.concurrency.unwrap_or(cfg.agent.concurrency));
     runner.show_output = opts.show_output;
     let results = Arc::new(runner).run_all(pairs).await;
@@ -92,9 +99,40 @@ pub async fn once(
         }
     }
     out.flush()?;
+    if let Some(settings) = push {
+        push_results(cfg, settings, &results).await?;
+    }
     Ok(if results.iter().all(|r| r.success) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Pushes the results of one `once` run, with a few retries.
+async fn push_results(
+    cfg: &Config,
+    settings: &crate::config::Push,
+    results: &[crate::result::ProbeResult],
+) -> anyhow::Result<()> {
+    use crate::sinks::{metrics::Metrics, push};
+    let metrics = Metrics::new(cfg);
+    for r in results {
+        if let Some(t) = cfg.target(&r.target) {
+            metrics.record(r, t);
+        }
+    }
+    let client = push::client();
+    let mut attempt = 0;
+    loop {
+        match push::put(&client, settings, &cfg.agent.name, metrics.encode()).await {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt >= 2 => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, "push failed; retrying");
+                tokio::time::sleep(push::backoff(attempt, std::time::Duration::from_secs(4))).await;
+                attempt += 1;
+            }
+        }
+    }
 }

@@ -43,8 +43,22 @@ pub struct Agent {
     pub labels: BTreeMap<String, String>,
     pub concurrency: usize,
     pub listen: Option<SocketAddr>,
-    pub results_log: Option<PathBuf>,
+    pub results_log: Option<ResultsLog>,
+    pub shutdown_grace: Duration,
     pub shard: Option<(u32, u32)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultsLog {
+    pub path: PathBuf,
+    pub max_bytes: u64,
+    pub keep: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum PushAuth {
+    Basic { username: String, password: Secret },
+    Bearer(Secret),
 }
 
 #[derive(Debug, Clone)]
@@ -53,6 +67,8 @@ pub struct Push {
     pub job: String,
     pub min_interval: Duration,
     pub delete_on_shutdown: bool,
+    pub timeout: Duration,
+    pub auth: Option<PushAuth>,
 }
 
 #[derive(Debug, Clone)]
@@ -184,7 +200,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let mut warnings = Vec::new();
 
     let agent = load_agent(&src, raw.agent, base)?;
-    let push = raw.push.map(|p| load_push(&src, p)).transpose()?;
+    let push = raw.push.map(|p| load_push(&src, p, base)).transpose()?;
 
     if raw.targets.value.is_empty() {
         return Err(src.err(raw.targets.referenced, "at least one target is required"));
@@ -197,7 +213,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
                 format!("duplicate target name {:?}", t.name.value),
             ));
         }
-        targets.push(Arc::new(load_target(&src, t, base)?));
+        targets.push(Arc::new(load_target(&src, t, base, &agent.labels)?));
     }
 
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
@@ -264,17 +280,70 @@ fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, Conf
         }
         None => None,
     };
+    let results_log = match a.results_log {
+        Some(p) => Some(ResultsLog {
+            path: base.join(p),
+            max_bytes: match &a.results_log_max_bytes {
+                Some(v) => positive(src, v, "results_log_max_bytes", i64::MAX)? as u64,
+                None => 10 << 20,
+            },
+            keep: match &a.results_log_keep {
+                Some(v) => positive(src, v, "results_log_keep", 1000)? as u32,
+                None => 5,
+            },
+        }),
+        None => None,
+    };
     Ok(Agent {
         name,
         labels,
         concurrency,
         listen,
-        results_log: a.results_log.map(|p| base.join(p)),
+        results_log,
+        shutdown_grace: a.shutdown_grace.map_or(Duration::from_secs(10), |d| d.0),
         shard,
     })
 }
 
-fn load_push(src: &Source, p: raw::RawPush) -> Result<Push, ConfigError> {
+/// A secret from an environment variable or a file (relative to the config file).
+fn read_secret(
+    src: &Source,
+    env: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    base: &Path,
+    what: &str,
+) -> Result<Option<Secret>, ConfigError> {
+    match (env, file) {
+        (Some(_), Some(f)) => Err(src.err(
+            f.referenced,
+            format!("set {what}_env or {what}_file, not both"),
+        )),
+        (Some(env), None) => match std::env::var(&env.value) {
+            Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
+            _ => Err(src.err(
+                env.referenced,
+                format!("environment variable {} is not set", env.value),
+            )),
+        },
+        (None, Some(file)) => {
+            let p = base.join(&file.value);
+            match std::fs::read_to_string(&p) {
+                Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
+                Ok(_) => Err(src.err(
+                    file.referenced,
+                    format!("{what} file {} is empty", p.display()),
+                )),
+                Err(e) => Err(src.err(
+                    file.referenced,
+                    format!("cannot read {what} file {}: {}", p.display(), io_reason(&e)),
+                )),
+            }
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn load_push(src: &Source, p: raw::RawPush, base: &Path) -> Result<Push, ConfigError> {
     let url = p.url.value.trim_end_matches('/').to_string();
     match reqwest::Url::parse(&url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.password().is_none() => {}
@@ -288,15 +357,55 @@ fn load_push(src: &Source, p: raw::RawPush) -> Result<Push, ConfigError> {
             ))
         }
     }
+    let password = read_secret(src, p.password_env, p.password_file, base, "password")?;
+    let bearer = read_secret(
+        src,
+        p.bearer_token_env,
+        p.bearer_token_file,
+        base,
+        "bearer_token",
+    )?;
+    let auth = match (p.username, password, bearer) {
+        (Some(u), _, Some(_)) => {
+            return Err(src.err(
+                u.referenced,
+                "set username and password, or a bearer token, not both",
+            ))
+        }
+        (Some(u), Some(password), None) => Some(PushAuth::Basic {
+            username: u.value,
+            password,
+        }),
+        (Some(u), None, None) => {
+            return Err(src.err(u.referenced, "username needs password_env or password_file"))
+        }
+        (None, Some(_), _) => {
+            return Err(src.err(p.url.referenced, "a push password needs a username"))
+        }
+        (None, None, Some(token)) => Some(PushAuth::Bearer(token)),
+        (None, None, None) => None,
+    };
+
+    let job = p.job.unwrap_or_else(|| "llm_canary".into());
+    if job.is_empty() {
+        return Err(src.err(p.url.referenced, "push: job must not be empty"));
+    }
     Ok(Push {
         url,
-        job: p.job.unwrap_or_else(|| "llm_canary".into()),
+        job,
         min_interval: p.min_interval.map_or(Duration::from_secs(5), |d| d.0),
         delete_on_shutdown: p.delete_on_shutdown.unwrap_or(false),
+        timeout: p.timeout.map_or(Duration::from_secs(10), |d| d.0),
+        auth,
     })
 }
 
-fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, ConfigError> {
+fn load_target(
+    src: &Source,
+    t: raw::RawTarget,
+    base: &Path,
+    agent_labels: &BTreeMap<String, String>,
+) -> Result<Target, ConfigError> {
     check_name(src, &t.name, "target")?;
     let base_url = t.base_url.value.trim_end_matches('/').to_string();
     match reqwest::Url::parse(&base_url) {
@@ -318,45 +427,15 @@ fn load_target(src: &Source, t: raw::RawTarget, base: &Path) -> Result<Target, C
     let mut labels = BTreeMap::new();
     if let Some(l) = t.labels {
         check_labels(src, &l)?;
+        if let Some(k) = l.value.keys().find(|k| agent_labels.contains_key(*k)) {
+            return Err(src.err(
+                l.referenced,
+                format!("label {k:?} is already set under agent.labels"),
+            ));
+        }
         labels = l.value;
     }
-    let api_key = match (t.api_key_env, t.api_key_file) {
-        (Some(_), Some(f)) => {
-            return Err(src.err(f.referenced, "set api_key_env or api_key_file, not both"))
-        }
-        (Some(env), None) => match std::env::var(&env.value) {
-            Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
-            _ => {
-                return Err(src.err(
-                    env.referenced,
-                    format!("environment variable {} is not set", env.value),
-                ))
-            }
-        },
-        (None, Some(file)) => {
-            let p = base.join(&file.value);
-            match std::fs::read_to_string(&p) {
-                Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim().to_string())),
-                Ok(_) => {
-                    return Err(src.err(
-                        file.referenced,
-                        format!("api key file {} is empty", p.display()),
-                    ))
-                }
-                Err(e) => {
-                    return Err(src.err(
-                        file.referenced,
-                        format!(
-                            "cannot read api key file {}: {}",
-                            p.display(),
-                            io_reason(&e)
-                        ),
-                    ))
-                }
-            }
-        }
-        (None, None) => None,
-    };
+    let api_key = read_secret(src, t.api_key_env, t.api_key_file, base, "api_key")?;
     let mut headers = Vec::new();
     if let Some(h) = t.headers {
         for (k, v) in h.value {

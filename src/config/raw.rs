@@ -31,6 +31,9 @@ pub struct RawAgent {
     pub concurrency: Option<Spanned<i64>>,
     pub listen: Option<Spanned<String>>,
     pub results_log: Option<String>,
+    pub results_log_max_bytes: Option<Spanned<i64>>,
+    pub results_log_keep: Option<Spanned<i64>>,
+    pub shutdown_grace: Option<Dur>,
     pub shard: Option<Spanned<String>>,
 }
 
@@ -41,6 +44,12 @@ pub struct RawPush {
     pub job: Option<String>,
     pub min_interval: Option<Dur>,
     pub delete_on_shutdown: Option<bool>,
+    pub timeout: Option<Dur>,
+    pub username: Option<Spanned<String>>,
+    pub password_env: Option<Spanned<String>>,
+    pub password_file: Option<Spanned<String>>,
+    pub bearer_token_env: Option<Spanned<String>>,
+    pub bearer_token_file: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

@@ -594,7 +594,7 @@ fn sse_failure(e: SseError) -> Failure {
 }
 
 /// An error with its causes, one line (`{:#}` style), as the user should read it.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -6,7 +6,7 @@
 //! what arrived and how exactly the agent measured it.
 
 mod answers;
-mod http;
+
 pub mod scenarios;
 
 use std::collections::{HashMap, HashSet};
@@ -21,8 +21,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::sleep_until;
 
-use self::http::{Chunked, HttpRequest};
 use self::scenarios::{Kind, Scenario, CATALOG};
+use crate::httpd::{self as http, Chunked, HttpRequest};
 
 /// What the sim saw of one request.
 #[derive(Debug, Clone, Serialize)]
@@ -133,23 +133,8 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     }
     let _ = out.flush();
     drop(out);
-    shutdown_signal().await;
+    crate::daemon::terminate_signal().await;
     Ok(ExitCode::SUCCESS)
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Keep-alive: serve requests on one connection until the client closes or a scenario breaks it.

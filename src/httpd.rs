@@ -1,4 +1,4 @@
-//! Just enough HTTP/1.1 for the simulated replica: read a request (headers and a
+//! Just enough HTTP/1.1 for the simulated replica and the agent's own endpoints: read a request (headers and a
 //! Content-Length body, both capped), write a response with chunked transfer encoding so each
 //! write reaches the client as its own piece, or reset the connection on purpose.
 

@@ -1,0 +1,372 @@
+//! The daemon (`llm-canary run`): every (probe, target) pair fires on its cron schedule, with a
+//! global concurrency limit, optional jitter and no overlap (a pair still in flight when its next
+//! fire time comes is skipped and counted). Results go to the metrics registry (served on
+//! /metrics, pushed to the Pushgateway) and the results log. SIGHUP or `POST /-/reload` reloads
+//! the config; SIGTERM/SIGINT stops scheduling, lets in-flight runs finish within the grace
+//! period, pushes once more and exits.
+
+mod endpoints;
+mod pusher;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, watch, Notify};
+
+use crate::config::{self, Config, Probe, Target};
+use crate::runner::{Pair, Runner};
+use crate::sinks::metrics::{now_seconds, Metrics};
+use crate::sinks::results_log::ResultsLog;
+
+type PairKey = (String, String);
+pub type ReloadReply = oneshot::Sender<Result<(), String>>;
+
+/// State shared by the scheduler, the pusher and the endpoints.
+pub struct Agent {
+    path: PathBuf,
+    cfg: RwLock<Arc<Config>>,
+    metrics: RwLock<Arc<Metrics>>,
+    runner: Arc<Runner>,
+    in_flight: Mutex<HashSet<PairKey>>,
+    idle: Notify,
+    push_wake: Notify,
+    push_status: Mutex<PushStatus>,
+    results_log: Mutex<Option<ResultsLog>>,
+}
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct PushStatus {
+    pub last_success: Option<String>,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+}
+
+impl Agent {
+    pub fn cfg(&self) -> Arc<Config> {
+        self.cfg.read().expect("config lock").clone()
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.read().expect("metrics lock").clone()
+    }
+
+    fn push_status(&self) -> PushStatus {
+        self.push_status.lock().expect("push status lock").clone()
+    }
+}
+
+/// A stable hash of a pair, so every agent of a fleet agrees on the shards.
+fn pair_hash(probe: &str, target: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in probe.bytes().chain([0u8]).chain(target.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Whether shard `i/n` owns the pair (`None`: one agent owns everything).
+pub fn in_shard(probe: &str, target: &str, shard: Option<(u32, u32)>) -> bool {
+    match shard {
+        Some((i, n)) => pair_hash(probe, target) % u64::from(n) == u64::from(i - 1),
+        None => true,
+    }
+}
+
+/// The pairs this agent schedules: every probe's targets, within its shard.
+pub fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for p in &cfg.probes {
+        for t in p.targets.iter().filter_map(|n| cfg.target(n)) {
+            if in_shard(&p.name, &t.name, cfg.agent.shard) {
+                out.push((p.clone(), t.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn open_log(cfg: &Config) -> Option<ResultsLog> {
+    let settings = cfg.agent.results_log.as_ref()?;
+    match ResultsLog::open(settings) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::error!(path = %settings.path.display(), error = %e, "cannot open the results log; results are not logged");
+            None
+        }
+    }
+}
+
+/// Runs the daemon until `shutdown` completes.
+pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let cfg = Arc::new(config::load(&path)?);
+    let metrics = Metrics::new(&cfg);
+    let agent = Arc::new(Agent {
+        path,
+        runner: Arc::new(Runner::new(cfg.agent.concurrency)),
+        results_log: Mutex::new(open_log(&cfg)),
+        cfg: RwLock::new(cfg.clone()),
+        metrics: RwLock::new(metrics),
+        in_flight: Mutex::new(HashSet::new()),
+        idle: Notify::new(),
+        push_wake: Notify::new(),
+        push_status: Mutex::new(PushStatus::default()),
+    });
+    let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadReply>(4);
+    if let Some(addr) = cfg.agent.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
+        tracing::info!(addr = %listener.local_addr()?, "serving /metrics, /healthz and /-/reload");
+        tokio::spawn(endpoints::serve(listener, agent.clone(), reload_tx.clone()));
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let pusher = tokio::spawn(pusher::run(agent.clone(), stop_rx.clone()));
+    let mut generation = start_schedules(&agent, &cfg, 0);
+    tracing::info!(agent = %cfg.agent.name, pairs = scheduled_pairs(&cfg).len(), "daemon started");
+
+    let mut hup = hangup();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = hup.recv() => {
+                tracing::info!("SIGHUP: reloading the config");
+                if reload(&agent, &mut generation).is_ok() {
+                    agent.push_wake.notify_one();
+                }
+            }
+            Some(reply) = reload_rx.recv() => {
+                let r = reload(&agent, &mut generation);
+                let _ = reply.send(r);
+            }
+        }
+    }
+
+    // Stop scheduling, let runs in flight finish within the grace period.
+    tracing::info!("shutting down: no new runs");
+    generation.0.send_replace(u64::MAX);
+    let grace = agent.cfg().agent.shutdown_grace;
+    let deadline = Instant::now() + grace;
+    loop {
+        let idle = agent.idle.notified();
+        if agent.in_flight.lock().expect("in-flight lock").is_empty() {
+            break;
+        }
+        if tokio::time::timeout_at(deadline.into(), idle)
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let cfg = agent.cfg();
+    let left: Vec<PairKey> = agent
+        .in_flight
+        .lock()
+        .expect("in-flight lock")
+        .iter()
+        .cloned()
+        .collect();
+    for (p, t) in &left {
+        tracing::warn!(probe = %p, target = %t, grace = ?grace, "run aborted at shutdown");
+        if let Some(target) = cfg.target(t) {
+            agent.metrics().aborted(p, target);
+        }
+    }
+    let _ = stop_tx.send(true);
+    let _ = pusher.await;
+    pusher::final_push(&agent).await;
+    Ok(())
+}
+
+/// Spawns one scheduling loop per pair; returns the generation switch that stops them.
+fn start_schedules(agent: &Arc<Agent>, cfg: &Config, gen: u64) -> (watch::Sender<u64>, u64) {
+    let (tx, rx) = watch::channel(gen);
+    for (probe, target) in scheduled_pairs(cfg) {
+        tokio::spawn(pair_loop(agent.clone(), probe, target, rx.clone(), gen));
+    }
+    (tx, gen)
+}
+
+fn reload(agent: &Arc<Agent>, generation: &mut (watch::Sender<u64>, u64)) -> Result<(), String> {
+    let new = match config::load(&agent.path) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            let msg = e.to_string();
+            tracing::error!(error = %msg, "config reload refused; the running config stays");
+            agent.metrics().reload_successful.set(0);
+            return Err(msg);
+        }
+    };
+    let old = agent.cfg();
+    let metrics = agent.metrics();
+    if metrics.fits(&new, &old.agent.labels) {
+        // Series of pairs that left (or changed labels) disappear; the others keep counting.
+        let keep: HashSet<Vec<String>> = scheduled_pairs(&new)
+            .iter()
+            .map(|(p, t)| metrics.pair_values(&p.name, t))
+            .collect();
+        for (p, t) in scheduled_pairs(&old) {
+            let v = metrics.pair_values(&p.name, &t);
+            if !keep.contains(&v) {
+                metrics.remove_pair(&v);
+            }
+        }
+    } else {
+        tracing::warn!("static label names changed: every series starts afresh");
+        *agent.metrics.write().expect("metrics lock") = Metrics::new(&new);
+    }
+    if old.agent.results_log != new.agent.results_log {
+        *agent.results_log.lock().expect("results log lock") = open_log(&new);
+    }
+    *agent.cfg.write().expect("config lock") = new.clone();
+    // Old loops stop; runs in flight finish and are recorded.
+    let next = generation.1 + 1;
+    generation.0.send_replace(next);
+    *generation = start_schedules(agent, &new, next);
+    let m = agent.metrics();
+    m.reload_successful.set(1);
+    m.reload_success_time.set(now_seconds());
+    tracing::info!(pairs = scheduled_pairs(&new).len(), "config reloaded");
+    Ok(())
+}
+
+/// Fires one pair on its schedule until its generation ends.
+async fn pair_loop(
+    agent: Arc<Agent>,
+    probe: Arc<Probe>,
+    target: Arc<Target>,
+    mut stop: watch::Receiver<u64>,
+    gen: u64,
+) {
+    let Some(cron) = probe.schedule.clone() else {
+        return;
+    };
+    let mut last_fire: Option<jiff::Timestamp> = None;
+    loop {
+        let now = jiff::Timestamp::now();
+        // Never fire the same instant twice, even if the wall clock lags the timer a little.
+        let from = last_fire
+            .map_or(now, |l| l.max(now))
+            .to_zoned(probe.timezone.clone());
+        let Some(next) = cron.next_after(&from) else {
+            return;
+        };
+        let wait = Duration::try_from(next.timestamp().duration_since(now)).unwrap_or_default();
+        let jitter = if probe.jitter.is_zero() {
+            Duration::ZERO
+        } else {
+            probe.jitter.mul_f64(fastrand::f64())
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait + jitter) => {}
+            _ = stop.wait_for(|g| *g != gen) => return,
+        }
+        last_fire = Some(next.timestamp());
+        let key = (probe.name.clone(), target.name.clone());
+        if !agent
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .insert(key.clone())
+        {
+            tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
+            agent.metrics().skipped(&probe.name, &target);
+            continue;
+        }
+        tokio::spawn(fire(agent.clone(), probe.clone(), target.clone(), key));
+    }
+}
+
+async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: PairKey) {
+    let gauge = agent.metrics().runs_in_flight.clone();
+    gauge.inc();
+    let r = agent.runner.run_one(&probe, &target).await;
+    gauge.dec();
+    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = ?r.figures.ttft_ms, request_id = %r.request_id, "probe run finished");
+    // A pair that left the config while it ran is not recorded: its series were retired.
+    let cfg = agent.cfg();
+    if scheduled_pairs(&cfg)
+        .iter()
+        .any(|(p, t)| p.name == probe.name && t.name == target.name)
+    {
+        agent.metrics().record(&r, &target);
+    }
+    if let Some(log) = agent.results_log.lock().expect("results log lock").as_mut() {
+        if let Err(e) = log.append(&r) {
+            tracing::error!(error = %e, "cannot append to the results log");
+        }
+    }
+    agent.in_flight.lock().expect("in-flight lock").remove(&key);
+    agent.idle.notify_waiters();
+    agent.push_wake.notify_one();
+}
+
+/// SIGHUP as a stream; on platforms without it, a stream that never yields.
+struct Hangup(#[cfg(unix)] Option<tokio::signal::unix::Signal>);
+
+impl Hangup {
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(s) = self.0.as_mut() {
+            s.recv().await;
+            return;
+        }
+        std::future::pending::<()>().await
+    }
+}
+
+fn hangup() -> Hangup {
+    #[cfg(unix)]
+    {
+        Hangup(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok())
+    }
+    #[cfg(not(unix))]
+    Hangup()
+}
+
+/// SIGTERM or SIGINT.
+pub async fn terminate_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_every_pair_exactly_once() {
+        let mut owners = std::collections::HashMap::new();
+        for p in 0..40 {
+            for t in 0..25 {
+                let (p, t) = (format!("probe-{p}"), format!("target-{t}"));
+                let o: Vec<u32> = (1..=3)
+                    .filter(|&i| in_shard(&p, &t, Some((i, 3))))
+                    .collect();
+                assert_eq!(o.len(), 1, "{p} {t}: {o:?}");
+                *owners.entry(o[0]).or_insert(0) += 1;
+            }
+        }
+        // Roughly even: each shard holds a fair share of the 1000 pairs.
+        assert!(
+            owners.values().all(|&n| (250..420).contains(&n)),
+            "{owners:?}"
+        );
+        assert!(in_shard("a", "b", None));
+    }
+}

@@ -1,0 +1,254 @@
+//! The agent's Prometheus registry: DESIGN's series per (probe, target), labelled with probe,
+//! target, model and the static labels, plus the agent's own health. Metric names live here
+//! and nowhere else.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use prometheus::{
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::config::{Config, Target};
+use crate::outcome::Outcome;
+use crate::result::ProbeResult;
+
+pub const PREFIX: &str = "llm_canary_";
+
+/// TTFT and end-to-end buckets, in seconds (DESIGN).
+pub const LATENCY_BUCKETS: [f64; 16] = [
+    0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0,
+];
+/// Per-token gap buckets, in seconds (DESIGN).
+pub const TOKEN_BUCKETS: [f64; 13] = [
+    0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0,
+];
+
+pub struct Metrics {
+    registry: Registry,
+    /// The target label keys this registry was built for (series labels are fixed per family).
+    target_keys: Vec<String>,
+    probe_success: GaugeVec,
+    runs: IntCounterVec,
+    ttft: HistogramVec,
+    e2e: HistogramVec,
+    tpot: HistogramVec,
+    itl: HistogramVec,
+    tokens_per_second: GaugeVec,
+    last_ttft: GaugeVec,
+    last_e2e: GaugeVec,
+    output_tokens: GaugeVec,
+    repetition_score: GaugeVec,
+    last_run: GaugeVec,
+    last_success: GaugeVec,
+    warmup_ttft: GaugeVec,
+    skipped: IntCounterVec,
+    aborted: IntCounterVec,
+    pub push_failures: IntCounter,
+    pub last_push_success: Gauge,
+    pub last_push_failure: Gauge,
+    pub runs_in_flight: IntGauge,
+    pub reload_successful: IntGauge,
+    pub reload_success_time: Gauge,
+}
+
+fn name(n: &str) -> String {
+    format!("{PREFIX}{n}")
+}
+
+/// The label keys the targets of `cfg` use, sorted: every family carries all of them.
+pub fn target_label_keys(cfg: &Config) -> Vec<String> {
+    let keys: BTreeSet<&String> = cfg.targets.iter().flat_map(|t| t.labels.keys()).collect();
+    keys.into_iter().cloned().collect()
+}
+
+impl Metrics {
+    pub fn new(cfg: &Config) -> Arc<Metrics> {
+        let target_keys = target_label_keys(cfg);
+        let registry =
+            Registry::new_custom(None, Some(cfg.agent.labels.clone().into_iter().collect()))
+                .expect("agent labels are validated label names");
+        let mut pair: Vec<&str> = vec!["probe", "target", "model"];
+        pair.extend(target_keys.iter().map(String::as_str));
+        let mut with_outcome = pair.clone();
+        with_outcome.push("outcome");
+
+        macro_rules! reg {
+            ($m:expr) => {{
+                let m = $m.expect("metric definitions are static and valid");
+                registry
+                    .register(Box::new(m.clone()))
+                    .expect("metric names are unique");
+                m
+            }};
+        }
+        let gauge = |n: &str, help: &str| GaugeVec::new(Opts::new(name(n), help), &pair);
+        let hist = |n: &str, help: &str, b: &[f64]| {
+            HistogramVec::new(HistogramOpts::new(name(n), help).buckets(b.to_vec()), &pair)
+        };
+        let build = reg!(IntGaugeVec::new(
+            Opts::new(name("build_info"), "The agent's version."),
+            &["version"]
+        ));
+        build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        let m = Metrics {
+            probe_success: reg!(gauge("probe_success", "1 if the last run of this probe on this target was ok, else 0.")),
+            runs: reg!(IntCounterVec::new(Opts::new(name("probe_runs_total"), "Probe runs by outcome."), &with_outcome)),
+            ttft: reg!(hist("ttft_seconds", "Time to first generated token (warm-up runs excluded).", &LATENCY_BUCKETS)),
+            e2e: reg!(hist("e2e_seconds", "Request start to end of stream, for completed streams (warm-up runs excluded).", &LATENCY_BUCKETS)),
+            tpot: reg!(hist("time_per_output_token_seconds", "Decode time per output token after the first (warm-up runs excluded).", &TOKEN_BUCKETS)),
+            itl: reg!(hist("inter_token_latency_seconds", "Gaps between successive content chunks (warm-up runs excluded).", &TOKEN_BUCKETS)),
+            tokens_per_second: reg!(gauge("output_tokens_per_second", "Decode speed of the last run.")),
+            last_ttft: reg!(gauge("last_ttft_seconds", "Time to first token of the last (non-warm-up) run.")),
+            last_e2e: reg!(gauge("last_e2e_seconds", "End-to-end time of the last completed (non-warm-up) run.")),
+            output_tokens: reg!(gauge("output_tokens", "Output tokens of the last run.")),
+            repetition_score: reg!(gauge("repetition_score", "Degeneration score (0..1) of the last run's output.")),
+            last_run: reg!(gauge("last_run_timestamp_seconds", "When the last run started (Unix time).")),
+            last_success: reg!(gauge("last_success_timestamp_seconds", "When the last ok run started (Unix time).")),
+            warmup_ttft: reg!(gauge("warmup_ttft_seconds", "Time to first token of the last cold start (first ok run after start or after the target was unreachable).")),
+            skipped: reg!(IntCounterVec::new(Opts::new(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."), &pair)),
+            aborted: reg!(IntCounterVec::new(Opts::new(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."), &pair)),
+            push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
+            last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
+            last_push_failure: reg!(Gauge::new(name("last_push_failure_timestamp_seconds"), "When the last push failed (Unix time).")),
+            runs_in_flight: reg!(IntGauge::new(name("runs_in_flight"), "Probe runs in flight now.")),
+            reload_successful: reg!(IntGauge::new(name("config_last_reload_successful"), "1 if the last config load or reload succeeded.")),
+            reload_success_time: reg!(Gauge::new(name("config_last_reload_success_timestamp_seconds"), "When the config was last loaded successfully (Unix time).")),
+            target_keys,
+            registry,
+        };
+        m.reload_successful.set(1);
+        m.reload_success_time.set(now_seconds());
+        Arc::new(m)
+    }
+
+    /// Whether this registry can hold `cfg`'s series (same target label keys and agent labels).
+    pub fn fits(
+        &self,
+        cfg: &Config,
+        agent_labels_before: &std::collections::BTreeMap<String, String>,
+    ) -> bool {
+        self.target_keys == target_label_keys(cfg) && &cfg.agent.labels == agent_labels_before
+    }
+
+    /// The variable label values of one (probe, target) pair, in family order.
+    pub fn pair_values(&self, probe: &str, target: &Target) -> Vec<String> {
+        let mut v = vec![probe.to_string(), target.name.clone(), target.model.clone()];
+        v.extend(
+            self.target_keys
+                .iter()
+                .map(|k| target.labels.get(k).cloned().unwrap_or_default()),
+        );
+        v
+    }
+
+    pub fn record(&self, r: &ProbeResult, target: &Target) {
+        let values = self.pair_values(&r.probe, target);
+        let l: Vec<&str> = values.iter().map(String::as_str).collect();
+        let mut lo = l.clone();
+        lo.push(r.outcome.as_str());
+        self.runs.with_label_values(&lo).inc();
+        self.probe_success
+            .with_label_values(&l)
+            .set(if r.success { 1.0 } else { 0.0 });
+        let started = r.started_at.as_millisecond() as f64 / 1000.0;
+        self.last_run.with_label_values(&l).set(started);
+        if r.success {
+            self.last_success.with_label_values(&l).set(started);
+        }
+        let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
+        if let Some(n) = r.output_tokens {
+            self.output_tokens.with_label_values(&l).set(n as f64);
+        }
+        if let Some(s) = r.repetition_score {
+            self.repetition_score.with_label_values(&l).set(s);
+        }
+        if let Some(tps) = r.figures.tokens_per_second {
+            self.tokens_per_second.with_label_values(&l).set(tps);
+        }
+        if r.warmup {
+            if let Some(t) = secs(r.figures.ttft_ms) {
+                self.warmup_ttft.with_label_values(&l).set(t);
+            }
+            return;
+        }
+        if let Some(t) = secs(r.figures.ttft_ms) {
+            self.ttft.with_label_values(&l).observe(t);
+            self.last_ttft.with_label_values(&l).set(t);
+        }
+        // A transport failure has no meaningful end-to-end time (it is a timeout or a reset).
+        if !r.outcome.is_transport() {
+            if let Some(t) = secs(r.figures.e2e_ms) {
+                self.e2e.with_label_values(&l).observe(t);
+                self.last_e2e.with_label_values(&l).set(t);
+            }
+        }
+        if let Some(t) = secs(r.figures.tpot_ms) {
+            self.tpot.with_label_values(&l).observe(t);
+        }
+        if let Some(tl) = &r.timeline {
+            let h = self.itl.with_label_values(&l);
+            for g in tl.gaps() {
+                h.observe(g.as_secs_f64());
+            }
+        }
+    }
+
+    pub fn skipped(&self, probe: &str, target: &Target) {
+        let v = self.pair_values(probe, target);
+        self.skipped
+            .with_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>())
+            .inc();
+    }
+
+    pub fn aborted(&self, probe: &str, target: &Target) {
+        let v = self.pair_values(probe, target);
+        self.aborted
+            .with_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>())
+            .inc();
+    }
+
+    /// Drops every series of a pair (a probe or target that left the config): retired series
+    /// disappear from /metrics and, with the next PUT, from the Pushgateway.
+    pub fn remove_pair(&self, values: &[String]) {
+        let l: Vec<&str> = values.iter().map(String::as_str).collect();
+        for g in [
+            &self.probe_success,
+            &self.tokens_per_second,
+            &self.last_ttft,
+            &self.last_e2e,
+            &self.output_tokens,
+            &self.repetition_score,
+            &self.last_run,
+            &self.last_success,
+            &self.warmup_ttft,
+        ] {
+            let _ = g.remove_label_values(&l);
+        }
+        for h in [&self.ttft, &self.e2e, &self.tpot, &self.itl] {
+            let _ = h.remove_label_values(&l);
+        }
+        for c in [&self.skipped, &self.aborted] {
+            let _ = c.remove_label_values(&l);
+        }
+        for o in Outcome::ALL {
+            let mut lo = l.clone();
+            lo.push(o.as_str());
+            let _ = self.runs.remove_label_values(&lo);
+        }
+    }
+
+    /// The whole registry in the Prometheus text format.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut buf)
+            .expect("encoding into memory cannot fail");
+        buf
+    }
+}
+
+pub fn now_seconds() -> f64 {
+    jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
+}

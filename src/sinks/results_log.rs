@@ -1,0 +1,134 @@
+//! The results log: every result as one JSON line (DESIGN's record), rotated by size so the
+//! per-request history Prometheus cannot hold stays bounded on disk: `results.jsonl`, then
+//! `results.jsonl.1` (newest) ... `results.jsonl.N` (oldest).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::config::ResultsLog as Settings;
+use crate::result::ProbeResult;
+
+pub struct ResultsLog {
+    settings: Settings,
+    file: File,
+    size: u64,
+}
+
+fn rotated(path: &Path, n: u32) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{n}"));
+    PathBuf::from(s)
+}
+
+impl ResultsLog {
+    pub fn open(settings: &Settings) -> std::io::Result<ResultsLog> {
+        if let Some(dir) = settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&settings.path)?;
+        let size = file.metadata()?.len();
+        Ok(ResultsLog {
+            settings: settings.clone(),
+            file,
+            size,
+        })
+    }
+
+    pub fn append(&mut self, r: &ProbeResult) -> std::io::Result<()> {
+        let mut line = r.to_json_line();
+        line.push('\n');
+        if self.size > 0 && self.size + line.len() as u64 > self.settings.max_bytes {
+            self.rotate()?;
+        }
+        self.file.write_all(line.as_bytes())?;
+        self.size += line.len() as u64;
+        Ok(())
+    }
+
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let p = &self.settings.path;
+        let keep = self.settings.keep;
+        let _ = std::fs::remove_file(rotated(p, keep));
+        for n in (1..keep).rev() {
+            let from = rotated(p, n);
+            if from.exists() {
+                std::fs::rename(&from, rotated(p, n + 1))?;
+            }
+        }
+        std::fs::rename(p, rotated(p, 1))?;
+        self.file = OpenOptions::new().create(true).append(true).open(p)?;
+        self.size = 0;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Outcome;
+
+    fn result(i: usize) -> ProbeResult {
+        ProbeResult {
+            probe: format!("p{i}"),
+            target: "t".into(),
+            model: "m".into(),
+            request_id: "r".into(),
+            started_at: jiff::Timestamp::UNIX_EPOCH,
+            outcome: Outcome::Ok,
+            success: true,
+            failed_checks: vec![],
+            http_status: Some(200),
+            figures: Default::default(),
+            output_tokens: None,
+            tokens_source: None,
+            finish_reason: None,
+            output_chars: None,
+            repetition_score: None,
+            warmup: false,
+            error: None,
+            server_timings: None,
+            content_chunks: 0,
+            response_bytes: 0,
+            repetition: None,
+            output: None,
+            timeline: None,
+        }
+    }
+
+    #[test]
+    fn rotates_by_size_and_keeps_n_files() {
+        let dir = std::env::temp_dir().join(format!("llm-canary-rlog-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let line_len = result(0).to_json_line().len() as u64 + 1;
+        let settings = Settings {
+            path: dir.join("sub/results.jsonl"),
+            max_bytes: line_len * 3,
+            keep: 2,
+        };
+        let mut log = ResultsLog::open(&settings).unwrap();
+        for i in 0..10 {
+            log.append(&result(i)).unwrap();
+        }
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let current = read(&settings.path);
+        assert_eq!(current.lines().count(), 1);
+        assert!(current.contains("\"probe\":\"p9\""));
+        assert_eq!(read(&rotated(&settings.path, 1)).lines().count(), 3);
+        assert!(read(&rotated(&settings.path, 1)).contains("\"probe\":\"p8\""));
+        assert!(read(&rotated(&settings.path, 2)).contains("\"probe\":\"p5\""));
+        assert!(
+            !rotated(&settings.path, 3).exists(),
+            "only `keep` rotated files"
+        );
+        // Reopening appends.
+        drop(log);
+        let mut log = ResultsLog::open(&settings).unwrap();
+        log.append(&result(10)).unwrap();
+        assert_eq!(read(&settings.path).lines().count(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,168 @@
+//! Real Prometheus parts for tests: a Pushgateway and a Prometheus server started on free
+//! loopback ports and stopped on drop. A missing binary fails the test with what to install.
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::TempDir;
+
+pub struct Service {
+    child: Child,
+    pub port: u16,
+    _dir: Option<TempDir>,
+}
+
+impl Service {
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn binary(name: &str, package: &str) -> String {
+    let path = format!("/usr/bin/{name}");
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} is missing: install the Debian package `{package}` (scripts/test installs it)"
+    );
+    path
+}
+
+/// Waits (polling) until `url` answers 200, or panics after `limit`.
+pub async fn wait_ready(url: &str, limit: Duration) {
+    let start = Instant::now();
+    loop {
+        if let Ok(r) = reqwest::get(url).await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{url} did not become ready within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `check` until it returns `Some`, or panics with `what` after `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn pushgateway_on(port: u16) -> Service {
+    let bin = binary("prometheus-pushgateway", "prometheus-pushgateway");
+    let child = Command::new(bin)
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the Pushgateway");
+    let s = Service {
+        child,
+        port,
+        _dir: None,
+    };
+    wait_ready(&format!("{}/-/ready", s.url()), Duration::from_secs(20)).await;
+    s
+}
+
+pub async fn pushgateway() -> Service {
+    pushgateway_on(free_port()).await
+}
+
+/// Prometheus scraping `targets` (host:port) every second with `honor_labels: true`.
+pub async fn prometheus(targets: &[String]) -> Service {
+    let bin = binary("prometheus", "prometheus");
+    let dir = TempDir::new("prom");
+    let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+    let config = format!(
+        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n    static_configs:\n      - targets: [{}]\n",
+        list.join(", ")
+    );
+    dir.write(&[("prometheus.yml", &config)]);
+    let port = free_port();
+    let child = Command::new(bin)
+        .arg(format!(
+            "--config.file={}",
+            dir.path().join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start Prometheus");
+    let s = Service {
+        child,
+        port,
+        _dir: Some(dir),
+    };
+    wait_ready(&format!("{}/-/ready", s.url()), Duration::from_secs(30)).await;
+    s
+}
+
+/// The body at `url`, or "" when nothing answers (yet).
+pub async fn get(url: &str) -> String {
+    match reqwest::get(url).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// The value of the first sample of `metric` whose line contains every one of `having`.
+pub fn sample(text: &str, metric: &str, having: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(metric) && l[metric.len()..].starts_with(['{', ' ']))
+        .find(|l| having.iter().all(|h| l.contains(h)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Sends a signal to a process with `kill`.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}

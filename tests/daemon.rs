@@ -1,0 +1,504 @@
+//! The daemon (`llm-canary run`) as a real process against the sim, a real Pushgateway and a
+//! real Prometheus: schedules, pushes, the outage, reloads and shutdown.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::services::{self, eventually, get, sample, signal, Service};
+use common::TempDir;
+use llm_canary::sim::Sim;
+
+struct Daemon {
+    child: Child,
+    dir: TempDir,
+    port: u16,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const PROBE: &str = "name: p\nschedule: \"*/2 * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ncache_bust: auto\ntimeouts: {ttft: 5s, stall: 5s, total: 20s}\nchecks: {expect: \"(?i)paris\"}\n";
+
+fn agent_yaml(port: u16, gateway: &str, sim: &Sim, scenario: &str, grace: &str) -> String {
+    format!(
+        "agent:\n  name: canary-test\n  labels: {{region: test}}\n  listen: 127.0.0.1:{port}\n  results_log: results.jsonl\n  shutdown_grace: {grace}\n\
+         push: {{url: \"{gateway}\", job: llm_canary, min_interval: 300ms}}\n\
+         targets:\n  - {{name: sim-a, base_url: \"{}\", model: m-a, server: vllm, labels: {{model_version: \"7\", cluster: c1}}}}\n",
+        sim.base_url(scenario)
+    )
+}
+
+fn start(yaml: String, probe: &str, port: u16) -> Daemon {
+    let dir = TempDir::new("daemon");
+    dir.write(&[
+        ("llm-canary.yaml", &yaml),
+        ("probes/p.yaml", probe),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .args(["--log-level", "info", "run", "-c"])
+        .arg(dir.path().join("llm-canary.yaml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Daemon { child, dir, port }
+}
+
+impl Daemon {
+    fn results(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.path().join("results.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    async fn metrics(&self) -> String {
+        get(&format!("http://127.0.0.1:{}/metrics", self.port)).await
+    }
+
+    /// SIGTERM, then the exit code (it must exit by itself).
+    async fn terminate(&mut self) -> Option<i32> {
+        signal(self.child.id(), "TERM");
+        let child = &mut self.child;
+        eventually(
+            "the daemon to exit after SIGTERM",
+            Duration::from_secs(30),
+            || {
+                let r = child.try_wait().unwrap();
+                async move { r }
+            },
+        )
+        .await
+        .code()
+    }
+}
+
+async fn gateway_runs(gw: &Service) -> f64 {
+    let text = get(&format!("{}/metrics", gw.url())).await;
+    text.lines()
+        .filter(|l| l.starts_with("llm_canary_probe_runs_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_push_and_prometheus_scrapes_the_gateway() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let prom = services::prometheus(&[format!("127.0.0.1:{}", gw.port)]).await;
+    let port = services::free_port();
+    let mut d = start(
+        agent_yaml(port, &gw.url(), &sim, "healthy", "10s"),
+        PROBE,
+        port,
+    );
+
+    // A few periods of a 2-second schedule reach the gateway.
+    eventually(
+        "three runs on the gateway",
+        Duration::from_secs(30),
+        || async { (gateway_runs(&gw).await >= 3.0).then_some(()) },
+    )
+    .await;
+    let push_time = |t: String| {
+        sample(
+            &t,
+            "push_time_seconds",
+            &["instance=\"canary-test\"", "job=\"llm_canary\""],
+        )
+    };
+    let t1 = push_time(get(&format!("{}/metrics", gw.url())).await).expect("push_time_seconds");
+    eventually(
+        "push_time_seconds to advance",
+        Duration::from_secs(20),
+        || async { (push_time(get(&format!("{}/metrics", gw.url())).await)? > t1).then_some(()) },
+    )
+    .await;
+
+    // The agent's own /metrics and /healthz.
+    let own = d.metrics().await;
+    assert!(
+        sample(&own, "llm_canary_build_info", &["version="]).is_some(),
+        "{own}"
+    );
+    assert_eq!(
+        sample(&own, "llm_canary_config_last_reload_successful", &[]),
+        Some(1.0)
+    );
+    let health: serde_json::Value =
+        serde_json::from_str(&get(&format!("http://127.0.0.1:{port}/healthz")).await).unwrap();
+    assert_eq!(health["status"], "ok");
+    assert!(health["push"]["last_success"].is_string(), "{health}");
+
+    // Prometheus scraping the gateway with honor_labels keeps the agent's instance.
+    let q = format!(
+        "{}/api/v1/query?query=llm_canary_ttft_seconds_bucket",
+        prom.url()
+    );
+    let series = eventually(
+        "Prometheus to hold the TTFT buckets",
+        Duration::from_secs(30),
+        || {
+            let q = q.clone();
+            async move {
+                let v: serde_json::Value = serde_json::from_str(&get(&q).await).ok()?;
+                let r = v["data"]["result"].as_array()?.clone();
+                (!r.is_empty()).then_some(r)
+            }
+        },
+    )
+    .await;
+    let m = &series[0]["metric"];
+    assert_eq!(
+        (
+            m["instance"].as_str(),
+            m["job"].as_str(),
+            m["probe"].as_str()
+        ),
+        (Some("canary-test"), Some("llm_canary"), Some("p"))
+    );
+    assert_eq!(
+        (
+            m["model_version"].as_str(),
+            m["region"].as_str(),
+            m["model"].as_str()
+        ),
+        (Some("7"), Some("test"), Some("m-a"))
+    );
+
+    // Shut down: the last push carries every run in the results log.
+    assert_eq!(d.terminate().await, Some(0));
+    let results = d.results();
+    let text = get(&format!("{}/metrics", gw.url())).await;
+    let labels = [
+        "probe=\"p\"",
+        "target=\"sim-a\"",
+        "model=\"m-a\"",
+        "cluster=\"c1\"",
+        "model_version=\"7\"",
+        "region=\"test\"",
+        "instance=\"canary-test\"",
+    ];
+    let ok = sample(
+        &text,
+        "llm_canary_probe_runs_total",
+        &[&labels[..], &["outcome=\"ok\""]].concat(),
+    )
+    .unwrap();
+    assert_eq!(
+        ok as usize,
+        results.len(),
+        "runs on the gateway = lines in the results log"
+    );
+    let measured = results
+        .iter()
+        .filter(|r| r["warmup"] == false && r["ttft_ms"].is_number())
+        .count();
+    assert_eq!(
+        sample(&text, "llm_canary_ttft_seconds_count", &labels).unwrap() as usize,
+        measured,
+        "warm-up runs stay out of the histogram"
+    );
+    assert_eq!(
+        results.iter().filter(|r| r["warmup"] == true).count(),
+        1,
+        "one cold start"
+    );
+    assert!(sample(&text, "llm_canary_warmup_ttft_seconds", &labels).unwrap() > 0.0);
+    assert!(sample(
+        &text,
+        "llm_canary_ttft_seconds_bucket",
+        &[&labels[..], &["le=\"0.05\""]].concat()
+    )
+    .is_some());
+    assert_eq!(
+        sample(&text, "llm_canary_probe_success", &labels),
+        Some(1.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_outage_loses_no_run_and_delays_no_probe() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw_port = services::free_port();
+    let gw = services::pushgateway_on(gw_port).await;
+    let port = services::free_port();
+    let mut d = start(
+        agent_yaml(
+            port,
+            &format!("http://127.0.0.1:{gw_port}"),
+            &sim,
+            "healthy",
+            "10s",
+        ),
+        PROBE,
+        port,
+    );
+    eventually("a first push", Duration::from_secs(30), || async {
+        (gateway_runs(&gw).await >= 1.0).then_some(())
+    })
+    .await;
+
+    drop(gw); // the outage
+    let before = d.results().len();
+    eventually(
+        "three runs during the outage",
+        Duration::from_secs(30),
+        || {
+            let n = d.results().len();
+            async move { (n >= before + 3).then_some(()) }
+        },
+    )
+    .await;
+    let health: serde_json::Value =
+        serde_json::from_str(&get(&format!("http://127.0.0.1:{port}/healthz")).await).unwrap();
+    assert!(
+        health["push"]["last_error"].is_string(),
+        "the failed pushes show: {health}"
+    );
+    assert!(sample(&d.metrics().await, "llm_canary_push_failures_total", &[]).unwrap() >= 1.0);
+
+    let gw = services::pushgateway_on(gw_port).await; // recovery, empty
+    let (runs, logged) = eventually(
+        "the first push after recovery",
+        Duration::from_secs(90),
+        || async {
+            let runs = gateway_runs(&gw).await;
+            (runs > 0.0).then(|| (runs, d.results().len()))
+        },
+    )
+    .await;
+    assert!(
+        runs as usize >= before + 3,
+        "the first push after recovery carries the outage's runs: {runs} < {}",
+        before + 3
+    );
+    assert!(runs as usize <= logged);
+
+    // No missed schedule: consecutive runs stay two seconds apart throughout.
+    let starts: Vec<jiff::Timestamp> = d
+        .results()
+        .iter()
+        .map(|r| r["started_at"].as_str().unwrap().parse().unwrap())
+        .collect();
+    for w in starts.windows(2) {
+        let gap = (w[1] - w[0]).get_milliseconds() + (w[1] - w[0]).get_seconds() * 1000;
+        assert!(
+            (1500..=2600).contains(&gap),
+            "runs {} and {} are {gap} ms apart",
+            w[0],
+            w[1]
+        );
+    }
+    assert_eq!(d.terminate().await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_a_changed_probe_and_refuses_a_broken_one() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let port = services::free_port();
+    let mut d = start(
+        agent_yaml(port, &gw.url(), &sim, "healthy", "10s"),
+        PROBE,
+        port,
+    );
+    let runs_of = |text: &str, probe: &str| {
+        sample(
+            text,
+            "llm_canary_probe_runs_total",
+            &[&format!("probe=\"{probe}\""), "outcome=\"ok\""],
+        )
+    };
+    let before = eventually("two runs of p", Duration::from_secs(30), || async {
+        let n = runs_of(&d.metrics().await, "p")?;
+        (n >= 2.0).then_some(n)
+    })
+    .await;
+
+    // A second probe appears; p keeps its series (no reset).
+    d.dir
+        .write(&[("probes/q.yaml", &PROBE.replace("name: p", "name: q"))]);
+    signal(d.child.id(), "HUP");
+    eventually(
+        "probe q to run after SIGHUP",
+        Duration::from_secs(30),
+        || async { runs_of(&d.metrics().await, "q") },
+    )
+    .await;
+    assert!(
+        runs_of(&d.metrics().await, "p").unwrap() >= before,
+        "p's counter was not reset"
+    );
+
+    // Removing q retires its series.
+    std::fs::remove_file(d.dir.path().join("probes/q.yaml")).unwrap();
+    let reply = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/-/reload"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 200);
+    assert_eq!(
+        runs_of(&d.metrics().await, "q"),
+        None,
+        "q's series are gone"
+    );
+
+    // A broken file is refused; the old config keeps running.
+    d.dir.write(&[(
+        "probes/p.yaml",
+        "name: p\nschedule: \"*/61 * * * *\"\nprompt: q.txt\n",
+    )]);
+    signal(d.child.id(), "HUP");
+    eventually("the refusal to show", Duration::from_secs(10), || async {
+        (sample(
+            &d.metrics().await,
+            "llm_canary_config_last_reload_successful",
+            &[],
+        )? == 0.0)
+            .then_some(())
+    })
+    .await;
+    let reply = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/-/reload"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 400);
+    assert!(reply
+        .text()
+        .await
+        .unwrap()
+        .contains("invalid cron expression"));
+    let n = runs_of(&d.metrics().await, "p").unwrap();
+    eventually(
+        "p to keep running on the old config",
+        Duration::from_secs(10),
+        || async { (runs_of(&d.metrics().await, "p")? > n).then_some(()) },
+    )
+    .await;
+    assert_eq!(d.terminate().await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_run_in_flight_finish_or_records_it_aborted() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    // Each run takes about 3 s (30 tokens, 100 ms apart); one fires every 2 s, so a second run
+    // of the pair is skipped while the first is in flight.
+    let slow = "slow-decode,itl=100ms";
+    for (grace, finished) in [("10s", true), ("300ms", false)] {
+        let port = services::free_port();
+        let mut d = start(agent_yaml(port, &gw.url(), &sim, slow, grace), PROBE, port);
+        eventually("a run in flight", Duration::from_secs(30), || async {
+            (sample(&d.metrics().await, "llm_canary_runs_in_flight", &[])? >= 1.0).then_some(())
+        })
+        .await;
+        if finished {
+            // The next fire time comes while the run is still in flight: skipped, not stacked.
+            eventually("a skipped run", Duration::from_secs(15), || async {
+                (sample(
+                    &d.metrics().await,
+                    "llm_canary_skipped_runs_total",
+                    &["probe=\"p\""],
+                )? >= 1.0)
+                    .then_some(())
+            })
+            .await;
+            assert!(sample(&d.metrics().await, "llm_canary_runs_in_flight", &[]).unwrap() <= 1.0);
+        }
+        let logged = d.results().len();
+        assert_eq!(d.terminate().await, Some(0));
+        let text = get(&format!("{}/metrics", gw.url())).await;
+        let aborted =
+            sample(&text, "llm_canary_aborted_runs_total", &["probe=\"p\""]).unwrap_or(0.0);
+        if finished {
+            assert!(
+                d.results().len() > logged,
+                "the run in flight finished and was logged"
+            );
+            assert_eq!(aborted, 0.0);
+        } else {
+            assert_eq!(aborted, 1.0, "{text}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_push_uses_the_daemons_grouping() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let dir = TempDir::new("oncepush");
+    let yaml = agent_yaml(services::free_port(), &gw.url(), &sim, "healthy", "1s");
+    dir.write(&[
+        ("llm-canary.yaml", &yaml),
+        ("probes/p.yaml", PROBE),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let cfg = dir.path().join("llm-canary.yaml");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .arg("once")
+            .arg("-c")
+            .arg(cfg)
+            .arg("--push")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = get(&format!("{}/metrics", gw.url())).await;
+    assert_eq!(
+        sample(
+            &text,
+            "llm_canary_probe_runs_total",
+            &[
+                "instance=\"canary-test\"",
+                "job=\"llm_canary\"",
+                "outcome=\"ok\""
+            ]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&text, "llm_canary_probe_success", &["probe=\"p\""]),
+        Some(1.0)
+    );
+
+    // Without a gateway to push to, the run still prints its table and says why it failed.
+    drop(gw);
+    let cfg = dir.path().join("llm-canary.yaml");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .arg("once")
+            .arg("-c")
+            .arg(cfg)
+            .arg("--push")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 of 1 probe runs ok"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("push to http://127.0.0.1:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
