@@ -28,13 +28,22 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let secs: u64 = std::env::var("LLM_CANARY_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let secs: u64 = std::env::var("LLM_CANARY_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let sim = rt.block_on(Sim::start("127.0.0.1:0")).unwrap();
     let dir = std::env::temp_dir().join(format!("llm-canary-bench-daemon-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("probes")).unwrap();
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
-    let mut agent = String::from("agent: {name: bench, concurrency: 16, results_log: results.jsonl}\ntargets:\n");
+    let mut agent = String::from(
+        "agent: {name: bench, concurrency: 16, results_log: results.jsonl}\ntargets:\n",
+    );
     for t in 0..10 {
         agent.push_str(&format!("  - {{name: t{t}, base_url: \"{}\", model: m, server: vllm, labels: {{model_version: \"1\"}}}}\n", sim.base_url("healthy")));
     }
@@ -73,10 +82,24 @@ fn main() {
     let _ = child.kill();
     let _ = child.wait();
     let runs = std::fs::read_to_string(dir.join("results.jsonl")).unwrap_or_default();
-    let ok = runs.lines().filter(|l| l.contains("\"outcome\":\"ok\"")).count();
-    println!("daemon, 100 pairs every 15 s for {wall:.0} s: {} runs ({ok} ok)", runs.lines().count());
-    println!("  idle RSS {:.1} MiB; while probing: peak {:.1} MiB, at the end {:.1} MiB", idle as f64 / 1024.0, peak as f64 / 1024.0, last as f64 / 1024.0);
-    println!("  CPU {cpu:.2} s = {:.3} % of one core on average", 100.0 * cpu / wall);
+    let ok = runs
+        .lines()
+        .filter(|l| l.contains("\"outcome\":\"ok\""))
+        .count();
+    println!(
+        "daemon, 100 pairs every 15 s for {wall:.0} s: {} runs ({ok} ok)",
+        runs.lines().count()
+    );
+    println!(
+        "  idle RSS {:.1} MiB; while probing: peak {:.1} MiB, at the end {:.1} MiB",
+        idle as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        last as f64 / 1024.0
+    );
+    println!(
+        "  CPU {cpu:.2} s = {:.3} % of one core on average",
+        100.0 * cpu / wall
+    );
     let _ = std::fs::remove_dir_all(&dir);
     drop(sim);
 }

@@ -54,20 +54,38 @@ pub enum Command {
         #[arg(long)]
         concurrency: Option<usize>,
     },
-    /// Pre-release gate: sample a candidate (against a baseline) and decide.
+    /// Pre-release gate: sample a candidate (against a baseline) and decide; exit 0 pass, 1 fail.
     Gate {
         #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
         config: PathBuf,
+        /// The candidate target.
         #[arg(long)]
         target: String,
+        /// A baseline target sampled in the same run, interleaved with the candidate.
         #[arg(long, conflicts_with = "baseline")]
         baseline_target: Option<String>,
+        /// A previous gate's JSON (--format json) as the baseline.
         #[arg(long)]
         baseline: Option<PathBuf>,
+        /// Samples per probe and side (default: the probe's gate.samples, else 20).
         #[arg(long)]
         samples: Option<u32>,
+        /// Uncounted runs per probe and side before sampling.
+        #[arg(long, default_value_t = 1)]
+        warmup: u32,
+        /// Only this probe (repeatable; default: every probe with a gate: section).
+        #[arg(long = "probe")]
+        probes: Vec<String>,
+        /// Runs in flight at once (default 2: one candidate and one baseline run).
+        #[arg(long, default_value_t = 2)]
+        concurrency: usize,
+        /// Before sampling, poll the candidate until its first successful generation (e.g. 5m).
+        #[arg(long)]
+        wait_ready: Option<String>,
+        /// Write a JUnit XML report here.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
         #[arg(long)]
         summary: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "table")]

@@ -17,6 +17,10 @@
 //! - [`checks`]: content checks and degeneration detectors, pure functions over the text.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: the result record of one run.
+//! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
+//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints and push loop.
+//! - [`sinks`]: the metrics registry, the Pushgateway client and the results log.
+//! - [`httpd`]: minimal HTTP/1.1 for the sim and the agent's endpoints.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
 //! - [`report`]: table and JSON lines.
 //! - [`sim`]: the simulated OpenAI-compatible replica and its scenarios.
@@ -28,6 +32,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod daemon;
+pub mod gate;
 pub mod httpd;
 pub mod outcome;
 pub mod probe;

@@ -3,11 +3,10 @@
 
 mod check;
 pub mod demo;
+mod gate;
 pub mod once;
 
 use std::process::ExitCode;
-
-use anyhow::bail;
 
 use crate::cli::Command;
 
@@ -51,6 +50,44 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             crate::daemon::run(config, crate::daemon::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Gate { .. } => bail!("`gate` is not built yet in this version"),
+        Command::Gate {
+            config,
+            target,
+            baseline_target,
+            baseline,
+            samples,
+            warmup,
+            probes,
+            concurrency,
+            wait_ready,
+            junit,
+            summary,
+            format,
+        } => {
+            let wait_ready = wait_ready
+                .map(|w| {
+                    crate::config::duration::parse_duration(&w)
+                        .map_err(|e| anyhow::anyhow!("--wait-ready: {e}"))
+                })
+                .transpose()?;
+            let cfg = crate::config::load(&config)?;
+            let opts = crate::gate::GateOptions {
+                target,
+                baseline_target,
+                baseline_file: baseline,
+                samples,
+                warmup,
+                probes,
+                concurrency,
+                wait_ready,
+            };
+            let outs = gate::Outputs {
+                format,
+                junit,
+                summary,
+            };
+            let mut out = std::io::stdout().lock();
+            gate::gate(&cfg, &opts, &outs, &mut out).await
+        }
     }
 }

@@ -135,6 +135,11 @@ pub fn parse_slo(name: &str, text: &str) -> Result<Slo, String> {
 
 pub fn parse_relative(name: &str, text: &str) -> Result<Relative, String> {
     let figure = Figure::parse(name)?;
+    if matches!(figure, Figure::OutcomeCount(_)) {
+        return Err(format!(
+            "{name}: limit outcome counts under slo:, not vs_baseline:"
+        ));
+    }
     let t = text.trim();
     let pct = t
         .strip_suffix('%')

@@ -51,6 +51,8 @@ struct State {
     first_writes: Mutex<HashMap<String, Instant>>,
     prefix_cache: Mutex<HashSet<String>>,
     http_cache: Mutex<HashSet<Vec<u8>>>,
+    /// Per scenario spec: requests seen and the first one's arrival (for `every` and `warm`).
+    counters: Mutex<HashMap<String, (u64, Instant)>>,
 }
 
 const MAX_SEEN: usize = 10_000;
@@ -237,7 +239,7 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             "healthy".into()
         }
     });
-    let scenario = match Scenario::parse(&spec) {
+    let mut scenario = match Scenario::parse(&spec) {
         Ok(s) => s,
         Err(e) => {
             let body =
@@ -246,6 +248,31 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             return Ok(true);
         }
     };
+    let (nth, first_seen) = {
+        let mut c = st.counters.lock().expect("sim state lock");
+        let e = c.entry(spec.clone()).or_insert((0, t0));
+        e.0 += 1;
+        *e
+    };
+    if t0 < first_seen + scenario.warm {
+        let body = json_bytes(
+            &json!({"error": {"message": "the model is still loading", "type": "server_error", "code": 503}}),
+        );
+        http::respond(sock, 503, "application/json", &[], &body).await?;
+        return Ok(true);
+    }
+    if nth % scenario.every != 0 {
+        scenario.kind = Kind::Healthy;
+    }
+    if !scenario.jitter.is_zero() {
+        // Reproducible: the nth request of a scenario always gets the same extra delay.
+        let mut rng = fastrand::Rng::with_seed(
+            nth ^ spec
+                .bytes()
+                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
+        );
+        scenario.ttft += scenario.jitter.mul_f64(rng.f64());
+    }
     let prompt = if chat {
         body["messages"]
             .as_array()

@@ -209,6 +209,12 @@ pub struct Scenario {
     pub ttft: Duration,
     pub itl: Duration,
     pub stall: Duration,
+    /// Random extra first-token delay, up to this much (drawn from a per-scenario seed).
+    pub jitter: Duration,
+    /// The scenario applies to every Nth request only; the others are healthy.
+    pub every: u64,
+    /// A replica still loading: 503 until this long after its first request.
+    pub warm: Duration,
 }
 
 impl Scenario {
@@ -235,19 +241,32 @@ impl Scenario {
                 _ => 10,
             }),
             stall: Duration::from_secs(3),
+            jitter: Duration::ZERO,
+            every: 1,
+            warm: Duration::ZERO,
         };
         for p in parts {
             let (k, v) = p
                 .split_once('=')
                 .ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
+            if k == "every" {
+                s.every = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("every={v}: a positive whole number"))?;
+                continue;
+            }
             let d = parse_duration(v)?;
             match k {
                 "ttft" => s.ttft = d,
                 "itl" => s.itl = d,
                 "stall" => s.stall = d,
+                "jitter" => s.jitter = d,
+                "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm)"
                     ))
                 }
             }

@@ -1,0 +1,62 @@
+//! `gate`: run the gate, print the table or the JSON, write the JUnit and Markdown files, and
+//! exit 0 pass, 1 fail, 2 error.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::Format;
+use crate::config::Config;
+use crate::gate::{self, report, GateOptions};
+
+pub struct Outputs {
+    pub format: Format,
+    pub junit: Option<std::path::PathBuf>,
+    pub summary: Option<std::path::PathBuf>,
+}
+
+pub async fn gate(
+    cfg: &Config,
+    opts: &GateOptions,
+    outs: &Outputs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    let r = match gate::run(cfg, opts).await {
+        Ok(r) => r,
+        Err(e) => match e.downcast_ref::<gate::NotReady>() {
+            Some(nr) => {
+                let msg = nr.to_string();
+                eprintln!("gate FAILED: {msg}");
+                if let Some(p) = &outs.junit {
+                    std::fs::write(p, report::junit_not_ready(&msg))
+                        .with_context(|| format!("cannot write {}", p.display()))?;
+                }
+                if let Some(p) = &outs.summary {
+                    std::fs::write(p, format!("## ❌ llm-canary gate\n\n{msg}\n"))
+                        .with_context(|| format!("cannot write {}", p.display()))?;
+                }
+                return Ok(ExitCode::from(1));
+            }
+            None => return Err(e),
+        },
+    };
+    match outs.format {
+        Format::Table => write!(out, "{}", report::table(&r))?,
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?,
+    }
+    out.flush()?;
+    if let Some(p) = &outs.junit {
+        std::fs::write(p, report::junit(&r))
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(p) = &outs.summary {
+        std::fs::write(p, report::markdown(&r))
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(if r.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,197 @@
+//! The gate's outputs: a table for the terminal, Markdown for a CI step summary, JUnit XML (one
+//! testcase per probe × limit) for CI test reports. JSON is the report itself, serialized.
+
+use std::fmt::Write;
+
+use super::stats::{LimitReport, Verdict};
+use super::GateReport;
+use crate::config::gate::Figure;
+
+fn fig(l: &LimitReport) -> Option<Figure> {
+    Figure::parse(&l.name).ok()
+}
+
+fn value(l: &LimitReport, v: Option<f64>, ci: Option<(f64, f64)>) -> String {
+    let Some(f) = fig(l) else { return "-".into() };
+    match (v, ci) {
+        (Some(v), Some((lo, hi))) => format!(
+            "{} [{}-{}]",
+            super::stats::show(f, v),
+            super::stats::show(f, lo),
+            super::stats::show(f, hi)
+        ),
+        (Some(v), None) => super::stats::show(f, v),
+        (None, _) => "-".into(),
+    }
+}
+
+fn ratio(l: &LimitReport) -> String {
+    match (l.ratio, l.ratio_ci) {
+        (Some(r), Some((lo, hi))) => format!("{r:.2} [{lo:.2}-{hi:.2}]"),
+        (Some(r), None) => format!("{r:.2}"),
+        _ => "-".into(),
+    }
+}
+
+fn verdict(l: &LimitReport) -> &'static str {
+    match (l.verdict, l.failing) {
+        (Verdict::Pass, _) => "pass",
+        (Verdict::Fail, _) => "FAIL",
+        (Verdict::Inconclusive, true) => "INCONCLUSIVE (fails)",
+        (Verdict::Inconclusive, false) => "inconclusive (passes)",
+    }
+}
+
+fn rows(r: &GateReport) -> Vec<[String; 7]> {
+    r.limits()
+        .map(|(p, l)| {
+            [
+                p.probe.clone(),
+                format!("{} {}", l.name, l.limit),
+                value(l, l.candidate, l.candidate_ci),
+                value(l, l.baseline, l.baseline_ci),
+                ratio(l),
+                verdict(l).to_string(),
+                l.samples_needed
+                    .map_or(String::new(), |n| format!("~{n} samples to settle")),
+            ]
+        })
+        .collect()
+}
+
+fn headline(r: &GateReport) -> String {
+    let against = r
+        .baseline
+        .as_deref()
+        .map_or(String::new(), |b| format!(" against {b}"));
+    let mut s = format!(
+        "gate {}: {}{against}: {} limits, {} failed, {} inconclusive",
+        if r.pass { "PASSED" } else { "FAILED" },
+        r.target,
+        r.limits().count(),
+        r.count(Verdict::Fail),
+        r.count(Verdict::Inconclusive)
+    );
+    if let Some(c) = r.cold_start_ms {
+        let _ = write!(s, "; cold start {:.1}s", c / 1000.0);
+    }
+    s
+}
+
+pub fn table(r: &GateReport) -> String {
+    let header = [
+        "PROBE",
+        "LIMIT",
+        "CANDIDATE [95% CI]",
+        "BASELINE [95% CI]",
+        "RATIO [95% CI]",
+        "VERDICT",
+        "NOTE",
+    ];
+    let rows = rows(r);
+    let mut w = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (i, c) in row.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(header.map(String::from)).chain(rows) {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            let _ = write!(line, "{c}{}", " ".repeat(w[i] - c.chars().count() + 2));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let _ = writeln!(out, "\n{}", headline(r));
+    for (p, l) in r.limits().filter(|(_, l)| l.failing) {
+        let _ = writeln!(out, "  {}: {}", p.probe, l.message);
+    }
+    out
+}
+
+pub fn markdown(r: &GateReport) -> String {
+    let mut out = format!(
+        "## {} llm-canary gate\n\n{}\n\n",
+        if r.pass { "✅" } else { "❌" },
+        headline(r)
+    );
+    out.push_str("| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |\n|---|---|---|---|---|---|\n");
+    for row in rows(r) {
+        let cells: Vec<String> = row[..6].iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let failing: Vec<String> = r
+        .limits()
+        .filter(|(_, l)| l.failing)
+        .map(|(p, l)| format!("- **{}**: {}", p.probe, l.message))
+        .collect();
+    if !failing.is_empty() {
+        let _ = write!(out, "\n{}\n", failing.join("\n"));
+    }
+    out
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn junit(r: &GateReport) -> String {
+    let tests = r.limits().count();
+    let failures = r.limits().filter(|(_, l)| l.failing).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"llm-canary gate\" tests=\"{tests}\" failures=\"{failures}\">"
+    );
+    for p in &r.probes {
+        let f = p.limits.iter().filter(|l| l.failing).count();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\">",
+            xml(&format!("{} on {}", p.probe, r.target)),
+            p.limits.len()
+        );
+        for l in &p.limits {
+            let name = xml(&format!("{} {}", l.name, l.limit));
+            let _ = write!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{name}\"",
+                xml(&p.probe)
+            );
+            if l.failing {
+                let kind = if l.verdict == Verdict::Inconclusive {
+                    "inconclusive"
+                } else {
+                    "limit"
+                };
+                let _ = writeln!(
+                    out,
+                    ">\n      <failure type=\"{kind}\" message=\"{}\"/>\n    </testcase>",
+                    xml(&l.message)
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    ">\n      <system-out>{}</system-out>\n    </testcase>",
+                    xml(&l.message)
+                );
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// JUnit for a gate that could not start sampling: one failing testcase.
+pub fn junit_not_ready(message: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"llm-canary gate\" tests=\"1\" failures=\"1\">\n  <testsuite name=\"gate\" tests=\"1\" failures=\"1\">\n    <testcase classname=\"gate\" name=\"wait-ready\">\n      <failure type=\"not-ready\" message=\"{}\"/>\n    </testcase>\n  </testsuite>\n</testsuites>\n",
+        xml(message)
+    )
+}

@@ -1,0 +1,402 @@
+//! The gate's statistics: a figure from a set of samples, bootstrap 95% confidence intervals,
+//! and verdicts that do not flap on noise — a relative limit fails only when the whole interval
+//! of the candidate/baseline ratio is past it, and is `inconclusive` when the interval straddles
+//! it. Pure functions over samples; a fixed seed makes every verdict reproducible.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::gate::{Figure, Metric, Op, Relative, Slo};
+use crate::outcome::Outcome;
+use crate::result::ProbeResult;
+use crate::timeline::{ms, nearest_rank};
+
+/// One gate sample: what the figures need of one run (kept in the gate's JSON, so a previous
+/// gate can serve as `--baseline FILE`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub request_id: String,
+    pub outcome: String,
+    pub success: bool,
+    pub ttft_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    #[serde(default)]
+    pub itl_gaps_ms: Vec<f64>,
+    pub error: Option<String>,
+}
+
+impl From<&ProbeResult> for Sample {
+    fn from(r: &ProbeResult) -> Sample {
+        Sample {
+            request_id: r.request_id.clone(),
+            outcome: r.outcome.as_str().to_string(),
+            success: r.success,
+            ttft_ms: r.figures.ttft_ms,
+            e2e_ms: if r.outcome.is_transport() {
+                None
+            } else {
+                r.figures.e2e_ms
+            },
+            tpot_ms: r.figures.tpot_ms,
+            tokens_per_second: r.figures.tokens_per_second,
+            itl_gaps_ms: r
+                .timeline
+                .as_ref()
+                .map(|t| t.gaps().into_iter().map(ms).collect())
+                .unwrap_or_default(),
+            error: r.error.clone(),
+        }
+    }
+}
+
+/// The figure over `samples`, in base units (seconds for latencies); `None` when nothing was
+/// measured.
+pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
+    if samples.is_empty() {
+        return None;
+    }
+    match figure {
+        Figure::SuccessRate => {
+            Some(samples.iter().filter(|s| s.success).count() as f64 / samples.len() as f64)
+        }
+        Figure::OutcomeCount(o) => {
+            Some(samples.iter().filter(|s| s.outcome == o.as_str()).count() as f64)
+        }
+        Figure::Quantile(metric, q) => {
+            let mut v: Vec<f64> = match metric {
+                Metric::Ttft => samples
+                    .iter()
+                    .filter_map(|s| s.ttft_ms)
+                    .map(|x| x / 1000.0)
+                    .collect(),
+                Metric::E2e => samples
+                    .iter()
+                    .filter_map(|s| s.e2e_ms)
+                    .map(|x| x / 1000.0)
+                    .collect(),
+                Metric::Tpot => samples
+                    .iter()
+                    .filter_map(|s| s.tpot_ms)
+                    .map(|x| x / 1000.0)
+                    .collect(),
+                Metric::Itl => samples
+                    .iter()
+                    .flat_map(|s| s.itl_gaps_ms.iter())
+                    .map(|x| x / 1000.0)
+                    .collect(),
+                Metric::TokensPerSecond => {
+                    samples.iter().filter_map(|s| s.tokens_per_second).collect()
+                }
+            };
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            Some(nearest_rank(&v, f64::from(q) / 100.0))
+        }
+    }
+}
+
+const RESAMPLES: usize = 2000;
+
+fn resample<'a>(rng: &mut fastrand::Rng, s: &[&'a Sample]) -> Vec<&'a Sample> {
+    (0..s.len()).map(|_| s[rng.usize(..s.len())]).collect()
+}
+
+fn interval(mut v: Vec<f64>) -> Option<(f64, f64)> {
+    v.retain(|x| x.is_finite());
+    if v.len() < RESAMPLES / 2 {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some((nearest_rank(&v, 0.025), nearest_rank(&v, 0.975)))
+}
+
+/// Bootstrap 95% interval of a figure (whole runs are resampled, so pooled gaps stay honest).
+pub fn ci(figure: Figure, samples: &[&Sample]) -> Option<(f64, f64)> {
+    if samples.len() < 2 {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(0x6761_7465);
+    interval(
+        (0..RESAMPLES)
+            .filter_map(|_| value(figure, &resample(&mut rng, samples)))
+            .collect(),
+    )
+}
+
+/// Bootstrap 95% interval of candidate / baseline, each resampled on its own.
+pub fn ratio_ci(figure: Figure, cand: &[&Sample], base: &[&Sample]) -> Option<(f64, f64)> {
+    if cand.len() < 2 || base.len() < 2 {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(0x7261_7469);
+    let ratios = (0..RESAMPLES).filter_map(|_| {
+        let c = value(figure, &resample(&mut rng, cand))?;
+        let b = value(figure, &resample(&mut rng, base))?;
+        (b != 0.0).then(|| c / b)
+    });
+    interval(ratios.collect())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Inconclusive,
+}
+
+/// The judgement of one limit, with the numbers behind it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LimitReport {
+    pub name: String,
+    /// `slo` or `vs_baseline`.
+    pub kind: &'static str,
+    pub limit: String,
+    pub candidate: Option<f64>,
+    pub candidate_ci: Option<(f64, f64)>,
+    pub baseline: Option<f64>,
+    pub baseline_ci: Option<(f64, f64)>,
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<(f64, f64)>,
+    pub verdict: Verdict,
+    /// Whether this limit makes the gate fail (a failure, or inconclusive under `fail`).
+    pub failing: bool,
+    /// About how many samples per side would settle an inconclusive limit.
+    pub samples_needed: Option<u32>,
+    pub message: String,
+}
+
+/// Formats a figure's value for people: durations for latencies, plain numbers otherwise.
+pub fn show(figure: Figure, v: f64) -> String {
+    if figure.is_latency() {
+        if v < 1.0 {
+            format!("{:.0}ms", v * 1000.0)
+        } else {
+            format!("{v:.2}s")
+        }
+    } else if matches!(figure, Figure::OutcomeCount(_)) {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// An absolute limit, decided on the candidate's observed figure (the interval is shown).
+pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
+    let v = value(slo.figure, cand);
+    let (verdict, message) = match v {
+        None => (
+            Verdict::Fail,
+            format!("{}: nothing measured on the candidate", slo.name),
+        ),
+        Some(v) => {
+            let ok = match slo.op {
+                Op::Le => v <= slo.value,
+                Op::Lt => v < slo.value,
+                Op::Ge => v >= slo.value,
+                Op::Gt => v > slo.value,
+            };
+            let shown = show(slo.figure, v);
+            if ok {
+                (
+                    Verdict::Pass,
+                    format!("{} {shown} is within {}", slo.name, slo.text),
+                )
+            } else {
+                (
+                    Verdict::Fail,
+                    format!("{} {shown} is past {}", slo.name, slo.text),
+                )
+            }
+        }
+    };
+    LimitReport {
+        name: slo.name.clone(),
+        kind: "slo",
+        limit: slo.text.clone(),
+        candidate: v,
+        candidate_ci: if matches!(slo.figure, Figure::Quantile(..)) {
+            ci(slo.figure, cand)
+        } else {
+            None
+        },
+        baseline: None,
+        baseline_ci: None,
+        ratio: None,
+        ratio_ci: None,
+        failing: verdict == Verdict::Fail,
+        verdict,
+        samples_needed: None,
+        message,
+    }
+}
+
+/// A relative limit: the 95% interval of candidate/baseline against the allowed change.
+pub fn judge_relative(
+    rel: &Relative,
+    cand: &[&Sample],
+    base: &[&Sample],
+    inconclusive_fails: bool,
+) -> LimitReport {
+    let (c, b) = (value(rel.figure, cand), value(rel.figure, base));
+    let bound = 1.0 + rel.change;
+    let ratio = match (c, b) {
+        (Some(c), Some(b)) if b != 0.0 => Some(c / b),
+        _ => None,
+    };
+    let rci = ratio_ci(rel.figure, cand, base);
+    let worse_up = rel.figure.higher_is_worse();
+    let mut needed = None;
+    let (verdict, message) = match (ratio, rci) {
+        (None, _) | (_, None) => (
+            Verdict::Fail,
+            format!(
+                "{}: cannot compare (nothing measured on one side)",
+                rel.name
+            ),
+        ),
+        (Some(r), Some((lo, hi))) => {
+            let (past, within) = if worse_up {
+                (lo > bound, hi <= bound)
+            } else {
+                (hi < bound, lo >= bound)
+            };
+            let shown = format!("{} ratio {r:.2} (95% CI {lo:.2}-{hi:.2})", rel.name);
+            if past {
+                (Verdict::Fail, format!("{shown} is past {}", rel.text))
+            } else if within {
+                (Verdict::Pass, format!("{shown} is within {}", rel.text))
+            } else {
+                // The interval narrows as 1/sqrt(n): the n at which its near half would clear the bound.
+                let half = if (r - bound) * (if worse_up { 1.0 } else { -1.0 }) > 0.0 {
+                    r - lo
+                } else {
+                    hi - r
+                };
+                let gap = (r - bound).abs();
+                let n = cand.len().min(base.len()) as f64;
+                needed = Some(if gap > 0.0 {
+                    (n * (half / gap).powi(2)).ceil().min(1e6) as u32
+                } else {
+                    1_000_000
+                });
+                (
+                    Verdict::Inconclusive,
+                    format!(
+                        "{shown} straddles {}; about {} samples per side would settle it",
+                        rel.text,
+                        needed.unwrap_or(0)
+                    ),
+                )
+            }
+        }
+    };
+    LimitReport {
+        name: rel.name.clone(),
+        kind: "vs_baseline",
+        limit: rel.text.clone(),
+        candidate: c,
+        candidate_ci: ci(rel.figure, cand),
+        baseline: b,
+        baseline_ci: ci(rel.figure, base),
+        ratio,
+        ratio_ci: rci,
+        failing: verdict == Verdict::Fail
+            || (verdict == Verdict::Inconclusive && inconclusive_fails),
+        verdict,
+        samples_needed: needed,
+        message,
+    }
+}
+
+/// Outcome names for counting, for tests and reports.
+pub fn outcome_count(samples: &[&Sample], o: Outcome) -> usize {
+    samples.iter().filter(|s| s.outcome == o.as_str()).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::gate::{parse_relative, parse_slo};
+
+    fn s(ttft: f64, outcome: &str) -> Sample {
+        Sample {
+            request_id: String::new(),
+            outcome: outcome.into(),
+            success: outcome == "ok",
+            ttft_ms: Some(ttft),
+            e2e_ms: Some(ttft * 3.0),
+            tpot_ms: Some(10.0),
+            tokens_per_second: Some(100.0),
+            itl_gaps_ms: vec![10.0, 12.0],
+            error: None,
+        }
+    }
+
+    fn refs(v: &[Sample]) -> Vec<&Sample> {
+        v.iter().collect()
+    }
+
+    #[test]
+    fn figures_from_samples() {
+        let v: Vec<Sample> = (1..=20)
+            .map(|i| s(i as f64 * 10.0, if i == 3 { "repetition" } else { "ok" }))
+            .collect();
+        let r = refs(&v);
+        assert_eq!(value(Figure::parse("ttft_p50").unwrap(), &r), Some(0.1));
+        assert_eq!(value(Figure::parse("ttft_p95").unwrap(), &r), Some(0.19));
+        assert_eq!(
+            value(Figure::parse("success_rate").unwrap(), &r),
+            Some(0.95)
+        );
+        assert_eq!(
+            value(Figure::parse("outcome.repetition").unwrap(), &r),
+            Some(1.0)
+        );
+        assert_eq!(value(Figure::parse("itl_p99").unwrap(), &r), Some(0.012));
+        let (lo, hi) = ci(Figure::parse("ttft_p50").unwrap(), &r).unwrap();
+        assert!(lo < 0.1 && hi > 0.1, "{lo} {hi}");
+    }
+
+    #[test]
+    fn relative_limits_fail_pass_or_stay_inconclusive() {
+        let base: Vec<Sample> = (0..20).map(|i| s(100.0 + (i % 5) as f64, "ok")).collect();
+        let rel = parse_relative("ttft_p50", "+20%").unwrap();
+        let slow: Vec<Sample> = (0..20).map(|i| s(200.0 + (i % 5) as f64, "ok")).collect();
+        let r = judge_relative(&rel, &refs(&slow), &refs(&base), true);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", r.message);
+        let same: Vec<Sample> = (0..20).map(|i| s(101.0 + (i % 5) as f64, "ok")).collect();
+        let r = judge_relative(&rel, &refs(&same), &refs(&base), true);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
+        // Widely spread, centred on the limit: neither pass nor fail.
+        let noisy: Vec<Sample> = (0..20)
+            .map(|i| s(40.0 + (i * 9 % 20) as f64 * 9.0, "ok"))
+            .collect();
+        let r = judge_relative(&rel, &refs(&noisy), &refs(&base), true);
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.message);
+        assert!(r.failing && r.samples_needed.unwrap() > 20, "{r:?}");
+        assert!(!judge_relative(&rel, &refs(&noisy), &refs(&base), false).failing);
+    }
+
+    #[test]
+    fn slo_on_the_observed_figure() {
+        let v: Vec<Sample> = (0..10).map(|_| s(2500.0, "ok")).collect();
+        let r = judge_slo(&parse_slo("ttft_p95", "2s").unwrap(), &refs(&v));
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(r.message, "ttft_p95 2.50s is past 2s");
+        let r = judge_slo(&parse_slo("success_rate", ">= 0.95").unwrap(), &refs(&v));
+        assert_eq!(r.verdict, Verdict::Pass);
+        let r = judge_slo(&parse_slo("ttft_p95", "2s").unwrap(), &[]);
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn samples_round_trip_through_json() {
+        let a = s(123.0, "ok");
+        let b: Sample = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(a, b);
+    }
+}

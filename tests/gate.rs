@@ -1,0 +1,359 @@
+//! `llm-canary gate` against the sim: verdicts, reports and exit codes.
+
+mod common;
+
+use std::process::Command;
+
+use common::TempDir;
+use llm_canary::sim::Sim;
+
+const PROBE: &str = r#"name: p
+prompt: q.txt
+max_tokens: 40
+checks: {expect: "(?i)paris", allow_truncation: true}
+gate:
+  samples: 12
+  slo: {ttft_p95: 300ms, success_rate: ">= 0.95", outcome.repetition: "<= 0"}
+  vs_baseline: {ttft_p50: "+20%", tokens_per_second_p50: "-15%"}
+  inconclusive: INCONCLUSIVE
+"#;
+
+fn setup(sim: &Sim, inconclusive: &str) -> TempDir {
+    let dir = TempDir::new("gate");
+    let t = |name: &str, scenario: &str| {
+        format!(
+            "  - {{name: {name}, base_url: \"{}\", model: m, server: vllm}}\n",
+            sim.base_url(scenario)
+        )
+    };
+    let agent = [
+        "targets:\n".to_string(),
+        t("prod", "healthy,ttft=100ms,itl=10ms"),
+        t("cand-same", "healthy,ttft=101ms,itl=10ms"),
+        t("cand-slow", "healthy,ttft=400ms,itl=10ms"),
+        t("cand-loop", "repetition,every=5,ttft=100ms,itl=10ms"),
+        t("noisy-prod", "healthy,ttft=20ms,jitter=160ms,itl=10ms"),
+        t("noisy-cand", "healthy,ttft=20ms,jitter=200ms,itl=10ms"),
+        t("cand-cold", "healthy,warm=1500ms,itl=10ms"),
+        t("cand-down", "http-503"),
+    ]
+    .concat();
+    dir.write(&[
+        ("llm-canary.yaml", &agent),
+        (
+            "probes/p.yaml",
+            &PROBE.replace("INCONCLUSIVE", inconclusive),
+        ),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    dir
+}
+
+struct Gate {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+async fn gate(dir: &TempDir, args: &[&str]) -> Gate {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llm-canary"));
+    cmd.arg("gate")
+        .arg("-c")
+        .arg(dir.path().join("llm-canary.yaml"))
+        .args(["--concurrency", "4"])
+        .args(args);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    Gate {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn line<'a>(table: &'a str, limit: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.contains(limit))
+        .unwrap_or_else(|| panic!("no row for {limit} in\n{table}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn healthy_against_healthy_passes() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let g = gate(
+        &dir,
+        &["--target", "cand-same", "--baseline-target", "prod"],
+    )
+    .await;
+    assert_eq!(g.code, Some(0), "{}{}", g.stdout, g.stderr);
+    assert!(
+        g.stdout
+            .contains("gate PASSED: cand-same against prod: 5 limits, 0 failed, 0 inconclusive"),
+        "{}",
+        g.stdout
+    );
+    assert!(line(&g.stdout, "ttft_p50 +20%").contains("pass"));
+    // Plain progress lines when stderr is not a terminal.
+    assert!(
+        g.stderr.lines().any(|l| l == "gate: 24/24 runs"),
+        "{}",
+        g.stderr
+    );
+    // Interleaved: the sim saw candidate and baseline requests alternate.
+    let order: Vec<bool> = sim
+        .seen()
+        .iter()
+        .map(|s| s.path.contains("ttft=101ms"))
+        .collect();
+    let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches >= order.len() / 2, "A/B interleaving: {order:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_first_token_fails_naming_the_ttft_limits() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let junit = dir.path().join("junit.xml");
+    let summary = dir.path().join("summary.md");
+    let g = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-slow",
+            "--baseline-target",
+            "prod",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--summary",
+            summary.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
+    assert!(line(&g.stdout, "ttft_p95 300ms").contains("FAIL"));
+    assert!(line(&g.stdout, "ttft_p50 +20%").contains("FAIL"));
+    assert!(line(&g.stdout, "tokens_per_second_p50").contains("pass"));
+    assert!(g.stdout.contains("p: ttft_p50 ratio 3.9"), "{}", g.stdout);
+
+    // The JUnit file parses: one testcase per probe x limit, the two failures with messages.
+    let check = r#"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.findall('.//testcase')
+failed = [c.get('name') for c in cases if c.find('failure') is not None]
+print(len(cases), sorted(failed), root.get('failures'))
+for c in cases:
+    f = c.find('failure')
+    if f is not None: assert f.get('message'), c.get('name')
+"#;
+    let out = Command::new("python3")
+        .args(["-c", check])
+        .arg(&junit)
+        .output()
+        .expect("python3 parses the JUnit file");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "5 ['ttft_p50 +20%', 'ttft_p95 300ms'] 2"
+    );
+
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.starts_with("## ❌ llm-canary gate"), "{md}");
+    assert!(md.contains(
+        "| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |"
+    ));
+    assert!(
+        md.contains("| p | ttft_p95 300ms |") && md.contains("| FAIL |"),
+        "{md}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn outputs_that_degenerate_one_time_in_five_fail_on_repetition() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let g = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-loop",
+            "--baseline-target",
+            "prod",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(g.code, Some(1), "{}", g.stderr);
+    let v: serde_json::Value = serde_json::from_str(&g.stdout).unwrap();
+    let limits = v["probes"][0]["limits"].as_array().unwrap();
+    let rep = limits
+        .iter()
+        .find(|l| l["name"] == "outcome.repetition")
+        .unwrap();
+    assert_eq!(rep["verdict"], "fail");
+    let n = rep["candidate"].as_f64().unwrap();
+    assert!((2.0..=3.0).contains(&n), "one in five of 12 samples: {n}");
+    assert_eq!(
+        limits.iter().find(|l| l["name"] == "ttft_p50").unwrap()["verdict"],
+        "pass"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slightly_slower_with_high_variance_is_inconclusive_not_fail() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    for (policy, code) in [("fail", 1), ("pass", 0)] {
+        let dir = setup(&sim, policy);
+        let g = gate(
+            &dir,
+            &[
+                "--target",
+                "noisy-cand",
+                "--baseline-target",
+                "noisy-prod",
+                "--probe",
+                "p",
+            ],
+        )
+        .await;
+        let row = line(&g.stdout, "ttft_p50 +20%");
+        assert!(
+            row.contains("nconclusive") || row.contains("NCONCLUSIVE"),
+            "{}",
+            g.stdout
+        );
+        assert!(row.contains("samples to settle"), "{row}");
+        assert_eq!(g.code, Some(code), "policy {policy}:\n{}", g.stdout);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_previous_json_serves_as_baseline_and_errors_exit_2() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let g = gate(&dir, &["--target", "prod", "--format", "json"]).await;
+    assert_eq!(g.code, Some(0), "{}", g.stderr);
+    let v: serde_json::Value = serde_json::from_str(&g.stdout).unwrap();
+    assert_eq!(v["probes"][0]["candidate"].as_array().unwrap().len(), 12);
+    assert!(
+        v["probes"][0]["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["kind"] == "slo"),
+        "no baseline, no relative limits"
+    );
+    let file = dir.path().join("prod.json");
+    std::fs::write(&file, &g.stdout).unwrap();
+
+    let ok = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-same",
+            "--baseline",
+            file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(ok.code, Some(0), "{}{}", ok.stdout, ok.stderr);
+    assert!(ok.stdout.contains(&format!("against {}", file.display())));
+    let slow = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-slow",
+            "--baseline",
+            file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(slow.code, Some(1));
+    assert!(line(&slow.stdout, "ttft_p50 +20%").contains("FAIL"));
+
+    std::fs::write(&file, "{\"not\": \"a gate\"}").unwrap();
+    let bad = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-same",
+            "--baseline",
+            file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(bad.code, Some(2));
+    assert!(
+        bad.stderr.contains("not a gate JSON report"),
+        "{}",
+        bad.stderr
+    );
+    let unknown = gate(&dir, &["--target", "nope"]).await;
+    assert_eq!(unknown.code, Some(2));
+    assert!(unknown.stderr.contains("unknown target \"nope\""));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wait_ready_reports_the_cold_start() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let g = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-cold",
+            "--wait-ready",
+            "20s",
+            "--samples",
+            "3",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    let v: serde_json::Value =
+        serde_json::from_str(&g.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", g.stdout, g.stderr));
+    let cold = v["cold_start_ms"].as_f64().unwrap();
+    assert!((1500.0..6000.0).contains(&cold), "cold start {cold}");
+    assert!(
+        g.stderr.contains("gate: waiting for cand-cold: http_error"),
+        "{}",
+        g.stderr
+    );
+    // A candidate that never answers fails the gate (exit 1), and says so in the JUnit report.
+    let junit = dir.path().join("down.xml");
+    let never = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-down",
+            "--wait-ready",
+            "1500ms",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(never.code, Some(1), "{}{}", never.stdout, never.stderr);
+    assert!(
+        never
+            .stderr
+            .contains("produced no successful generation within 1.5s"),
+        "{}",
+        never.stderr
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testcase classname=\"gate\" name=\"wait-ready\">")
+            && xml.contains("<failure"),
+        "{xml}"
+    );
+}
