@@ -301,7 +301,12 @@ fn sim_command_serves_until_stopped() {
 #[test]
 fn the_shipped_configs_are_valid() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = bin().arg("check").arg("-c").arg(root.join("llm-canary.yaml")).output().unwrap();
+    let out = bin()
+        .arg("check")
+        .arg("-c")
+        .arg(root.join("llm-canary.yaml"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("4 probe(s)"));
     let out = bin()

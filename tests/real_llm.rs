@@ -1,0 +1,234 @@
+//! End to end against a real LLM server: llama.cpp's `llama-server` with SmolLM2-135M-Instruct
+//! (CPU, a few MB/s of tokens). Keeps the agent honest about what we cannot script in the sim:
+//! a real stream format, real timing, and a small model's real loops in English and Chinese.
+//! Run with `scripts/test-real-llm` (built only with the `real-llm` feature).
+
+mod common;
+
+use std::process::Command;
+
+use common::llama::LlamaServer;
+use common::TempDir;
+use llm_canary::config::{self, Config};
+use llm_canary::outcome::Outcome;
+use llm_canary::result::ProbeResult;
+use llm_canary::runner::Runner;
+
+/// Prompts this model answers well (found by trying; see the README).
+const GOOD: [(&str, &str, &str); 4] = [
+    (
+        "sky",
+        "What color is the sky on a clear day? Answer in one sentence.",
+        "(?i)sky",
+    ),
+    (
+        "colors",
+        "Name three primary colors.",
+        "(?i)red|blue|yellow",
+    ),
+    (
+        "computer",
+        "Explain what a computer is in two sentences.",
+        "(?i)computer",
+    ),
+    (
+        "boiling",
+        "What is the boiling point of water in Celsius?",
+        "100",
+    ),
+];
+
+/// Prompts under which it loops at temperature 0, in English and in Chinese.
+const LOOPING: [(&str, &str); 4] = [
+    ("apple", "Write the word \"apple\" one hundred times."),
+    ("capital-en", "What is the capital of France?"),
+    ("capital-zh", "法国的首都是哪里？"),
+    ("moon-zh", "写一首关于月亮的诗。"),
+];
+
+fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
+    let dir = TempDir::new("llama");
+    let mut agent = String::from("targets:\n");
+    for (name, url, api) in targets {
+        agent.push_str(&format!("  - {{name: {name}, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp, api: {api}}}\n"));
+    }
+    let mut files = vec![("llm-canary.yaml".to_string(), agent)];
+    for (name, prompt, expect) in GOOD {
+        files.push((format!("prompts/{name}.txt"), prompt.to_string()));
+        files.push((
+            format!("probes/{name}.yaml"),
+            format!("name: {name}\nprompt: {name}.txt\nmax_tokens: 96\ntemperature: 0\nchecks: {{min_chars: 10, expect: \"{expect}\"}}\ngate:\n  samples: 8\n  vs_baseline: {{ttft_p50: \"+20%\", tokens_per_second_p50: \"-15%\"}}\n"),
+        ));
+    }
+    for (name, prompt) in LOOPING {
+        files.push((format!("prompts/{name}.txt"), prompt.to_string()));
+        files.push((format!("probes/{name}.yaml"), format!("name: {name}\nprompt: {name}.txt\nmax_tokens: 200\ntemperature: 0\nchecks: {{allow_truncation: true}}\n")));
+    }
+    // A completion-style prompt for the completions API.
+    files.push((
+        "prompts/complete.txt".into(),
+        "Question: What color is the sky on a clear day?\nAnswer:".into(),
+    ));
+    files.push(("probes/complete.yaml".into(), "name: complete\nprompt: complete.txt\nmax_tokens: 48\ntemperature: 0\nchecks: {expect: \"(?i)blue\"}\n".into()));
+    files.push((
+        "prompts/short.txt".into(),
+        "Tell me a story about a cat.".into(),
+    ));
+    files.push((
+        "probes/short.yaml".into(),
+        "name: short\nprompt: short.txt\nmax_tokens: 8\ntemperature: 0\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    dir.write(&refs);
+    let cfg = config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+    (dir, cfg)
+}
+
+async fn run(runner: &Runner, cfg: &Config, probe: &str, target: &str) -> ProbeResult {
+    let p = cfg.probes.iter().find(|p| p.name == probe).unwrap();
+    runner.run_one(p, cfg.target(target).unwrap()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_figures_agree_with_its_own_timings() {
+    let llama = LlamaServer::start(2).await;
+    let (_dir, cfg) = setup(&[
+        ("chat", &llama.url(), "openai-chat"),
+        ("completions", &llama.url(), "openai-completions"),
+    ]);
+    let runner = Runner::new(1);
+    let mut checked = 0;
+    for (probe, target) in [
+        ("sky", "chat"),
+        ("colors", "chat"),
+        ("computer", "chat"),
+        ("boiling", "chat"),
+        ("complete", "completions"),
+    ] {
+        let r = run(&runner, &cfg, probe, target).await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Ok,
+            "{probe} on {target}: {:?} {:?}",
+            r.failed_checks,
+            r.error
+        );
+        let t = r.server_timings.as_ref().expect("llama.cpp sends timings");
+        let prompt_ms = t["prompt_ms"].as_f64().unwrap();
+        let ttft = r.figures.ttft_ms.unwrap();
+        assert!(
+            ttft >= prompt_ms,
+            "{probe}: our TTFT {ttft} ms is below the server's prompt time {prompt_ms} ms"
+        );
+        assert_eq!(
+            r.output_tokens,
+            t["predicted_n"].as_u64(),
+            "{probe}: output tokens = the server's count"
+        );
+        assert_eq!(
+            r.tokens_source,
+            Some(llm_canary::result::TokensSource::Usage)
+        );
+        let ours = r.figures.tokens_per_second.unwrap();
+        let theirs = t["predicted_per_second"].as_f64().unwrap();
+        assert!(
+            (ours / theirs - 1.0).abs() <= 0.30,
+            "{probe}: decode {ours:.1} tok/s vs the server's {theirs:.1}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
+        assert!(json["server_timings"]["predicted_per_second"].is_number());
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
+
+    let short = run(&runner, &cfg, "short", "chat").await;
+    assert_eq!(short.outcome, Outcome::Truncated, "{:?}", short.error);
+    assert_eq!(short.finish_reason.as_deref(), Some("length"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_loops_are_caught_and_good_answers_raise_no_alarm() {
+    let llama = LlamaServer::start(2).await;
+    let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
+    let runner = Runner::new(1);
+    for (probe, _) in LOOPING {
+        let r = run(&runner, &cfg, probe, "chat").await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Repetition,
+            "{probe}: {:?} score {:?}",
+            r.failed_checks,
+            r.repetition_score
+        );
+    }
+    let mut alarms = Vec::new();
+    for i in 0..20 {
+        let (probe, _, _) = GOOD[i % GOOD.len()];
+        let r = run(&runner, &cfg, probe, "chat").await;
+        if r.outcome != Outcome::Ok {
+            alarms.push(format!("{probe}: {} {:?}", r.outcome, r.repetition));
+        }
+    }
+    assert!(
+        alarms.is_empty(),
+        "false alarms in 20 good samples: {alarms:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
+    let fast = LlamaServer::start(2).await;
+    let slow = LlamaServer::start(1).await;
+    let (dir, _) = setup(&[
+        ("prod", &fast.url(), "openai-chat"),
+        ("same", &fast.url(), "openai-chat"),
+        ("slow", &slow.url(), "openai-chat"),
+    ]);
+    let gate = |args: Vec<&'static str>| {
+        let cfg = dir.path().join("llm-canary.yaml");
+        async move {
+            tokio::task::spawn_blocking(move || {
+                Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+                    .args(["gate", "-c"])
+                    .arg(cfg)
+                    .args(["--probe", "sky", "--concurrency", "1", "--format", "json"])
+                    .args(args)
+                    .output()
+                    .unwrap()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let same = gate(vec!["--target", "same", "--baseline-target", "prod"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&same.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&same.stderr)));
+    assert_eq!(same.status.code(), Some(0), "{v:#}");
+
+    let slower = gate(vec!["--target", "slow", "--baseline-target", "prod"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&slower.stdout).unwrap();
+    let tps = v["probes"][0]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "tokens_per_second_p50")
+        .unwrap()
+        .clone();
+    let (lo, hi) = (
+        tps["ratio_ci"][0].as_f64().unwrap(),
+        tps["ratio_ci"][1].as_f64().unwrap(),
+    );
+    assert!(
+        hi < 1.0,
+        "one thread decodes slower than two: ratio CI {lo:.2}-{hi:.2}"
+    );
+    assert_ne!(tps["verdict"], "pass", "{tps:#}");
+    println!(
+        "slowed candidate: tokens/s ratio {:.2} (95% CI {lo:.2}-{hi:.2}), verdict {}",
+        tps["ratio"].as_f64().unwrap(),
+        tps["verdict"]
+    );
+}
