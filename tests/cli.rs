@@ -318,6 +318,11 @@ fn the_shipped_configs_are_valid() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = bin().arg("check").arg("-c").arg(root.join("deploy/real-model/llm-canary.yaml")).output().unwrap();
+    let out = bin()
+        .arg("check")
+        .arg("-c")
+        .arg(root.join("deploy/real-model/llm-canary.yaml"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }

@@ -331,7 +331,7 @@ async fn sighup_reloads_a_changed_probe_and_refuses_a_broken_one() {
     eventually(
         "probe q to run after SIGHUP",
         Duration::from_secs(30),
-        || async { runs_of(&d.metrics().await, "q") },
+        || async { (runs_of(&d.metrics().await, "q")? >= 1.0).then_some(()) },
     )
     .await;
     assert!(

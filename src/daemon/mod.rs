@@ -186,7 +186,9 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
 /// Spawns one scheduling loop per pair; returns the generation switch that stops them.
 fn start_schedules(agent: &Arc<Agent>, cfg: &Config, gen: u64) -> (watch::Sender<u64>, u64) {
     let (tx, rx) = watch::channel(gen);
+    let metrics = agent.metrics();
     for (probe, target) in scheduled_pairs(cfg) {
+        metrics.init_pair(&probe.name, &target);
         tokio::spawn(pair_loop(agent.clone(), probe, target, rx.clone(), gen));
     }
     (tx, gen)

@@ -195,6 +195,17 @@ impl Metrics {
         }
     }
 
+    /// Creates a pair's counters at zero, so rates and ratios exist before anything happens.
+    pub fn init_pair(&self, probe: &str, target: &Target) {
+        let v = self.pair_values(probe, target);
+        let l: Vec<&str> = v.iter().map(String::as_str).collect();
+        self.skipped.with_label_values(&l);
+        self.aborted.with_label_values(&l);
+        let mut lo = l.clone();
+        lo.push(Outcome::Ok.as_str());
+        self.runs.with_label_values(&lo);
+    }
+
     pub fn skipped(&self, probe: &str, target: &Target) {
         let v = self.pair_values(probe, target);
         self.skipped

@@ -38,7 +38,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn binary(name: &str, package: &str) -> String {
+pub fn binary(name: &str, package: &str) -> String {
     let path = format!("/usr/bin/{name}");
     assert!(
         std::path::Path::new(&path).exists(),
@@ -106,11 +106,24 @@ pub async fn pushgateway() -> Service {
 
 /// Prometheus scraping `targets` (host:port) every second with `honor_labels: true`.
 pub async fn prometheus(targets: &[String]) -> Service {
+    prometheus_with_rules(targets, &[]).await
+}
+
+/// The same, evaluating `rule_files` every second.
+pub async fn prometheus_with_rules(
+    targets: &[String],
+    rule_files: &[std::path::PathBuf],
+) -> Service {
     let bin = binary("prometheus", "prometheus");
     let dir = TempDir::new("prom");
     let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+    let rules: Vec<String> = rule_files
+        .iter()
+        .map(|r| format!("'{}'", r.display()))
+        .collect();
     let config = format!(
-        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n    static_configs:\n      - targets: [{}]\n",
+        "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [{}]\nscrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n    static_configs:\n      - targets: [{}]\n",
+        rules.join(", "),
         list.join(", ")
     );
     dir.write(&[("prometheus.yml", &config)]);
