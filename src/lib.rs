@@ -51,7 +51,13 @@ use std::process::ExitCode;
 /// Runs one command to completion and says how the process should exit:
 /// 0 success, 1 a probe or the gate failed, 2 a usage or config error.
 pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // The daemon's budget is a fraction of one core and 64 MiB: one thread serves it, and costs
+    // less memory than a pool. One-shot commands may use every core.
+    let mut builder = match cli.command {
+        cli::Command::Run { .. } => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;

@@ -298,11 +298,17 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     {
         agent.metrics().record(&r, &target);
     }
-    if let Some(log) = agent.results_log.lock().expect("results log lock").as_mut() {
-        if let Err(e) = log.append(&r) {
-            tracing::error!(error = %e, "cannot append to the results log");
+    // Disk writes leave the (single) runtime thread, so a slow disk never delays a probe's
+    // timestamps; the run counts as finished once its line is written.
+    let writer = agent.clone();
+    let _ = tokio::task::spawn_blocking(move || {
+        if let Some(log) = writer.results_log.lock().expect("results log lock").as_mut() {
+            if let Err(e) = log.append(&r) {
+                tracing::error!(error = %e, "cannot append to the results log");
+            }
         }
-    }
+    })
+    .await;
     agent.in_flight.lock().expect("in-flight lock").remove(&key);
     agent.idle.notify_waiters();
     agent.push_wake.notify_one();
