@@ -4,6 +4,10 @@
 //! against the sim (in this process), and samples the daemon's RSS and CPU time from /proc:
 //! idle RSS before the first fire, peak and final RSS while probing, and average CPU use.
 //! `LLM_CANARY_BENCH_SECS` sets the probing time (default 600).
+//!
+//! Soak mode (`scripts/soak`): `LLM_CANARY_SOAK=1` fires 20 pairs every second instead, and
+//! also reports RSS growth after a warm-up minute, open file descriptors over time, and missed
+//! schedules (fires the results log lacks).
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +28,10 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
+fn open_fds(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -32,6 +40,12 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(600);
+    let soak = std::env::var_os("LLM_CANARY_SOAK").is_some();
+    let (n_targets, n_probes, schedule) = if soak {
+        (4, 5, "* * * * * *")
+    } else {
+        (10, 10, "*/15 * * * * *")
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -44,14 +58,14 @@ fn main() {
     let mut agent = String::from(
         "agent: {name: bench, concurrency: 16, results_log: results.jsonl}\ntargets:\n",
     );
-    for t in 0..10 {
+    for t in 0..n_targets {
         agent.push_str(&format!("  - {{name: t{t}, base_url: \"{}\", model: m, server: vllm, labels: {{model_version: \"1\"}}}}\n", sim.base_url("healthy")));
     }
     std::fs::write(dir.join("llm-canary.yaml"), agent).unwrap();
-    for p in 0..10 {
+    for p in 0..n_probes {
         std::fs::write(
             dir.join(format!("probes/p{p}.yaml")),
-            format!("name: p{p}\nschedule: \"*/15 * * * * *\"\nprompt: q.txt\nmax_tokens: 64\nchecks: {{expect: \"(?i)paris\"}}\n"),
+            format!("name: p{p}\nschedule: \"{schedule}\"\nprompt: q.txt\nmax_tokens: 64\nchecks: {{expect: \"(?i)paris\"}}\n"),
         )
         .unwrap();
     }
@@ -69,14 +83,23 @@ fn main() {
     let idle = status_kib(pid, "VmRSS:").unwrap_or(0);
     let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
     let start = Instant::now();
+    let started_at = jiff::Timestamp::now();
     let (mut peak, mut last) = (idle, idle);
+    let (mut after_warmup, mut fds_after_warmup, mut fds_max) = (None, None, 0);
     while start.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_millis(250));
         if let Some(r) = status_kib(pid, "VmRSS:") {
             peak = peak.max(r);
             last = r;
         }
+        let fds = open_fds(pid).unwrap_or(0);
+        fds_max = fds_max.max(fds);
+        if after_warmup.is_none() && start.elapsed() > Duration::from_secs(60) {
+            after_warmup = Some(last);
+            fds_after_warmup = Some(fds);
+        }
     }
+    let fds_end = open_fds(pid).unwrap_or(0);
     let cpu = cpu_seconds(pid).unwrap_or(0.0) - cpu0;
     let wall = start.elapsed().as_secs_f64();
     let _ = child.kill();
@@ -100,6 +123,44 @@ fn main() {
         "  CPU {cpu:.2} s = {:.3} % of one core on average",
         100.0 * cpu / wall
     );
+    if let (Some(w), Some(f)) = (after_warmup, fds_after_warmup) {
+        println!(
+            "  after the first minute: RSS {:.1} MiB -> {:.1} MiB at the end (growth {:+.2} MiB); open fds {f} -> {fds_end} (max {fds_max})",
+            w as f64 / 1024.0,
+            last as f64 / 1024.0,
+            (last as f64 - w as f64) / 1024.0
+        );
+    }
+    if soak {
+        // Every pair fires once a second: count the whole seconds of the window each one missed.
+        let mut per_pair: std::collections::HashMap<
+            (String, String),
+            std::collections::BTreeSet<i64>,
+        > = Default::default();
+        for l in runs.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
+            per_pair
+                .entry((
+                    v["probe"].as_str().unwrap().into(),
+                    v["target"].as_str().unwrap().into(),
+                ))
+                .or_default()
+                .insert(t.as_second());
+        }
+        let (from, to) = (
+            started_at.as_second() + 2,
+            started_at.as_second() + wall as i64 - 2,
+        );
+        let window = (to - from) as usize;
+        let expected = window * n_targets * n_probes;
+        let missed: usize = per_pair
+            .values()
+            .map(|secs| (from..to).filter(|s| !secs.contains(s)).count())
+            .sum::<usize>()
+            + (n_targets * n_probes - per_pair.len()) * window;
+        println!("  schedules: {expected} fires expected in the window, {missed} missed");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     drop(sim);
 }

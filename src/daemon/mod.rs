@@ -302,7 +302,12 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     // timestamps; the run counts as finished once its line is written.
     let writer = agent.clone();
     let _ = tokio::task::spawn_blocking(move || {
-        if let Some(log) = writer.results_log.lock().expect("results log lock").as_mut() {
+        if let Some(log) = writer
+            .results_log
+            .lock()
+            .expect("results log lock")
+            .as_mut()
+        {
             if let Err(e) = log.append(&r) {
                 tracing::error!(error = %e, "cannot append to the results log");
             }

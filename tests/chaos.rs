@@ -1,0 +1,177 @@
+//! Chaos: every fault scenario of the sim mixed with healthy targets, 50 probes in flight, for
+//! a few minutes (`LLM_CANARY_CHAOS_SECS`, default 180). Every run must get its outcome, the
+//! healthy targets' TTFT error must stay within the engine's bounds while the others misbehave,
+//! memory must stay bounded, and no task or socket may leak. Run with `scripts/chaos`.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use llm_canary::runner::Runner;
+use llm_canary::sim::Sim;
+
+/// (scenario, expected outcome); each appears once among the faulty targets.
+const FAULTS: [(&str, &str); 25] = [
+    ("http-503", "http_error"),
+    ("http-429", "http_error"),
+    ("http-500", "http_error"),
+    ("no-headers", "timeout_ttft"),
+    ("role-only", "timeout_ttft"),
+    ("slow-first-token,ttft=1500ms", "timeout_ttft"),
+    ("stall,stall=1500ms", "stall"),
+    ("crawl,itl=300ms", "timeout_total"),
+    ("mid-stream-error", "stream_error"),
+    ("reset", "stream_interrupted"),
+    ("no-done", "stream_interrupted"),
+    ("malformed", "malformed_stream"),
+    ("garbage", "malformed_stream"),
+    ("endless", "oversized"),
+    ("huge-line", "oversized"),
+    ("empty", "empty_output"),
+    ("repetition", "repetition"),
+    ("repetition-zh", "repetition"),
+    ("truncated", "truncated"),
+    ("too-short", "too_short"),
+    ("too-long", "too_long"),
+    ("mismatch", "pattern_mismatch"),
+    ("forbidden", "forbidden_pattern"),
+    ("split", "ok"),
+    ("crlf", "ok"),
+];
+
+fn rss_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[test]
+fn fifty_probes_of_faults_and_health_for_minutes() {
+    let secs: u64 = std::env::var("LLM_CANARY_CHAOS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(180);
+    let sim_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = sim_rt.block_on(Sim::start("127.0.0.1:0")).unwrap();
+    let agent_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let mut targets: Vec<(String, String, String)> = FAULTS
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| (format!("fault{i}"), s.to_string(), String::new()))
+        .collect();
+    for i in 0..25 {
+        targets.push((
+            format!("healthy{i}"),
+            "healthy,ttft=30ms,itl=5ms".into(),
+            "server: vllm".into(),
+        ));
+    }
+    let refs: Vec<(&str, &str, &str)> = targets
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    let probe = common::PROBE.replace(
+        "timeouts: {connect: 1s, ttft: 700ms, stall: 700ms, total: 3s}",
+        "timeouts: {connect: 1s, ttft: 700ms, stall: 700ms, total: 2500ms}",
+    );
+    let (_dir, cfg) = common::config(&sim, &refs, &probe);
+    let fds_before = open_fds();
+
+    let runner = Arc::new(Runner::new(50));
+    let start = Instant::now();
+    let (mut rounds, mut runs, mut wrong) = (0, 0, Vec::new());
+    let mut errors_ms = Vec::new();
+    let mut rss = Vec::new();
+    while start.elapsed() < Duration::from_secs(secs) {
+        let pairs = cfg
+            .targets
+            .iter()
+            .map(|t| (cfg.probes[0].clone(), t.clone()))
+            .collect();
+        let results = agent_rt.block_on(runner.run_all(pairs));
+        for (r, t) in results.iter().zip(&cfg.targets) {
+            runs += 1;
+            let want = match t.name.strip_prefix("fault") {
+                Some(i) => FAULTS[i.parse::<usize>().unwrap()].1,
+                None => "ok",
+            };
+            if r.outcome.as_str() != want {
+                wrong.push(format!(
+                    "round {rounds}: {} ({}) got {} {:?}, want {want}",
+                    t.name, t.base_url, r.outcome, r.error
+                ));
+            }
+            if t.name.starts_with("healthy") {
+                let agent = r
+                    .timeline
+                    .as_ref()
+                    .and_then(|tl| tl.first_content())
+                    .unwrap();
+                let server = sim.first_content_write(&r.request_id).unwrap();
+                errors_ms.push(agent.saturating_duration_since(server).as_secs_f64() * 1000.0);
+            }
+        }
+        rss.push(rss_kib());
+        rounds += 1;
+    }
+    drop(runner);
+
+    // Sockets close once the last run's connections are dropped; tasks end with them.
+    let settle = Instant::now();
+    while (open_fds() > fds_before || agent_rt.metrics().num_alive_tasks() > 0)
+        && settle.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let fds_after = open_fds();
+    let tasks = agent_rt.metrics().num_alive_tasks();
+
+    errors_ms.sort_by(f64::total_cmp);
+    let p = |q: f64| {
+        errors_ms[((q * errors_ms.len() as f64).ceil() as usize).clamp(1, errors_ms.len()) - 1]
+    };
+    let (first, peak) = (rss[0], *rss.iter().max().unwrap());
+    println!(
+        "chaos: {rounds} rounds, {runs} runs in {:.0}s; healthy TTFT error p50 {:.3} ms p99 {:.3} ms max {:.3} ms; RSS after round 1 {:.1} MiB, peak {:.1} MiB, last {:.1} MiB; fds {fds_before} -> {fds_after}; tasks left {tasks}",
+        start.elapsed().as_secs_f64(),
+        p(0.5),
+        p(0.99),
+        p(1.0),
+        first as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        *rss.last().unwrap() as f64 / 1024.0
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} of {runs} runs misclassified:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(p(0.99) < 3.0, "healthy TTFT error p99 {:.3} ms", p(0.99));
+    assert!(
+        peak - first < 32 * 1024,
+        "RSS grew from {first} KiB to {peak} KiB"
+    );
+    assert_eq!(fds_after, fds_before, "file descriptors leaked");
+    assert_eq!(tasks, 0, "tasks leaked");
+}
