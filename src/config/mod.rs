@@ -473,3 +473,22 @@ fn load_target(
         priority: t.priority.map(|p| p.value),
     })
 }
+
+/// Parses `text` as an agent file and as a probe file and returns the errors as they would be
+/// printed (for the fuzzer: the parser and the error positions must never panic).
+#[doc(hidden)]
+pub fn check_yaml(text: &str) -> Vec<String> {
+    let path = Path::new("fuzz.yaml");
+    let src = Source { path, text };
+    let mut out = Vec::new();
+    if let Err(e) = src.parse::<raw::RawMain>() {
+        out.push(e.to_string());
+    }
+    if let Err(e) = src.parse::<raw::RawProbe>() {
+        out.push(e.to_string());
+    }
+    if let Err(e) = src.parse::<Vec<raw::RawProbe>>() {
+        out.push(e.to_string());
+    }
+    out
+}

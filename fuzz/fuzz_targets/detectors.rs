@@ -1,0 +1,19 @@
+//! Arbitrary UTF-8 through the content checks and degeneration detectors: never a panic, and
+//! the score stays within 0..1.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use llm_canary::checks::{self, repetition, CheckSpec};
+
+fuzz_target!(|text: &str| {
+    let r = repetition::analyze(text, &repetition::Thresholds::default());
+    assert!((0.0..=1.0).contains(&r.score), "{r:?}");
+    let spec = CheckSpec {
+        min_chars: Some(3),
+        max_chars: Some(100),
+        repetition: Some(repetition::Thresholds::default()),
+        ..CheckSpec::default()
+    };
+    let v = checks::judge(&spec, text, Some("length"));
+    assert_eq!(v.output_chars, text.chars().count());
+});
