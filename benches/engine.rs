@@ -40,7 +40,7 @@ fn write_config(dir: &std::path::Path, sim: &Sim, n: usize, scenario: &str) -> s
 
 fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
-    let q = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+    let q = |p: f64| llm_canary::timeline::nearest_rank(&v, p);
     (q(0.5), q(0.99), *v.last().unwrap())
 }
 

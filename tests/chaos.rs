@@ -147,9 +147,7 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
     let tasks = agent_rt.metrics().num_alive_tasks();
 
     errors_ms.sort_by(f64::total_cmp);
-    let p = |q: f64| {
-        errors_ms[((q * errors_ms.len() as f64).ceil() as usize).clamp(1, errors_ms.len()) - 1]
-    };
+    let p = |q: f64| llm_canary::timeline::nearest_rank(&errors_ms, q);
     let (first, peak) = (rss[0], *rss.iter().max().unwrap());
     println!(
         "chaos: {rounds} rounds, {runs} runs in {:.0}s; healthy TTFT error p50 {:.3} ms p99 {:.3} ms max {:.3} ms; RSS after round 1 {:.1} MiB, peak {:.1} MiB, last {:.1} MiB; fds {fds_before} -> {fds_after}; tasks left {tasks}",

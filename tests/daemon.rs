@@ -433,6 +433,20 @@ async fn sigterm_lets_a_run_in_flight_finish_or_records_it_aborted() {
     }
 }
 
+async fn once_push(cfg: std::path::PathBuf) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .arg("once")
+            .arg("-c")
+            .arg(cfg)
+            .arg("--push")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_push_uses_the_daemons_grouping() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
@@ -444,18 +458,7 @@ async fn once_push_uses_the_daemons_grouping() {
         ("probes/p.yaml", PROBE),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    let cfg = dir.path().join("llm-canary.yaml");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .arg("once")
-            .arg("-c")
-            .arg(cfg)
-            .arg("--push")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = once_push(dir.path().join("llm-canary.yaml")).await;
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -482,18 +485,7 @@ async fn once_push_uses_the_daemons_grouping() {
 
     // Without a gateway to push to, the run still prints its table and says why it failed.
     drop(gw);
-    let cfg = dir.path().join("llm-canary.yaml");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .arg("once")
-            .arg("-c")
-            .arg(cfg)
-            .arg("--push")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = once_push(dir.path().join("llm-canary.yaml")).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 of 1 probe runs ok"));
     assert!(
