@@ -494,3 +494,110 @@ async fn once_push_uses_the_daemons_grouping() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A stand-in gateway that records each request's method, path and Authorization header.
+async fn recording_gateway() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, String, Option<String>)>>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                while let Ok(Some(req)) = llm_canary::httpd::read_request(&mut sock, &mut buf).await
+                {
+                    log.lock().unwrap().push((
+                        req.method.clone(),
+                        req.path.clone(),
+                        req.header("authorization").map(str::to_string),
+                    ));
+                    let _ =
+                        llm_canary::httpd::respond(&mut sock, 200, "text/plain", &[], b"").await;
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_auth_is_sent_and_never_shown() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let (port, seen) = recording_gateway().await;
+    std::env::set_var("LLM_CANARY_TEST_PUSH_PASSWORD", "pw-s3cret");
+    std::env::set_var("LLM_CANARY_TEST_PUSH_TOKEN", "tok-s3cret");
+    for (auth, want) in [
+        (
+            "username: canary, password_env: LLM_CANARY_TEST_PUSH_PASSWORD",
+            "Basic Y2FuYXJ5OnB3LXMzY3JldA==",
+        ),
+        (
+            "bearer_token_env: LLM_CANARY_TEST_PUSH_TOKEN",
+            "Bearer tok-s3cret",
+        ),
+    ] {
+        let dir = TempDir::new("pushauth");
+        let yaml = agent_yaml(
+            services::free_port(),
+            &format!("http://127.0.0.1:{port}"),
+            &sim,
+            "healthy",
+            "1s",
+        )
+        .replace(
+            "job: llm_canary, min_interval: 300ms}",
+            &format!("job: \"team/llm\", min_interval: 300ms, {auth}}}"),
+        );
+        dir.write(&[
+            ("llm-canary.yaml", &yaml),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ]);
+        let out = once_push(dir.path().join("llm-canary.yaml")).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("s3cret"), "a push secret leaked: {text}");
+        let (method, path, authz) = seen.lock().unwrap().pop().unwrap();
+        assert_eq!(method, "PUT");
+        // A job with a slash travels in @base64 form.
+        assert_eq!(path, "/metrics/job@base64/dGVhbS9sbG0/instance/canary-test");
+        assert_eq!(authz.as_deref(), Some(want));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_on_shutdown_removes_the_group() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let port = services::free_port();
+    let yaml = agent_yaml(port, &gw.url(), &sim, "healthy", "5s").replace(
+        "min_interval: 300ms}",
+        "min_interval: 300ms, delete_on_shutdown: true}",
+    );
+    let mut d = start(yaml, PROBE, port);
+    eventually("a first push", Duration::from_secs(30), || async {
+        (gateway_runs(&gw).await >= 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(d.terminate().await, Some(0));
+    let text = get(&format!("{}/metrics", gw.url())).await;
+    assert!(
+        !text.contains("instance=\"canary-test\""),
+        "the group is gone from the gateway"
+    );
+}

@@ -87,6 +87,9 @@ pub async fn pushgateway_on(port: u16) -> Service {
     let bin = binary("prometheus-pushgateway", "prometheus-pushgateway");
     let child = Command::new(bin)
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        // Debian's build persists to /var/lib/prometheus by default: every test gateway would
+        // start with the last one's metrics. Memory only.
+        .arg("--persistence.file=")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
