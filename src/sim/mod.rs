@@ -42,10 +42,24 @@ impl Seen {
     }
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Timings {
+    received: Instant,
+    headers: Option<Instant>,
+    first_content: Option<Instant>,
+}
+
+impl Timings {
+    fn ms(&self, at: Option<Instant>) -> Option<f64> {
+        at.map(|a| (a - self.received).as_secs_f64() * 1000.0)
+    }
+}
+
 #[derive(Default)]
 struct State {
     seen: Mutex<Vec<Seen>>,
-    first_writes: Mutex<HashMap<String, Instant>>,
+    /// Per `X-Request-Id`: when the request arrived, its headers and its first content left.
+    timings: Mutex<HashMap<String, Timings>>,
     prefix_cache: Mutex<HashSet<String>>,
     http_cache: Mutex<HashSet<Vec<u8>>>,
     /// Per scenario spec: requests seen and the first one's arrival (for `every` and `warm`).
@@ -104,12 +118,7 @@ impl Sim {
 
     /// When the first content chunk for this `X-Request-Id` was handed to the kernel.
     pub fn first_content_write(&self, request_id: &str) -> Option<Instant> {
-        self.state
-            .first_writes
-            .lock()
-            .expect("sim state lock")
-            .get(request_id)
-            .copied()
+        self.state.timings.lock().expect("sim state lock").get(request_id).and_then(|t| t.first_content)
     }
 }
 
@@ -190,14 +199,23 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
         }
         ("GET", "/_sim/requests") => {
             let mut seen = st.seen.lock().expect("sim state lock").clone();
-            // Over HTTP, credentials are not echoed back (tests read them in-process).
-            for s in &mut seen {
-                for (k, v) in &mut s.headers {
-                    if k.eq_ignore_ascii_case("authorization") {
-                        *v = "***".into();
+            let timings = st.timings.lock().expect("sim state lock").clone();
+            let seen: Vec<Value> = seen
+                .iter_mut()
+                .map(|s| {
+                    let t = s.header("x-request-id").and_then(|id| timings.get(id)).copied();
+                    // Over HTTP, credentials are not echoed back (tests read them in-process).
+                    for (k, v) in &mut s.headers {
+                        if k.eq_ignore_ascii_case("authorization") {
+                            *v = "***".into();
+                        }
                     }
-                }
-            }
+                    let mut v = serde_json::to_value(&*s).unwrap_or_default();
+                    v["server_ttfb_ms"] = json!(t.and_then(|t| t.ms(t.headers)));
+                    v["server_ttft_ms"] = json!(t.and_then(|t| t.ms(t.first_content)));
+                    v
+                })
+                .collect();
             http::respond(
                 sock,
                 200,
@@ -315,6 +333,14 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             prefix_cache_hit,
             http_cache_hit,
         });
+    }
+    if let Some(id) = req.header("x-request-id") {
+        let mut m = st.timings.lock().expect("sim state lock");
+        if m.len() > 100_000 {
+            m.clear();
+        }
+        // A new request with the same id (a static header) starts its timings afresh.
+        m.insert(id.to_string(), Timings { received: t0, headers: None, first_content: None });
     }
     let gen = Generation {
         chat,
@@ -542,6 +568,9 @@ impl Generation {
         }
 
         let mut rng = fastrand::Rng::with_seed(7);
+        if let Some(id) = &self.request_id {
+            record_headers(st, id, Instant::now());
+        }
         let mut w = Chunked::start(sock, 200, "text/event-stream", &extra).await?;
         if self.chat && kind != Kind::LlamaCpp {
             // vLLM opens with a role-only chunk: not a token.
@@ -653,11 +682,15 @@ impl Generation {
 }
 
 fn record_first_write(st: &State, id: &str, at: Instant) {
-    let mut m = st.first_writes.lock().expect("sim state lock");
-    if m.len() > 100_000 {
-        m.clear();
+    if let Some(t) = st.timings.lock().expect("sim state lock").get_mut(id) {
+        t.first_content.get_or_insert(at);
     }
-    m.entry(id.to_string()).or_insert(at);
+}
+
+fn record_headers(st: &State, id: &str, at: Instant) {
+    if let Some(t) = st.timings.lock().expect("sim state lock").get_mut(id) {
+        t.headers.get_or_insert(at);
+    }
 }
 
 /// Holds a connection open without answering, until the client gives up (bounded).
