@@ -210,7 +210,8 @@ fn inline_path(line: &str, start: usize, col: usize) -> Vec<String> {
         match c {
             '{' if i < col => frames.push(Frame::Map(None)),
             '[' if i < col => frames.push(Frame::Seq(0)),
-            '{' | '[' => break,
+            // Past the error position, or a stray closer: nothing more to learn from this line.
+            '{' | '[' | '}' | ']' => break,
             '}' | ']' if frames.len() > 1 && i < col => {
                 frames.pop();
             }
@@ -264,6 +265,10 @@ fn inline_path(line: &str, start: usize, col: usize) -> Vec<String> {
                         break;
                     }
                 }
+                // Always move on, even past an empty token.
+                if i == tok_start {
+                    i += 1;
+                }
                 continue;
             }
         }
@@ -299,6 +304,20 @@ targets2:
   api: x
 list: [a, b, c]
 ";
+
+    #[test]
+    fn stray_closers_and_empty_tokens_end() {
+        // Found by the config_loader fuzzer: these positions used to loop forever.
+        assert_eq!(field_path("a: {b: }", 1, 8), "a.b");
+        assert_eq!(field_path("x: [1, ]]", 1, 9), "x[1]");
+        assert_eq!(field_path("{a: [}", 1, 6), "a[0]");
+        assert_eq!(field_path("}", 1, 1), "(document)");
+        for line in ["{:}", "[:]", "{a:}", "- {[}]", "a: {b: [c, }", ": : :"] {
+            for col in 1..=line.len() as u64 + 1 {
+                let _ = field_path(line, 1, col);
+            }
+        }
+    }
 
     #[test]
     fn paths_from_positions() {

@@ -118,7 +118,12 @@ impl Sim {
 
     /// When the first content chunk for this `X-Request-Id` was handed to the kernel.
     pub fn first_content_write(&self, request_id: &str) -> Option<Instant> {
-        self.state.timings.lock().expect("sim state lock").get(request_id).and_then(|t| t.first_content)
+        self.state
+            .timings
+            .lock()
+            .expect("sim state lock")
+            .get(request_id)
+            .and_then(|t| t.first_content)
     }
 }
 
@@ -203,7 +208,10 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             let seen: Vec<Value> = seen
                 .iter_mut()
                 .map(|s| {
-                    let t = s.header("x-request-id").and_then(|id| timings.get(id)).copied();
+                    let t = s
+                        .header("x-request-id")
+                        .and_then(|id| timings.get(id))
+                        .copied();
                     // Over HTTP, credentials are not echoed back (tests read them in-process).
                     for (k, v) in &mut s.headers {
                         if k.eq_ignore_ascii_case("authorization") {
@@ -340,7 +348,14 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             m.clear();
         }
         // A new request with the same id (a static header) starts its timings afresh.
-        m.insert(id.to_string(), Timings { received: t0, headers: None, first_content: None });
+        m.insert(
+            id.to_string(),
+            Timings {
+                received: t0,
+                headers: None,
+                first_content: None,
+            },
+        );
     }
     let gen = Generation {
         chat,
