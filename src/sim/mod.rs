@@ -67,6 +67,15 @@ struct State {
 }
 
 const MAX_SEEN: usize = 10_000;
+const MAX_CACHED: usize = 10_000;
+
+/// A long-running sim (fire drills, soaks) must not grow without bound: an over-full cache
+/// starts afresh, as a real one evicts.
+fn bound<T>(cache: &mut HashSet<T>) {
+    if cache.len() >= MAX_CACHED {
+        cache.clear();
+    }
+}
 
 /// A running simulated replica; stops when dropped.
 pub struct Sim {
@@ -316,6 +325,7 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             .header("cache-control")
             .is_some_and(|v| v.contains("no-cache"));
         let mut cache = st.http_cache.lock().expect("sim state lock");
+        bound(&mut cache);
         !no_cache && !cache.insert(req.body.clone())
     };
     let prefix_cache_hit = {
@@ -325,6 +335,7 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
             body["cache_salt"].as_str().unwrap_or_default()
         );
         let mut cache = st.prefix_cache.lock().expect("sim state lock");
+        bound(&mut cache);
         !bypass && !cache.insert(key)
     };
     {
