@@ -210,11 +210,11 @@ fn inline_path(line: &str, start: usize, col: usize) -> Vec<String> {
         match c {
             '{' if i < col => frames.push(Frame::Map(None)),
             '[' if i < col => frames.push(Frame::Seq(0)),
-            // Past the error position, or a stray closer: nothing more to learn from this line.
-            '{' | '[' | '}' | ']' => break,
             '}' | ']' if frames.len() > 1 && i < col => {
                 frames.pop();
             }
+            // Past the error position, or a stray closer: nothing more to learn from this line.
+            '{' | '[' | '}' | ']' => break,
             ',' => match frames.last_mut() {
                 Some(Frame::Seq(n)) => *n += 1,
                 Some(Frame::Map(k)) => *k = None,
@@ -333,6 +333,7 @@ list: [a, b, c]
         assert_eq!(field_path(DOC, 13, 8), "targets2[1].api");
         assert_eq!(field_path(DOC, 14, 14), "list[2]");
         assert_eq!(field_path(DOC, 14, 11), "list[1]");
+        assert_eq!(field_path("targets: [{name: a}, {name: b}]", 1, 30), "targets[1].name");
         assert_eq!(field_path(DOC, 1, 1), "agent");
     }
 }
