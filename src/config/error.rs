@@ -333,7 +333,10 @@ list: [a, b, c]
         assert_eq!(field_path(DOC, 13, 8), "targets2[1].api");
         assert_eq!(field_path(DOC, 14, 14), "list[2]");
         assert_eq!(field_path(DOC, 14, 11), "list[1]");
-        assert_eq!(field_path("targets: [{name: a}, {name: b}]", 1, 30), "targets[1].name");
+        assert_eq!(
+            field_path("targets: [{name: a}, {name: b}]", 1, 30),
+            "targets[1].name"
+        );
         assert_eq!(field_path(DOC, 1, 1), "agent");
     }
 }
