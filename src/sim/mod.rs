@@ -180,6 +180,10 @@ fn json_bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("JSON values serialize")
 }
 
+async fn reply_json(sock: &mut TcpStream, status: u16, v: &Value) -> std::io::Result<()> {
+    http::respond(sock, status, "application/json", &[], &json_bytes(v)).await
+}
+
 /// Serves one request; returns whether the connection may be reused.
 async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io::Result<bool> {
     let t0 = Instant::now();
@@ -201,14 +205,7 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
                 .iter()
                 .map(|(n, _, _)| json!({"id": n, "object": "model", "owned_by": "llm-canary-sim"}))
                 .collect();
-            http::respond(
-                sock,
-                200,
-                "application/json",
-                &[],
-                &json_bytes(&json!({"object": "list", "data": data})),
-            )
-            .await?;
+            reply_json(sock, 200, &json!({"object": "list", "data": data})).await?;
             return Ok(true);
         }
         ("GET", "/_sim/requests") => {
@@ -233,22 +230,18 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
                     v
                 })
                 .collect();
-            http::respond(
-                sock,
-                200,
-                "application/json",
-                &[],
-                &serde_json::to_vec(&seen).unwrap_or_default(),
-            )
-            .await?;
+            reply_json(sock, 200, &Value::Array(seen)).await?;
             return Ok(true);
         }
         ("POST", "/v1/chat/completions") | ("POST", "/v1/completions") => {}
         _ => {
-            let body = json_bytes(
-                &json!({"error": {"message": format!("no route for {} {}", req.method, req.path), "type": "not_found"}}),
-            );
-            http::respond(sock, 404, "application/json", &[], &body).await?;
+            let msg = format!("no route for {} {}", req.method, req.path);
+            reply_json(
+                sock,
+                404,
+                &json!({"error": {"message": msg, "type": "not_found"}}),
+            )
+            .await?;
             return Ok(true);
         }
     }
@@ -256,10 +249,13 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
     let body: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(e) => {
-            let body = json_bytes(
-                &json!({"error": {"message": format!("invalid JSON body: {e}"), "type": "invalid_request_error"}}),
-            );
-            http::respond(sock, 400, "application/json", &[], &body).await?;
+            let msg = format!("invalid JSON body: {e}");
+            reply_json(
+                sock,
+                400,
+                &json!({"error": {"message": msg, "type": "invalid_request_error"}}),
+            )
+            .await?;
             return Ok(true);
         }
     };
@@ -274,9 +270,12 @@ async fn handle(sock: &mut TcpStream, req: &HttpRequest, st: &State) -> std::io:
     let mut scenario = match Scenario::parse(&spec) {
         Ok(s) => s,
         Err(e) => {
-            let body =
-                json_bytes(&json!({"error": {"message": e, "type": "invalid_request_error"}}));
-            http::respond(sock, 404, "application/json", &[], &body).await?;
+            reply_json(
+                sock,
+                404,
+                &json!({"error": {"message": e, "type": "invalid_request_error"}}),
+            )
+            .await?;
             return Ok(true);
         }
     };
