@@ -69,15 +69,7 @@ fn ttft_error(sim_rt: &tokio::runtime::Runtime, sim: &Sim, concurrency: usize, r
         let results = agent_rt.block_on(runner.run_all(pairs));
         for r in results {
             assert!(r.success, "{:?} {:?}", r.outcome, r.error);
-            let agent = r.timeline.as_ref().and_then(|t| t.first_content()).unwrap();
-            let server = sim.first_content_write(&r.request_id).unwrap();
-            // Signed: a negative error would mean the clock or the sim's stamp is wrong.
-            let err = if agent >= server {
-                (agent - server).as_secs_f64()
-            } else {
-                -(server - agent).as_secs_f64()
-            };
-            errors.push(err * 1000.0);
+            errors.push(sim.first_token_error_ms(&r).unwrap());
         }
     }
     let _ = sim_rt;

@@ -122,13 +122,7 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
                 ));
             }
             if t.name.starts_with("healthy") {
-                let agent = r
-                    .timeline
-                    .as_ref()
-                    .and_then(|tl| tl.first_content())
-                    .unwrap();
-                let server = sim.first_content_write(&r.request_id).unwrap();
-                errors_ms.push(agent.saturating_duration_since(server).as_secs_f64() * 1000.0);
+                errors_ms.push(sim.first_token_error_ms(r).unwrap());
             }
         }
         rss.push(rss_kib());

@@ -125,6 +125,18 @@ impl Sim {
         self.state.seen.lock().expect("sim state lock").clone()
     }
 
+    /// How much later the agent saw a run's first content than the sim wrote it, in ms
+    /// (signed: a negative error would mean a wrong clock or stamp). `None` without both.
+    pub fn first_token_error_ms(&self, r: &crate::result::ProbeResult) -> Option<f64> {
+        let agent = r.timeline.as_ref()?.first_content()?;
+        let server = self.first_content_write(&r.request_id)?;
+        Some(if agent >= server {
+            (agent - server).as_secs_f64() * 1000.0
+        } else {
+            -(server - agent).as_secs_f64() * 1000.0
+        })
+    }
+
     /// When the first content chunk for this `X-Request-Id` was handed to the kernel.
     pub fn first_content_write(&self, request_id: &str) -> Option<Instant> {
         self.state
