@@ -56,7 +56,8 @@ fn main() {
     std::fs::create_dir_all(dir.join("probes")).unwrap();
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
     let mut agent = String::from(
-        "agent: {name: bench, concurrency: 16, results_log: results.jsonl}\ntargets:\n",
+        // One results file large enough for the whole run: rotation would hide runs from the count.
+        "agent: {name: bench, concurrency: 16, results_log: results.jsonl, results_log_max_bytes: 4294967296}\ntargets:\n",
     );
     for t in 0..n_targets {
         agent.push_str(&format!("  - {{name: t{t}, base_url: \"{}\", model: m, server: vllm, labels: {{model_version: \"1\"}}}}\n", sim.base_url("healthy")));
@@ -110,7 +111,8 @@ fn main() {
         .filter(|l| l.contains("\"outcome\":\"ok\""))
         .count();
     println!(
-        "daemon, 100 pairs every 15 s for {wall:.0} s: {} runs ({ok} ok)",
+        "daemon, {} pairs firing \"{schedule}\" for {wall:.0} s: {} runs ({ok} ok)",
+        n_targets * n_probes,
         runs.lines().count()
     );
     println!(
