@@ -21,36 +21,36 @@ pub struct OnceOptions {
     pub push: bool,
 }
 
+/// Every name asked for must exist; the error lists the ones that do.
+fn check_known<'a>(
+    what: &str,
+    asked: &[String],
+    known: impl Iterator<Item = &'a str> + Clone,
+) -> anyhow::Result<()> {
+    if let Some(n) = asked
+        .iter()
+        .find(|n| !known.clone().any(|k| k == n.as_str()))
+    {
+        bail!(
+            "unknown {what} {n:?} (known: {})",
+            known.collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// The pairs a command line selects; an unknown name is an error, not an empty run.
 pub fn select_pairs(
     cfg: &Config,
     probes: &[String],
     targets: &[String],
 ) -> anyhow::Result<Vec<Pair>> {
-    for p in probes {
-        if !cfg.probes.iter().any(|x| &x.name == p) {
-            bail!(
-                "unknown probe {p:?} (known: {})",
-                cfg.probes
-                    .iter()
-                    .map(|x| x.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
-    for t in targets {
-        if cfg.target(t).is_none() {
-            bail!(
-                "unknown target {t:?} (known: {})",
-                cfg.targets
-                    .iter()
-                    .map(|x| x.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    check_known("probe", probes, cfg.probes.iter().map(|p| p.name.as_str()))?;
+    check_known(
+        "target",
+        targets,
+        cfg.targets.iter().map(|t| t.name.as_str()),
+    )?;
     let mut pairs = Vec::new();
     for p in cfg
         .probes

@@ -40,15 +40,15 @@ pub fn delta(choice: &Value) -> Delta {
     } else {
         text_of(&d["reasoning"])
     };
-    let mut tool_args = String::new();
+    let mut text = content.to_string();
     if let Some(calls) = d["tool_calls"].as_array() {
         for c in calls {
-            tool_args.push_str(text_of(&c["function"]["name"]));
-            tool_args.push_str(text_of(&c["function"]["arguments"]));
+            text.push_str(text_of(&c["function"]["name"]));
+            text.push_str(text_of(&c["function"]["arguments"]));
         }
     }
     Delta {
-        text: format!("{content}{tool_args}"),
+        text,
         reasoning_chars: reasoning.chars().count(),
         finish_reason: choice["finish_reason"].as_str().map(str::to_string),
     }
