@@ -60,8 +60,10 @@ async fn gate(dir: &TempDir, args: &[&str]) -> Gate {
     cmd.arg("gate")
         .arg("-c")
         .arg(dir.path().join("llm-canary.yaml"))
-        .args(["--concurrency", "4"])
         .args(args);
+    if !args.contains(&"--concurrency") {
+        cmd.args(["--concurrency", "4"]);
+    }
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap();
@@ -110,6 +112,42 @@ async fn healthy_against_healthy_passes() {
         .collect();
     let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(switches >= order.len() / 2, "A/B interleaving: {order:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pairs_run_back_to_back_and_take_turns_going_first() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let g = gate(
+        &dir,
+        &[
+            "--target",
+            "cand-same",
+            "--baseline-target",
+            "prod",
+            "--samples",
+            "4",
+            "--warmup",
+            "0",
+            "--concurrency",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(g.code, Some(0), "{}{}", g.stdout, g.stderr);
+    let order: String = sim
+        .seen()
+        .iter()
+        .map(|s| {
+            if s.path.contains("ttft=101ms") {
+                'C'
+            } else {
+                'B'
+            }
+        })
+        .collect();
+    // Pair 0: candidate first; pair 1: baseline first; …
+    assert_eq!(order, "CBBCCBBC");
 }
 
 #[tokio::test(flavor = "multi_thread")]

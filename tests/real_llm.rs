@@ -57,7 +57,7 @@ fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
         files.push((format!("prompts/{name}.txt"), prompt.to_string()));
         files.push((
             format!("probes/{name}.yaml"),
-            format!("name: {name}\nprompt: {name}.txt\nmax_tokens: 96\ntemperature: 0\nchecks: {{min_chars: 10, expect: \"{expect}\"}}\ngate:\n  samples: 8\n  vs_baseline: {{ttft_p50: \"+20%\", tokens_per_second_p50: \"-15%\"}}\n"),
+            format!("name: {name}\nprompt: {name}.txt\nmax_tokens: 96\ntemperature: 0\nchecks: {{min_chars: 10, expect: \"{expect}\"}}\ngate:\n  samples: 20\n  vs_baseline: {{ttft_p50: \"+25%\", tokens_per_second_p50: \"-25%\"}}\n"),
         ));
     }
     for (name, prompt) in LOOPING {
@@ -194,7 +194,7 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
                 Command::new(env!("CARGO_BIN_EXE_llm-canary"))
                     .args(["gate", "-c"])
                     .arg(cfg)
-                    .args(["--probe", "sky", "--concurrency", "1", "--format", "json"])
+                    .args(["--probe", "computer", "--concurrency", "1", "--format", "json"])
                     .args(args)
                     .output()
                     .unwrap()
@@ -207,6 +207,9 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
     let v: serde_json::Value = serde_json::from_slice(&same.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&same.stderr)));
     assert_eq!(same.status.code(), Some(0), "{v:#}");
+    for l in v["probes"][0]["limits"].as_array().unwrap() {
+        println!("against itself: {}", l["message"].as_str().unwrap());
+    }
 
     let slower = gate(vec!["--target", "slow", "--baseline-target", "prod"]).await;
     let v: serde_json::Value = serde_json::from_slice(&slower.stdout).unwrap();

@@ -218,15 +218,17 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
         }
     }
 
-    // The plan, interleaved: sample i of every probe on A, then on B.
+    // The plan, interleaved: pair i of every probe runs on A and B back to back, A first in even
+    // pairs and B first in odd ones, so neither side always runs right after the other.
     let n_of = |p: &Probe| opts.samples.or(p.gate.samples).unwrap_or(20);
     let max_n = probes.iter().map(|p| n_of(p)).max().unwrap_or(0);
-    let mut plan: Vec<(usize, usize)> = Vec::new();
+    let mut plan: Vec<(usize, usize, u32)> = Vec::new();
     for i in 0..max_n {
         for (pi, p) in probes.iter().enumerate() {
             if i < n_of(p) {
-                for side in 0..sides.len() {
-                    plan.push((pi, side));
+                for k in 0..sides.len() {
+                    let side = if i % 2 == 0 { k } else { sides.len() - 1 - k };
+                    plan.push((pi, side, i));
                 }
             }
         }
@@ -242,7 +244,7 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
     let spawner = {
         let (probes, sides, runner) = (probes.clone(), sides.clone(), runner.clone());
         tokio::spawn(async move {
-            for (pi, side) in plan {
+            for (pi, side, i) in plan {
                 let permit = limit
                     .clone()
                     .acquire_owned()
@@ -257,23 +259,31 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
                 tokio::spawn(async move {
                     let r = runner.run_one(&p, &t).await;
                     drop(permit);
-                    let _ = tx.send((pi, side, Sample::from(&r)));
+                    let _ = tx.send((pi, side, i, Sample::from(&r)));
                 });
             }
         })
     };
-    let mut got: Vec<[Vec<Sample>; 2]> = probes.iter().map(|_| [Vec::new(), Vec::new()]).collect();
-    while let Some((pi, side, s)) = rx.recv().await {
-        got[pi][side].push(s);
+    // Kept in pair order whatever order they finish in, so sample i of A and of B are a pair.
+    let mut got: Vec<[Vec<Option<Sample>>; 2]> = probes
+        .iter()
+        .map(|p| [vec![None; n_of(p) as usize], vec![None; n_of(p) as usize]])
+        .collect();
+    while let Some((pi, side, i, s)) = rx.recv().await {
+        got[pi][side][i as usize] = Some(s);
         progress.step();
     }
     let _ = spawner.await;
 
     let mut out = Vec::new();
     for (p, [cand_s, base_s]) in probes.iter().zip(got) {
-        let base_s = match &file_baseline {
-            Some(f) => f.get(&p.name).cloned().unwrap_or_default(),
-            None => base_s,
+        let (cand_s, base_s): (Vec<Sample>, Vec<Sample>) = (
+            cand_s.into_iter().flatten().collect(),
+            base_s.into_iter().flatten().collect(),
+        );
+        let (base_s, paired) = match &file_baseline {
+            Some(f) => (f.get(&p.name).cloned().unwrap_or_default(), false),
+            None => (base_s, true),
         };
         let c: Vec<&Sample> = cand_s.iter().collect();
         let b: Vec<&Sample> = base_s.iter().collect();
@@ -285,7 +295,7 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
                 p.gate
                     .vs_baseline
                     .iter()
-                    .map(|r| stats::judge_relative(r, &c, &b, inconclusive_fails)),
+                    .map(|r| stats::judge_relative(r, &c, &b, paired, inconclusive_fails)),
             );
         }
         let pass = limits.iter().all(|l| !l.failing);

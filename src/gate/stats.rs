@@ -104,6 +104,10 @@ fn resample<'a>(rng: &mut fastrand::Rng, s: &[&'a Sample]) -> Vec<&'a Sample> {
     (0..s.len()).map(|_| s[rng.usize(..s.len())]).collect()
 }
 
+fn pick<'a>(idx: &[usize], s: &[&'a Sample]) -> Vec<&'a Sample> {
+    idx.iter().map(|&i| s[i]).collect()
+}
+
 fn interval(mut v: Vec<f64>) -> Option<(f64, f64)> {
     v.retain(|x| x.is_finite());
     if v.len() < RESAMPLES / 2 {
@@ -126,15 +130,29 @@ pub fn ci(figure: Figure, samples: &[&Sample]) -> Option<(f64, f64)> {
     )
 }
 
-/// Bootstrap 95% interval of candidate / baseline, each resampled on its own.
-pub fn ratio_ci(figure: Figure, cand: &[&Sample], base: &[&Sample]) -> Option<(f64, f64)> {
+/// Bootstrap 95% interval of candidate / baseline. When the two sides are `paired` (sample i of
+/// each ran back to back, as the live gate interleaves them) whole pairs are resampled, so a
+/// slow spell that hit both alike stays matched and does not widen the interval; otherwise (a
+/// stored baseline) each side is resampled on its own.
+pub fn ratio_ci(
+    figure: Figure,
+    cand: &[&Sample],
+    base: &[&Sample],
+    paired: bool,
+) -> Option<(f64, f64)> {
     if cand.len() < 2 || base.len() < 2 {
         return None;
     }
+    let paired = paired && cand.len() == base.len();
     let mut rng = fastrand::Rng::with_seed(0x7261_7469);
     let ratios = (0..RESAMPLES).filter_map(|_| {
-        let c = value(figure, &resample(&mut rng, cand))?;
-        let b = value(figure, &resample(&mut rng, base))?;
+        let (c, b) = if paired {
+            let idx: Vec<usize> = (0..cand.len()).map(|_| rng.usize(..cand.len())).collect();
+            (pick(&idx, cand), pick(&idx, base))
+        } else {
+            (resample(&mut rng, cand), resample(&mut rng, base))
+        };
+        let (c, b) = (value(figure, &c)?, value(figure, &b)?);
         (b != 0.0).then(|| c / b)
     });
     interval(ratios.collect())
@@ -234,11 +252,13 @@ pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
     }
 }
 
-/// A relative limit: the 95% interval of candidate/baseline against the allowed change.
+/// A relative limit: the 95% interval of candidate/baseline against the allowed change
+/// (`paired`: see [`ratio_ci`]).
 pub fn judge_relative(
     rel: &Relative,
     cand: &[&Sample],
     base: &[&Sample],
+    paired: bool,
     inconclusive_fails: bool,
 ) -> LimitReport {
     let (c, b) = (value(rel.figure, cand), value(rel.figure, base));
@@ -247,7 +267,7 @@ pub fn judge_relative(
         (Some(c), Some(b)) if b != 0.0 => Some(c / b),
         _ => None,
     };
-    let rci = ratio_ci(rel.figure, cand, base);
+    let rci = ratio_ci(rel.figure, cand, base, paired);
     let worse_up = rel.figure.higher_is_worse();
     let mut needed = None;
     let (verdict, message) = match (ratio, rci) {
@@ -270,12 +290,9 @@ pub fn judge_relative(
             } else if within {
                 (Verdict::Pass, format!("{shown} is within {}", rel.text))
             } else {
-                // The interval narrows as 1/sqrt(n): the n at which its near half would clear the bound.
-                let half = if (r - bound) * (if worse_up { 1.0 } else { -1.0 }) > 0.0 {
-                    r - lo
-                } else {
-                    hi - r
-                };
+                // The interval narrows as 1/sqrt(n): the n at which the half of it that reaches
+                // across the bound would clear it (the lower half when the ratio is above).
+                let half = if r > bound { r - lo } else { hi - r };
                 let gap = (r - bound).abs();
                 let n = cand.len().min(base.len()) as f64;
                 needed = Some(if gap > 0.0 {
@@ -366,19 +383,90 @@ mod tests {
         let base: Vec<Sample> = (0..20).map(|i| s(100.0 + (i % 5) as f64, "ok")).collect();
         let rel = parse_relative("ttft_p50", "+20%").unwrap();
         let slow: Vec<Sample> = (0..20).map(|i| s(200.0 + (i % 5) as f64, "ok")).collect();
-        let r = judge_relative(&rel, &refs(&slow), &refs(&base), true);
+        let r = judge_relative(&rel, &refs(&slow), &refs(&base), false, true);
         assert_eq!(r.verdict, Verdict::Fail, "{}", r.message);
         let same: Vec<Sample> = (0..20).map(|i| s(101.0 + (i % 5) as f64, "ok")).collect();
-        let r = judge_relative(&rel, &refs(&same), &refs(&base), true);
+        let r = judge_relative(&rel, &refs(&same), &refs(&base), false, true);
         assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
         // Widely spread, centred on the limit: neither pass nor fail.
         let noisy: Vec<Sample> = (0..20)
             .map(|i| s(40.0 + (i * 9 % 20) as f64 * 9.0, "ok"))
             .collect();
-        let r = judge_relative(&rel, &refs(&noisy), &refs(&base), true);
+        let r = judge_relative(&rel, &refs(&noisy), &refs(&base), false, true);
         assert_eq!(r.verdict, Verdict::Inconclusive, "{}", r.message);
         assert!(r.failing && r.samples_needed.unwrap() > 20, "{r:?}");
-        assert!(!judge_relative(&rel, &refs(&noisy), &refs(&base), false).failing);
+        assert!(!judge_relative(&rel, &refs(&noisy), &refs(&base), false, false).failing);
+    }
+
+    #[test]
+    fn pairs_that_drift_together_stay_matched() {
+        // Every pair ran in its own slow or fast spell (factor 1 to 3), the candidate 2% slower
+        // than the baseline within each pair.
+        let spell = |i: usize| 1.0 + (i * 7 % 20) as f64 / 10.0;
+        let base: Vec<Sample> = (0..20).map(|i| s(100.0 * spell(i), "ok")).collect();
+        let cand: Vec<Sample> = (0..20).map(|i| s(102.0 * spell(i), "ok")).collect();
+        let rel = parse_relative("ttft_p50", "+20%").unwrap();
+        let paired = judge_relative(&rel, &refs(&cand), &refs(&base), true, true);
+        assert_eq!(paired.verdict, Verdict::Pass, "{}", paired.message);
+        let (lo, hi) = paired.ratio_ci.unwrap();
+        assert!(lo <= 1.02 && 1.02 <= hi && hi - lo < 0.05, "{lo}-{hi}");
+        // The same figures taken as two unrelated sets cannot tell.
+        let apart = judge_relative(&rel, &refs(&cand), &refs(&base), false, true);
+        assert_eq!(apart.verdict, Verdict::Inconclusive, "{}", apart.message);
+        // Unequal sides cannot be paired: resampled apart.
+        let short = judge_relative(&rel, &refs(&cand[..19]), &refs(&base), true, true);
+        assert_eq!(short.verdict, Verdict::Inconclusive, "{}", short.message);
+    }
+
+    #[test]
+    fn samples_needed_measures_the_half_that_reaches_the_bound() {
+        // The interval is lopsided (a long upper tail), so using the wrong half shows.
+        let skew = |i: usize| {
+            if i % 3 == 0 {
+                2.5
+            } else {
+                1.0 + (i % 5) as f64 / 8.0
+            }
+        };
+        let base: Vec<Sample> = (0..12).map(|i| s(100.0 * skew(i), "ok")).collect();
+        let cases = [
+            // tokens/s: lower is worse; ratio above the bound, its lower half reaches down.
+            ("tokens_per_second_p50", "-15%", 0.95),
+            // tokens/s: ratio below the bound, its upper half reaches up.
+            ("tokens_per_second_p50", "-15%", 0.80),
+            // ttft: higher is worse; ratio below the bound, its upper half reaches up.
+            ("ttft_p50", "+10%", 1.05),
+            // ttft: ratio above the bound, its lower half reaches down.
+            ("ttft_p50", "+10%", 1.15),
+        ];
+        for (figure, limit, k) in cases {
+            let with = |v: f64| {
+                let mut x = s(v, "ok");
+                x.tokens_per_second = Some(v);
+                x
+            };
+            let b: Vec<Sample> = base.iter().map(|x| with(x.ttft_ms.unwrap())).collect();
+            let c: Vec<Sample> = (0..12)
+                .map(|i| with(100.0 * k * skew((i + 2) % 12)))
+                .collect();
+            let rel = parse_relative(figure, limit).unwrap();
+            let r = judge_relative(&rel, &refs(&c), &refs(&b), false, true);
+            assert_eq!(
+                r.verdict,
+                Verdict::Inconclusive,
+                "{figure} {k}: {}",
+                r.message
+            );
+            let (ratio, (lo, hi)) = (r.ratio.unwrap(), r.ratio_ci.unwrap());
+            let bound = 1.0 + rel.change;
+            let half = if ratio > bound {
+                ratio - lo
+            } else {
+                hi - ratio
+            };
+            let want = (12.0 * (half / (ratio - bound)).powi(2)).ceil() as u32;
+            assert_eq!(r.samples_needed, Some(want), "{figure} {k}: {}", r.message);
+        }
     }
 
     #[test]
