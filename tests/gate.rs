@@ -151,6 +151,40 @@ async fn pairs_run_back_to_back_and_take_turns_going_first() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_gets_a_progress_bar() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    // util-linux's `script` gives the gate a pseudo-terminal for stdout and stderr.
+    let cmd = format!(
+        "'{}' gate -c '{}' --target cand-same --baseline-target prod --probe p --samples 2 --warmup 0 --concurrency 1",
+        env!("CARGO_BIN_EXE_llm-canary"),
+        dir.path().join("llm-canary.yaml").display()
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("`script` (Debian package bsdutils/util-linux) is needed for this test: {e}")
+            })
+    })
+    .await
+    .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{tty}");
+    // One bar redrawn in place (\r), never the plain lines meant for logs.
+    for bar in [
+        "\r[#######-----------------------] 1/4 runs",
+        "\r[###############---------------] 2/4 runs",
+        "\r[##############################] 4/4 runs\r\n",
+    ] {
+        assert!(tty.contains(bar), "no {bar:?} in {tty:?}");
+    }
+    assert!(!tty.contains("gate: "), "{tty:?}");
+    assert!(tty.contains("gate PASSED"), "{tty:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_slow_first_token_fails_naming_the_ttft_limits() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup(&sim, "fail");

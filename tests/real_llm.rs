@@ -194,7 +194,14 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
                 Command::new(env!("CARGO_BIN_EXE_llm-canary"))
                     .args(["gate", "-c"])
                     .arg(cfg)
-                    .args(["--probe", "computer", "--concurrency", "1", "--format", "json"])
+                    .args([
+                        "--probe",
+                        "computer",
+                        "--concurrency",
+                        "1",
+                        "--format",
+                        "json",
+                    ])
                     .args(args)
                     .output()
                     .unwrap()
