@@ -277,9 +277,23 @@ async fn every_dashboard_query_parses_and_returns_data() {
     .unwrap();
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let gw = services::pushgateway().await;
+    // 80 minutes of recorded TTFT p95 for the target the daemon probes below, alternating 100 ms
+    // and 120 ms: the sliding baseline (the hour before the last 15 minutes) is then 110 ms and
+    // its upper edge 110 + 3 x 10 ms, which the band panel must show.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut history = String::from("# TYPE llm_canary:ttft_seconds:p95_5m gauge\n");
+    for (i, t) in (now - 80 * 60..now - 60).step_by(30).enumerate() {
+        let v = if i % 2 == 0 { 0.10 } else { 0.12 };
+        history.push_str(&format!("llm_canary:ttft_seconds:p95_5m{{target=\"t1\",probe=\"p\",model=\"m1\",model_version=\"1\",cluster=\"c1\",env=\"prod\"}} {v} {t}\n"));
+    }
+    history.push_str("# EOF\n");
     let prom = services::prometheus_with_rules(
         &[format!("127.0.0.1:{}", gw.port)],
         &[root().join("deploy/prometheus/llm-canary.rules.yml")],
+        Some(&history),
     )
     .await;
     let dir = TempDir::new("dash");
@@ -335,11 +349,7 @@ async fn every_dashboard_query_parses_and_returns_data() {
         let e = substitute(expr);
         let v = query(e.clone()).await;
         assert_eq!(v["status"], "success", "{title}: {e} does not parse: {v}");
-        // The baseline needs 75 minutes of history: it must parse; data cannot exist yet.
-        if expr.contains(":baseline") {
-            continue;
-        }
-        eventually(
+        let first = eventually(
             &format!("data for {title}: {e}"),
             Duration::from_secs(60),
             || {
@@ -347,11 +357,19 @@ async fn every_dashboard_query_parses_and_returns_data() {
                 let q = &query;
                 async move {
                     let v = q(e).await;
-                    (!v["data"]["result"].as_array()?.is_empty()).then_some(())
+                    let first = v["data"]["result"].as_array()?.first()?.clone();
+                    Some(first)
                 }
             },
         )
         .await;
+        // The band is the rules' sliding baseline over the backfilled history.
+        let value = || first["value"][1].as_str().unwrap().parse::<f64>().unwrap();
+        if expr.contains(":baseline_upper") {
+            assert!((value() - 0.14).abs() < 0.002, "{title}: {e} = {first}");
+        } else if expr.contains(":baseline") {
+            assert!((value() - 0.11).abs() < 0.002, "{title}: {e} = {first}");
+        }
     }
     // The variables list values too.
     for v in dash["templating"]["list"]

@@ -109,16 +109,34 @@ pub async fn pushgateway() -> Service {
 
 /// Prometheus scraping `targets` (host:port) every second with `honor_labels: true`.
 pub async fn prometheus(targets: &[String]) -> Service {
-    prometheus_with_rules(targets, &[]).await
+    prometheus_with_rules(targets, &[], None).await
 }
 
 /// The same, evaluating `rule_files` every second.
+/// Prometheus with `rule_files`, scraping `targets`; `history`, OpenMetrics text with timestamps,
+/// is first written into its storage with `promtool tsdb create-blocks-from openmetrics`, so
+/// queries that need hours of the past have it.
 pub async fn prometheus_with_rules(
     targets: &[String],
     rule_files: &[std::path::PathBuf],
+    history: Option<&str>,
 ) -> Service {
     let bin = binary("prometheus", "prometheus");
     let dir = TempDir::new("prom");
+    if let Some(text) = history {
+        dir.write(&[("history.om", text)]);
+        let out = Command::new(binary("promtool", "prometheus"))
+            .args(["tsdb", "create-blocks-from", "openmetrics"])
+            .arg(dir.path().join("history.om"))
+            .arg(dir.path().join("data"))
+            .output()
+            .expect("run promtool");
+        assert!(
+            out.status.success(),
+            "promtool could not backfill the history: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
     let rules: Vec<String> = rule_files
         .iter()
