@@ -1,8 +1,8 @@
 //! Runs (probe, target) pairs with a concurrency limit and keeps the warm-up state: the first
-//! successful run of a pair after start, or after its target was unreachable, is flagged
-//! `warmup` (a cold start, reported apart from the latency figures).
+//! successful run of a pair after start, or after its target was unreachable (to any probe), is
+//! flagged `warmup` (a cold start, reported apart from the latency figures).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
@@ -17,9 +17,30 @@ pub type Pair = (Arc<Probe>, Arc<Target>);
 pub struct Runner {
     clients: Clients,
     limit: Arc<Semaphore>,
-    /// Pairs that have had a successful run since start or since their target was unreachable.
-    warm: Mutex<HashMap<(String, String), bool>>,
+    warm: Mutex<Warm>,
     pub show_output: bool,
+}
+
+/// The (probe, target) pairs that have had a successful run since start or since their target
+/// was last unreachable.
+#[derive(Default)]
+struct Warm(HashMap<String, HashSet<String>>);
+
+impl Warm {
+    /// Takes in one run's outcome; true when that run is a warm-up (a cold start).
+    fn note(&mut self, probe: &str, target: &str, outcome: Outcome, success: bool) -> bool {
+        if outcome == Outcome::ConnectError {
+            // The target itself was unreachable: every probe of it starts cold again.
+            self.0.remove(target);
+            return false;
+        }
+        success
+            && self
+                .0
+                .entry(target.to_string())
+                .or_default()
+                .insert(probe.to_string())
+    }
 }
 
 impl Runner {
@@ -27,7 +48,7 @@ impl Runner {
         Runner {
             clients: Clients::default(),
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
-            warm: Mutex::new(HashMap::new()),
+            warm: Mutex::new(Warm::default()),
             show_output: false,
         }
     }
@@ -47,13 +68,7 @@ impl Runner {
 
     fn mark_warmup(&self, r: &mut ProbeResult) {
         let mut warm = self.warm.lock().expect("the warm-up map is never poisoned");
-        let key = (r.probe.clone(), r.target.clone());
-        if r.outcome == Outcome::ConnectError {
-            warm.insert(key, false);
-        } else if r.success {
-            let was_warm = warm.insert(key, true).unwrap_or(false);
-            r.warmup = !was_warm;
-        }
+        r.warmup = warm.note(&r.probe, &r.target, r.outcome, r.success);
     }
 
     /// Every pair once, concurrently within the limit; results in the order of `pairs`.
@@ -70,5 +85,35 @@ impl Runner {
             out.push(h.await.expect("a probe run never panics"));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_is_cold_after_start_and_after_its_target_was_unreachable() {
+        let mut w = Warm::default();
+        let ok = Outcome::Ok;
+        assert!(w.note("a", "t", ok, true), "first success after start");
+        assert!(!w.note("a", "t", ok, true));
+        assert!(
+            w.note("b", "t", ok, true),
+            "each probe has its own first success"
+        );
+        assert!(w.note("a", "u", ok, true), "and each target");
+        // A failure that is not about reaching the target changes nothing.
+        assert!(!w.note("a", "t", Outcome::HttpError, false));
+        assert!(!w.note("a", "t", ok, true));
+        // Probe b finds t unreachable: a and b are both cold on t, not on u.
+        assert!(!w.note("b", "t", Outcome::ConnectError, false));
+        assert!(
+            !w.note("a", "t", Outcome::Repetition, false),
+            "only successes warm up"
+        );
+        assert!(w.note("a", "t", ok, true));
+        assert!(w.note("b", "t", ok, true));
+        assert!(!w.note("a", "u", ok, true));
     }
 }
