@@ -220,6 +220,47 @@ fn the_configmap_holds_a_valid_agent_config() {
 }
 
 #[test]
+fn systemd_accepts_the_unit_and_rates_it_hardened() {
+    // The unit as installed, pointing at this build instead of /usr/local/bin.
+    let dir = TempDir::new("unit");
+    let unit = std::fs::read_to_string(root().join("deploy/systemd/llm-canary.service"))
+        .unwrap()
+        .replace(
+            "/usr/local/bin/llm-canary",
+            env!("CARGO_BIN_EXE_llm-canary"),
+        );
+    dir.write(&[("llm-canary.service", &unit)]);
+    let path = dir.path().join("llm-canary.service");
+    let analyze = |args: &[&str]| {
+        Command::new(binary("systemd-analyze", "systemd"))
+            .args(args)
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    // Unknown or misspelt directives, bad values and a missing binary are errors here.
+    let out = analyze(&["verify"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.trim().is_empty(), "{said}");
+    // systemd's exposure score, 0 (locked down) to 10 (fully exposed); --threshold is in tenths.
+    let out = analyze(&["security", "--offline=true", "--threshold=20"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let score = text
+        .lines()
+        .find_map(|l| {
+            l.split("Overall exposure level for llm-canary.service: ")
+                .nth(1)
+        })
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no exposure level in {text}"));
+    assert!(
+        out.status.success() && score <= 2.0,
+        "exposure {score}:\n{text}"
+    );
+    println!("systemd-analyze security: exposure {score}");
+}
+
+#[test]
 fn dockerfile_and_systemd_unit_refer_to_what_exists() {
     let docker = std::fs::read_to_string(root().join("deploy/Dockerfile")).unwrap();
     for line in docker
