@@ -100,12 +100,17 @@ pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
 
 const RESAMPLES: usize = 2000;
 
-fn resample<'a>(rng: &mut fastrand::Rng, s: &[&'a Sample]) -> Vec<&'a Sample> {
-    (0..s.len()).map(|_| s[rng.usize(..s.len())]).collect()
+/// `n` indices drawn with replacement from `0..n`.
+fn draw(rng: &mut fastrand::Rng, n: usize) -> Vec<usize> {
+    (0..n).map(|_| rng.usize(..n)).collect()
 }
 
 fn pick<'a>(idx: &[usize], s: &[&'a Sample]) -> Vec<&'a Sample> {
     idx.iter().map(|&i| s[i]).collect()
+}
+
+fn resample<'a>(rng: &mut fastrand::Rng, s: &[&'a Sample]) -> Vec<&'a Sample> {
+    pick(&draw(rng, s.len()), s)
 }
 
 fn interval(mut v: Vec<f64>) -> Option<(f64, f64)> {
@@ -147,7 +152,7 @@ pub fn ratio_ci(
     let mut rng = fastrand::Rng::with_seed(0x7261_7469);
     let ratios = (0..RESAMPLES).filter_map(|_| {
         let (c, b) = if paired {
-            let idx: Vec<usize> = (0..cand.len()).map(|_| rng.usize(..cand.len())).collect();
+            let idx = draw(&mut rng, cand.len());
             (pick(&idx, cand), pick(&idx, base))
         } else {
             (resample(&mut rng, cand), resample(&mut rng, base))
