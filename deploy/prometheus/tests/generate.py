@@ -90,13 +90,16 @@ def write(path, evaluation_interval, tests):
         f.write("\n")
 
 
-LINKS = {
-    "dashboard_url": "https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-7b",
-}
+DASHBOARD = "https://grafana.example.com/d/llm-canary/llm-canary"
 
 
 def runbook(name):
     return {"runbook_url": f"https://runbooks.example.com/llm-canary#{name}"}
+
+
+def links(name, target="chat-7b"):
+    """An alert's runbook and its dashboard, opened on the target."""
+    return {**runbook(name), "dashboard_url": f"{DASHBOARD}?var-target={target}"}
 
 
 def basic():
@@ -123,7 +126,7 @@ def basic():
                 {"severity": "P0"},
                 summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
                 description="Only 0% of probe runs succeeded over the last 3 minutes (baseline: 100%). Outcomes: https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-7b",
-                value="0%", baseline="100%", **runbook("LLMCanaryTargetFailing"), **LINKS)]},
+                value="0%", baseline="100%", **links("LLMCanaryTargetFailing"))]},
             {"eval_time": "130m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
         ],
     })
@@ -146,14 +149,14 @@ def basic():
                 summary="chat-7b time to first token p95 is above its baseline (capital)",
                 description="TTFT p95 1.95s vs baseline 300.4ms on chat-7b-v3 1 (c1).",
                 value="1.95s", baseline="300.4ms", ratio="6.49x",
-                **runbook("LLMCanaryTTFTAboveBaseline"), **LINKS)]},
+                **links("LLMCanaryTTFTAboveBaseline"))]},
             {"eval_time": "178m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
             {"eval_time": "137m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [alert(
                 {"severity": "P0", "probe": "capital"},
                 summary="chat-7b time to first token p99 is more than 4x its baseline (capital)",
                 description="TTFT p99 1.99s vs baseline 312.3ms on chat-7b-v3 1 (c1).",
                 value="1.99s", baseline="312.3ms", ratio="6.4x",
-                **runbook("LLMCanaryTTFTP99FarAboveBaseline"), **LINKS)]},
+                **links("LLMCanaryTTFTP99FarAboveBaseline"))]},
         ],
     })
 
@@ -186,7 +189,7 @@ def basic():
                 summary="chat-7b decodes slower than its baseline (capital)",
                 description="50.0 tokens/s vs baseline 98.3 tokens/s on chat-7b-v3 1 (c1).",
                 value="50.0 tokens/s", baseline="98.3 tokens/s",
-                **runbook("LLMCanaryDecodeSlowerThanBaseline"), **LINKS)]},
+                **links("LLMCanaryDecodeSlowerThanBaseline"))]},
         ],
     })
 
@@ -214,14 +217,13 @@ def basic():
                 summary="chat-7b answers, but 40% of its answers fail the content checks",
                 description="Soft failures (empty, repetition, truncated, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3 1 (c1).",
                 value="40%", baseline="10% threshold",
-                **runbook("LLMCanarySoftFailures"), **LINKS)]},
+                **links("LLMCanarySoftFailures"))]},
             {"eval_time": "90m", "alertname": "LLMCanaryStallsWithHealthyStatus", "exp_alerts": [alert(
                 {"severity": "P1", "target": "chat-13b"},
                 summary="chat-13b streams stall while its status stays 200",
                 description="16.67% of runs stalled mid-stream over 10m with no HTTP errors, on chat-7b-v3 1 (c1).",
                 value="16.67%", baseline="5% threshold",
-                **runbook("LLMCanaryStallsWithHealthyStatus"),
-                dashboard_url="https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-13b")]},
+                **links("LLMCanaryStallsWithHealthyStatus", "chat-13b"))]},
         ],
     })
 
@@ -244,14 +246,13 @@ def basic():
                 summary="chat-7b cold-started 4 times in an hour",
                 description="4 warm-ups in the last hour (limit 3): replicas restarting? chat-7b-v3 1 (c1).",
                 value="4", baseline="3 per hour",
-                **runbook("LLMCanaryFrequentWarmups"), **LINKS)]},
+                **links("LLMCanaryFrequentWarmups"))]},
             {"eval_time": "30m", "alertname": "LLMCanarySlowColdStart", "exp_alerts": [alert(
                 {"severity": "P2", "target": "chat-13b"},
                 summary="chat-13b took 45s to its first token after a cold start",
                 description="Cold-start TTFT 45s (limit 30s) on chat-7b-v3 1 (c1).",
                 value="45s", baseline="30s limit",
-                **runbook("LLMCanarySlowColdStart"),
-                dashboard_url="https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-13b")]},
+                **links("LLMCanarySlowColdStart", "chat-13b"))]},
         ],
     })
 
@@ -267,7 +268,7 @@ def basic():
                     "summary": f"llm-canary agent {inst} has not pushed for {ago}",
                     "description": f"The last successful push was {ago} ago (limit 3m): the agent is down or cannot reach the Pushgateway, and its targets are unwatched.",
                     "value": ago, "baseline": "3m", **runbook("LLMCanaryAgentSilent"),
-                    "dashboard_url": "https://grafana.example.com/d/llm-canary/llm-canary"}}
+                    "dashboard_url": DASHBOARD}}
     tests.append({
         "name": "the agent's dead man's switch",
         "interval": "1m",
@@ -289,7 +290,7 @@ def basic():
                      "summary": "llm-canary agent canary-3: its last push failed",
                      "description": "The Pushgateway recorded a failed push after the last successful one (see the agent's /healthz and llm_canary_push_failures_total).",
                      "value": "failed", "baseline": "ok", **runbook("LLMCanaryAgentPushFailing"),
-                     "dashboard_url": "https://grafana.example.com/d/llm-canary/llm-canary"}}]},
+                     "dashboard_url": DASHBOARD}}]},
         ],
     })
     write("alerts_test.yml", "30s", tests)
@@ -323,8 +324,7 @@ def weekly():
                 summary="chat-13b time to first token p95 is above its baseline (capital)",
                 description="TTFT p95 987.5ms vs baseline 490ms on chat-7b-v3 1 (c1).",
                 value="987.5ms", baseline="490ms", ratio="2.02x",
-                **runbook("LLMCanaryTTFTAboveBaseline"),
-                dashboard_url="https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-13b")]},
+                **links("LLMCanaryTTFTAboveBaseline", "chat-13b"))]},
         ],
     }]
     write("weekly_test.yml", "5m", tests)
