@@ -46,12 +46,7 @@ fn main() {
     } else {
         (10, 10, "*/15 * * * * *")
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = rt.block_on(Sim::start("127.0.0.1:0")).unwrap();
+    let (_rt, sim) = Sim::start_apart().unwrap();
     let dir = std::env::temp_dir().join(format!("llm-canary-bench-daemon-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("probes")).unwrap();
     std::fs::create_dir_all(dir.join("prompts")).unwrap();

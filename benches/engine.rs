@@ -146,12 +146,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let sim_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = sim_rt.block_on(Sim::start("127.0.0.1:0")).unwrap();
+    let (sim_rt, sim) = Sim::start_apart().unwrap();
     ttft_error(&sim_rt, &sim, 1, 200);
     ttft_error(&sim_rt, &sim, 50, 10);
     once_rss(&sim);

@@ -62,12 +62,7 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(180);
-    let sim_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = sim_rt.block_on(Sim::start("127.0.0.1:0")).unwrap();
+    let (_sim_rt, sim) = Sim::start_apart().unwrap();
     let agent_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

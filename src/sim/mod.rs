@@ -111,6 +111,18 @@ impl Sim {
         Ok(Sim { addr, state, task })
     }
 
+    /// The sim on a runtime of its own with one worker thread, so what is being measured
+    /// (benchmarks, the chaos suite) shares no scheduler with it. The sim serves as long as the
+    /// returned runtime lives.
+    pub fn start_apart() -> std::io::Result<(tokio::runtime::Runtime, Sim)> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let sim = rt.block_on(Sim::start("127.0.0.1:0"))?;
+        Ok((rt, sim))
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
