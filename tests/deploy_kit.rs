@@ -27,28 +27,29 @@ fn run(cmd: &mut Command) -> String {
     text
 }
 
+/// `promtool <args> <file>` on a file of deploy/prometheus/, and what it printed.
+fn promtool(args: &[&str], file: &str) -> String {
+    run(Command::new(binary("promtool", "prometheus"))
+        .args(args)
+        .arg(root().join("deploy/prometheus").join(file)))
+}
+
 #[test]
 fn prometheus_rules_check() {
-    let out = run(Command::new(binary("promtool", "prometheus"))
-        .args(["check", "rules"])
-        .arg(root().join("deploy/prometheus/llm-canary.rules.yml")));
+    let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
     assert!(out.contains("SUCCESS: 37 rules found"), "{out}");
 }
 
 #[test]
 fn prometheus_alert_unit_tests() {
-    let out = run(Command::new(binary("promtool", "prometheus"))
-        .args(["test", "rules"])
-        .arg(root().join("deploy/prometheus/tests/alerts_test.yml")));
+    let out = promtool(&["test", "rules"], "tests/alerts_test.yml");
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
 #[test]
 fn prometheus_weekly_baseline_unit_tests() {
     // Three weeks of a daily cycle: about a minute of promtool.
-    let out = run(Command::new(binary("promtool", "prometheus"))
-        .args(["test", "rules"])
-        .arg(root().join("deploy/prometheus/tests/weekly_test.yml")));
+    let out = promtool(&["test", "rules"], "tests/weekly_test.yml");
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
