@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use llm_canary::runner::Runner;
 use llm_canary::sim::Sim;
-use llm_canary::stream::SseDecoder;
+use llm_canary::stream::{self, sse::SseReader, StreamCaps};
 
 fn temp_dir() -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("llm-canary-bench-{}", std::process::id()));
@@ -121,17 +121,16 @@ fn reader_throughput() {
         body.extend_from_slice(b"\n\n");
     }
     let start = Instant::now();
-    let mut dec = SseDecoder::new(1 << 20, usize::MAX);
-    let mut events = Vec::new();
+    let caps = StreamCaps {
+        max_line: 1 << 20,
+        max_body: usize::MAX,
+    };
+    let reader = SseReader::new(stream::reads(body.chunks(16 * 1024)), caps, start);
     let mut chars = 0usize;
-    for read in body.chunks(16 * 1024) {
-        let at = Instant::now();
-        dec.feed(read, at, &mut events).unwrap();
-        for e in events.drain(..) {
-            let v: serde_json::Value = serde_json::from_str(&e.data).unwrap();
-            let d = llm_canary::probe::openai_chat::delta(&v["choices"][0]);
-            chars += d.text.len();
-        }
+    for e in stream::drain_ready(reader) {
+        let v: serde_json::Value = serde_json::from_str(&e.unwrap().data).unwrap();
+        let d = llm_canary::probe::flavor::openai_chat::delta(&v["choices"][0]);
+        chars += d.text.len();
     }
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(chars, n * 6);

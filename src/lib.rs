@@ -12,7 +12,8 @@
 //! - [`schedule`]: cron expressions → next fire times.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
 //!   deadlines, caps, transport outcome) and one file per API flavor.
-//! - [`stream`]: bytes → server-sent events, with arrival times and caps.
+//! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`), stamped with
+//!   arrival times and capped.
 //! - [`timeline`]: arrival times → ttfb, ttft, e2e, tpot, tokens/s, inter-token gaps.
 //! - [`checks`]: content checks and degeneration detectors, pure functions over the text.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
@@ -26,6 +27,8 @@
 //! - [`sim`]: the simulated OpenAI-compatible replica and its scenarios.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
+//! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
+//!   clipping, stop signals).
 
 pub mod checks;
 pub mod cli;
@@ -45,6 +48,7 @@ pub mod sim;
 pub mod sinks;
 pub mod stream;
 pub mod timeline;
+pub mod util;
 
 use std::process::ExitCode;
 

@@ -47,7 +47,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Sim { listen } => crate::sim::serve_forever(&listen).await,
         Command::Demo => demo::demo().await,
         Command::Run { config } => {
-            crate::daemon::run(config, crate::daemon::terminate_signal()).await?;
+            crate::daemon::run(config, crate::util::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Gate {

@@ -148,7 +148,7 @@ async fn wait_ready(
         if next >= deadline {
             return Err(NotReady {
                 target: target.name.clone(),
-                limit: crate::report::human_duration(limit),
+                limit: crate::util::human_duration(limit),
                 last,
             }
             .into());

@@ -179,7 +179,7 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     }
     let _ = out.flush();
     drop(out);
-    crate::daemon::terminate_signal().await;
+    crate::util::terminate_signal().await;
     Ok(ExitCode::SUCCESS)
 }
 

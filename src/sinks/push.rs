@@ -68,7 +68,7 @@ async fn send(req: reqwest::RequestBuilder, url: &str) -> Result<(), PushError> 
     let resp = req
         .send()
         .await
-        .map_err(|e| fail(crate::probe::error_chain(&e)))?;
+        .map_err(|e| fail(crate::util::error_chain(&e)))?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());

@@ -1,0 +1,443 @@
+//! Reading one response under the probe's layered deadlines — first token, stall, total — into
+//! plain data: when headers and every content-carrying event arrived, the text, the token
+//! count, and the transport failure if reading stopped early. Judging the text is elsewhere.
+
+use std::time::Instant;
+
+use futures_util::{Stream, StreamExt};
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use tokio::time::timeout_at;
+
+use super::flavor;
+use super::Caps;
+use crate::config::{Api, Timeouts};
+use crate::outcome::Outcome;
+use crate::stream::sse::{SseError, SseReader};
+use crate::stream::{Body, BodyError, StreamCaps};
+use crate::timeline::Timeline;
+use crate::util::{clip, error_chain, human_duration, snippet};
+
+/// Why reading stopped early: the transport outcome and a sentence for the on-call engineer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub outcome: Outcome,
+    pub error: String,
+}
+
+fn fail(outcome: Outcome, error: impl Into<String>) -> Failure {
+    Failure {
+        outcome,
+        error: error.into(),
+    }
+}
+
+/// Everything one response showed.
+#[derive(Debug)]
+pub struct Reading {
+    pub timeline: Timeline,
+    pub http_status: Option<u16>,
+    /// Body bytes read (headers excluded).
+    pub bytes_read: usize,
+    pub text: String,
+    /// Events that carried generated content.
+    pub chunks: usize,
+    pub usage_tokens: Option<u64>,
+    pub finish_reason: Option<String>,
+    pub server_timings: Option<Value>,
+    pub failure: Option<Failure>,
+}
+
+/// The layered deadlines of one run, all from its start.
+struct Deadlines {
+    timeouts: Timeouts,
+    first_token: Instant,
+    total: Instant,
+}
+
+impl Deadlines {
+    fn new(start: Instant, timeouts: Timeouts) -> Self {
+        let total = start + timeouts.total;
+        Deadlines {
+            timeouts,
+            first_token: (start + timeouts.ttft).min(total),
+            total,
+        }
+    }
+
+    /// Until the first token, the first-token deadline; after it, a stall deadline from the
+    /// last event, never past the total.
+    fn next(&self, last_event: Option<Instant>) -> Instant {
+        match last_event {
+            Some(last) => (last + self.timeouts.stall).min(self.total),
+            None => self.first_token,
+        }
+    }
+
+    /// The failure for a deadline passed at `now` while reading the body.
+    fn passed(&self, now: Instant, got_content: bool) -> Failure {
+        let t = &self.timeouts;
+        if now >= self.total {
+            fail(
+                Outcome::TimeoutTotal,
+                format!(
+                    "the response took longer than {} (timeouts.total)",
+                    human_duration(t.total)
+                ),
+            )
+        } else if !got_content {
+            fail(
+                Outcome::TimeoutTtft,
+                format!(
+                    "no generated content within {} (timeouts.ttft)",
+                    human_duration(t.ttft)
+                ),
+            )
+        } else {
+            fail(
+                Outcome::Stall,
+                format!(
+                    "no chunk for {} after the first token (timeouts.stall)",
+                    human_duration(t.stall)
+                ),
+            )
+        }
+    }
+
+    /// The failure when not even the response headers came in time.
+    fn no_headers(&self) -> Failure {
+        let t = &self.timeouts;
+        let (outcome, limit, key) = if t.ttft >= t.total {
+            (Outcome::TimeoutTotal, t.total, "total")
+        } else {
+            (Outcome::TimeoutTtft, t.ttft, "ttft")
+        };
+        fail(
+            outcome,
+            format!(
+                "no response headers within {} (timeouts.{key})",
+                human_duration(limit)
+            ),
+        )
+    }
+}
+
+/// A response being read.
+struct Reader {
+    api: Api,
+    caps: Caps,
+    deadlines: Deadlines,
+    seen: Reading,
+    /// `[DONE]` arrived.
+    done: bool,
+    /// The last event that carried content, once the first token came.
+    last_event: Option<Instant>,
+}
+
+/// Sends the request and reads the response.
+pub async fn read(
+    client: &reqwest::Client,
+    request: super::Request,
+    api: Api,
+    timeouts: Timeouts,
+    caps: Caps,
+    start: Instant,
+) -> Reading {
+    let mut reader = Reader {
+        api,
+        caps,
+        deadlines: Deadlines::new(start, timeouts),
+        seen: Reading {
+            timeline: Timeline::new(start),
+            http_status: None,
+            bytes_read: 0,
+            text: String::new(),
+            chunks: 0,
+            usage_tokens: None,
+            finish_reason: None,
+            server_timings: None,
+            failure: None,
+        },
+        done: false,
+        last_event: None,
+    };
+    let result = reader
+        .exchange(client, request.url, request.headers, request.body)
+        .await;
+    // The one place a run's end is set: the end of the stream, or when reading stopped.
+    let end = match &result {
+        Ok(at) => *at,
+        Err(_) => Instant::now(),
+    };
+    reader.seen.timeline.end = Some(end);
+    reader.seen.failure = result.err();
+    reader.seen
+}
+
+/// A response body as a stream of reads.
+fn body_of(
+    resp: reqwest::Response,
+) -> impl Stream<Item = Result<impl AsRef<[u8]>, reqwest::Error>> + Unpin {
+    Box::pin(futures_util::stream::unfold(resp, |mut resp| async move {
+        match resp.chunk().await {
+            Ok(Some(b)) => Some((Ok(b), resp)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), resp)),
+        }
+    }))
+}
+
+impl Reader {
+    /// Returns when the stream ended, or the transport failure.
+    async fn exchange(
+        &mut self,
+        client: &reqwest::Client,
+        url: String,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<Instant, Failure> {
+        let send = client.post(&url).headers(headers).body(body).send();
+        let resp = match timeout_at(self.deadlines.first_token.into(), send).await {
+            Err(_) => return Err(self.deadlines.no_headers()),
+            Ok(Err(e)) if e.is_connect() => {
+                return Err(fail(
+                    Outcome::ConnectError,
+                    format!("connect: {}", error_chain(&e)),
+                ))
+            }
+            Ok(Err(e)) => {
+                return Err(fail(
+                    Outcome::StreamInterrupted,
+                    format!("before response headers: {}", error_chain(&e)),
+                ))
+            }
+            Ok(Ok(r)) => r,
+        };
+        self.seen.timeline.headers = Some(Instant::now());
+        let status = resp.status();
+        self.seen.http_status = Some(status.as_u16());
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        if !status.is_success() {
+            let text = self.head(resp).await;
+            let msg = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| {
+                    v["error"]["message"]
+                        .as_str()
+                        .or(v["message"].as_str())
+                        .or(v["error"].as_str())
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| text.trim().to_string());
+            let reason = status.canonical_reason().unwrap_or("");
+            let error = if msg.is_empty() {
+                format!("HTTP {} {reason}", status.as_u16())
+            } else {
+                format!("HTTP {} {reason}: {}", status.as_u16(), clip(&msg))
+            };
+            return Err(fail(Outcome::HttpError, error));
+        }
+        if content_type.starts_with("application/json") {
+            return self.non_streamed(body_of(resp)).await;
+        }
+        // A page served with a 200 (a proxy's error page, a login form) is not a stream; a
+        // server that names no type is judged by what it sends.
+        if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
+            let head = self.head(resp).await;
+            return Err(fail(
+                Outcome::MalformedStream,
+                format!(
+                    "the response is {content_type}, not text/event-stream: {:?}",
+                    snippet(head.as_bytes())
+                ),
+            ));
+        }
+        self.stream(body_of(resp)).await
+    }
+
+    /// The start of a body that is not the answer, for the error message: a little, within the
+    /// first-token deadline, never more.
+    async fn head(&self, mut resp: reqwest::Response) -> String {
+        let mut head = Vec::new();
+        while head.len() < 4096 {
+            match timeout_at(self.deadlines.first_token.into(), resp.chunk()).await {
+                Ok(Ok(Some(b))) => head.extend_from_slice(&b[..b.len().min(4096 - head.len())]),
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&head).into_owned()
+    }
+
+    async fn stream<S, B, E>(&mut self, body: S) -> Result<Instant, Failure>
+    where
+        S: Stream<Item = Result<B, E>> + Unpin,
+        B: AsRef<[u8]>,
+        E: std::error::Error + 'static,
+    {
+        let caps = StreamCaps {
+            max_line: self.caps.max_line,
+            max_body: self.caps.max_body,
+        };
+        let mut events = SseReader::new(body, caps, self.seen.timeline.start);
+        let result = self.each_event(&mut events).await;
+        self.seen.bytes_read = events.bytes_read();
+        result
+    }
+
+    async fn each_event<S, B, E>(&mut self, events: &mut SseReader<S>) -> Result<Instant, Failure>
+    where
+        S: Stream<Item = Result<B, E>> + Unpin,
+        B: AsRef<[u8]>,
+        E: std::error::Error + 'static,
+    {
+        loop {
+            let deadline = self.deadlines.next(self.last_event);
+            let got_content = self.last_event.is_some();
+            match timeout_at(deadline.into(), events.next()).await {
+                Err(_) => return Err(self.deadlines.passed(Instant::now(), got_content)),
+                Ok(None) => {
+                    let at = Instant::now();
+                    if !self.done && self.seen.finish_reason.is_none() {
+                        return Err(fail(
+                            Outcome::StreamInterrupted,
+                            "the stream ended before a finish reason or [DONE]",
+                        ));
+                    }
+                    return Ok(at);
+                }
+                Ok(Some(Err(e))) => return Err(stream_failure(e)),
+                Ok(Some(Ok(ev))) => {
+                    self.event(&ev.data, ev.at)?;
+                    if self.done {
+                        return Ok(ev.at);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A server that answered `stream: true` with one JSON document: its content arrived all at
+    /// once, with its last byte.
+    async fn non_streamed<S, B, E>(&mut self, body: S) -> Result<Instant, Failure>
+    where
+        S: Stream<Item = Result<B, E>> + Unpin,
+        B: AsRef<[u8]>,
+        E: std::error::Error + 'static,
+    {
+        // One document may be one line: only the body cap applies.
+        let caps = StreamCaps {
+            max_line: self.caps.max_body,
+            max_body: self.caps.max_body,
+        };
+        let mut reads = Body::new(body, caps, self.seen.timeline.start);
+        let progress = reads.progress();
+        let mut whole = Vec::new();
+        loop {
+            match timeout_at(self.deadlines.first_token.into(), reads.next()).await {
+                Err(_) => return Err(self.deadlines.passed(Instant::now(), false)),
+                Ok(Some(Ok(read))) => whole.extend_from_slice(read.as_ref()),
+                Ok(Some(Err(e))) => {
+                    self.seen.bytes_read = progress.bytes();
+                    return Err(stream_failure(SseError::Body(e)));
+                }
+                Ok(None) => break,
+            }
+        }
+        self.seen.bytes_read = progress.bytes();
+        let at = progress.last_arrival();
+        let text = String::from_utf8_lossy(&whole);
+        self.event(text.trim(), at)?;
+        self.done = true;
+        Ok(at)
+    }
+
+    /// Reads one event: usage, timings, an error object, or a choice.
+    fn event(&mut self, data: &str, at: Instant) -> Result<(), Failure> {
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|_| {
+            fail(
+                Outcome::MalformedStream,
+                format!("event is not JSON: {:?}", snippet(data.as_bytes())),
+            )
+        })?;
+        if !v.is_object() {
+            return Err(fail(Outcome::MalformedStream, "event is not a JSON object"));
+        }
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            let msg = err["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| err.to_string());
+            return Err(fail(
+                Outcome::StreamError,
+                format!("error in stream: {}", clip(&msg)),
+            ));
+        }
+        let seen = &mut self.seen;
+        if let Some(n) = v["usage"]["completion_tokens"].as_u64() {
+            seen.usage_tokens = Some(n);
+        }
+        if let Some(t) = v.get("timings").filter(|t| t.is_object()) {
+            seen.server_timings = Some(t.clone());
+        }
+        if let Some(choice) = v["choices"].get(0) {
+            let d = flavor::delta(self.api, choice);
+            if d.is_generated() {
+                seen.timeline.content.push(at);
+                seen.chunks += 1;
+                seen.text.push_str(&d.text);
+            }
+            if d.finish_reason.is_some() {
+                seen.finish_reason = d.finish_reason;
+            }
+        }
+        if !seen.timeline.content.is_empty() {
+            self.last_event = Some(at);
+        }
+        let tokens = seen.usage_tokens.unwrap_or(0).max(seen.chunks as u64);
+        if tokens > self.caps.max_tokens {
+            return Err(fail(
+                Outcome::Oversized,
+                format!(
+                    "more than {} output tokens (max_tokens ignored?)",
+                    self.caps.max_tokens
+                ),
+            ));
+        }
+        if seen.text.len() > self.caps.max_body {
+            return Err(fail(
+                Outcome::Oversized,
+                format!("output over {} bytes", self.caps.max_body),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The transport outcome of a body or stream that could not be read as the protocol.
+fn stream_failure(e: SseError) -> Failure {
+    let outcome = match &e {
+        SseError::Body(BodyError::LineTooLong { .. } | BodyError::BodyTooLarge { .. }) => {
+            Outcome::Oversized
+        }
+        SseError::Body(BodyError::Transport(_)) => {
+            return fail(
+                Outcome::StreamInterrupted,
+                format!("reading the stream: {e}"),
+            )
+        }
+        SseError::Body(BodyError::InvalidUtf8 { .. })
+        | SseError::NoEvents { .. }
+        | SseError::Syntax(_) => Outcome::MalformedStream,
+    };
+    fail(outcome, e.to_string())
+}

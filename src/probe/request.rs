@@ -1,0 +1,137 @@
+//! Building one request: the flavor's body with the envelope's fields, headers, a fresh request
+//! id, and cache busting chosen by the target's server kind. Also the HTTP clients the runs use.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{json, Value};
+
+use super::flavor;
+use crate::config::{CacheBust, Probe, ServerKind, Target};
+
+/// A fresh random id in UUID v4 form.
+pub fn request_id() -> String {
+    let v = fastrand::u128(..);
+    let v = (v & !(0xF << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let h = format!("{v:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The request for one run: URL, headers and JSON body, built from the probe and target.
+pub struct Request {
+    pub url: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    pub request_id: String,
+}
+
+pub fn build_request(probe: &Probe, target: &Target) -> Request {
+    let request_id = request_id();
+    let nonce = match probe.cache_bust {
+        CacheBust::Prefix => Some(format!("[canary {:016x}]", fastrand::u64(..))),
+        _ => None,
+    };
+    let mut body = flavor::body(target.api, probe, nonce.as_deref());
+    body.insert("model".into(), json!(target.model));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    body.insert("max_tokens".into(), json!(probe.max_tokens));
+    if let Some(t) = probe.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = target.priority {
+        body.insert("priority".into(), json!(p));
+    }
+    if probe.cache_bust == CacheBust::Auto {
+        match target.server {
+            ServerKind::Vllm => {
+                body.insert(
+                    "cache_salt".into(),
+                    json!(format!("{:016x}", fastrand::u64(..))),
+                );
+            }
+            ServerKind::LlamaCpp => {
+                body.insert("cache_prompt".into(), json!(false));
+            }
+            _ => {}
+        }
+    }
+    let mut headers = HeaderMap::new();
+    let mut put = |k: &str, v: &str| {
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            headers.insert(k, v);
+        }
+    };
+    put("content-type", "application/json");
+    put("accept", "text/event-stream");
+    if probe.cache_bust != CacheBust::Off {
+        put("cache-control", "no-cache");
+    }
+    for (k, v) in &target.headers {
+        put(k, v);
+    }
+    // After the configured headers: every request's id must be its own.
+    put("x-request-id", &request_id);
+    if let Some(key) = &target.api_key {
+        if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
+            v.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, v);
+        }
+    }
+    Request {
+        url: format!("{}{}", target.base_url, flavor::path(target.api)),
+        headers,
+        body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
+        request_id,
+    }
+}
+
+/// HTTP clients, one per connect timeout. Connections are not pooled: every run opens its own,
+/// so each measurement includes the same connect work, as blackbox_exporter's do.
+#[derive(Default)]
+pub struct Clients(Mutex<HashMap<Duration, reqwest::Client>>);
+
+impl Clients {
+    pub fn get(&self, connect: Duration) -> reqwest::Client {
+        let mut map = self.0.lock().expect("the client map is never poisoned");
+        map.entry(connect)
+            .or_insert_with(|| {
+                reqwest::Client::builder()
+                    .connect_timeout(connect)
+                    .pool_max_idle_per_host(0)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
+                    .tcp_nodelay(true)
+                    .build()
+                    .expect("a client with static settings builds")
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_uuid_v4_and_fresh() {
+        let a = request_id();
+        let b = request_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+    }
+}

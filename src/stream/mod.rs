@@ -1,0 +1,315 @@
+//! A response body → protocol events, stamped and capped. [`Body`] is the layer every protocol
+//! reader shares: it stamps each read with the instant its bytes arrived (one monotonic clock,
+//! read before any parsing), refuses to grow past the body cap or one endless line, and stops at
+//! the first byte that is not UTF-8. The protocol parsers sit on top of it: [`sse`] on
+//! `eventsource-stream`. Nothing here knows HTTP, JSON or checks.
+
+pub mod sse;
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_util::Stream;
+
+/// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCaps {
+    /// The longest line (between two line ends) the reader will hold.
+    pub max_line: usize,
+    /// The most bytes the body may carry.
+    pub max_body: usize,
+}
+
+/// Why a body was refused before its protocol was even read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("a line exceeded {limit} bytes")]
+    LineTooLong { limit: usize },
+    #[error("the response exceeded {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    #[error("the response is not valid UTF-8 (byte {offset})")]
+    InvalidUtf8 { offset: usize },
+    #[error("{0}")]
+    Transport(String),
+}
+
+/// What the [`Body`] layer has seen, shared with the reader on top so it can stamp the events
+/// it completes: an event completes when the read that carried its last byte arrives.
+#[derive(Debug)]
+pub struct Progress {
+    origin: Instant,
+    bytes: AtomicUsize,
+    /// Arrival of the latest read, in nanoseconds after `origin`.
+    last_arrival: AtomicU64,
+    /// The start of the body, printable, for an error that must show what came instead.
+    head: OnceLock<String>,
+}
+
+impl Progress {
+    fn new(origin: Instant) -> Self {
+        Progress {
+            origin,
+            bytes: AtomicUsize::new(0),
+            last_arrival: AtomicU64::new(0),
+            head: OnceLock::new(),
+        }
+    }
+
+    /// Bytes of body read so far.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// When the latest read arrived (`origin` before any).
+    pub fn last_arrival(&self) -> Instant {
+        self.origin + Duration::from_nanos(self.last_arrival.load(Ordering::Relaxed))
+    }
+
+    /// The first bytes of the body, printable.
+    pub fn head(&self) -> &str {
+        self.head.get().map_or("", String::as_str)
+    }
+
+    fn stamp(&self, at: Instant) {
+        let nanos =
+            u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX);
+        self.last_arrival.store(nanos, Ordering::Relaxed);
+    }
+}
+
+/// One read handed on by [`Body`]: the server's bytes as they came, or the blank line that
+/// closes the body.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read<B> {
+    Bytes(B),
+    End,
+}
+
+impl<B: AsRef<[u8]>> AsRef<[u8]> for Read<B> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Read::Bytes(b) => b.as_ref(),
+            Read::End => b"\n\n",
+        }
+    }
+}
+
+/// The capping, stamping layer over a body's byte stream. At the end of the body it yields one
+/// blank line, so a last event that the server closed without its terminating blank line still
+/// counts (many servers close right after `data: [DONE]`); that line carries no new arrival.
+pub struct Body<S> {
+    inner: S,
+    caps: StreamCaps,
+    progress: Arc<Progress>,
+    line_len: usize,
+    /// Up to three bytes of a UTF-8 character split across reads.
+    utf8_carry: Vec<u8>,
+    ended: bool,
+}
+
+impl<S> Body<S> {
+    pub fn new(inner: S, caps: StreamCaps, origin: Instant) -> Self {
+        Body {
+            inner,
+            caps,
+            progress: Arc::new(Progress::new(origin)),
+            line_len: 0,
+            utf8_carry: Vec::new(),
+            ended: false,
+        }
+    }
+
+    pub fn progress(&self) -> Arc<Progress> {
+        self.progress.clone()
+    }
+
+    /// Checks one read against the caps and UTF-8; the read is accepted whole or not at all.
+    fn admit(&mut self, bytes: &[u8]) -> Result<(), BodyError> {
+        if !bytes.is_empty() {
+            self.progress
+                .head
+                .get_or_init(|| crate::util::snippet(bytes));
+        }
+        let seen = self.progress.bytes().saturating_add(bytes.len());
+        self.progress.bytes.store(seen, Ordering::Relaxed);
+        if seen > self.caps.max_body {
+            return Err(BodyError::BodyTooLarge {
+                limit: self.caps.max_body,
+            });
+        }
+        // Every line, also one that starts and ends inside this read, so where the cap trips
+        // does not depend on how the body was split into reads.
+        let mut run = self.line_len;
+        for (i, piece) in bytes.split(|&b| b == b'\n' || b == b'\r').enumerate() {
+            run = if i == 0 {
+                run + piece.len()
+            } else {
+                piece.len()
+            };
+            if run > self.caps.max_line {
+                return Err(BodyError::LineTooLong {
+                    limit: self.caps.max_line,
+                });
+            }
+        }
+        self.line_len = run;
+        self.check_utf8(bytes, seen - bytes.len())
+    }
+
+    /// Only a character split at the end of a read may be incomplete; any other invalid byte is
+    /// refused at once rather than buffered by the parser up to the body cap.
+    fn check_utf8(&mut self, bytes: &[u8], offset: usize) -> Result<(), BodyError> {
+        let joined;
+        let (data, base) = if self.utf8_carry.is_empty() {
+            (bytes, offset)
+        } else {
+            joined = [self.utf8_carry.as_slice(), bytes].concat();
+            (&joined[..], offset - self.utf8_carry.len())
+        };
+        match std::str::from_utf8(data) {
+            Ok(_) => {
+                self.utf8_carry.clear();
+                Ok(())
+            }
+            // An incomplete last character (at most three bytes) waits for the next read.
+            Err(e) if e.error_len().is_none() => {
+                self.utf8_carry = data[e.valid_up_to()..].to_vec();
+                Ok(())
+            }
+            Err(e) => Err(BodyError::InvalidUtf8 {
+                offset: base + e.valid_up_to(),
+            }),
+        }
+    }
+}
+
+impl<S, B, E> Stream for Body<S>
+where
+    S: Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::error::Error + 'static,
+{
+    type Item = Result<Read<B>, BodyError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut self.inner).poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(bytes))) => {
+                // The arrival is read before anything is done with the bytes.
+                let at = Instant::now();
+                self.progress.stamp(at);
+                match self.admit(bytes.as_ref()) {
+                    Ok(()) => Poll::Ready(Some(Ok(Read::Bytes(bytes)))),
+                    Err(e) => {
+                        self.ended = true;
+                        Poll::Ready(Some(Err(e)))
+                    }
+                }
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.ended = true;
+                Poll::Ready(Some(Err(BodyError::Transport(crate::util::error_chain(
+                    &e,
+                )))))
+            }
+            Poll::Ready(None) => {
+                self.ended = true;
+                if !self.utf8_carry.is_empty() {
+                    let offset = self.progress.bytes() - self.utf8_carry.len();
+                    return Poll::Ready(Some(Err(BodyError::InvalidUtf8 { offset })));
+                }
+                Poll::Ready(Some(Ok(Read::End)))
+            }
+        }
+    }
+}
+
+/// A whole body given as reads, for tests, benchmarks and fuzzing: a stream that is always
+/// ready, so it can be drained without a runtime.
+pub fn reads<'a>(
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> impl Stream<Item = Result<&'a [u8], std::convert::Infallible>> + Unpin {
+    futures_util::stream::iter(chunks.into_iter().map(Ok))
+}
+
+/// Drains a stream that never waits (such as [`reads`]) without a runtime.
+pub fn drain_ready<S: Stream + Unpin>(mut stream: S) -> Vec<S::Item> {
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut out = Vec::new();
+    while let Poll::Ready(Some(item)) = Pin::new(&mut stream).poll_next(&mut cx) {
+        out.push(item);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admit_all(chunks: &[&[u8]], caps: StreamCaps) -> Result<Vec<u8>, BodyError> {
+        let body = Body::new(reads(chunks.iter().copied()), caps, Instant::now());
+        let mut all = Vec::new();
+        for r in drain_ready(body) {
+            all.extend_from_slice(r?.as_ref());
+        }
+        Ok(all)
+    }
+
+    const CAPS: StreamCaps = StreamCaps {
+        max_line: 1024,
+        max_body: 1 << 20,
+    };
+
+    #[test]
+    fn characters_split_across_reads_pass_and_bad_bytes_stop_at_once() {
+        let text = "data: héllo 世界 🎉\n\n".as_bytes();
+        for cut in 1..text.len() {
+            let (a, b) = text.split_at(cut);
+            assert!(admit_all(&[a, b], CAPS).is_ok(), "cut at {cut}");
+        }
+        let every: Vec<&[u8]> = text.chunks(1).collect();
+        assert!(admit_all(&every, CAPS).is_ok());
+        let err = admit_all(&[b"data: ok\n", b"\xff\xfe", b"more"], CAPS).unwrap_err();
+        assert_eq!(err, BodyError::InvalidUtf8 { offset: 9 });
+        // A character cut short by the end of the body is not UTF-8 either.
+        let err = admit_all(&[b"data: \xe4\xb8"], CAPS).unwrap_err();
+        assert_eq!(err, BodyError::InvalidUtf8 { offset: 6 });
+    }
+
+    #[test]
+    fn endless_line_hits_the_line_cap_without_growing() {
+        let chunk = [b'x'; 100];
+        let body = Body::new(
+            reads(std::iter::repeat_n(&chunk[..], 1000)),
+            CAPS,
+            Instant::now(),
+        );
+        let items = drain_ready(body);
+        assert!(matches!(
+            items.last(),
+            Some(Err(BodyError::LineTooLong { limit: 1024 }))
+        ));
+        assert!(items.len() <= 11, "stopped after {} reads", items.len());
+    }
+
+    #[test]
+    fn body_cap() {
+        let caps = StreamCaps {
+            max_line: 1024,
+            max_body: 10,
+        };
+        let err = admit_all(&[b"data: 1234", b"5678\n\n"], caps).unwrap_err();
+        assert_eq!(err, BodyError::BodyTooLarge { limit: 10 });
+    }
+
+    #[test]
+    fn the_end_adds_one_blank_line() {
+        assert_eq!(admit_all(&[b"data: x"], CAPS).unwrap(), b"data: x\n\n");
+    }
+}

@@ -1,0 +1,88 @@
+//! Small helpers every layer may use, at the bottom of the house so no module reaches up to
+//! another for them: durations for people, error chains on one line, clipping foreign text, and
+//! the stop signals.
+
+use std::time::Duration;
+
+/// `1.5s`, `250ms`, `2m` — durations as a person writes them.
+pub fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        format!("{}µs", d.as_micros())
+    } else if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// An error with its causes, one line (`{:#}` style), as the user should read it.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+/// Foreign text cut to 200 characters, control characters dropped, for an error message.
+pub fn clip(s: &str) -> String {
+    let mut out: String = s.chars().filter(|c| !c.is_control()).take(200).collect();
+    if s.chars().count() > 200 {
+        out.push('…');
+    }
+    out
+}
+
+/// A short, printable excerpt of foreign bytes for an error message.
+pub fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]);
+    text.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn terminate_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_written() {
+        assert_eq!(human_duration(Duration::from_micros(250)), "250µs");
+        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(human_duration(Duration::from_secs(120)), "2m");
+        assert_eq!(human_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn clipped_text_is_short_and_printable() {
+        assert_eq!(clip("a\nb"), "ab");
+        let long = "x".repeat(300);
+        assert_eq!(clip(&long).chars().count(), 201);
+        assert_eq!(snippet(b"<html>\r\n<body>"), "<html><body>");
+    }
+}
