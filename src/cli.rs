@@ -1,6 +1,7 @@
 //! The command line (DESIGN's contract): run | once | gate | check | sim | demo.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -28,79 +29,99 @@ pub enum Format {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Daemon: fire every probe on its schedule, push, serve /metrics and /healthz.
-    Run {
-        #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
-        config: PathBuf,
-    },
+    Run(RunArgs),
     /// Run every (probe, target) once, now; exit 0 if all ok, 1 if some failed.
-    Once {
-        #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
-        config: PathBuf,
-        /// Only this probe (repeatable).
-        #[arg(long = "probe")]
-        probes: Vec<String>,
-        /// Only this target (repeatable).
-        #[arg(long = "target")]
-        targets: Vec<String>,
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        /// Push the results once to the configured Pushgateway.
-        #[arg(long)]
-        push: bool,
-        /// Include the generated text in JSON results.
-        #[arg(long)]
-        show_output: bool,
-        /// Probe runs in flight at once (default: agent.concurrency).
-        #[arg(long)]
-        concurrency: Option<usize>,
-    },
+    Once(OnceArgs),
     /// Pre-release gate: sample a candidate (against a baseline) and decide; exit 0 pass, 1 fail.
-    Gate {
-        #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
-        config: PathBuf,
-        /// The candidate target.
-        #[arg(long)]
-        target: String,
-        /// A baseline target sampled in the same run, interleaved with the candidate.
-        #[arg(long, conflicts_with = "baseline")]
-        baseline_target: Option<String>,
-        /// A previous gate's JSON (--format json) as the baseline.
-        #[arg(long)]
-        baseline: Option<PathBuf>,
-        /// Samples per probe and side (default: the probe's gate.samples, else 20).
-        #[arg(long)]
-        samples: Option<u32>,
-        /// Uncounted runs per probe and side before sampling.
-        #[arg(long, default_value_t = 1)]
-        warmup: u32,
-        /// Only this probe (repeatable; default: every probe with a gate: section).
-        #[arg(long = "probe")]
-        probes: Vec<String>,
-        /// Runs in flight at once (default 2: one candidate and one baseline run).
-        #[arg(long, default_value_t = 2)]
-        concurrency: usize,
-        /// Before sampling, poll the candidate until its first successful generation (e.g. 5m).
-        #[arg(long)]
-        wait_ready: Option<String>,
-        /// Write a JUnit XML report here.
-        #[arg(long)]
-        junit: Option<PathBuf>,
-        /// Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
-        #[arg(long)]
-        summary: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-    },
+    Gate(GateArgs),
     /// Validate config, probes and prompts; print each probe's next fire times.
-    Check {
-        #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
-        config: PathBuf,
-    },
+    Check(CheckArgs),
     /// The simulated OpenAI-compatible replica, for demos, fire drills and tests.
-    Sim {
-        #[arg(long, default_value = "127.0.0.1:8099")]
-        listen: String,
-    },
+    Sim(SimArgs),
     /// Start `sim` in-process and run probes against a few of its scenarios.
     Demo,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimArgs {
+    #[arg(long, default_value = "127.0.0.1:8099")]
+    pub listen: String,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct OnceArgs {
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// Only this probe (repeatable).
+    #[arg(long = "probe")]
+    pub probes: Vec<String>,
+    /// Only this target (repeatable).
+    #[arg(long = "target")]
+    pub targets: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Push the results once to the configured Pushgateway.
+    #[arg(long)]
+    pub push: bool,
+    /// Include the generated text in JSON results.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Probe runs in flight at once (default: agent.concurrency).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct GateArgs {
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// The candidate target.
+    #[arg(long)]
+    pub target: String,
+    /// A baseline target sampled in the same run, interleaved with the candidate.
+    #[arg(long, conflicts_with = "baseline")]
+    pub baseline_target: Option<String>,
+    /// A previous gate's JSON (--format json) as the baseline.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Samples per probe and side (default: the probe's gate.samples, else 20).
+    #[arg(long)]
+    pub samples: Option<u32>,
+    /// Uncounted runs per probe and side before sampling.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Only this probe (repeatable; default: every probe with a gate: section).
+    #[arg(long = "probe")]
+    pub probes: Vec<String>,
+    /// Runs in flight at once (default 2: one candidate and one baseline run).
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Before sampling, poll the candidate until its first successful generation (e.g. 5m).
+    #[arg(long, value_parser = wait_ready)]
+    pub wait_ready: Option<Duration>,
+    /// Write a JUnit XML report here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+/// `--wait-ready` in the config files' duration syntax.
+fn wait_ready(text: &str) -> Result<Duration, String> {
+    crate::config::duration::parse_duration(text)
 }

@@ -58,7 +58,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     // The daemon's budget is a fraction of one core and 64 MiB: one thread serves it, and costs
     // less memory than a pool. One-shot commands may use every core.
     let mut builder = match cli.command {
-        cli::Command::Run { .. } => tokio::runtime::Builder::new_current_thread(),
+        cli::Command::Run(_) => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
     };
     let runtime = builder

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Ok,
@@ -90,13 +90,24 @@ impl Outcome {
         )
     }
 
+    /// DESIGN's precedence of content outcomes, highest first: when several checks fail, the
+    /// run's outcome is the first of them in this list. Written out, not taken from the order
+    /// the variants happen to be declared in.
+    pub const CONTENT_PRECEDENCE: [Outcome; 7] = [
+        Outcome::EmptyOutput,
+        Outcome::Repetition,
+        Outcome::Truncated,
+        Outcome::TooShort,
+        Outcome::TooLong,
+        Outcome::PatternMismatch,
+        Outcome::ForbiddenPattern,
+    ];
+
     /// The outcome of a run whose content checks failed: the one of highest precedence.
     pub fn first_content_failure(failed: &[Outcome]) -> Outcome {
-        failed
-            .iter()
-            .copied()
-            .filter(|o| !o.is_transport())
-            .min()
+        Self::CONTENT_PRECEDENCE
+            .into_iter()
+            .find(|o| failed.contains(o))
             .unwrap_or(Outcome::Ok)
     }
 }
@@ -134,5 +145,20 @@ mod tests {
             PatternMismatch
         );
         assert_eq!(Outcome::first_content_failure(&[]), Ok);
+        assert_eq!(
+            Outcome::first_content_failure(&[Truncated, EmptyOutput]),
+            EmptyOutput
+        );
+    }
+
+    #[test]
+    fn every_outcome_is_transport_or_ranked_content() {
+        for o in Outcome::ALL.into_iter().skip(1) {
+            assert_ne!(
+                o.is_transport(),
+                Outcome::CONTENT_PRECEDENCE.contains(&o),
+                "{o}"
+            );
+        }
     }
 }

@@ -21,7 +21,7 @@ pub struct CheckSpec {
 }
 
 #[derive(Debug, Clone)]
-pub struct Verdict {
+pub struct Judgement {
     /// Failed content checks, in precedence order.
     pub failed: Vec<Outcome>,
     pub output_chars: usize,
@@ -36,7 +36,7 @@ pub fn is_invisible(c: char) -> bool {
         || matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
 }
 
-pub fn judge(spec: &CheckSpec, text: &str, finish_reason: Option<&str>) -> Verdict {
+pub fn judge(spec: &CheckSpec, text: &str, finish_reason: Option<&str>) -> Judgement {
     let output_chars = text.chars().count();
     let mut failed = Vec::new();
     if text.chars().all(is_invisible) {
@@ -64,7 +64,7 @@ pub fn judge(spec: &CheckSpec, text: &str, finish_reason: Option<&str>) -> Verdi
     if spec.forbid.as_ref().is_some_and(|re| re.is_match(text)) {
         failed.push(Outcome::ForbiddenPattern);
     }
-    Verdict {
+    Judgement {
         failed,
         output_chars,
         repetition,

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::cli::Format;
-use crate::commands::OnceOptions;
+use crate::cli::{Format, OnceArgs};
 use crate::sim::Sim;
 
 const AGENT: &str = r#"agent:
@@ -91,7 +90,8 @@ pub async fn demo() -> anyhow::Result<ExitCode> {
     let cfg = crate::config::load(&path);
     let _ = std::fs::remove_dir_all(&dir);
     let cfg = cfg?;
-    let opts = OnceOptions {
+    let opts = OnceArgs {
+        config: path.clone(),
         probes: vec![],
         targets: vec![],
         format: Format::Table,

@@ -6,40 +6,27 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::cli::Format;
+use crate::cli::{Format, GateArgs};
 use crate::config::Config;
-use crate::gate::{self, report, GateOptions};
+use crate::gate::{self, report, GateError};
 
-pub struct Outputs {
-    pub format: Format,
-    pub junit: Option<std::path::PathBuf>,
-    pub summary: Option<std::path::PathBuf>,
-}
-
-pub async fn gate(
-    cfg: &Config,
-    opts: &GateOptions,
-    outs: &Outputs,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitCode> {
-    let r = match gate::run(cfg, opts).await {
+pub async fn gate(cfg: &Config, outs: &GateArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let r = match gate::run(cfg, outs).await {
         Ok(r) => r,
-        Err(e) => match e.downcast_ref::<gate::NotReady>() {
-            Some(nr) => {
-                let msg = nr.to_string();
-                eprintln!("gate FAILED: {msg}");
-                if let Some(p) = &outs.junit {
-                    std::fs::write(p, report::junit_not_ready(&msg))
-                        .with_context(|| format!("cannot write {}", p.display()))?;
-                }
-                if let Some(p) = &outs.summary {
-                    std::fs::write(p, format!("## ❌ llm-canary gate\n\n{msg}\n"))
-                        .with_context(|| format!("cannot write {}", p.display()))?;
-                }
-                return Ok(ExitCode::from(1));
+        Err(GateError::Setup(e)) => return Err(e),
+        Err(GateError::NotReady(nr)) => {
+            let msg = nr.to_string();
+            eprintln!("gate FAILED: {msg}");
+            if let Some(p) = &outs.junit {
+                std::fs::write(p, report::junit_not_ready(&msg))
+                    .with_context(|| format!("cannot write {}", p.display()))?;
             }
-            None => return Err(e),
-        },
+            if let Some(p) = &outs.summary {
+                std::fs::write(p, format!("## ❌ llm-canary gate\n\n{msg}\n"))
+                    .with_context(|| format!("cannot write {}", p.display()))?;
+            }
+            return Ok(ExitCode::from(1));
+        }
     };
     match outs.format {
         Format::Table => write!(out, "{}", report::table(&r))?,

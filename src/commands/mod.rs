@@ -10,33 +10,17 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 
-pub use once::{select_pairs, OnceOptions};
+pub use once::select_pairs;
 
 pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Once {
-            config,
-            probes,
-            targets,
-            format,
-            push,
-            show_output,
-            concurrency,
-        } => {
-            let cfg = crate::config::load(&config)?;
-            let opts = OnceOptions {
-                probes,
-                targets,
-                format,
-                show_output,
-                concurrency,
-                push,
-            };
+        Command::Once(args) => {
+            let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
-            once::once(&cfg, &opts, &mut out).await
+            once::once(&cfg, &args, &mut out).await
         }
-        Command::Check { config } => {
-            let cfg = crate::config::load(&config)?;
+        Command::Check(args) => {
+            let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             std::io::Write::write_all(
                 &mut out,
@@ -44,50 +28,16 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             )?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sim { listen } => crate::sim::serve_forever(&listen).await,
+        Command::Sim(args) => crate::sim::serve_forever(&args.listen).await,
         Command::Demo => demo::demo().await,
-        Command::Run { config } => {
-            crate::daemon::run(config, crate::util::terminate_signal()).await?;
+        Command::Run(args) => {
+            crate::daemon::run(args.config, crate::util::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Gate {
-            config,
-            target,
-            baseline_target,
-            baseline,
-            samples,
-            warmup,
-            probes,
-            concurrency,
-            wait_ready,
-            junit,
-            summary,
-            format,
-        } => {
-            let wait_ready = wait_ready
-                .map(|w| {
-                    crate::config::duration::parse_duration(&w)
-                        .map_err(|e| anyhow::anyhow!("--wait-ready: {e}"))
-                })
-                .transpose()?;
-            let cfg = crate::config::load(&config)?;
-            let opts = crate::gate::GateOptions {
-                target,
-                baseline_target,
-                baseline_file: baseline,
-                samples,
-                warmup,
-                probes,
-                concurrency,
-                wait_ready,
-            };
-            let outs = gate::Outputs {
-                format,
-                junit,
-                summary,
-            };
+        Command::Gate(args) => {
+            let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
-            gate::gate(&cfg, &opts, &outs, &mut out).await
+            gate::gate(&cfg, &args, &mut out).await
         }
     }
 }

@@ -6,20 +6,10 @@ use std::sync::Arc;
 
 use anyhow::bail;
 
-use crate::cli::Format;
+use crate::cli::{Format, OnceArgs};
 use crate::config::Config;
 use crate::report;
 use crate::runner::{Pair, Runner};
-
-pub struct OnceOptions {
-    pub probes: Vec<String>,
-    pub targets: Vec<String>,
-    pub format: Format,
-    pub show_output: bool,
-    pub concurrency: Option<usize>,
-    /// Push the results once to the configured Pushgateway, under the daemon's grouping.
-    pub push: bool,
-}
 
 /// Every name asked for must exist; the error lists the ones that do.
 fn check_known<'a>(
@@ -73,11 +63,7 @@ pub fn select_pairs(
     Ok(pairs)
 }
 
-pub async fn once(
-    cfg: &Config,
-    opts: &OnceOptions,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitCode> {
+pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let pairs = select_pairs(cfg, &opts.probes, &opts.targets)?;
     let push = match (opts.push, &cfg.push) {
         (true, None) => bail!("--push needs a `push:` section in {}", cfg.path.display()),

@@ -13,20 +13,31 @@ use crate::sinks::push;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-async fn push_now(agent: &Agent, client: &reqwest::Client) -> Option<bool> {
+/// What one push attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    /// No `push:` in the config (it may have been reloaded away).
+    NotConfigured,
+    Ok,
+    Failed,
+}
+
+async fn push_now(agent: &Agent, client: &reqwest::Client) -> Pushed {
     let cfg = agent.cfg();
-    let settings = cfg.push.as_ref()?;
+    let Some(settings) = cfg.push.as_ref() else {
+        return Pushed::NotConfigured;
+    };
     let metrics = agent.metrics();
     let result = push::put(client, settings, &cfg.agent.name, metrics.encode()).await;
     let mut status = agent.push_status.lock().expect("push status lock");
-    Some(match result {
+    match result {
         Ok(()) => {
             metrics.last_push_success.set(now_seconds());
             status.last_success = Some(jiff::Timestamp::now().to_string());
             status.last_error = None;
             status.consecutive_failures = 0;
             tracing::debug!("pushed");
-            true
+            Pushed::Ok
         }
         Err(e) => {
             metrics.push_failures.inc();
@@ -34,9 +45,9 @@ async fn push_now(agent: &Agent, client: &reqwest::Client) -> Option<bool> {
             status.last_error = Some(e.to_string());
             status.consecutive_failures += 1;
             tracing::warn!(error = %e, failures = status.consecutive_failures, "push failed; will retry");
-            false
+            Pushed::Failed
         }
-    })
+    }
 }
 
 pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
@@ -67,9 +78,9 @@ pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
         }
         last = Some(Instant::now());
         match push_now(&agent, &client).await {
-            Some(true) => failures = 0,
-            Some(false) => failures = failures.saturating_add(1),
-            None => {}
+            Pushed::Ok => failures = 0,
+            Pushed::Failed => failures = failures.saturating_add(1),
+            Pushed::NotConfigured => {}
         }
     }
 }

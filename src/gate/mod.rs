@@ -12,23 +12,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 
+use crate::cli::GateArgs;
 use crate::config::{Config, Inconclusive, Probe, Target};
 use crate::runner::Runner;
 use stats::{LimitReport, Sample, Verdict};
-
-pub struct GateOptions {
-    pub target: String,
-    pub baseline_target: Option<String>,
-    pub baseline_file: Option<PathBuf>,
-    pub samples: Option<u32>,
-    pub warmup: u32,
-    pub probes: Vec<String>,
-    pub concurrency: usize,
-    pub wait_ready: Option<Duration>,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeGate {
@@ -134,7 +124,7 @@ async fn wait_ready(
     probe: &Probe,
     target: &Target,
     limit: Duration,
-) -> anyhow::Result<f64> {
+) -> Result<f64, NotReady> {
     let start = Instant::now();
     let deadline = start + limit;
     loop {
@@ -150,14 +140,23 @@ async fn wait_ready(
                 target: target.name.clone(),
                 limit: crate::util::human_duration(limit),
                 last,
-            }
-            .into());
+            });
         }
         tokio::time::sleep_until(next.into()).await;
     }
 }
 
-pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport> {
+/// Why a gate could not decide: the candidate never became ready (a verdict of its own: the
+/// gate fails with a report), or the set-up was wrong (a usage error).
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    NotReady(#[from] NotReady),
+    #[error(transparent)]
+    Setup(#[from] anyhow::Error),
+}
+
+pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError> {
     let started_at = jiff::Timestamp::now().to_string();
     let cand = cfg
         .target(&opts.target)
@@ -171,14 +170,10 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
         ),
         None => None,
     };
-    let file_baseline = opts
-        .baseline_file
-        .as_ref()
-        .map(load_baseline_file)
-        .transpose()?;
+    let file_baseline = opts.baseline.as_ref().map(load_baseline_file).transpose()?;
     for p in &opts.probes {
         if !cfg.probes.iter().any(|x| &x.name == p) {
-            bail!("unknown probe {p:?}");
+            return Err(anyhow!("unknown probe {p:?}").into());
         }
     }
     let probes: Vec<Arc<Probe>> = cfg
@@ -194,12 +189,17 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
         .cloned()
         .collect();
     if probes.is_empty() {
-        bail!("no probe has a `gate:` section with limits (or name probes with --probe)");
+        return Err(anyhow!(
+            "no probe has a `gate:` section with limits (or name probes with --probe)"
+        )
+        .into());
     }
     if let Some(file) = &file_baseline {
         for p in &probes {
             if !p.gate.vs_baseline.is_empty() && !file.contains_key(&p.name) {
-                bail!("the baseline file has no samples for probe {:?}", p.name);
+                return Err(
+                    anyhow!("the baseline file has no samples for probe {:?}", p.name).into(),
+                );
             }
         }
     }
@@ -314,7 +314,7 @@ pub async fn run(cfg: &Config, opts: &GateOptions) -> anyhow::Result<GateReport>
         baseline: opts
             .baseline_target
             .clone()
-            .or_else(|| opts.baseline_file.as_ref().map(|f| f.display().to_string())),
+            .or_else(|| opts.baseline.as_ref().map(|f| f.display().to_string())),
         started_at,
         finished_at: jiff::Timestamp::now().to_string(),
         cold_start_ms,
