@@ -6,16 +6,8 @@ use serde::Serialize;
 
 use crate::checks::repetition;
 use crate::outcome::Outcome;
+pub use crate::timeline::TokensSource;
 use crate::timeline::{Figures, Timeline};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokensSource {
-    /// `usage.completion_tokens` from the server.
-    Usage,
-    /// No usage was sent: the number of content chunks.
-    Chunks,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeResult {
@@ -33,6 +25,8 @@ pub struct ProbeResult {
     pub figures: Figures,
     pub output_tokens: Option<u64>,
     pub tokens_source: Option<TokensSource>,
+    /// The server's count of reasoning tokens, when it reports one.
+    pub reasoning_tokens: Option<u64>,
     pub finish_reason: Option<String>,
     pub output_chars: Option<usize>,
     pub repetition_score: Option<f64>,
@@ -58,9 +52,10 @@ fn rfc3339<S: serde::Serializer>(t: &jiff::Timestamp, s: S) -> Result<S::Ok, S::
 fn figures<S: serde::Serializer>(f: &Figures, s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let round = |v: Option<f64>| v.map(|x| (x * 1000.0).round() / 1000.0);
-    let mut m = s.serialize_map(Some(8))?;
+    let mut m = s.serialize_map(Some(9))?;
     m.serialize_entry("ttfb_ms", &round(f.ttfb_ms))?;
     m.serialize_entry("ttft_ms", &round(f.ttft_ms))?;
+    m.serialize_entry("answer_ttft_ms", &round(f.answer_ttft_ms))?;
     m.serialize_entry("e2e_ms", &round(f.e2e_ms))?;
     m.serialize_entry("tpot_ms", &round(f.tpot_ms))?;
     m.serialize_entry("tokens_per_second", &round(f.tokens_per_second))?;

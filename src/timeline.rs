@@ -1,17 +1,32 @@
-//! Arrival timestamps → the figures a user feels: ttfb, ttft, e2e, tpot, decode speed and
-//! inter-token gaps. Pure arithmetic over instants from one monotonic clock; nothing here reads
+//! Arrival timestamps → the figures a user feels: ttfb, ttft (of any generated token, and of
+//! the answer after any reasoning), e2e, tpot, decode speed and inter-token gaps. Pure arithmetic over instants from one monotonic clock; nothing here reads
 //! a clock.
 
 use std::time::{Duration, Instant};
 
 /// What one run observed, as raw instants. `content` holds the arrival of every chunk that
-/// carried generated content, in order.
+/// carried generated content (answer text, reasoning or a tool call), in order.
 #[derive(Debug, Clone)]
 pub struct Timeline {
     pub start: Instant,
     pub headers: Option<Instant>,
     pub content: Vec<Instant>,
+    /// The first chunk of answer text (or a tool call): after the reasoning, if any.
+    pub answer: Option<Instant>,
+    /// The chunk that carried the finish reason: the end-of-sequence token was produced then,
+    /// and servers count it in their token total.
+    pub finish: Option<Instant>,
     pub end: Option<Instant>,
+}
+
+/// Where `output_tokens` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokensSource {
+    /// The server's own count (`usage.completion_tokens` or the flavor's equivalent).
+    Usage,
+    /// No count was sent: the number of content chunks.
+    Chunks,
 }
 
 /// The derived figures, in milliseconds (absent figures are `None`).
@@ -19,6 +34,7 @@ pub struct Timeline {
 pub struct Figures {
     pub ttfb_ms: Option<f64>,
     pub ttft_ms: Option<f64>,
+    pub answer_ttft_ms: Option<f64>,
     pub e2e_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
     pub tokens_per_second: Option<f64>,
@@ -37,6 +53,8 @@ impl Timeline {
             start,
             headers: None,
             content: Vec::new(),
+            answer: None,
+            finish: None,
             end: None,
         }
     }
@@ -54,18 +72,29 @@ impl Timeline {
         self.content.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
-    /// `output_tokens` is the count DESIGN prescribes (usage when sent, else content chunks).
-    pub fn figures(&self, output_tokens: Option<u64>) -> Figures {
+    /// The last token of the decode window: counted by the server, the chunk that carried the
+    /// finish reason counts too (its end-of-sequence token is in the count but has no text);
+    /// counted from chunks, only the last content chunk.
+    pub fn last_token(&self, source: TokensSource) -> Option<Instant> {
+        match source {
+            TokensSource::Usage => self.last_content().max(self.finish),
+            TokensSource::Chunks => self.last_content(),
+        }
+    }
+
+    /// `output_tokens` is the count DESIGN prescribes (usage when sent, else content chunks),
+    /// with where it came from.
+    pub fn figures(&self, output_tokens: Option<(u64, TokensSource)>) -> Figures {
         let since = |t: Instant| ms(t - self.start);
         let mut f = Figures {
             ttfb_ms: self.headers.map(since),
             ttft_ms: self.first_content().map(since),
+            answer_ttft_ms: self.answer.map(since),
             e2e_ms: self.end.map(since),
             ..Figures::default()
         };
-        if let (Some(first), Some(last), Some(tokens)) =
-            (self.first_content(), self.last_content(), output_tokens)
-        {
+        if let (Some(first), Some((tokens, source))) = (self.first_content(), output_tokens) {
+            let last = self.last_token(source).unwrap_or(first);
             let decode = last - first;
             if tokens > 1 && !decode.is_zero() {
                 let steps = (tokens - 1) as f64;
@@ -103,11 +132,14 @@ mod tests {
             start: s,
             headers: Some(at(10)),
             content: vec![at(100), at(120), at(140), at(200)],
+            answer: Some(at(120)),
+            finish: None,
             end: Some(at(210)),
         };
-        let f = t.figures(Some(4));
+        let f = t.figures(Some((4, TokensSource::Usage)));
         assert_eq!(f.ttfb_ms, Some(10.0));
         assert_eq!(f.ttft_ms, Some(100.0));
+        assert_eq!(f.answer_ttft_ms, Some(120.0));
         assert_eq!(f.e2e_ms, Some(210.0));
         assert!((f.tpot_ms.unwrap() - 100.0 / 3.0).abs() < 1e-9);
         assert!((f.tokens_per_second.unwrap() - 30.0).abs() < 1e-9);
@@ -115,8 +147,31 @@ mod tests {
         assert_eq!(f.itl_p99_ms, Some(60.0));
         assert_eq!(f.itl_max_ms, Some(60.0));
         // Usage may report more tokens than chunks (several tokens per chunk).
-        let f = t.figures(Some(7));
+        let f = t.figures(Some((7, TokensSource::Usage)));
         assert!((f.tokens_per_second.unwrap() - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_finish_chunk_closes_the_decode_window_when_the_server_counted() {
+        let s = Instant::now();
+        let at = |m: u64| s + Duration::from_millis(m);
+        // Three text tokens 20 ms apart, then the end-of-sequence token 20 ms later: the server
+        // counts 4 tokens over 3 steps of 20 ms.
+        let t = Timeline {
+            start: s,
+            headers: Some(at(10)),
+            content: vec![at(100), at(120), at(140)],
+            answer: Some(at(100)),
+            finish: Some(at(160)),
+            end: Some(at(161)),
+        };
+        let f = t.figures(Some((4, TokensSource::Usage)));
+        assert!((f.tokens_per_second.unwrap() - 50.0).abs() < 1e-9, "{f:?}");
+        assert!((f.tpot_ms.unwrap() - 20.0).abs() < 1e-9);
+        // Counted from chunks, the count has no end-of-sequence token: the window ends at the
+        // last content chunk.
+        let f = t.figures(Some((3, TokensSource::Chunks)));
+        assert!((f.tokens_per_second.unwrap() - 50.0).abs() < 1e-9, "{f:?}");
     }
 
     #[test]
@@ -126,9 +181,11 @@ mod tests {
             start: s,
             headers: Some(s),
             content: vec![s + Duration::from_millis(5)],
+            answer: None,
+            finish: None,
             end: Some(s + Duration::from_millis(6)),
         };
-        let f = t.figures(Some(12));
+        let f = t.figures(Some((12, TokensSource::Usage)));
         assert_eq!(f.tpot_ms, None);
         assert_eq!(f.tokens_per_second, None);
         assert_eq!(f.itl_max_ms, None);

@@ -145,7 +145,9 @@ async fn pairs_run_back_to_back_and_take_turns_going_first() {
         ],
     )
     .await;
-    assert_eq!(g.code, Some(0), "{}{}", g.stdout, g.stderr);
+    // The order is what this test checks: on 4 samples the verdict may be inconclusive when the
+    // machine is busy (exit 1), but never an error.
+    assert!(matches!(g.code, Some(0 | 1)), "{}{}", g.stdout, g.stderr);
     let order: String = sim
         .seen()
         .iter()

@@ -8,6 +8,7 @@ use super::duration::parse_duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     Ttft,
+    AnswerTtft,
     E2e,
     Tpot,
     Itl,
@@ -32,11 +33,12 @@ impl Figure {
                 .ok_or_else(|| format!("unknown outcome {o:?} in {name:?}"));
         }
         let bad = || {
-            format!("unknown gate figure {name:?}: use ttft_pNN, e2e_pNN, tpot_pNN, itl_pNN, tokens_per_second_pNN (NN = 50, 90, 95, 99), success_rate or outcome.<name>")
+            format!("unknown gate figure {name:?}: use ttft_pNN, answer_ttft_pNN, e2e_pNN, tpot_pNN, itl_pNN, tokens_per_second_pNN (NN = 50, 90, 95, 99), success_rate or outcome.<name>")
         };
         let (metric, q) = name.rsplit_once("_p").ok_or_else(bad)?;
         let metric = match metric {
             "ttft" => Metric::Ttft,
+            "answer_ttft" => Metric::AnswerTtft,
             "e2e" => Metric::E2e,
             "tpot" => Metric::Tpot,
             "itl" => Metric::Itl,

@@ -19,7 +19,7 @@ use serde_saphyr::{Location, Spanned};
 
 pub use error::ConfigError;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
-pub use raw::{Api, CacheBust, Inconclusive, Message, Role, ServerKind};
+pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 
 use crate::secret::Secret;
 

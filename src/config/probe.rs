@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::tz::TimeZone;
 
 use super::gate::{self, Relative, Slo};
-use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role, ServerKind};
+use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role};
 use super::{positive, read, ConfigError, Source, Target};
 use crate::checks::CheckSpec;
 use crate::schedule::Cron;
@@ -254,15 +254,14 @@ fn load_probe(
     let gate = load_gate(src, r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
-        let honoured = |k: ServerKind| matches!(k, ServerKind::Vllm | ServerKind::LlamaCpp);
-        for t in targets
-            .iter()
-            .filter(|t| target_names.contains(&t.name) && !honoured(t.server))
-        {
+        for t in targets.iter().filter(|t| {
+            target_names.contains(&t.name) && t.server.cache_bust_field(t.api).is_none()
+        }) {
             warnings.push(format!(
-                "probe {name:?} on target {:?}: server kind `{}` honours no cache-busting field, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
+                "probe {name:?} on target {:?}: server kind `{}` honours no cache-busting field on {}, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
                 t.name,
-                t.server.as_str()
+                t.server.as_str(),
+                t.api.as_str()
             ));
         }
     }

@@ -57,6 +57,21 @@ pub struct RawPush {
 pub enum Api {
     OpenaiChat,
     OpenaiCompletions,
+    OpenaiResponses,
+    AnthropicMessages,
+    Ollama,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenaiChat => "openai-chat",
+            Api::OpenaiCompletions => "openai-completions",
+            Api::OpenaiResponses => "openai-responses",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::Ollama => "ollama",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -67,6 +82,7 @@ pub enum ServerKind {
     LlamaCpp,
     Tgi,
     Ollama,
+    Anthropic,
     Generic,
 }
 
@@ -78,9 +94,30 @@ impl ServerKind {
             ServerKind::LlamaCpp => "llama-cpp",
             ServerKind::Tgi => "tgi",
             ServerKind::Ollama => "ollama",
+            ServerKind::Anthropic => "anthropic",
             ServerKind::Generic => "generic",
         }
     }
+
+    /// The body field this server honours to skip its prefix cache on this API, if any:
+    /// vLLM's `cache_salt` and llama.cpp's `cache_prompt: false`, on the OpenAI endpoints where
+    /// both are documented.
+    pub fn cache_bust_field(self, api: Api) -> Option<(&'static str, CacheBustValue)> {
+        let openai = matches!(api, Api::OpenaiChat | Api::OpenaiCompletions);
+        match self {
+            ServerKind::Vllm if openai => Some(("cache_salt", CacheBustValue::Fresh)),
+            ServerKind::LlamaCpp if openai => Some(("cache_prompt", CacheBustValue::False)),
+            _ => None,
+        }
+    }
+}
+
+/// What a cache-busting body field is set to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheBustValue {
+    /// A fresh random value on every request.
+    Fresh,
+    False,
 }
 
 #[derive(Debug, Deserialize)]

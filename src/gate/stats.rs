@@ -18,6 +18,9 @@ pub struct Sample {
     pub outcome: String,
     pub success: bool,
     pub ttft_ms: Option<f64>,
+    /// Absent from gate files written before it existed.
+    #[serde(default)]
+    pub answer_ttft_ms: Option<f64>,
     pub e2e_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
     pub tokens_per_second: Option<f64>,
@@ -33,6 +36,7 @@ impl From<&ProbeResult> for Sample {
             outcome: r.outcome.as_str().to_string(),
             success: r.success,
             ttft_ms: r.figures.ttft_ms,
+            answer_ttft_ms: r.figures.answer_ttft_ms,
             e2e_ms: if r.outcome.is_transport() {
                 None
             } else {
@@ -68,6 +72,11 @@ pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
                 Metric::Ttft => samples
                     .iter()
                     .filter_map(|s| s.ttft_ms)
+                    .map(|x| x / 1000.0)
+                    .collect(),
+                Metric::AnswerTtft => samples
+                    .iter()
+                    .filter_map(|s| s.answer_ttft_ms)
                     .map(|x| x / 1000.0)
                     .collect(),
                 Metric::E2e => samples
@@ -350,6 +359,7 @@ mod tests {
             outcome: outcome.into(),
             success: outcome == "ok",
             ttft_ms: Some(ttft),
+            answer_ttft_ms: Some(ttft),
             e2e_ms: Some(ttft * 3.0),
             tpot_ms: Some(10.0),
             tokens_per_second: Some(100.0),

@@ -64,7 +64,7 @@ pub async fn run(
         (None, 0) if seen.failure.is_some() => (None, None),
         (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
     };
-    let figures = seen.timeline.figures(output_tokens);
+    let figures = seen.timeline.figures(output_tokens.zip(tokens_source));
     let (outcome, failed_checks, error, output_chars, repetition) = match seen.failure {
         Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None),
         None => {
@@ -90,6 +90,7 @@ pub async fn run(
         figures,
         output_tokens,
         tokens_source,
+        reasoning_tokens: seen.reasoning_tokens,
         finish_reason: seen.finish_reason,
         output_chars,
         repetition_score: repetition

@@ -9,12 +9,13 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
-use super::flavor;
+use super::flavor::{self, Framing};
 use super::Caps;
 use crate::config::{Api, Timeouts};
 use crate::outcome::Outcome;
+use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
-use crate::stream::{Body, BodyError, StreamCaps};
+use crate::stream::{Body, BodyError, Event, StreamCaps};
 use crate::timeline::Timeline;
 use crate::util::{clip, error_chain, human_duration, snippet};
 
@@ -43,6 +44,7 @@ pub struct Reading {
     /// Events that carried generated content.
     pub chunks: usize,
     pub usage_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
     pub finish_reason: Option<String>,
     pub server_timings: Option<Value>,
     pub failure: Option<Failure>,
@@ -128,7 +130,8 @@ struct Reader {
     caps: Caps,
     deadlines: Deadlines,
     seen: Reading,
-    /// `[DONE]` arrived.
+    /// The flavor's last event (`[DONE]`, `response.completed`, `message_stop`, `done: true`)
+    /// arrived.
     done: bool,
     /// The last event that carried content, once the first token came.
     last_event: Option<Instant>,
@@ -154,6 +157,7 @@ pub async fn read(
             text: String::new(),
             chunks: 0,
             usage_tokens: None,
+            reasoning_tokens: None,
             finish_reason: None,
             server_timings: None,
             failure: None,
@@ -248,17 +252,43 @@ impl Reader {
         }
         // A page served with a 200 (a proxy's error page, a login form) is not a stream; a
         // server that names no type is judged by what it sends.
-        if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
+        let framing = flavor::framing(self.api);
+        let expected = match framing {
+            Framing::Sse => &["text/event-stream"][..],
+            Framing::Ndjson => &["application/x-ndjson", "application/ndjson"][..],
+        };
+        if !content_type.is_empty() && !expected.iter().any(|t| content_type.starts_with(t)) {
             let head = self.head(resp).await;
             return Err(fail(
                 Outcome::MalformedStream,
                 format!(
-                    "the response is {content_type}, not text/event-stream: {:?}",
+                    "the response is {content_type}, not {}: {:?}",
+                    expected[0],
                     snippet(head.as_bytes())
                 ),
             ));
         }
-        self.stream(body_of(resp)).await
+        let caps = StreamCaps {
+            max_line: self.caps.max_line,
+            max_body: self.caps.max_body,
+        };
+        let start = self.seen.timeline.start;
+        match framing {
+            Framing::Sse => {
+                let mut events = SseReader::new(body_of(resp), caps, start);
+                let result = self.each_event(&mut events).await;
+                self.seen.bytes_read = events.bytes_read();
+                result
+            }
+            Framing::Ndjson => {
+                let mut lines = NdjsonReader::new(body_of(resp), caps, start);
+                let result = self
+                    .each_event(&mut (&mut lines).map(|r| r.map_err(SseError::Body)))
+                    .await;
+                self.seen.bytes_read = lines.bytes_read();
+                result
+            }
+        }
     }
 
     /// The start of a body that is not the answer, for the error message: a little, within the
@@ -274,27 +304,10 @@ impl Reader {
         String::from_utf8_lossy(&head).into_owned()
     }
 
-    async fn stream<S, B, E>(&mut self, body: S) -> Result<Instant, Failure>
+    /// Reads events under the deadlines until the flavor's last event or the end of the body.
+    async fn each_event<S>(&mut self, events: &mut S) -> Result<Instant, Failure>
     where
-        S: Stream<Item = Result<B, E>> + Unpin,
-        B: AsRef<[u8]>,
-        E: std::error::Error + 'static,
-    {
-        let caps = StreamCaps {
-            max_line: self.caps.max_line,
-            max_body: self.caps.max_body,
-        };
-        let mut events = SseReader::new(body, caps, self.seen.timeline.start);
-        let result = self.each_event(&mut events).await;
-        self.seen.bytes_read = events.bytes_read();
-        result
-    }
-
-    async fn each_event<S, B, E>(&mut self, events: &mut SseReader<S>) -> Result<Instant, Failure>
-    where
-        S: Stream<Item = Result<B, E>> + Unpin,
-        B: AsRef<[u8]>,
-        E: std::error::Error + 'static,
+        S: Stream<Item = Result<Event, SseError>> + Unpin,
     {
         loop {
             let deadline = self.deadlines.next(self.last_event);
@@ -306,14 +319,14 @@ impl Reader {
                     if !self.done && self.seen.finish_reason.is_none() {
                         return Err(fail(
                             Outcome::StreamInterrupted,
-                            "the stream ended before a finish reason or [DONE]",
+                            "the stream ended before a finish reason or its end marker",
                         ));
                     }
                     return Ok(at);
                 }
                 Ok(Some(Err(e))) => return Err(stream_failure(e)),
                 Ok(Some(Ok(ev))) => {
-                    self.event(&ev.data, ev.at)?;
+                    self.event(&ev.event, &ev.data, ev.at)?;
                     if self.done {
                         return Ok(ev.at);
                     }
@@ -352,13 +365,13 @@ impl Reader {
         self.seen.bytes_read = progress.bytes();
         let at = progress.last_arrival();
         let text = String::from_utf8_lossy(&whole);
-        self.event(text.trim(), at)?;
+        self.event("message", text.trim(), at)?;
         self.done = true;
         Ok(at)
     }
 
-    /// Reads one event: usage, timings, an error object, or a choice.
-    fn event(&mut self, data: &str, at: Instant) -> Result<(), Failure> {
+    /// Reads one event through the flavor: text, reasoning, counts, timings, an error.
+    fn event(&mut self, kind: &str, data: &str, at: Instant) -> Result<(), Failure> {
         if data == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -372,34 +385,37 @@ impl Reader {
         if !v.is_object() {
             return Err(fail(Outcome::MalformedStream, "event is not a JSON object"));
         }
-        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-            let msg = err["message"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| err.to_string());
+        let d = flavor::event(self.api, kind, &v);
+        if let Some(msg) = d.error {
             return Err(fail(
                 Outcome::StreamError,
                 format!("error in stream: {}", clip(&msg)),
             ));
         }
+        let generated = d.is_generated();
         let seen = &mut self.seen;
-        if let Some(n) = v["usage"]["completion_tokens"].as_u64() {
-            seen.usage_tokens = Some(n);
+        if d.output_tokens.is_some() {
+            seen.usage_tokens = d.output_tokens;
         }
-        if let Some(t) = v.get("timings").filter(|t| t.is_object()) {
-            seen.server_timings = Some(t.clone());
+        if d.reasoning_tokens.is_some() {
+            seen.reasoning_tokens = d.reasoning_tokens;
         }
-        if let Some(choice) = v["choices"].get(0) {
-            let d = flavor::delta(self.api, choice);
-            if d.is_generated() {
-                seen.timeline.content.push(at);
-                seen.chunks += 1;
-                seen.text.push_str(&d.text);
+        if d.server_timings.is_some() {
+            seen.server_timings = d.server_timings;
+        }
+        if generated {
+            seen.timeline.content.push(at);
+            seen.chunks += 1;
+            if !d.text.is_empty() && seen.timeline.answer.is_none() {
+                seen.timeline.answer = Some(at);
             }
-            if d.finish_reason.is_some() {
-                seen.finish_reason = d.finish_reason;
-            }
+            seen.text.push_str(&d.text);
         }
+        if d.finish_reason.is_some() {
+            seen.finish_reason = d.finish_reason;
+            seen.timeline.finish = Some(at);
+        }
+        self.done |= d.done;
         if !seen.timeline.content.is_empty() {
             self.last_event = Some(at);
         }

@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use super::flavor;
-use crate::config::{CacheBust, Probe, ServerKind, Target};
+use crate::config::{CacheBust, CacheBustValue, Probe, ServerKind, Target};
 
 /// A fresh random id in UUID v4 form.
 pub fn request_id() -> String {
@@ -42,27 +42,16 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     };
     let mut body = flavor::body(target.api, probe, nonce.as_deref());
     body.insert("model".into(), json!(target.model));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    body.insert("max_tokens".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
     if let Some(p) = target.priority {
         body.insert("priority".into(), json!(p));
     }
     if probe.cache_bust == CacheBust::Auto {
-        match target.server {
-            ServerKind::Vllm => {
-                body.insert(
-                    "cache_salt".into(),
-                    json!(format!("{:016x}", fastrand::u64(..))),
-                );
-            }
-            ServerKind::LlamaCpp => {
-                body.insert("cache_prompt".into(), json!(false));
-            }
-            _ => {}
+        if let Some((field, value)) = target.server.cache_bust_field(target.api) {
+            let value = match value {
+                CacheBustValue::Fresh => json!(format!("{:016x}", fastrand::u64(..))),
+                CacheBustValue::False => json!(false),
+            };
+            body.insert(field.into(), value);
         }
     }
     let mut headers = HeaderMap::new();
@@ -84,10 +73,25 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     }
     // After the configured headers: every request's id must be its own.
     put("x-request-id", &request_id);
+    // Anthropic's own API takes its key in x-api-key with a version header; every other
+    // server (vLLM and llama.cpp serving /v1/messages too) takes a bearer token.
+    if target.server == ServerKind::Anthropic {
+        put("anthropic-version", flavor::anthropic_messages::VERSION);
+    }
     if let Some(key) = &target.api_key {
-        if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
+        let (name, value) = match target.server {
+            ServerKind::Anthropic => (
+                HeaderName::from_static("x-api-key"),
+                key.expose().to_string(),
+            ),
+            _ => (
+                reqwest::header::AUTHORIZATION,
+                format!("Bearer {}", key.expose()),
+            ),
+        };
+        if let Ok(mut v) = HeaderValue::from_str(&value) {
             v.set_sensitive(true);
-            headers.insert(reqwest::header::AUTHORIZATION, v);
+            headers.insert(name, v);
         }
     }
     Request {

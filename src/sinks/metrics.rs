@@ -17,8 +17,9 @@ use crate::result::ProbeResult;
 pub const PREFIX: &str = "llm_canary_";
 
 /// TTFT and end-to-end buckets, in seconds (DESIGN).
-pub const LATENCY_BUCKETS: [f64; 16] = [
-    0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0,
+pub const LATENCY_BUCKETS: [f64; 20] = [
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0,
+    20.0, 30.0, 60.0,
 ];
 /// Per-token gap buckets, in seconds (DESIGN).
 pub const TOKEN_BUCKETS: [f64; 13] = [
@@ -32,6 +33,7 @@ pub struct Metrics {
     probe_success: GaugeVec,
     runs: IntCounterVec,
     ttft: HistogramVec,
+    answer_ttft: HistogramVec,
     e2e: HistogramVec,
     tpot: HistogramVec,
     itl: HistogramVec,
@@ -96,6 +98,7 @@ impl Metrics {
             probe_success: reg!(gauge("probe_success", "1 if the last run of this probe on this target was ok, else 0.")),
             runs: reg!(IntCounterVec::new(Opts::new(name("probe_runs_total"), "Probe runs by outcome."), &with_outcome)),
             ttft: reg!(hist("ttft_seconds", "Time to first generated token (warm-up runs excluded).", &LATENCY_BUCKETS)),
+            answer_ttft: reg!(hist("answer_ttft_seconds", "Time to the first token of the answer, after any reasoning (warm-up runs excluded).", &LATENCY_BUCKETS)),
             e2e: reg!(hist("e2e_seconds", "Request start to end of stream, for completed streams (warm-up runs excluded).", &LATENCY_BUCKETS)),
             tpot: reg!(hist("time_per_output_token_seconds", "Decode time per output token after the first (warm-up runs excluded).", &TOKEN_BUCKETS)),
             itl: reg!(hist("inter_token_latency_seconds", "Gaps between successive content chunks (warm-up runs excluded).", &TOKEN_BUCKETS)),
@@ -173,6 +176,9 @@ impl Metrics {
             }
             return;
         }
+        if let Some(t) = secs(r.figures.answer_ttft_ms) {
+            self.answer_ttft.with_label_values(&l).observe(t);
+        }
         if let Some(t) = secs(r.figures.ttft_ms) {
             self.ttft.with_label_values(&l).observe(t);
             self.last_ttft.with_label_values(&l).set(t);
@@ -237,7 +243,13 @@ impl Metrics {
         ] {
             let _ = g.remove_label_values(&l);
         }
-        for h in [&self.ttft, &self.e2e, &self.tpot, &self.itl] {
+        for h in [
+            &self.ttft,
+            &self.answer_ttft,
+            &self.e2e,
+            &self.tpot,
+            &self.itl,
+        ] {
             let _ = h.remove_label_values(&l);
         }
         for c in [&self.skipped, &self.aborted] {

@@ -85,6 +85,7 @@ mod tests {
             figures: Default::default(),
             output_tokens: None,
             tokens_source: None,
+            reasoning_tokens: None,
             finish_reason: None,
             output_chars: None,
             repetition_score: None,

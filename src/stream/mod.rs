@@ -2,8 +2,10 @@
 //! reader shares: it stamps each read with the instant its bytes arrived (one monotonic clock,
 //! read before any parsing), refuses to grow past the body cap or one endless line, and stops at
 //! the first byte that is not UTF-8. The protocol parsers sit on top of it: [`sse`] on
-//! `eventsource-stream`. Nothing here knows HTTP, JSON or checks.
+//! `eventsource-stream`, and [`ndjson`] (one JSON document per line). Nothing here knows HTTP,
+//! JSON or checks.
 
+pub mod ndjson;
 pub mod sse;
 
 use std::pin::Pin;
@@ -13,6 +15,15 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
+
+/// One event of a stream: its type (SSE's event name; `message` when unnamed, and for NDJSON),
+/// its data, and when the read that completed it arrived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub event: String,
+    pub data: String,
+    pub at: Instant,
+}
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

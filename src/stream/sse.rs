@@ -10,16 +10,7 @@ use std::time::Instant;
 use eventsource_stream::{EventStream, EventStreamError};
 use futures_util::Stream;
 
-use super::{Body, BodyError, Progress, StreamCaps};
-
-/// One dispatched event: its type (`message` when the server named none), its joined `data:`
-/// lines, and when the read that completed it arrived.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SseEvent {
-    pub event: String,
-    pub data: String,
-    pub at: Instant,
-}
+use super::{Body, BodyError, Event, Progress, StreamCaps};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
@@ -64,7 +55,7 @@ where
     B: AsRef<[u8]>,
     E: std::error::Error + 'static,
 {
-    type Item = Result<SseEvent, SseError>;
+    type Item = Result<Event, SseError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if self.done {
@@ -74,7 +65,7 @@ where
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Some(Ok(ev))) => {
                 self.seen_event = true;
-                return Poll::Ready(Some(Ok(SseEvent {
+                return Poll::Ready(Some(Ok(Event {
                     event: ev.event,
                     data: ev.data,
                     at: self.progress.last_arrival(),

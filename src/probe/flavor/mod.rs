@@ -1,9 +1,13 @@
 //! API flavors: one file each, one arm per function here. A flavor knows its path, the body
-//! that carries the prompt, and what one event of its stream carried; the envelope around it
-//! (request id, cache busting, deadlines, caps, outcomes) lives in `probe` and is shared.
+//! that carries the prompt and its generation limits, how its stream is framed, and what one
+//! event of it carried; the envelope around it (request id, cache busting, priority, deadlines,
+//! caps, outcomes) lives in `probe` and is shared.
 
+pub mod anthropic_messages;
+pub mod ollama;
 pub mod openai_chat;
 pub mod openai_completions;
+pub mod openai_responses;
 
 use serde_json::{Map, Value};
 
@@ -12,10 +16,20 @@ use crate::config::{Api, Probe};
 /// What one event (or a whole non-streamed answer) carried, as a flavor reads it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Delta {
-    /// Generated text the user sees (content and tool-call text).
+    /// Generated text the user sees: answer text and tool-call text.
     pub text: String,
     pub reasoning_chars: usize,
+    /// In OpenAI's words: `stop`, `length` (the token limit cut the answer), `tool_calls`...
     pub finish_reason: Option<String>,
+    /// The server's count of output tokens so far (a total, never a piece to add up).
+    pub output_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
+    /// An error the server reported inside a successful response.
+    pub error: Option<String>,
+    /// The flavor's last event: nothing more will come.
+    pub done: bool,
+    /// The server's own timings, under their own names.
+    pub server_timings: Option<Value>,
 }
 
 impl Delta {
@@ -25,27 +39,118 @@ impl Delta {
     }
 }
 
+/// How a flavor frames its events on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Server-sent events.
+    Sse,
+    /// One JSON object per line.
+    Ndjson,
+}
+
 /// The path the flavor appends to the target's `base_url`.
 pub fn path(api: Api) -> &'static str {
     match api {
         Api::OpenaiChat => openai_chat::PATH,
         Api::OpenaiCompletions => openai_completions::PATH,
+        Api::OpenaiResponses => openai_responses::PATH,
+        Api::AnthropicMessages => anthropic_messages::PATH,
+        Api::Ollama => ollama::PATH,
     }
 }
 
-/// The part of the body that carries the prompt; `nonce` goes first when caches are busted by
-/// prefix.
+pub fn framing(api: Api) -> Framing {
+    match api {
+        Api::Ollama => Framing::Ndjson,
+        _ => Framing::Sse,
+    }
+}
+
+/// The flavor's part of the body: the prompt (with `nonce` first when caches are busted by
+/// prefix), streaming on, the token limit and the temperature.
 pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     match api {
-        Api::OpenaiChat => openai_chat::body(&probe.prompt, nonce),
-        Api::OpenaiCompletions => openai_completions::body(&probe.prompt, nonce),
+        Api::OpenaiChat => openai_chat::body(probe, nonce),
+        Api::OpenaiCompletions => openai_completions::body(probe, nonce),
+        Api::OpenaiResponses => openai_responses::body(probe, nonce),
+        Api::AnthropicMessages => anthropic_messages::body(probe, nonce),
+        Api::Ollama => ollama::body(probe, nonce),
     }
 }
 
-/// What one streamed choice (`choices[0]`) carried.
-pub fn delta(api: Api, choice: &Value) -> Delta {
+/// What one event carried. `kind` is the SSE event name (`message` when unnamed).
+pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
     match api {
-        Api::OpenaiChat => openai_chat::delta(choice),
-        Api::OpenaiCompletions => openai_completions::delta(choice),
+        Api::OpenaiChat => openai_chunk(v, openai_chat::delta),
+        Api::OpenaiCompletions => openai_chunk(v, openai_completions::delta),
+        Api::OpenaiResponses => openai_responses::event(kind, v),
+        Api::AnthropicMessages => anthropic_messages::event(kind, v),
+        Api::Ollama => ollama::event(v),
+    }
+}
+
+/// The chunk both OpenAI chat and completions send: an error object, usage (in the last chunk
+/// with `stream_options.include_usage`), llama.cpp's `timings`, and `choices[0]`.
+fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        return Delta {
+            error: Some(error_message(err)),
+            ..Delta::default()
+        };
+    }
+    let mut d = v["choices"].get(0).map(choice).unwrap_or_default();
+    d.output_tokens = v["usage"]["completion_tokens"].as_u64();
+    d.reasoning_tokens = v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64();
+    d.server_timings = v.get("timings").filter(|t| t.is_object()).cloned();
+    d
+}
+
+/// An error object's message (`{"message": ...}`), or the object itself as text.
+pub fn error_message(err: &Value) -> String {
+    err["message"]
+        .as_str()
+        .or(err["error"]["message"].as_str())
+        .or(err.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| err.to_string())
+}
+
+/// The prompt's messages as `{role, content}` objects, the nonce line first in the first one.
+pub fn chat_messages(probe: &Probe, nonce: Option<&str>) -> Vec<Value> {
+    let mut messages: Vec<Value> = probe
+        .prompt
+        .messages
+        .iter()
+        .map(|m| serde_json::json!({"role": m.role, "content": m.content}))
+        .collect();
+    if let (Some(nonce), Some(first)) = (nonce, messages.first_mut()) {
+        let content = first["content"].as_str().unwrap_or_default();
+        first["content"] = Value::String(format!("{nonce}\n{content}"));
+    }
+    messages
+}
+
+/// A string field of a JSON value, or "".
+pub fn text_of(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// A probe with defaults around `prompt`, for the flavors' tests.
+#[cfg(test)]
+pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
+    Probe {
+        name: "p".into(),
+        file: "p.yaml".into(),
+        schedule: None,
+        timezone: jiff::tz::TimeZone::UTC,
+        jitter: std::time::Duration::ZERO,
+        targets: vec![],
+        prompt: std::sync::Arc::new(prompt),
+        max_tokens: 64,
+        temperature: Some(0.0),
+        cache_bust: crate::config::CacheBust::Auto,
+        timeouts: crate::config::Timeouts::default(),
+        checks: crate::checks::CheckSpec::default(),
+        gate: crate::config::GateSpec::default(),
     }
 }

@@ -3,28 +3,26 @@
 
 use serde_json::{json, Map, Value};
 
-use super::Delta;
-use crate::config::Prompt;
+use super::{chat_messages, text_of, Delta};
+use crate::config::Probe;
 
 pub const PATH: &str = "/chat/completions";
 
-pub fn body(prompt: &Prompt, nonce_line: Option<&str>) -> Map<String, Value> {
-    let mut messages: Vec<Value> = prompt
-        .messages
-        .iter()
-        .map(|m| json!({"role": m.role, "content": m.content}))
-        .collect();
-    if let (Some(nonce), Some(first)) = (nonce_line, messages.first_mut()) {
-        let content = first["content"].as_str().unwrap_or_default();
-        first["content"] = Value::String(format!("{nonce}\n{content}"));
-    }
+pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(messages));
+    body.insert("messages".into(), Value::Array(chat_messages(probe, nonce)));
+    openai_generation(&mut body, probe);
     body
 }
 
-fn text_of(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
+/// Streaming with usage, the token limit and the temperature, as both OpenAI flavors take them.
+pub fn openai_generation(body: &mut Map<String, Value>, probe: &Probe) {
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    body.insert("max_tokens".into(), json!(probe.max_tokens));
+    if let Some(t) = probe.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
 }
 
 /// One streamed choice (`choices[0]`), or a whole non-streamed one (`message` instead of
@@ -51,12 +49,15 @@ pub fn delta(choice: &Value) -> Delta {
         text,
         reasoning_chars: reasoning.chars().count(),
         finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+        ..Delta::default()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Api;
+    use crate::probe::flavor::event;
 
     #[test]
     fn role_only_chunk_is_not_content() {
@@ -84,13 +85,34 @@ mod tests {
     }
 
     #[test]
+    fn usage_reasoning_tokens_timings_and_errors() {
+        let d = event(
+            Api::OpenaiChat,
+            "message",
+            &json!({"choices":[],"usage":{"completion_tokens":12,"completion_tokens_details":{"reasoning_tokens":5}},"timings":{"prompt_ms":3.5}}),
+        );
+        assert_eq!((d.output_tokens, d.reasoning_tokens), (Some(12), Some(5)));
+        assert_eq!(d.server_timings, Some(json!({"prompt_ms":3.5})));
+        let d = event(
+            Api::OpenaiChat,
+            "message",
+            &json!({"error":{"message":"overloaded","type":"server_error"}}),
+        );
+        assert_eq!(d.error.as_deref(), Some("overloaded"));
+    }
+
+    #[test]
     fn nonce_goes_first() {
-        let p = Prompt::user("x", "What is the capital of France?");
+        let p = crate::probe::flavor::probe_for(crate::config::Prompt::user(
+            "x",
+            "What is the capital of France?",
+        ));
         let b = body(&p, Some("[canary 1234]"));
         assert_eq!(
             b["messages"][0]["content"],
             "[canary 1234]\nWhat is the capital of France?"
         );
         assert_eq!(b["messages"][0]["role"], "user");
+        assert_eq!(b["stream_options"]["include_usage"], true);
     }
 }

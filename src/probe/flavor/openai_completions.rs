@@ -3,27 +3,29 @@
 
 use serde_json::{Map, Value};
 
+use super::openai_chat::openai_generation;
 use super::Delta;
-use crate::config::Prompt;
+use crate::config::Probe;
 
 pub const PATH: &str = "/completions";
 
-pub fn body(prompt: &Prompt, nonce_line: Option<&str>) -> Map<String, Value> {
-    let text = prompt.as_text();
-    let text = match nonce_line {
+pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+    let text = probe.prompt.as_text();
+    let text = match nonce {
         Some(n) => format!("{n}\n{text}"),
         None => text,
     };
     let mut body = Map::new();
     body.insert("prompt".into(), Value::String(text));
+    openai_generation(&mut body, probe);
     body
 }
 
 pub fn delta(choice: &Value) -> Delta {
     Delta {
         text: choice["text"].as_str().unwrap_or_default().to_string(),
-        reasoning_chars: 0,
         finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+        ..Delta::default()
     }
 }
 
@@ -44,7 +46,7 @@ mod tests {
 
     #[test]
     fn prompt_is_joined_with_the_nonce_first() {
-        let p = Prompt::user("x", "Say hi.");
+        let p = crate::probe::flavor::probe_for(crate::config::Prompt::user("x", "Say hi."));
         assert_eq!(
             body(&p, Some("[canary ab]"))["prompt"],
             "[canary ab]\nSay hi."

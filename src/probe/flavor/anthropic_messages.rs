@@ -1,0 +1,142 @@
+//! The `anthropic-messages` flavor: `POST {base_url}/messages` with `messages` (system prompts
+//! go in `system`); named events: `content_block_delta` carries `text_delta` (answer),
+//! `thinking_delta` (reasoning) or `input_json_delta` (a tool call); `message_delta` carries
+//! the stop reason and the cumulative output token count; `message_stop` ends the stream;
+//! `ping` is no chunk; an `error` event inside a 200 is an error.
+
+use serde_json::{json, Map, Value};
+
+use super::{chat_messages, error_message, text_of, Delta};
+use crate::config::Probe;
+
+pub const PATH: &str = "/messages";
+
+/// The `anthropic-version` header a server kind `anthropic` is sent.
+pub const VERSION: &str = "2023-06-01";
+
+pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+    let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(probe, nonce)
+        .into_iter()
+        .partition(|m| m["role"] == "system");
+    let mut body = Map::new();
+    if !system.is_empty() {
+        let text: Vec<&str> = system.iter().map(|m| text_of(&m["content"])).collect();
+        body.insert("system".into(), json!(text.join("\n\n")));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), json!(true));
+    body.insert("max_tokens".into(), json!(probe.max_tokens));
+    if let Some(t) = probe.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    body
+}
+
+/// Anthropic's stop reasons in OpenAI's words, so `truncated` means the same everywhere.
+fn finish_reason(stop: &str) -> String {
+    match stop {
+        "max_tokens" => "length",
+        "end_turn" | "stop_sequence" => "stop",
+        "tool_use" => "tool_calls",
+        other => other,
+    }
+    .to_string()
+}
+
+/// What one event carried; its type is the data's `type` (the SSE event name when absent).
+pub fn event(kind: &str, v: &Value) -> Delta {
+    let kind = v["type"].as_str().unwrap_or(kind);
+    let mut d = Delta::default();
+    match kind {
+        "message_start" => d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64(),
+        "content_block_start" if v["content_block"]["type"] == "tool_use" => {
+            d.text = text_of(&v["content_block"]["name"]).to_string();
+        }
+        "content_block_delta" => {
+            let delta = &v["delta"];
+            match delta["type"].as_str() {
+                Some("text_delta") => d.text = text_of(&delta["text"]).to_string(),
+                Some("input_json_delta") => d.text = text_of(&delta["partial_json"]).to_string(),
+                Some("thinking_delta") => {
+                    d.reasoning_chars = text_of(&delta["thinking"]).chars().count()
+                }
+                _ => {}
+            }
+        }
+        "message_delta" => {
+            // Cumulative: the latest count is the count.
+            d.output_tokens = v["usage"]["output_tokens"].as_u64();
+            d.finish_reason = v["delta"]["stop_reason"].as_str().map(finish_reason);
+        }
+        "message_stop" => d.done = true,
+        "error" => d.error = Some(error_message(&v["error"])),
+        _ => {}
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_of_each_kind() {
+        let d = event(
+            "content_block_delta",
+            &json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Paris"}}),
+        );
+        assert_eq!(d.text, "Paris");
+        let d = event(
+            "content_block_delta",
+            &json!({"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"let me"}}),
+        );
+        assert_eq!((d.text.as_str(), d.reasoning_chars), ("", 6));
+        let d = event(
+            "content_block_delta",
+            &json!({"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{\"city\""}}),
+        );
+        assert_eq!(d.text, "{\"city\"");
+        let d = event("ping", &json!({"type":"ping"}));
+        assert!(!d.is_generated() && !d.done);
+    }
+
+    #[test]
+    fn stop_usage_and_errors() {
+        let d = event(
+            "message_delta",
+            &json!({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":64}}),
+        );
+        assert_eq!(
+            (d.finish_reason.as_deref(), d.output_tokens),
+            (Some("length"), Some(64))
+        );
+        assert!(event("message_stop", &json!({"type":"message_stop"})).done);
+        let d = event(
+            "error",
+            &json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+        );
+        assert_eq!(d.error.as_deref(), Some("Overloaded"));
+    }
+
+    #[test]
+    fn system_prompts_go_to_system() {
+        use crate::config::{Message, Prompt, Role};
+        let p = Prompt {
+            name: "x".into(),
+            messages: vec![
+                Message {
+                    role: Role::System,
+                    content: "Be brief.".into(),
+                },
+                Message {
+                    role: Role::User,
+                    content: "Hi".into(),
+                },
+            ],
+        };
+        let b = body(&super::super::probe_for(p), None);
+        assert_eq!(b["system"], "Be brief.");
+        assert_eq!(b["messages"], json!([{"role":"user","content":"Hi"}]));
+        assert_eq!(b["max_tokens"], 64);
+    }
+}

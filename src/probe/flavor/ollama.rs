@@ -1,0 +1,106 @@
+//! The `ollama` flavor: Ollama's native `POST {base_url}/api/chat`, one JSON object per line:
+//! `message.content` is answer, `message.thinking` reasoning; the last object (`done: true`)
+//! carries `done_reason`, `eval_count` and the server's durations in nanoseconds.
+
+use serde_json::{json, Map, Value};
+
+use super::{chat_messages, text_of, Delta};
+use crate::config::Probe;
+
+pub const PATH: &str = "/api/chat";
+
+/// The server's own figures kept from the last object, under their own names.
+const TIMINGS: [&str; 6] = [
+    "total_duration",
+    "load_duration",
+    "prompt_eval_count",
+    "prompt_eval_duration",
+    "eval_count",
+    "eval_duration",
+];
+
+pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+    let mut options = Map::new();
+    options.insert("num_predict".into(), json!(probe.max_tokens));
+    if let Some(t) = probe.temperature {
+        options.insert("temperature".into(), json!(t));
+    }
+    let mut body = Map::new();
+    body.insert("messages".into(), Value::Array(chat_messages(probe, nonce)));
+    body.insert("stream".into(), json!(true));
+    body.insert("options".into(), Value::Object(options));
+    body
+}
+
+pub fn event(v: &Value) -> Delta {
+    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+        return Delta {
+            error: Some(super::error_message(e)),
+            ..Delta::default()
+        };
+    }
+    let mut d = Delta {
+        text: text_of(&v["message"]["content"]).to_string(),
+        reasoning_chars: text_of(&v["message"]["thinking"]).chars().count(),
+        ..Delta::default()
+    };
+    if let Some(calls) = v["message"]["tool_calls"].as_array() {
+        for c in calls {
+            d.text.push_str(text_of(&c["function"]["name"]));
+            d.text.push_str(&c["function"]["arguments"].to_string());
+        }
+    }
+    if v["done"] == true {
+        d.done = true;
+        d.finish_reason = Some(text_of(&v["done_reason"]).to_string()).filter(|r| !r.is_empty());
+        d.output_tokens = v["eval_count"].as_u64();
+        let timings: Map<String, Value> = TIMINGS
+            .iter()
+            .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
+            .collect();
+        d.server_timings = Some(Value::Object(timings)).filter(|t| t != &json!({}));
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_a_chat() {
+        let d = event(
+            &json!({"model":"m","message":{"role":"assistant","content":"Par"},"done":false}),
+        );
+        assert_eq!((d.text.as_str(), d.done), ("Par", false));
+        let d = event(
+            &json!({"message":{"role":"assistant","content":"","thinking":"hmm"},"done":false}),
+        );
+        assert!(d.is_generated());
+        assert_eq!(d.reasoning_chars, 3);
+        let d = event(
+            &json!({"message":{"role":"assistant","content":""},"done":true,"done_reason":"length","eval_count":64,"eval_duration":1000000,"prompt_eval_duration":5000}),
+        );
+        assert!(d.done);
+        assert_eq!(
+            (d.finish_reason.as_deref(), d.output_tokens),
+            (Some("length"), Some(64))
+        );
+        assert_eq!(
+            d.server_timings,
+            Some(json!({"eval_count":64,"eval_duration":1000000,"prompt_eval_duration":5000}))
+        );
+        let d = event(&json!({"error":"model not found"}));
+        assert_eq!(d.error.as_deref(), Some("model not found"));
+    }
+
+    #[test]
+    fn options_carry_the_limits() {
+        let b = body(
+            &super::super::probe_for(crate::config::Prompt::user("x", "Hi")),
+            None,
+        );
+        assert_eq!(b["options"]["num_predict"], 64);
+        assert_eq!(b["stream"], true);
+    }
+}

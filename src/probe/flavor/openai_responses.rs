@@ -1,0 +1,118 @@
+//! The `openai-responses` flavor: `POST {base_url}/responses` with `input` messages; typed
+//! events (`response.output_text.delta` answer, reasoning deltas, function-call arguments),
+//! `response.completed` with usage, `response.incomplete` when the token limit cut it,
+//! `response.failed` and `error` for errors. There is no `[DONE]`.
+
+use serde_json::{json, Map, Value};
+
+use super::{chat_messages, error_message, text_of, Delta};
+use crate::config::Probe;
+
+pub const PATH: &str = "/responses";
+
+pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("input".into(), Value::Array(chat_messages(probe, nonce)));
+    body.insert("stream".into(), json!(true));
+    body.insert("max_output_tokens".into(), json!(probe.max_tokens));
+    if let Some(t) = probe.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    body
+}
+
+/// What one event carried; its type is the data's `type` (the SSE event name when absent).
+pub fn event(kind: &str, v: &Value) -> Delta {
+    let kind = v["type"].as_str().unwrap_or(kind);
+    let mut d = Delta::default();
+    match kind {
+        "response.output_text.delta" | "response.function_call_arguments.delta" => {
+            d.text = text_of(&v["delta"]).to_string();
+        }
+        "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+            d.reasoning_chars = text_of(&v["delta"]).chars().count();
+        }
+        // A function call starts with its name.
+        "response.output_item.added" if v["item"]["type"] == "function_call" => {
+            d.text = text_of(&v["item"]["name"]).to_string();
+        }
+        "response.completed" | "response.incomplete" => {
+            let r = &v["response"];
+            d.done = true;
+            d.output_tokens = r["usage"]["output_tokens"].as_u64();
+            d.reasoning_tokens = r["usage"]["output_tokens_details"]["reasoning_tokens"].as_u64();
+            let called = r["output"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|i| i["type"] == "function_call"));
+            d.finish_reason = Some(match r["incomplete_details"]["reason"].as_str() {
+                Some("max_output_tokens") => "length".into(),
+                Some(other) => other.to_string(),
+                None if kind == "response.incomplete" => "incomplete".into(),
+                None if called => "tool_calls".into(),
+                None => "stop".into(),
+            });
+        }
+        "response.failed" => {
+            d.error = Some(error_message(&v["response"]["error"]));
+        }
+        "error" => d.error = Some(error_message(v)),
+        _ => {}
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answer_reasoning_and_calls() {
+        let d = event(
+            "message",
+            &json!({"type":"response.output_text.delta","delta":"Par"}),
+        );
+        assert_eq!(d.text, "Par");
+        let d = event(
+            "x",
+            &json!({"type":"response.reasoning_summary_text.delta","delta":"hmm"}),
+        );
+        assert_eq!((d.text.as_str(), d.reasoning_chars), ("", 3));
+        let d = event(
+            "x",
+            &json!({"type":"response.output_item.added","item":{"type":"function_call","name":"get_weather"}}),
+        );
+        assert_eq!(d.text, "get_weather");
+        // The type may come only as the SSE event name.
+        let d = event("response.output_text.delta", &json!({"delta":"is"}));
+        assert_eq!(d.text, "is");
+    }
+
+    #[test]
+    fn completed_incomplete_failed() {
+        let d = event(
+            "x",
+            &json!({"type":"response.completed","response":{"status":"completed","usage":{"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4}}}}),
+        );
+        assert!(d.done);
+        assert_eq!(
+            (
+                d.output_tokens,
+                d.reasoning_tokens,
+                d.finish_reason.as_deref()
+            ),
+            (Some(9), Some(4), Some("stop"))
+        );
+        let d = event(
+            "x",
+            &json!({"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},"usage":{"output_tokens":8}}}),
+        );
+        assert_eq!(d.finish_reason.as_deref(), Some("length"));
+        let d = event(
+            "x",
+            &json!({"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}),
+        );
+        assert_eq!(d.error.as_deref(), Some("boom"));
+        let d = event("error", &json!({"type":"error","message":"rate limited"}));
+        assert_eq!(d.error.as_deref(), Some("rate limited"));
+    }
+}
