@@ -33,6 +33,21 @@ pub struct ProbeResult {
     pub warmup: bool,
     pub error: Option<String>,
     pub server_timings: Option<serde_json::Value>,
+    /// The server's own time to first token, from its timings (llama.cpp's `prompt_ms`, Ollama's
+    /// load + prompt evaluation), when it sent them.
+    pub server_ttft_ms: Option<f64>,
+    /// The model name the server echoed.
+    pub reported_model: Option<String>,
+    /// What identifies the serving build: `system_fingerprint`, else the echoed model name.
+    pub fingerprint: Option<String>,
+    /// The fingerprint differs from the one this target showed before (not on the first run).
+    pub target_changed: bool,
+    /// SHA-256 of the generated text (hex).
+    pub output_sha256: Option<String>,
+    /// A temperature-0 probe's output differs from its previous one on this target.
+    pub output_changed: bool,
+    /// The trace id of the W3C `traceparent` the request carried.
+    pub trace_id: String,
     /// Chunks that carried generated content, and response body bytes read.
     pub content_chunks: usize,
     pub response_bytes: usize,
@@ -66,6 +81,44 @@ fn figures<S: serde::Serializer>(f: &Figures, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl ProbeResult {
+    /// A successful result with every figure absent, for tests to adjust.
+    #[cfg(test)]
+    pub fn example() -> ProbeResult {
+        ProbeResult {
+            probe: "p".into(),
+            target: "t".into(),
+            model: "m".into(),
+            request_id: "r".into(),
+            started_at: jiff::Timestamp::UNIX_EPOCH,
+            outcome: Outcome::Ok,
+            success: true,
+            failed_checks: vec![],
+            http_status: Some(200),
+            figures: Figures::default(),
+            output_tokens: None,
+            tokens_source: None,
+            reasoning_tokens: None,
+            server_ttft_ms: None,
+            reported_model: None,
+            fingerprint: None,
+            target_changed: false,
+            output_sha256: None,
+            output_changed: false,
+            trace_id: String::new(),
+            finish_reason: None,
+            output_chars: None,
+            repetition_score: None,
+            warmup: false,
+            error: None,
+            server_timings: None,
+            content_chunks: 0,
+            response_bytes: 0,
+            repetition: None,
+            output: None,
+            timeline: None,
+        }
+    }
+
     /// One JSON line.
     pub fn to_json_line(&self) -> String {
         serde_json::to_string(self).expect("a result always serializes")

@@ -1,6 +1,8 @@
 //! Runs (probe, target) pairs with a concurrency limit and keeps the warm-up state: the first
 //! successful run of a pair after start, or after its target was unreachable (to any probe), is
-//! flagged `warmup` (a cold start, reported apart from the latency figures).
+//! flagged `warmup` (a cold start, reported apart from the latency figures). It also notices
+//! change from outside: a target whose build fingerprint differs from the one it showed
+//! before, and a temperature-0 probe whose output differs from its previous one.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -18,7 +20,30 @@ pub struct Runner {
     clients: Clients,
     limit: Arc<Semaphore>,
     warm: Mutex<Warm>,
+    changes: Mutex<Changes>,
     pub show_output: bool,
+}
+
+/// The last fingerprint each target showed, and the last output of each deterministic pair.
+#[derive(Default)]
+struct Changes {
+    fingerprints: HashMap<String, String>,
+    outputs: HashMap<(String, String), String>,
+}
+
+impl Changes {
+    /// Flags `r.target_changed` and `r.output_changed`; the first sighting is no change.
+    fn note(&mut self, deterministic: bool, r: &mut ProbeResult) {
+        if let Some(fp) = &r.fingerprint {
+            let before = self.fingerprints.insert(r.target.clone(), fp.clone());
+            r.target_changed = before.is_some_and(|b| &b != fp);
+        }
+        if let (true, Some(hash)) = (deterministic, &r.output_sha256) {
+            let key = (r.probe.clone(), r.target.clone());
+            let before = self.outputs.insert(key, hash.clone());
+            r.output_changed = before.is_some_and(|b| &b != hash);
+        }
+    }
 }
 
 /// The (probe, target) pairs that have had a successful run since start or since their target
@@ -49,6 +74,7 @@ impl Runner {
             clients: Clients::default(),
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
             warm: Mutex::new(Warm::default()),
+            changes: Mutex::new(Changes::default()),
             show_output: false,
         }
     }
@@ -63,6 +89,10 @@ impl Runner {
         let client = self.clients.get(probe.timeouts.connect);
         let mut result = probe::run(&client, probe, target, self.show_output).await;
         self.mark_warmup(&mut result);
+        self.changes
+            .lock()
+            .expect("the change map is never poisoned")
+            .note(probe.temperature == Some(0.0), &mut result);
         result
     }
 
@@ -115,5 +145,54 @@ mod tests {
         assert!(w.note("a", "t", ok, true));
         assert!(w.note("b", "t", ok, true));
         assert!(!w.note("a", "u", ok, true));
+    }
+
+    fn result(probe: &str, target: &str, fp: Option<&str>, out: Option<&str>) -> ProbeResult {
+        let mut r = ProbeResult::example();
+        (r.probe, r.target) = (probe.into(), target.into());
+        r.fingerprint = fp.map(str::to_string);
+        r.output_sha256 = out.map(str::to_string);
+        r
+    }
+
+    #[test]
+    fn a_new_fingerprint_or_a_new_deterministic_output_is_a_change() {
+        let mut c = Changes::default();
+        let mut note = |det, mut r: ProbeResult| {
+            c.note(det, &mut r);
+            (r.target_changed, r.output_changed)
+        };
+        assert_eq!(
+            note(true, result("a", "t", Some("b1"), Some("x"))),
+            (false, false)
+        );
+        assert_eq!(
+            note(true, result("a", "t", Some("b1"), Some("x"))),
+            (false, false)
+        );
+        // Another probe on the same target sees the build change too; its output is new to it.
+        assert_eq!(
+            note(true, result("b", "t", Some("b2"), Some("y"))),
+            (true, false)
+        );
+        assert_eq!(
+            note(true, result("a", "t", Some("b2"), Some("z"))),
+            (false, true)
+        );
+        // No fingerprint sent (a failure): no change, and the last one is kept.
+        assert_eq!(note(true, result("a", "t", None, None)), (false, false));
+        assert_eq!(
+            note(true, result("a", "t", Some("b2"), Some("z"))),
+            (false, false)
+        );
+        // Outputs of sampled probes vary by design.
+        assert_eq!(
+            note(false, result("c", "t", Some("b2"), Some("1"))),
+            (false, false)
+        );
+        assert_eq!(
+            note(false, result("c", "t", Some("b2"), Some("2"))),
+            (false, false)
+        );
     }
 }

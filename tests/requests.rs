@@ -146,4 +146,11 @@ async fn priority_headers_request_id_and_key_arrive() {
         sim.seen()[1].header("x-request-id"),
         Some(r2.request_id.as_str())
     );
+    // Each carries its own sampled W3C trace context, whose trace id the result names.
+    for (seen, r) in sim.seen().iter().zip([&r, &r2]) {
+        let tp = seen.header("traceparent").expect("a traceparent header");
+        assert_eq!(tp, format!("00-{}-{}", r.trace_id, &tp[36..]));
+        assert!(tp.ends_with("-01"), "{tp}");
+    }
+    assert_ne!(r.trace_id, r2.trace_id);
 }

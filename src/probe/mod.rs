@@ -38,6 +38,12 @@ impl Caps {
     }
 }
 
+/// SHA-256 of `text`, hex.
+pub fn sha256_hex(text: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Runs `probe` once against `target`.
 pub async fn run(
     client: &reqwest::Client,
@@ -46,7 +52,7 @@ pub async fn run(
     show_output: bool,
 ) -> ProbeResult {
     let req = build_request(probe, target);
-    let request_id = req.request_id.clone();
+    let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
     let start = Instant::now();
     let seen = read::read(
@@ -64,6 +70,7 @@ pub async fn run(
         (None, 0) if seen.failure.is_some() => (None, None),
         (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
     };
+    let output_sha256 = seen.failure.is_none().then(|| sha256_hex(&seen.text));
     let figures = seen.timeline.figures(output_tokens.zip(tokens_source));
     let (outcome, failed_checks, error, output_chars, repetition) = match seen.failure {
         Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None),
@@ -98,7 +105,17 @@ pub async fn run(
             .map(|r| (r.score * 1000.0).round() / 1000.0),
         warmup: false,
         error,
+        server_ttft_ms: seen
+            .server_timings
+            .as_ref()
+            .and_then(flavor::server_ttft_ms),
         server_timings: seen.server_timings,
+        fingerprint: seen.fingerprint.or_else(|| seen.reported_model.clone()),
+        reported_model: seen.reported_model,
+        target_changed: false,
+        output_sha256,
+        output_changed: false,
+        trace_id,
         content_chunks: seen.chunks,
         response_bytes: seen.bytes_read,
         repetition,

@@ -47,6 +47,9 @@ pub struct Reading {
     pub reasoning_tokens: Option<u64>,
     pub finish_reason: Option<String>,
     pub server_timings: Option<Value>,
+    /// The model name the server echoed, and its build fingerprint, when it sent them.
+    pub reported_model: Option<String>,
+    pub fingerprint: Option<String>,
     pub failure: Option<Failure>,
 }
 
@@ -160,6 +163,8 @@ pub async fn read(
             reasoning_tokens: None,
             finish_reason: None,
             server_timings: None,
+            reported_model: None,
+            fingerprint: None,
             failure: None,
         },
         done: false,
@@ -402,6 +407,12 @@ impl Reader {
         }
         if d.server_timings.is_some() {
             seen.server_timings = d.server_timings;
+        }
+        if d.model.is_some() {
+            seen.reported_model = d.model;
+        }
+        if d.fingerprint.is_some() {
+            seen.fingerprint = d.fingerprint;
         }
         if generated {
             seen.timeline.content.push(at);

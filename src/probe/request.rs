@@ -26,12 +26,21 @@ pub fn request_id() -> String {
     )
 }
 
+/// A fresh W3C trace context for one request: (`traceparent` value, trace id). Sampled, so
+/// the serving stack records the probe's spans.
+pub fn trace_context() -> (String, String) {
+    let trace_id = format!("{:032x}", fastrand::u128(1..));
+    let span_id = format!("{:016x}", fastrand::u64(1..));
+    (format!("00-{trace_id}-{span_id}-01"), trace_id)
+}
+
 /// The request for one run: URL, headers and JSON body, built from the probe and target.
 pub struct Request {
     pub url: String,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
     pub request_id: String,
+    pub trace_id: String,
 }
 
 pub fn build_request(probe: &Probe, target: &Target) -> Request {
@@ -71,8 +80,10 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     for (k, v) in &target.headers {
         put(k, v);
     }
-    // After the configured headers: every request's id must be its own.
+    // After the configured headers: every request's id and trace must be its own.
     put("x-request-id", &request_id);
+    let (traceparent, trace_id) = trace_context();
+    put("traceparent", &traceparent);
     // Anthropic's own API takes its key in x-api-key with a version header; every other
     // server (vLLM and llama.cpp serving /v1/messages too) takes a bearer token.
     if target.server == ServerKind::Anthropic {
@@ -99,6 +110,7 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
         headers,
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
         request_id,
+        trace_id,
     }
 }
 
@@ -137,5 +149,16 @@ mod tests {
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
         assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+    }
+
+    #[test]
+    fn traceparent_is_w3c_and_sampled() {
+        let (tp, id) = trace_context();
+        let parts: Vec<&str> = tp.split('-').collect();
+        assert_eq!(parts.len(), 4);
+        assert_eq!((parts[0], parts[1], parts[3]), ("00", id.as_str(), "01"));
+        assert_eq!((parts[1].len(), parts[2].len()), (32, 16));
+        assert_ne!(parts[1], "0".repeat(32));
+        assert_ne!(trace_context().1, id);
     }
 }

@@ -2,8 +2,8 @@
 //! target, model and the static labels, plus the agent's own health. Metric names live here
 //! and nowhere else.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -45,6 +45,12 @@ pub struct Metrics {
     last_run: GaugeVec,
     last_success: GaugeVec,
     warmup_ttft: GaugeVec,
+    server_ttft: GaugeVec,
+    target_info: GaugeVec,
+    target_changes: IntCounterVec,
+    output_changes: IntCounterVec,
+    /// The (reported_model, fingerprint) each pair's `target_info` series carries now.
+    info_of: Mutex<HashMap<Vec<String>, [String; 2]>>,
     skipped: IntCounterVec,
     aborted: IntCounterVec,
     pub push_failures: IntCounter,
@@ -75,6 +81,9 @@ impl Metrics {
         pair.extend(target_keys.iter().map(String::as_str));
         let mut with_outcome = pair.clone();
         with_outcome.push("outcome");
+        let mut with_identity = pair.clone();
+        with_identity.extend(["reported_model", "fingerprint"]);
+        let counter = |n: &str, help: &str| IntCounterVec::new(Opts::new(name(n), help), &pair);
 
         macro_rules! reg {
             ($m:expr) => {{
@@ -110,8 +119,13 @@ impl Metrics {
             last_run: reg!(gauge("last_run_timestamp_seconds", "When the last run started (Unix time).")),
             last_success: reg!(gauge("last_success_timestamp_seconds", "When the last ok run started (Unix time).")),
             warmup_ttft: reg!(gauge("warmup_ttft_seconds", "Time to first token of the last cold start (first ok run after start or after the target was unreachable).")),
-            skipped: reg!(IntCounterVec::new(Opts::new(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."), &pair)),
-            aborted: reg!(IntCounterVec::new(Opts::new(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."), &pair)),
+            server_ttft: reg!(gauge("server_ttft_seconds", "The server's own time to first token for the last run, when its response carries it.")),
+            target_info: reg!(GaugeVec::new(Opts::new(name("target_info"), "1, labelled with the model name and build fingerprint the target reported last."), &with_identity)),
+            target_changes: reg!(counter("target_changes_total", "Times the target's reported build fingerprint changed.")),
+            output_changes: reg!(counter("output_changes_total", "Times a temperature-0 probe's output differed from its previous one.")),
+            info_of: Mutex::new(HashMap::new()),
+            skipped: reg!(counter("skipped_runs_total", "Scheduled runs skipped because the previous run of the pair was still in flight.")),
+            aborted: reg!(counter("aborted_runs_total", "Runs still in flight when the shutdown grace period ended.")),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
             last_push_failure: reg!(Gauge::new(name("last_push_failure_timestamp_seconds"), "When the last push failed (Unix time).")),
@@ -167,6 +181,27 @@ impl Metrics {
         if let Some(s) = r.repetition_score {
             self.repetition_score.with_label_values(&l).set(s);
         }
+        if let Some(t) = secs(r.server_ttft_ms) {
+            self.server_ttft.with_label_values(&l).set(t);
+        }
+        if let Some(fp) = &r.fingerprint {
+            let identity = [r.reported_model.clone().unwrap_or_default(), fp.clone()];
+            let mut info_of = self.info_of.lock().expect("info lock");
+            if info_of.get(&values) != Some(&identity) {
+                if let Some(old) = info_of.insert(values.clone(), identity.clone()) {
+                    let _ = self.target_info.remove_label_values(&with(&l, &old));
+                }
+                self.target_info
+                    .with_label_values(&with(&l, &identity))
+                    .set(1.0);
+            }
+        }
+        if r.target_changed {
+            self.target_changes.with_label_values(&l).inc();
+        }
+        if r.output_changed {
+            self.output_changes.with_label_values(&l).inc();
+        }
         if let Some(tps) = r.figures.tokens_per_second {
             self.tokens_per_second.with_label_values(&l).set(tps);
         }
@@ -205,8 +240,14 @@ impl Metrics {
     pub fn init_pair(&self, probe: &str, target: &Target) {
         let v = self.pair_values(probe, target);
         let l: Vec<&str> = v.iter().map(String::as_str).collect();
-        self.skipped.with_label_values(&l);
-        self.aborted.with_label_values(&l);
+        for c in [
+            &self.skipped,
+            &self.aborted,
+            &self.target_changes,
+            &self.output_changes,
+        ] {
+            c.with_label_values(&l);
+        }
         let mut lo = l.clone();
         lo.push(Outcome::Ok.as_str());
         self.runs.with_label_values(&lo);
@@ -240,8 +281,12 @@ impl Metrics {
             &self.last_run,
             &self.last_success,
             &self.warmup_ttft,
+            &self.server_ttft,
         ] {
             let _ = g.remove_label_values(&l);
+        }
+        if let Some(old) = self.info_of.lock().expect("info lock").remove(values) {
+            let _ = self.target_info.remove_label_values(&with(&l, &old));
         }
         for h in [
             &self.ttft,
@@ -252,7 +297,12 @@ impl Metrics {
         ] {
             let _ = h.remove_label_values(&l);
         }
-        for c in [&self.skipped, &self.aborted] {
+        for c in [
+            &self.skipped,
+            &self.aborted,
+            &self.target_changes,
+            &self.output_changes,
+        ] {
             let _ = c.remove_label_values(&l);
         }
         for o in Outcome::ALL {
@@ -270,6 +320,13 @@ impl Metrics {
             .expect("encoding into memory cannot fail");
         buf
     }
+}
+
+/// Pair label values with more appended.
+fn with<'a>(pair: &[&'a str], more: &'a [String]) -> Vec<&'a str> {
+    let mut v = pair.to_vec();
+    v.extend(more.iter().map(String::as_str));
+    v
 }
 
 pub fn now_seconds() -> f64 {

@@ -69,34 +69,11 @@ impl ResultsLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Outcome;
 
     fn result(i: usize) -> ProbeResult {
         ProbeResult {
             probe: format!("p{i}"),
-            target: "t".into(),
-            model: "m".into(),
-            request_id: "r".into(),
-            started_at: jiff::Timestamp::UNIX_EPOCH,
-            outcome: Outcome::Ok,
-            success: true,
-            failed_checks: vec![],
-            http_status: Some(200),
-            figures: Default::default(),
-            output_tokens: None,
-            tokens_source: None,
-            reasoning_tokens: None,
-            finish_reason: None,
-            output_chars: None,
-            repetition_score: None,
-            warmup: false,
-            error: None,
-            server_timings: None,
-            content_chunks: 0,
-            response_bytes: 0,
-            repetition: None,
-            output: None,
-            timeline: None,
+            ..ProbeResult::example()
         }
     }
 

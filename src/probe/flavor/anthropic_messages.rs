@@ -48,7 +48,10 @@ pub fn event(kind: &str, v: &Value) -> Delta {
     let kind = v["type"].as_str().unwrap_or(kind);
     let mut d = Delta::default();
     match kind {
-        "message_start" => d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64(),
+        "message_start" => {
+            d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64();
+            d.model = super::non_empty(&v["message"]["model"]);
+        }
         "content_block_start" if v["content_block"]["type"] == "tool_use" => {
             d.text = text_of(&v["content_block"]["name"]).to_string();
         }

@@ -30,6 +30,10 @@ pub struct Delta {
     pub done: bool,
     /// The server's own timings, under their own names.
     pub server_timings: Option<Value>,
+    /// The model name the server echoes.
+    pub model: Option<String>,
+    /// What the server says identifies its build (`system_fingerprint`).
+    pub fingerprint: Option<String>,
 }
 
 impl Delta {
@@ -102,7 +106,25 @@ fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
     d.output_tokens = v["usage"]["completion_tokens"].as_u64();
     d.reasoning_tokens = v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64();
     d.server_timings = v.get("timings").filter(|t| t.is_object()).cloned();
+    d.model = non_empty(&v["model"]);
+    d.fingerprint = non_empty(&v["system_fingerprint"]);
     d
+}
+
+/// A non-empty string field, owned.
+pub fn non_empty(v: &Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// The server's own time to first token from its timings, in milliseconds: llama.cpp's
+/// `prompt_ms`, or Ollama's `load_duration` + `prompt_eval_duration` (nanoseconds).
+pub fn server_ttft_ms(timings: &Value) -> Option<f64> {
+    if let Some(ms) = timings["prompt_ms"].as_f64() {
+        return Some(ms);
+    }
+    let ns = timings["prompt_eval_duration"].as_f64()?
+        + timings["load_duration"].as_f64().unwrap_or(0.0);
+    Some(ns / 1e6)
 }
 
 /// An error object's message (`{"message": ...}`), or the object itself as text.

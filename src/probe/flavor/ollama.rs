@@ -42,6 +42,7 @@ pub fn event(v: &Value) -> Delta {
     let mut d = Delta {
         text: text_of(&v["message"]["content"]).to_string(),
         reasoning_chars: text_of(&v["message"]["thinking"]).chars().count(),
+        model: super::non_empty(&v["model"]),
         ..Delta::default()
     };
     if let Some(calls) = v["message"]["tool_calls"].as_array() {

@@ -24,7 +24,10 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
 /// What one event carried; its type is the data's `type` (the SSE event name when absent).
 pub fn event(kind: &str, v: &Value) -> Delta {
     let kind = v["type"].as_str().unwrap_or(kind);
-    let mut d = Delta::default();
+    let mut d = Delta {
+        model: super::non_empty(&v["response"]["model"]),
+        ..Delta::default()
+    };
     match kind {
         "response.output_text.delta" | "response.function_call_arguments.delta" => {
             d.text = text_of(&v["delta"]).to_string();
