@@ -9,7 +9,7 @@ use jiff::tz::TimeZone;
 
 use super::gate::{self, Relative, Slo};
 use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role, ServerKind};
-use super::{positive, read, ConfigError, Source, Target};
+use super::{positive, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::CheckSpec;
 use crate::schedule::Cron;
 
@@ -115,33 +115,43 @@ pub(super) fn load_all(
             path: &file,
             text: &text,
         };
-        let raws: Vec<RawProbe> = if is_list(&text) {
+        let list = is_list(&text);
+        let raws: Vec<RawProbe> = if list {
             src.parse()?
         } else {
             vec![src.parse()?]
         };
-        for r in raws {
+        for (i, r) in raws.into_iter().enumerate() {
+            let at = if list {
+                FieldPath::root().index(i)
+            } else {
+                FieldPath::root()
+            };
             if probes.iter().any(|p| p.name == r.name.value) {
                 return Err(src.err(
+                    &at.key("name"),
                     r.name.referenced,
                     format!("duplicate probe name {:?}", r.name.value),
                 ));
             }
-            let p = load_probe(&src, r, prompts_dir, &mut prompts, targets, warnings)?;
+            let p = load_probe(&src, &at, r, prompts_dir, &mut prompts, targets, warnings)?;
             probes.push(Arc::new(p));
         }
     }
     Ok(probes)
 }
 
+/// The prompt file named by the `prompt` key at `field`.
 fn load_prompt(
     src: &Source,
+    field: &FieldPath,
     name: &serde_saphyr::Spanned<String>,
     dir: &Path,
 ) -> Result<Prompt, ConfigError> {
     let path = dir.join(&name.value);
     let text = std::fs::read_to_string(&path).map_err(|_| {
         src.err(
+            field,
             name.referenced,
             format!("prompt file {} not found", path.display()),
         )
@@ -150,6 +160,7 @@ fn load_prompt(
         Some("txt") => {
             if text.trim().is_empty() {
                 return Err(src.err(
+                    field,
                     name.referenced,
                     format!("prompt file {} is empty", path.display()),
                 ));
@@ -174,6 +185,7 @@ fn load_prompt(
             })
         }
         _ => Err(src.err(
+            field,
             name.referenced,
             "a prompt file must end in .txt (one user message) or .yaml (chat messages)",
         )),
@@ -182,25 +194,36 @@ fn load_prompt(
 
 fn load_probe(
     src: &Source,
+    at: &FieldPath,
     r: RawProbe,
     prompts_dir: &Path,
     prompts: &mut HashMap<String, Arc<Prompt>>,
     targets: &[Arc<Target>],
     warnings: &mut Vec<String>,
 ) -> Result<Probe, ConfigError> {
-    super::check_name(src, &r.name, "probe")?;
+    super::check_name(src, &at.key("name"), &r.name, "probe")?;
     let name = r.name.value.clone();
     let timezone = match &r.timezone {
         Some(tz) => TimeZone::get(&tz.value)
-            .map_err(|_| src.err(tz.referenced, format!("unknown time zone {:?}", tz.value)))?,
+            .map_err(|_| {
+                src.err(
+                    &at.key("timezone"),
+                    tz.referenced,
+                    format!("unknown time zone {:?}", tz.value),
+                )
+            })?,
         None => TimeZone::UTC,
     };
     let target_names: Vec<String> = match r.targets {
         Some(list) => {
             let mut names = Vec::new();
-            for t in list {
+            for (i, t) in list.into_iter().enumerate() {
                 if !targets.iter().any(|x| x.name == t.value) {
-                    return Err(src.err(t.referenced, format!("unknown target {:?}", t.value)));
+                    return Err(src.err(
+                        &at.key("targets").index(i),
+                        t.referenced,
+                        format!("unknown target {:?}", t.value),
+                    ));
                 }
                 if !names.contains(&t.value) {
                     names.push(t.value);
@@ -213,18 +236,19 @@ fn load_probe(
     let prompt = match prompts.get(&r.prompt.value) {
         Some(p) => p.clone(),
         None => {
-            let p = Arc::new(load_prompt(src, &r.prompt, prompts_dir)?);
+            let p = Arc::new(load_prompt(src, &at.key("prompt"), &r.prompt, prompts_dir)?);
             prompts.insert(r.prompt.value.clone(), p.clone());
             p
         }
     };
     let max_tokens = match &r.max_tokens {
-        Some(m) => positive(src, m, "max_tokens", 1 << 20)? as u32,
+        Some(m) => positive(src, at, "max_tokens", m, 1 << 20)? as u32,
         None => 128,
     };
     let temperature = match &r.temperature {
         Some(t) if !(0.0..=2.0).contains(&t.value) => {
             return Err(src.err(
+                &at.key("temperature"),
                 t.referenced,
                 format!("temperature must be between 0 and 2, found {}", t.value),
             ))
@@ -250,8 +274,8 @@ fn load_probe(
             format!("probe {name:?}: timeouts must be longer than zero"),
         ));
     }
-    let checks = load_checks(src, r.checks.unwrap_or_default())?;
-    let gate = load_gate(src, r.gate)?;
+    let checks = load_checks(src, &at.key("checks"), r.checks.unwrap_or_default())?;
+    let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
         let honoured = |k: ServerKind| matches!(k, ServerKind::Vllm | ServerKind::LlamaCpp);
@@ -283,12 +307,17 @@ fn load_probe(
     })
 }
 
-fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
+fn load_checks(
+    src: &Source,
+    at: &FieldPath,
+    c: raw::RawChecks,
+) -> Result<CheckSpec, ConfigError> {
     let chars = |v: &Option<serde_saphyr::Spanned<i64>>,
                  what: &str|
      -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
+                &at.key(what),
                 s.referenced,
                 format!("{what} must be 0 or more, found {}", s.value),
             )),
@@ -301,6 +330,7 @@ fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError
     if let (Some(min), Some(max), Some(m)) = (min_chars, max_chars, &c.max_chars) {
         if min > max {
             return Err(src.err(
+                &at.key("max_chars"),
                 m.referenced,
                 format!("max_chars ({max}) is below min_chars ({min})"),
             ));
@@ -320,22 +350,29 @@ fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError
     })
 }
 
-fn load_gate(src: &Source, g: Option<raw::RawGate>) -> Result<GateSpec, ConfigError> {
+fn load_gate(
+    src: &Source,
+    at: &FieldPath,
+    g: Option<raw::RawGate>,
+) -> Result<GateSpec, ConfigError> {
     let Some(g) = g else {
         return Ok(GateSpec::default());
     };
     let samples = match &g.samples {
-        Some(s) => Some(positive(src, s, "gate.samples", 100_000)? as u32),
+        Some(s) => Some(positive(src, at, "samples", s, 100_000)? as u32),
         None => None,
     };
     let mut slo = Vec::new();
+    let slo_field = at.key("slo");
     for (k, v) in g.slo.unwrap_or_default() {
-        slo.push(gate::parse_slo(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+        let limit = gate::parse_slo(&k, &v.value.0);
+        slo.push(limit.map_err(|e| src.err(&slo_field.key(&k), v.referenced, e))?);
     }
     let mut vs_baseline = Vec::new();
+    let relative_field = at.key("vs_baseline");
     for (k, v) in g.vs_baseline.unwrap_or_default() {
-        vs_baseline
-            .push(gate::parse_relative(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+        let limit = gate::parse_relative(&k, &v.value.0);
+        vs_baseline.push(limit.map_err(|e| src.err(&relative_field.key(&k), v.referenced, e))?);
     }
     Ok(GateSpec {
         samples,
