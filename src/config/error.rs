@@ -36,6 +36,12 @@ impl FieldPath {
     }
 
     pub fn key(&self, key: &str) -> Self {
+        // A user's key may hold a line break; the error must stay one line.
+        let key: Cow<str> = if key.contains(char::is_control) {
+            key.escape_debug().to_string().into()
+        } else {
+            key.into()
+        };
         if self.0.is_empty() {
             FieldPath(key.to_string())
         } else {
@@ -168,12 +174,61 @@ impl MessageFormatter for Wording {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{raw, Source};
+
+    fn main_error(text: &str) -> String {
+        let src = Source {
+            path: Path::new("c.yaml"),
+            text,
+        };
+        match src.parse::<raw::RawMain>() {
+            Ok(_) => "(parsed)".into(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn parser_errors_name_the_field_they_were_read_at() {
+        assert_eq!(
+            main_error("agent:\n  concurrency: many\ntargets: []\n"),
+            "c.yaml:2:16: field agent.concurrency: expected a whole number"
+        );
+        assert_eq!(
+            main_error(
+                "targets:\n  - {name: t, base_url: x, model: m}\n  - {name: u, base_url: x}\n"
+            ),
+            "c.yaml:3:15: field targets[1].model: missing field `model`"
+        );
+        assert_eq!(
+            main_error("targets: []\nagent: {labels: {env: [1]}}\n"),
+            "c.yaml:2:23: field agent.labels.env: expected string scalar"
+        );
+        // A user's key called `value` reads like Spanned's own: the map is named instead.
+        assert_eq!(
+            main_error("targets: []\nagent: {labels: {value: [1]}}\n"),
+            "c.yaml:2:25: field agent.labels: expected string scalar"
+        );
+        assert_eq!(
+            main_error("targets: []\nprobes_dir: a\nprobes_dir: b\n"),
+            "c.yaml:3:1: field probes_dir: duplicate mapping key `probes_dir` is not allowed here"
+        );
+    }
+
+    #[test]
+    fn parser_messages_stay_on_one_line() {
+        let e = main_error("\"a\\nb\": 1\n");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(e.starts_with("c.yaml:1:1: field a"), "{e}");
+    }
 
     #[test]
     fn paths_read_as_written() {
         let p = FieldPath::root().key("targets").index(1).key("labels");
         assert_eq!(p.to_string(), "targets[1].labels");
-        assert_eq!(FieldPath::root().index(0).key("role").to_string(), "[0].role");
+        assert_eq!(
+            FieldPath::root().index(0).key("role").to_string(),
+            "[0].role"
+        );
         assert_eq!(FieldPath::root().to_string(), "(document)");
     }
 }

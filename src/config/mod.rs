@@ -235,7 +235,11 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
     let at = root.key("targets");
     if raw.targets.value.is_empty() {
-        return Err(src.err(&at, raw.targets.referenced, "at least one target is required"));
+        return Err(src.err(
+            &at,
+            raw.targets.referenced,
+            "at least one target is required",
+        ));
     }
     let mut targets: Vec<Arc<Target>> = Vec::new();
     for (i, t) in raw.targets.value.into_iter().enumerate() {

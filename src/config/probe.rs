@@ -204,14 +204,13 @@ fn load_probe(
     super::check_name(src, &at.key("name"), &r.name, "probe")?;
     let name = r.name.value.clone();
     let timezone = match &r.timezone {
-        Some(tz) => TimeZone::get(&tz.value)
-            .map_err(|_| {
-                src.err(
-                    &at.key("timezone"),
-                    tz.referenced,
-                    format!("unknown time zone {:?}", tz.value),
-                )
-            })?,
+        Some(tz) => TimeZone::get(&tz.value).map_err(|_| {
+            src.err(
+                &at.key("timezone"),
+                tz.referenced,
+                format!("unknown time zone {:?}", tz.value),
+            )
+        })?,
         None => TimeZone::UTC,
     };
     let target_names: Vec<String> = match r.targets {
@@ -307,11 +306,7 @@ fn load_probe(
     })
 }
 
-fn load_checks(
-    src: &Source,
-    at: &FieldPath,
-    c: raw::RawChecks,
-) -> Result<CheckSpec, ConfigError> {
+fn load_checks(src: &Source, at: &FieldPath, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
     let chars = |v: &Option<serde_saphyr::Spanned<i64>>,
                  what: &str|
      -> Result<Option<usize>, ConfigError> {
