@@ -8,6 +8,9 @@ use std::time::Duration;
 use jiff::tz::TimeZone;
 
 use super::gate::{self, Relative, Slo};
+use serde_saphyr::Spanned;
+
+use super::duration::Dur;
 use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role, ServerKind};
 use super::{positive, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::CheckSpec;
@@ -145,7 +148,7 @@ pub(super) fn load_all(
 fn load_prompt(
     src: &Source,
     field: &FieldPath,
-    name: &serde_saphyr::Spanned<String>,
+    name: &Spanned<String>,
     dir: &Path,
 ) -> Result<Prompt, ConfigError> {
     let path = dir.join(&name.value);
@@ -255,24 +258,7 @@ fn load_probe(
         Some(t) => Some(t.value),
         None => None,
     };
-    let rt = r.timeouts.unwrap_or_default();
-    let d = Timeouts::default();
-    let timeouts = Timeouts {
-        connect: rt.connect.map_or(d.connect, |x| x.0),
-        ttft: rt.ttft.map_or(d.ttft, |x| x.0),
-        stall: rt.stall.map_or(d.stall, |x| x.0),
-        total: rt.total.map_or(d.total, |x| x.0),
-    };
-    if timeouts.connect.is_zero()
-        || timeouts.ttft.is_zero()
-        || timeouts.stall.is_zero()
-        || timeouts.total.is_zero()
-    {
-        return Err(ConfigError::file(
-            src.path,
-            format!("probe {name:?}: timeouts must be longer than zero"),
-        ));
-    }
+    let timeouts = load_timeouts(src, &at.key("timeouts"), r.timeouts.unwrap_or_default())?;
     let checks = load_checks(src, &at.key("checks"), r.checks.unwrap_or_default())?;
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
@@ -306,10 +292,58 @@ fn load_probe(
     })
 }
 
+/// What is written, else the default; never zero, and no longer than the total, which would
+/// always fire first. A default the user did not write shrinks to their total instead.
+fn load_timeouts(
+    src: &Source,
+    at: &FieldPath,
+    t: raw::RawTimeouts,
+) -> Result<Timeouts, ConfigError> {
+    let written = |v: &Option<Spanned<Dur>>, key: &str| match v {
+        Some(s) if s.value.0.is_zero() => Err(src.err(
+            &at.key(key),
+            s.referenced,
+            format!("{key} must be longer than zero"),
+        )),
+        Some(s) => Ok(Some((s.value.0, s.referenced))),
+        None => Ok(None),
+    };
+    let d = Timeouts::default();
+    let total = written(&t.total, "total")?.map_or(d.total, |(v, _)| v);
+    let within_total =
+        |v: &Option<Spanned<Dur>>, key: &str, default: Duration| match written(v, key)? {
+            Some((v, loc)) if v > total => Err(src.err(
+                &at.key(key),
+                loc,
+                format!(
+                    "{key} {} is longer than total {}{}, which would always time out first",
+                    for_people(v),
+                    for_people(total),
+                    if t.total.is_none() {
+                        " (the default)"
+                    } else {
+                        ""
+                    },
+                ),
+            )),
+            Some((v, _)) => Ok(v),
+            None => Ok(default.min(total)),
+        };
+    Ok(Timeouts {
+        connect: within_total(&t.connect, "connect", d.connect)?,
+        ttft: within_total(&t.ttft, "ttft", d.ttft)?,
+        stall: within_total(&t.stall, "stall", d.stall)?,
+        total,
+    })
+}
+
+/// `1m 30s`, `700ms`: jiff's friendly format, the one durations are written in.
+fn for_people(d: Duration) -> String {
+    jiff::SignedDuration::try_from(d).map_or_else(|_| format!("{d:?}"), |s| format!("{s:#}"))
+}
+
 fn load_checks(src: &Source, at: &FieldPath, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
-    let chars = |v: &Option<serde_saphyr::Spanned<i64>>,
-                 what: &str|
-     -> Result<Option<usize>, ConfigError> {
+    let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
                 &at.key(what),
@@ -375,4 +409,38 @@ fn load_gate(
         vs_baseline,
         inconclusive: g.inconclusive.unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeouts(text: &str) -> Result<Timeouts, ConfigError> {
+        let src = Source {
+            path: Path::new("p.yaml"),
+            text,
+        };
+        load_timeouts(&src, &FieldPath::root().key("timeouts"), src.parse()?)
+    }
+
+    #[test]
+    fn defaults_shrink_to_a_short_total() {
+        let t = timeouts("total: 4s").unwrap();
+        let s = Duration::from_secs;
+        assert_eq!(
+            (t.connect, t.ttft, t.stall, t.total),
+            (s(3), s(4), s(4), s(4))
+        );
+        assert_eq!(timeouts("ttft: 30s").unwrap().ttft, s(30));
+        assert_eq!(timeouts("{}").unwrap(), Timeouts::default());
+    }
+
+    #[test]
+    fn a_written_limit_above_total_is_refused() {
+        let e = timeouts("connect: 5s\ntotal: 4s").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.yaml:1:10: field timeouts.connect: connect 5s is longer than total 4s, which would always time out first"
+        );
+    }
 }

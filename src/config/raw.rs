@@ -128,10 +128,10 @@ pub struct RawProbe {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTimeouts {
-    pub connect: Option<Dur>,
-    pub ttft: Option<Dur>,
-    pub stall: Option<Dur>,
-    pub total: Option<Dur>,
+    pub connect: Option<Spanned<Dur>>,
+    pub ttft: Option<Spanned<Dur>>,
+    pub stall: Option<Spanned<Dur>>,
+    pub total: Option<Spanned<Dur>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
