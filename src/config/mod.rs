@@ -417,6 +417,12 @@ fn load_push(
             ))
         }
     }
+    // Where the password was given, for the error if nobody goes with it.
+    let password_at = match (&p.password_env, &p.password_file) {
+        (Some(s), _) => Some((at.key("password_env"), s.referenced)),
+        (None, Some(s)) => Some((at.key("password_file"), s.referenced)),
+        (None, None) => None,
+    };
     let password = read_secret(src, at, p.password_env, p.password_file, base, "password")?;
     let bearer = read_secret(
         src,
@@ -446,20 +452,20 @@ fn load_push(
             ))
         }
         (None, Some(_), _) => {
-            return Err(src.err(
-                &url_field,
-                p.url.referenced,
-                "a push password needs a username",
-            ))
+            let (field, loc) = password_at.unwrap_or((url_field, p.url.referenced));
+            return Err(src.err(&field, loc, "a push password needs a username"));
         }
         (None, None, Some(token)) => Some(PushAuth::Bearer(token)),
         (None, None, None) => None,
     };
 
-    let job = p.job.unwrap_or_else(|| "llm_canary".into());
-    if job.is_empty() {
-        return Err(src.err(&url_field, p.url.referenced, "push: job must not be empty"));
-    }
+    let job = match p.job {
+        Some(j) if j.value.is_empty() => {
+            return Err(src.err(&at.key("job"), j.referenced, "job must not be empty"))
+        }
+        Some(j) => j.value,
+        None => "llm_canary".into(),
+    };
     Ok(Push {
         url,
         job,

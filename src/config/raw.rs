@@ -41,7 +41,7 @@ pub struct RawAgent {
 #[serde(deny_unknown_fields)]
 pub struct RawPush {
     pub url: Spanned<String>,
-    pub job: Option<String>,
+    pub job: Option<Spanned<String>>,
     pub min_interval: Option<Dur>,
     pub delete_on_shutdown: Option<bool>,
     pub timeout: Option<Dur>,
