@@ -47,7 +47,11 @@ fn main() {
         (10, 10, "*/15 * * * * *")
     };
     let (_rt, sim) = Sim::start_apart().unwrap();
-    let dir = std::env::temp_dir().join(format!("llm-canary-bench-daemon-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("llm-canary-bench-daemon-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("probes")).unwrap();
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
     let mut agent = String::from(
@@ -158,6 +162,5 @@ fn main() {
             + (n_targets * n_probes - per_pair.len()) * window;
         println!("  schedules: {expected} fires expected in the window, {missed} missed");
     }
-    let _ = std::fs::remove_dir_all(&dir);
     drop(sim);
 }

@@ -13,11 +13,15 @@ use llm_canary::runner::Runner;
 use llm_canary::sim::Sim;
 use llm_canary::stream::{self, sse::SseReader, StreamCaps};
 
-fn temp_dir() -> std::path::PathBuf {
-    let p = std::env::temp_dir().join(format!("llm-canary-bench-{}", std::process::id()));
-    std::fs::create_dir_all(p.join("probes")).unwrap();
-    std::fs::create_dir_all(p.join("prompts")).unwrap();
-    p
+/// A fresh config folder, removed when dropped.
+fn temp_dir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("llm-canary-bench-")
+        .tempdir()
+        .unwrap();
+    std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+    std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+    dir
 }
 
 fn write_config(dir: &std::path::Path, sim: &Sim, n: usize, scenario: &str) -> std::path::PathBuf {
@@ -47,7 +51,7 @@ fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
 fn ttft_error(sim_rt: &tokio::runtime::Runtime, sim: &Sim, concurrency: usize, rounds: usize) {
     let dir = temp_dir();
     let cfg = llm_canary::config::load(&write_config(
-        &dir,
+        dir.path(),
         sim,
         concurrency,
         "healthy,ttft=20ms,itl=5ms",
@@ -79,12 +83,11 @@ fn ttft_error(sim_rt: &tokio::runtime::Runtime, sim: &Sim, concurrency: usize, r
         "ttft error, {concurrency:>2} concurrent stream(s), {:>4} samples: p50 {p50:.3} ms  p99 {p99:.3} ms  max {max:.3} ms  (min {min:.3} ms)",
         errors.len()
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn once_rss(sim: &Sim) {
     let dir = temp_dir();
-    let cfg = write_config(&dir, sim, 50, "healthy");
+    let cfg = write_config(dir.path(), sim, 50, "healthy");
     let out = std::process::Command::new("/usr/bin/time")
         .args(["-f", "%M %e %U %S"])
         .arg(env!("CARGO_BIN_EXE_llm-canary"))
@@ -109,7 +112,6 @@ fn once_rss(sim: &Sim) {
             println!("once RSS: /usr/bin/time is missing ({e}); install the Debian package `time`")
         }
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn reader_throughput() {

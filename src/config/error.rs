@@ -1,11 +1,15 @@
 //! Config errors as one sentence naming file, line, column and field, e.g.
 //! `probes/capital.yaml:4:11: field timeouts.ttft: invalid duration "5x" ...`.
-//! The field path is recovered from the YAML text at the error position, so every error,
-//! whether the YAML parser's or our own validation's, names the field the same way.
+//! The field comes from where the error arose, never from the text: `serde_path_to_error`
+//! tracks it while serde-saphyr reads, and our validation after parsing names the field it
+//! checks ([`FieldPath`]).
 
+use std::borrow::Cow;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_saphyr::Location;
+use serde_path_to_error::Segment;
+use serde_saphyr::{Localizer, Location, MessageFormatter, SnippetMode, UserMessageFormatter};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -21,6 +25,71 @@ pub enum ConfigError {
     File { file: PathBuf, message: String },
 }
 
+/// Where a value sits in its file, written as people read it: `targets[1].labels.env`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldPath(String);
+
+impl FieldPath {
+    /// The document itself (a probe file holding one probe, say).
+    pub fn root() -> Self {
+        Self::default()
+    }
+
+    pub fn key(&self, key: &str) -> Self {
+        // A user's key may hold a line break; the error must stay one line.
+        let key: Cow<str> = if key.contains(char::is_control) {
+            key.escape_debug().to_string().into()
+        } else {
+            key.into()
+        };
+        if self.0.is_empty() {
+            FieldPath(key.to_string())
+        } else {
+            FieldPath(format!("{}.{key}", self.0))
+        }
+    }
+
+    pub fn index(&self, index: usize) -> Self {
+        FieldPath(format!("{}[{index}]", self.0))
+    }
+
+    /// The path serde_path_to_error tracked to a parser error.
+    fn tracked(path: &serde_path_to_error::Path, err: &serde_saphyr::Error) -> Self {
+        let mut out = FieldPath::root();
+        for segment in path {
+            out = match segment {
+                Segment::Seq { index } => out.index(*index),
+                // serde-saphyr reads `Spanned<T>` as a map `{value, referenced, defined}`, so
+                // the tracked path says `agent.concurrency.value`. None of our fields is called
+                // `value`; a user's map key of that name (a label, a header) is dropped too,
+                // and such an error names the map instead of its entry.
+                Segment::Map { key } if key == "value" => out,
+                Segment::Map { key } | Segment::Enum { variant: key } => out.key(key),
+                // A key the tracker could not read: a duplicate is refused before it is read.
+                Segment::Unknown => match err {
+                    serde_saphyr::Error::DuplicateMappingKey { key: Some(k), .. } => out.key(k),
+                    _ => out,
+                },
+            };
+        }
+        // A missing field is reported on its mapping: name the field itself.
+        if let serde_saphyr::Error::SerdeMissingField { field, .. } = err {
+            out = out.key(field);
+        }
+        out
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("(document)")
+        } else {
+            f.write_str(&self.0)
+        }
+    }
+}
+
 impl ConfigError {
     pub fn file(file: &Path, message: impl Into<String>) -> Self {
         ConfigError::File {
@@ -29,8 +98,8 @@ impl ConfigError {
         }
     }
 
-    /// An error at a known position of `src` (the text of `file`).
-    pub fn at(file: &Path, src: &str, loc: Location, message: impl Into<String>) -> Self {
+    /// An error at a known position of `file`, about the value at `field`.
+    pub fn at(file: &Path, field: &FieldPath, loc: Location, message: impl Into<String>) -> Self {
         let (line, column) = (loc.line(), loc.column());
         if line == 0 {
             return Self::file(file, message);
@@ -39,304 +108,127 @@ impl ConfigError {
             file: file.to_path_buf(),
             line,
             column,
-            field: field_path(src, line, column),
+            field: field.to_string(),
             message: message.into(),
         }
     }
 
-    /// Turns the YAML parser's error into ours: its message, without its source snippet.
-    pub fn from_yaml(file: &Path, src: &str, err: &serde_saphyr::Error) -> Self {
-        let text = err.to_string();
-        let first = text.lines().next().unwrap_or("invalid YAML");
-        let mut message = match first.strip_prefix("error: ") {
-            Some(rest) => rest
-                .split_once(": ")
-                .filter(|(pos, _)| pos.starts_with("line "))
-                .map_or(rest, |(_, m)| m),
-            None => first,
+    /// Turns the YAML parser's error, with the path tracked to it, into ours.
+    pub fn from_yaml(
+        file: &Path,
+        path: Option<&serde_path_to_error::Path>,
+        err: &serde_saphyr::Error,
+    ) -> Self {
+        let inner = err.without_snippet();
+        // serde-saphyr's own rendering keeps a message on one line (control characters in a
+        // key are escaped), which the fuzzer holds us to.
+        let message = inner.render_with_options(serde_saphyr::render_options! {
+            formatter: &Wording,
+            snippets: SnippetMode::Off,
+        });
+        match inner.location() {
+            Some(loc) => {
+                let field = path.map_or_else(FieldPath::root, |p| FieldPath::tracked(p, inner));
+                Self::at(file, &field, loc, message)
+            }
+            None => Self::file(file, message),
         }
-        .to_string();
-        if let Some(i) = message.find(", set DuplicateKeyPolicy") {
-            message.truncate(i);
-        }
-        for ty in ["u8", "u16", "u32", "u64", "usize"] {
-            if message == format!("invalid {ty}") {
-                message = "expected a whole number, 0 or more".into();
+    }
+}
+
+/// serde-saphyr's wording for users (not its hints for developers, such as "set
+/// DuplicateKeyPolicy"), with numbers described instead of Rust types, and no position:
+/// ours stands in front of the message.
+struct Wording;
+
+struct NoPosition;
+
+impl Localizer for NoPosition {
+    fn attach_location<'a>(&self, base: Cow<'a, str>, _loc: Location) -> Cow<'a, str> {
+        base
+    }
+}
+
+impl MessageFormatter for Wording {
+    fn localizer(&self) -> &dyn Localizer {
+        &NoPosition
+    }
+
+    fn format_message<'a>(&self, err: &'a serde_saphyr::Error) -> Cow<'a, str> {
+        if let serde_saphyr::Error::InvalidScalar { ty, .. } = err {
+            match *ty {
+                "u8" | "u16" | "u32" | "u64" | "usize" => {
+                    return "expected a whole number, 0 or more".into()
+                }
+                "i8" | "i16" | "i32" | "i64" | "isize" => return "expected a whole number".into(),
+                "f32" | "f64" | "floating point" => return "expected a number".into(),
+                _ => {}
             }
         }
-        if message == "invalid i64" || message == "invalid i32" {
-            message = "expected a whole number".into();
-        }
-        if message.starts_with("invalid f64") {
-            message = "expected a number".into();
-        }
-        match err.location() {
-            Some(loc) if loc.line() > 0 => {
-                let mut e = Self::at(file, src, loc, message.clone());
-                // A missing field is reported at the start of its mapping: name the field itself.
-                if let (ConfigError::At { field, .. }, Some(missing)) =
-                    (&mut e, missing_field(&message))
-                {
-                    *field = match field.rsplit_once('.') {
-                        Some((parent, _)) => format!("{parent}.{missing}"),
-                        None if field.ends_with(']') => format!("{field}.{missing}"),
-                        None => missing.to_string(),
-                    };
-                }
-                e
-            }
-            _ => Self::file(file, message),
-        }
+        UserMessageFormatter
+            .with_localizer(&NoPosition)
+            .format_message(err)
     }
-}
-
-fn missing_field(message: &str) -> Option<&str> {
-    message.strip_prefix("missing field `")?.split('`').next()
-}
-
-/// The dotted path (`targets[1].labels.env`) of the node at 1-based `line`/`column` of a YAML
-/// text: keys and flow collections on that line, then block parents found by indentation.
-pub fn field_path(src: &str, line: u64, column: u64) -> String {
-    let lines: Vec<&str> = src.lines().collect();
-    let idx = (line as usize).saturating_sub(1);
-    let Some(cur) = lines.get(idx) else {
-        return "(document)".into();
-    };
-    let (content_indent, item_indent) = split_dashes(cur);
-    let mut segments = inline_path(cur, content_indent, (column as usize).saturating_sub(1));
-    if let Some(i) = item_indent {
-        segments.insert(0, format!("[{}]", item_index(&lines, idx, i)));
-    }
-    // Walk upwards for block parents.
-    let mut limit = item_indent.unwrap_or(content_indent);
-    let mut after_item = item_indent.is_some();
-    for j in (0..idx).rev() {
-        if limit == 0 && !after_item {
-            break;
-        }
-        let l = lines[j];
-        let trimmed = l.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let (content, item) = split_dashes(l);
-        let indent = l.len() - trimmed.len();
-        if let Some(i) = item.filter(|&i| i < limit) {
-            segments.insert(0, format!("[{}]", item_index(&lines, j, i)));
-            limit = i;
-            after_item = true;
-            let _ = content;
-        } else if indent < limit || (after_item && indent == limit && item.is_none()) {
-            if let Some(key) = leading_key(trimmed) {
-                segments.insert(0, key);
-                limit = indent;
-                after_item = false;
-            }
-        }
-    }
-    let mut out = String::new();
-    for s in segments {
-        if !out.is_empty() && !s.starts_with('[') {
-            out.push('.');
-        }
-        out.push_str(&s);
-    }
-    if out.is_empty() {
-        "(document)".into()
-    } else {
-        out
-    }
-}
-
-/// (indent of the line's content after any `- ` markers, indent of the innermost `-` if any).
-fn split_dashes(line: &str) -> (usize, Option<usize>) {
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    let mut item = None;
-    loop {
-        while i < bytes.len() && bytes[i] == b' ' {
-            i += 1;
-        }
-        if i < bytes.len() && bytes[i] == b'-' && (i + 1 == bytes.len() || bytes[i + 1] == b' ') {
-            item = Some(i);
-            i += 1;
-        } else {
-            return (i, item);
-        }
-    }
-}
-
-/// Which item of its sequence the `-` at `indent` on line `idx` is (0-based).
-fn item_index(lines: &[&str], idx: usize, indent: usize) -> usize {
-    let mut n = 0;
-    for l in lines[..idx].iter().rev() {
-        let t = l.trim_start();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let ind = l.len() - t.len();
-        if ind < indent || (ind == indent && !(t == "-" || t.starts_with("- "))) {
-            break;
-        }
-        if ind == indent {
-            n += 1;
-        }
-    }
-    n
-}
-
-fn leading_key(trimmed: &str) -> Option<String> {
-    let end = trimmed
-        .find(": ")
-        .or_else(|| trimmed.strip_suffix(':').map(|k| k.len()))?;
-    let key = trimmed[..end]
-        .trim()
-        .trim_matches(|c| c == '"' || c == '\'');
-    (!key.is_empty() && !key.contains(['{', '[', ' '])).then(|| key.to_string())
-}
-
-enum Frame {
-    Map(Option<String>),
-    Seq(usize),
-}
-
-/// Keys and flow-collection positions on one line, up to character `col`.
-fn inline_path(line: &str, start: usize, col: usize) -> Vec<String> {
-    let chars: Vec<char> = line.chars().collect();
-    let mut frames = vec![Frame::Map(None)];
-    let mut i = start;
-    while i < chars.len() && i <= col {
-        let c = chars[i];
-        match c {
-            '{' if i < col => frames.push(Frame::Map(None)),
-            '[' if i < col => frames.push(Frame::Seq(0)),
-            '}' | ']' if frames.len() > 1 && i < col => {
-                frames.pop();
-            }
-            // Past the error position, or a stray closer: nothing more to learn from this line.
-            '{' | '[' | '}' | ']' => break,
-            ',' => match frames.last_mut() {
-                Some(Frame::Seq(n)) => *n += 1,
-                Some(Frame::Map(k)) => *k = None,
-                None => {}
-            },
-            ' ' => {}
-            '#' => break,
-            _ => {
-                // A scalar: read it, then see whether a `:` makes it a key.
-                let tok_start = i;
-                let mut tok = String::new();
-                if c == '"' || c == '\'' {
-                    i += 1;
-                    while i < chars.len() && chars[i] != c {
-                        tok.push(chars[i]);
-                        i += 1;
-                    }
-                    i += 1;
-                } else {
-                    while i < chars.len() && !matches!(chars[i], ',' | '{' | '}' | '[' | ']') {
-                        if chars[i] == ':'
-                            && chars
-                                .get(i + 1)
-                                .is_none_or(|n| matches!(n, ' ' | ',' | '}' | ']'))
-                        {
-                            break;
-                        }
-                        tok.push(chars[i]);
-                        i += 1;
-                    }
-                }
-                let mut k = i;
-                while k < chars.len() && chars[k] == ' ' {
-                    k += 1;
-                }
-                if chars.get(k) == Some(&':') {
-                    if tok_start <= col {
-                        if let Some(Frame::Map(key)) = frames.last_mut() {
-                            *key = Some(tok.trim().to_string());
-                        }
-                    }
-                    i = k + 1;
-                    continue;
-                }
-                if c != '"' && c != '\'' {
-                    // A plain scalar value runs to the end of the line in block context.
-                    if frames.len() == 1 {
-                        break;
-                    }
-                }
-                // Always move on, even past an empty token.
-                if i == tok_start {
-                    i += 1;
-                }
-                continue;
-            }
-        }
-        i += 1;
-    }
-    frames
-        .into_iter()
-        .filter_map(|f| match f {
-            Frame::Map(Some(k)) => Some(k),
-            Frame::Map(None) => None,
-            Frame::Seq(n) => Some(format!("[{n}]")),
-        })
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::field_path;
+    use super::*;
+    use crate::config::{raw, Source};
 
-    const DOC: &str = "\
-agent:
-  name: a
-  labels: {region: eu, tier: 1}
-targets:
-  - name: one
-    base_url: http://x
-  - name: two
-    labels:
-      env: prod
-targets2:
-- name: c
-- name: d
-  api: x
-list: [a, b, c]
-";
-
-    #[test]
-    fn stray_closers_and_empty_tokens_end() {
-        // Found by the config_loader fuzzer: these positions used to loop forever.
-        assert_eq!(field_path("a: {b: }", 1, 8), "a.b");
-        assert_eq!(field_path("x: [1, ]]", 1, 9), "x");
-        assert_eq!(field_path("{a: [}", 1, 6), "a[0]");
-        assert_eq!(field_path("}", 1, 1), "(document)");
-        for line in ["{:}", "[:]", "{a:}", "- {[}]", "a: {b: [c, }", ": : :"] {
-            for col in 1..=line.len() as u64 + 1 {
-                let _ = field_path(line, 1, col);
-            }
+    fn main_error(text: &str) -> String {
+        let src = Source {
+            path: Path::new("c.yaml"),
+            text,
+        };
+        match src.parse::<raw::RawMain>() {
+            Ok(_) => "(parsed)".into(),
+            Err(e) => e.to_string(),
         }
     }
 
     #[test]
-    fn paths_from_positions() {
-        assert_eq!(field_path(DOC, 2, 9), "agent.name");
-        assert_eq!(field_path(DOC, 2, 3), "agent.name");
-        assert_eq!(field_path(DOC, 3, 24), "agent.labels.tier");
-        assert_eq!(field_path(DOC, 3, 11), "agent.labels");
-        assert_eq!(field_path(DOC, 5, 5), "targets[0].name");
-        assert_eq!(field_path(DOC, 6, 15), "targets[0].base_url");
-        assert_eq!(field_path(DOC, 7, 13), "targets[1].name");
-        assert_eq!(field_path(DOC, 9, 12), "targets[1].labels.env");
-        assert_eq!(field_path(DOC, 12, 3), "targets2[1].name");
-        assert_eq!(field_path(DOC, 13, 8), "targets2[1].api");
-        assert_eq!(field_path(DOC, 14, 14), "list[2]");
-        assert_eq!(field_path(DOC, 14, 11), "list[1]");
+    fn parser_errors_name_the_field_they_were_read_at() {
         assert_eq!(
-            field_path("targets: [{name: a}, {name: b}]", 1, 30),
-            "targets[1].name"
+            main_error("agent:\n  concurrency: many\ntargets: []\n"),
+            "c.yaml:2:16: field agent.concurrency: expected a whole number"
         );
-        assert_eq!(field_path(DOC, 1, 1), "agent");
+        assert_eq!(
+            main_error(
+                "targets:\n  - {name: t, base_url: x, model: m}\n  - {name: u, base_url: x}\n"
+            ),
+            "c.yaml:3:15: field targets[1].model: missing field `model`"
+        );
+        assert_eq!(
+            main_error("targets: []\nagent: {labels: {env: [1]}}\n"),
+            "c.yaml:2:23: field agent.labels.env: expected string scalar"
+        );
+        // A user's key called `value` reads like Spanned's own: the map is named instead.
+        assert_eq!(
+            main_error("targets: []\nagent: {labels: {value: [1]}}\n"),
+            "c.yaml:2:25: field agent.labels: expected string scalar"
+        );
+        assert_eq!(
+            main_error("targets: []\nprobes_dir: a\nprobes_dir: b\n"),
+            "c.yaml:3:1: field probes_dir: duplicate mapping key `probes_dir` is not allowed here"
+        );
+    }
+
+    #[test]
+    fn parser_messages_stay_on_one_line() {
+        let e = main_error("\"a\\nb\": 1\n");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(e.starts_with("c.yaml:1:1: field a"), "{e}");
+    }
+
+    #[test]
+    fn paths_read_as_written() {
+        let p = FieldPath::root().key("targets").index(1).key("labels");
+        assert_eq!(p.to_string(), "targets[1].labels");
+        assert_eq!(
+            FieldPath::root().index(0).key("role").to_string(),
+            "[0].role"
+        );
+        assert_eq!(FieldPath::root().to_string(), "(document)");
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_saphyr::{Location, Spanned};
 
-pub use error::ConfigError;
+pub use error::{ConfigError, FieldPath};
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 
@@ -97,8 +97,8 @@ pub(crate) struct Source<'a> {
 }
 
 impl Source<'_> {
-    pub fn err(&self, loc: Location, message: impl Into<String>) -> ConfigError {
-        ConfigError::at(self.path, self.text, loc, message)
+    pub fn err(&self, field: &FieldPath, loc: Location, message: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.path, field, loc, message)
     }
 
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
@@ -110,8 +110,18 @@ impl Source<'_> {
         if !has_content {
             return Err(ConfigError::file(self.path, "the file is empty"));
         }
-        serde_saphyr::from_str(self.text)
-            .map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
+        // serde-saphyr hands its deserializer to a closure whose error must be its own: keep
+        // the path serde_path_to_error tracked beside it. An error after the value is read
+        // (a second document, say) has no path.
+        let mut tracked = None;
+        let options = serde_saphyr::options! { with_snippet: false };
+        serde_saphyr::with_deserializer_from_str_with_options(self.text, options, |de| {
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                tracked = Some(e.path().clone());
+                e.into_inner()
+            })
+        })
+        .map_err(|e| ConfigError::from_yaml(self.path, tracked.as_ref(), &e))
     }
 }
 
@@ -131,6 +141,7 @@ fn io_reason(e: &std::io::Error) -> String {
 /// Prometheus label names: `[a-zA-Z_][a-zA-Z0-9_]*`, not reserved, not `__`-prefixed.
 fn check_labels(
     src: &Source,
+    field: &FieldPath,
     labels: &Spanned<BTreeMap<String, String>>,
 ) -> Result<(), ConfigError> {
     for k in labels.value.keys() {
@@ -141,12 +152,14 @@ fn check_labels(
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid || k.starts_with("__") {
             return Err(src.err(
+                field,
                 labels.referenced,
                 format!("{k:?} is not a valid Prometheus label name"),
             ));
         }
         if RESERVED_LABELS.contains(&k.as_str()) {
             return Err(src.err(
+                field,
                 labels.referenced,
                 format!("label {k:?} is set by the agent itself"),
             ));
@@ -156,7 +169,12 @@ fn check_labels(
 }
 
 /// Target and probe names become label values: keep them short and plain.
-fn check_name(src: &Source, name: &Spanned<String>, what: &str) -> Result<(), ConfigError> {
+fn check_name(
+    src: &Source,
+    field: &FieldPath,
+    name: &Spanned<String>,
+    what: &str,
+) -> Result<(), ConfigError> {
     let n = &name.value;
     if n.is_empty()
         || n.len() > 64
@@ -165,6 +183,7 @@ fn check_name(src: &Source, name: &Spanned<String>, what: &str) -> Result<(), Co
             .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
     {
         return Err(src.err(
+            field,
             name.referenced,
             format!("{what} name {n:?} must be 1-64 characters of letters, digits, '-', '_', '.' or ':'"),
         ));
@@ -172,11 +191,19 @@ fn check_name(src: &Source, name: &Spanned<String>, what: &str) -> Result<(), Co
     Ok(())
 }
 
-fn positive(src: &Source, v: &Spanned<i64>, what: &str, max: i64) -> Result<i64, ConfigError> {
+/// A whole number from 1 to `max`, the value of `key` in the mapping at `parent`.
+fn positive(
+    src: &Source,
+    parent: &FieldPath,
+    key: &str,
+    v: &Spanned<i64>,
+    max: i64,
+) -> Result<i64, ConfigError> {
     if v.value < 1 || v.value > max {
         return Err(src.err(
+            &parent.key(key),
             v.referenced,
-            format!("{what} must be between 1 and {max}, found {}", v.value),
+            format!("{key} must be between 1 and {max}, found {}", v.value),
         ));
     }
     Ok(v.value)
@@ -199,21 +226,32 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let base = path.parent().unwrap_or(Path::new("."));
     let mut warnings = Vec::new();
 
-    let agent = load_agent(&src, raw.agent, base)?;
-    let push = raw.push.map(|p| load_push(&src, p, base)).transpose()?;
+    let root = FieldPath::root();
+    let agent = load_agent(&src, &root.key("agent"), raw.agent, base)?;
+    let push = raw
+        .push
+        .map(|p| load_push(&src, &root.key("push"), p, base))
+        .transpose()?;
 
+    let at = root.key("targets");
     if raw.targets.value.is_empty() {
-        return Err(src.err(raw.targets.referenced, "at least one target is required"));
+        return Err(src.err(
+            &at,
+            raw.targets.referenced,
+            "at least one target is required",
+        ));
     }
     let mut targets: Vec<Arc<Target>> = Vec::new();
-    for t in raw.targets.value {
+    for (i, t) in raw.targets.value.into_iter().enumerate() {
+        let at = at.index(i);
         if targets.iter().any(|o| o.name == t.name.value) {
             return Err(src.err(
+                &at.key("name"),
                 t.name.referenced,
                 format!("duplicate target name {:?}", t.name.value),
             ));
         }
-        targets.push(Arc::new(load_target(&src, t, base, &agent.labels)?));
+        targets.push(Arc::new(load_target(&src, &at, t, base, &agent.labels)?));
     }
 
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
@@ -236,26 +274,32 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     })
 }
 
-fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, ConfigError> {
+fn load_agent(
+    src: &Source,
+    at: &FieldPath,
+    a: raw::RawAgent,
+    base: &Path,
+) -> Result<Agent, ConfigError> {
     let mut labels = BTreeMap::new();
     if let Some(l) = a.labels {
-        check_labels(src, &l)?;
+        check_labels(src, &at.key("labels"), &l)?;
         labels = l.value;
     }
     let name = match a.name {
         Some(n) => {
-            check_name(src, &n, "agent")?;
+            check_name(src, &at.key("name"), &n, "agent")?;
             n.value
         }
         None => hostname(),
     };
     let concurrency = match a.concurrency {
-        Some(c) => positive(src, &c, "concurrency", 4096)? as usize,
+        Some(c) => positive(src, at, "concurrency", &c, 4096)? as usize,
         None => 8,
     };
     let listen = match a.listen {
         Some(l) => Some(l.value.parse::<SocketAddr>().map_err(|_| {
             src.err(
+                &at.key("listen"),
                 l.referenced,
                 format!("{:?} is not an address like 0.0.0.0:9464", l.value),
             )
@@ -273,6 +317,7 @@ fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, Conf
                 .filter(|&(i, n)| i >= 1 && i <= n);
             Some(parsed.ok_or_else(|| {
                 src.err(
+                    &at.key("shard"),
                     s.referenced,
                     format!("shard {:?} must be i/N with 1 <= i <= N", s.value),
                 )
@@ -284,11 +329,11 @@ fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, Conf
         Some(p) => Some(ResultsLog {
             path: base.join(p),
             max_bytes: match &a.results_log_max_bytes {
-                Some(v) => positive(src, v, "results_log_max_bytes", i64::MAX)? as u64,
+                Some(v) => positive(src, at, "results_log_max_bytes", v, i64::MAX)? as u64,
                 None => 10 << 20,
             },
             keep: match &a.results_log_keep {
-                Some(v) => positive(src, v, "results_log_keep", 1000)? as u32,
+                Some(v) => positive(src, at, "results_log_keep", v, 1000)? as u32,
                 None => 5,
             },
         }),
@@ -306,21 +351,27 @@ fn load_agent(src: &Source, a: raw::RawAgent, base: &Path) -> Result<Agent, Conf
 }
 
 /// A secret from an environment variable or a file (relative to the config file).
+/// `what` names the pair of keys, `{what}_env` and `{what}_file`, of the mapping at `at`.
 fn read_secret(
     src: &Source,
+    at: &FieldPath,
     env: Option<Spanned<String>>,
     file: Option<Spanned<String>>,
     base: &Path,
     what: &str,
 ) -> Result<Option<Secret>, ConfigError> {
+    let env_field = at.key(&format!("{what}_env"));
+    let file_field = at.key(&format!("{what}_file"));
     match (env, file) {
         (Some(_), Some(f)) => Err(src.err(
+            &file_field,
             f.referenced,
             format!("set {what}_env or {what}_file, not both"),
         )),
         (Some(env), None) => match std::env::var(&env.value) {
             Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
             _ => Err(src.err(
+                &env_field,
                 env.referenced,
                 format!("environment variable {} is not set", env.value),
             )),
@@ -330,10 +381,12 @@ fn read_secret(
             match std::fs::read_to_string(&p) {
                 Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
                 Ok(_) => Err(src.err(
+                    &file_field,
                     file.referenced,
                     format!("{what} file {} is empty", p.display()),
                 )),
                 Err(e) => Err(src.err(
+                    &file_field,
                     file.referenced,
                     format!("cannot read {what} file {}: {}", p.display(), io_reason(&e)),
                 )),
@@ -343,12 +396,19 @@ fn read_secret(
     }
 }
 
-fn load_push(src: &Source, p: raw::RawPush, base: &Path) -> Result<Push, ConfigError> {
+fn load_push(
+    src: &Source,
+    at: &FieldPath,
+    p: raw::RawPush,
+    base: &Path,
+) -> Result<Push, ConfigError> {
+    let url_field = at.key("url");
     let url = p.url.value.trim_end_matches('/').to_string();
     match reqwest::Url::parse(&url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.password().is_none() => {}
         _ => {
             return Err(src.err(
+                &url_field,
                 p.url.referenced,
                 format!(
                     "push url {:?} must be an http(s) URL without credentials",
@@ -357,9 +417,16 @@ fn load_push(src: &Source, p: raw::RawPush, base: &Path) -> Result<Push, ConfigE
             ))
         }
     }
-    let password = read_secret(src, p.password_env, p.password_file, base, "password")?;
+    // Where the password was given, for the error if nobody goes with it.
+    let password_at = match (&p.password_env, &p.password_file) {
+        (Some(s), _) => Some((at.key("password_env"), s.referenced)),
+        (None, Some(s)) => Some((at.key("password_file"), s.referenced)),
+        (None, None) => None,
+    };
+    let password = read_secret(src, at, p.password_env, p.password_file, base, "password")?;
     let bearer = read_secret(
         src,
+        at,
         p.bearer_token_env,
         p.bearer_token_file,
         base,
@@ -368,6 +435,7 @@ fn load_push(src: &Source, p: raw::RawPush, base: &Path) -> Result<Push, ConfigE
     let auth = match (p.username, password, bearer) {
         (Some(u), _, Some(_)) => {
             return Err(src.err(
+                &at.key("username"),
                 u.referenced,
                 "set username and password, or a bearer token, not both",
             ))
@@ -377,19 +445,27 @@ fn load_push(src: &Source, p: raw::RawPush, base: &Path) -> Result<Push, ConfigE
             password,
         }),
         (Some(u), None, None) => {
-            return Err(src.err(u.referenced, "username needs password_env or password_file"))
+            return Err(src.err(
+                &at.key("username"),
+                u.referenced,
+                "username needs password_env or password_file",
+            ))
         }
         (None, Some(_), _) => {
-            return Err(src.err(p.url.referenced, "a push password needs a username"))
+            let (field, loc) = password_at.unwrap_or((url_field, p.url.referenced));
+            return Err(src.err(&field, loc, "a push password needs a username"));
         }
         (None, None, Some(token)) => Some(PushAuth::Bearer(token)),
         (None, None, None) => None,
     };
 
-    let job = p.job.unwrap_or_else(|| "llm_canary".into());
-    if job.is_empty() {
-        return Err(src.err(p.url.referenced, "push: job must not be empty"));
-    }
+    let job = match p.job {
+        Some(j) if j.value.is_empty() => {
+            return Err(src.err(&at.key("job"), j.referenced, "job must not be empty"))
+        }
+        Some(j) => j.value,
+        None => "llm_canary".into(),
+    };
     Ok(Push {
         url,
         job,
@@ -402,16 +478,19 @@ fn load_push(src: &Source, p: raw::RawPush, base: &Path) -> Result<Push, ConfigE
 
 fn load_target(
     src: &Source,
+    at: &FieldPath,
     t: raw::RawTarget,
     base: &Path,
     agent_labels: &BTreeMap<String, String>,
 ) -> Result<Target, ConfigError> {
-    check_name(src, &t.name, "target")?;
+    check_name(src, &at.key("name"), &t.name, "target")?;
+    let url_field = at.key("base_url");
     let base_url = t.base_url.value.trim_end_matches('/').to_string();
     match reqwest::Url::parse(&base_url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
             if !u.username().is_empty() || u.password().is_some() {
                 return Err(src.err(
+                    &url_field,
                     t.base_url.referenced,
                     "credentials do not belong in base_url: use api_key_env or api_key_file",
                 ));
@@ -419,6 +498,7 @@ fn load_target(
         }
         _ => {
             return Err(src.err(
+                &url_field,
                 t.base_url.referenced,
                 format!("base_url {:?} is not an http(s) URL", t.base_url.value),
             ))
@@ -426,16 +506,18 @@ fn load_target(
     }
     let mut labels = BTreeMap::new();
     if let Some(l) = t.labels {
-        check_labels(src, &l)?;
+        let labels_field = at.key("labels");
+        check_labels(src, &labels_field, &l)?;
         if let Some(k) = l.value.keys().find(|k| agent_labels.contains_key(*k)) {
             return Err(src.err(
+                &labels_field,
                 l.referenced,
                 format!("label {k:?} is already set under agent.labels"),
             ));
         }
         labels = l.value;
     }
-    let api_key = read_secret(src, t.api_key_env, t.api_key_file, base, "api_key")?;
+    let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
     let mut headers = Vec::new();
     if let Some(h) = t.headers {
         for (k, v) in h.value {
@@ -443,6 +525,7 @@ fn load_target(
                 || reqwest::header::HeaderValue::from_str(&v).is_err()
             {
                 return Err(src.err(
+                    &at.key("headers"),
                     h.referenced,
                     format!("header {k:?} is not a valid HTTP header"),
                 ));
@@ -454,6 +537,7 @@ fn load_target(
     if let Some(p) = &t.priority {
         if !matches!(server, ServerKind::Vllm | ServerKind::Sglang) {
             return Err(src.err(
+                &at.key("priority"),
                 p.referenced,
                 format!("server kind `{}` has no request priority: remove priority, or set server to vllm or sglang", server.as_str()),
             ));

@@ -8,8 +8,11 @@ use std::time::Duration;
 use jiff::tz::TimeZone;
 
 use super::gate::{self, Relative, Slo};
+use serde_saphyr::Spanned;
+
+use super::duration::Dur;
 use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role};
-use super::{positive, read, ConfigError, Source, Target};
+use super::{positive, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::CheckSpec;
 use crate::schedule::Cron;
 
@@ -115,33 +118,43 @@ pub(super) fn load_all(
             path: &file,
             text: &text,
         };
-        let raws: Vec<RawProbe> = if is_list(&text) {
+        let list = is_list(&text);
+        let raws: Vec<RawProbe> = if list {
             src.parse()?
         } else {
             vec![src.parse()?]
         };
-        for r in raws {
+        for (i, r) in raws.into_iter().enumerate() {
+            let at = if list {
+                FieldPath::root().index(i)
+            } else {
+                FieldPath::root()
+            };
             if probes.iter().any(|p| p.name == r.name.value) {
                 return Err(src.err(
+                    &at.key("name"),
                     r.name.referenced,
                     format!("duplicate probe name {:?}", r.name.value),
                 ));
             }
-            let p = load_probe(&src, r, prompts_dir, &mut prompts, targets, warnings)?;
+            let p = load_probe(&src, &at, r, prompts_dir, &mut prompts, targets, warnings)?;
             probes.push(Arc::new(p));
         }
     }
     Ok(probes)
 }
 
+/// The prompt file named by the `prompt` key at `field`.
 fn load_prompt(
     src: &Source,
-    name: &serde_saphyr::Spanned<String>,
+    field: &FieldPath,
+    name: &Spanned<String>,
     dir: &Path,
 ) -> Result<Prompt, ConfigError> {
     let path = dir.join(&name.value);
     let text = std::fs::read_to_string(&path).map_err(|_| {
         src.err(
+            field,
             name.referenced,
             format!("prompt file {} not found", path.display()),
         )
@@ -150,6 +163,7 @@ fn load_prompt(
         Some("txt") => {
             if text.trim().is_empty() {
                 return Err(src.err(
+                    field,
                     name.referenced,
                     format!("prompt file {} is empty", path.display()),
                 ));
@@ -174,6 +188,7 @@ fn load_prompt(
             })
         }
         _ => Err(src.err(
+            field,
             name.referenced,
             "a prompt file must end in .txt (one user message) or .yaml (chat messages)",
         )),
@@ -182,25 +197,35 @@ fn load_prompt(
 
 fn load_probe(
     src: &Source,
+    at: &FieldPath,
     r: RawProbe,
     prompts_dir: &Path,
     prompts: &mut HashMap<String, Arc<Prompt>>,
     targets: &[Arc<Target>],
     warnings: &mut Vec<String>,
 ) -> Result<Probe, ConfigError> {
-    super::check_name(src, &r.name, "probe")?;
+    super::check_name(src, &at.key("name"), &r.name, "probe")?;
     let name = r.name.value.clone();
     let timezone = match &r.timezone {
-        Some(tz) => TimeZone::get(&tz.value)
-            .map_err(|_| src.err(tz.referenced, format!("unknown time zone {:?}", tz.value)))?,
+        Some(tz) => TimeZone::get(&tz.value).map_err(|_| {
+            src.err(
+                &at.key("timezone"),
+                tz.referenced,
+                format!("unknown time zone {:?}", tz.value),
+            )
+        })?,
         None => TimeZone::UTC,
     };
     let target_names: Vec<String> = match r.targets {
         Some(list) => {
             let mut names = Vec::new();
-            for t in list {
+            for (i, t) in list.into_iter().enumerate() {
                 if !targets.iter().any(|x| x.name == t.value) {
-                    return Err(src.err(t.referenced, format!("unknown target {:?}", t.value)));
+                    return Err(src.err(
+                        &at.key("targets").index(i),
+                        t.referenced,
+                        format!("unknown target {:?}", t.value),
+                    ));
                 }
                 if !names.contains(&t.value) {
                     names.push(t.value);
@@ -213,18 +238,19 @@ fn load_probe(
     let prompt = match prompts.get(&r.prompt.value) {
         Some(p) => p.clone(),
         None => {
-            let p = Arc::new(load_prompt(src, &r.prompt, prompts_dir)?);
+            let p = Arc::new(load_prompt(src, &at.key("prompt"), &r.prompt, prompts_dir)?);
             prompts.insert(r.prompt.value.clone(), p.clone());
             p
         }
     };
     let max_tokens = match &r.max_tokens {
-        Some(m) => positive(src, m, "max_tokens", 1 << 20)? as u32,
+        Some(m) => positive(src, at, "max_tokens", m, 1 << 20)? as u32,
         None => 128,
     };
     let temperature = match &r.temperature {
         Some(t) if !(0.0..=2.0).contains(&t.value) => {
             return Err(src.err(
+                &at.key("temperature"),
                 t.referenced,
                 format!("temperature must be between 0 and 2, found {}", t.value),
             ))
@@ -232,26 +258,9 @@ fn load_probe(
         Some(t) => Some(t.value),
         None => None,
     };
-    let rt = r.timeouts.unwrap_or_default();
-    let d = Timeouts::default();
-    let timeouts = Timeouts {
-        connect: rt.connect.map_or(d.connect, |x| x.0),
-        ttft: rt.ttft.map_or(d.ttft, |x| x.0),
-        stall: rt.stall.map_or(d.stall, |x| x.0),
-        total: rt.total.map_or(d.total, |x| x.0),
-    };
-    if timeouts.connect.is_zero()
-        || timeouts.ttft.is_zero()
-        || timeouts.stall.is_zero()
-        || timeouts.total.is_zero()
-    {
-        return Err(ConfigError::file(
-            src.path,
-            format!("probe {name:?}: timeouts must be longer than zero"),
-        ));
-    }
-    let checks = load_checks(src, r.checks.unwrap_or_default())?;
-    let gate = load_gate(src, r.gate)?;
+    let timeouts = load_timeouts(src, &at.key("timeouts"), r.timeouts.unwrap_or_default())?;
+    let checks = load_checks(src, &at.key("checks"), r.checks.unwrap_or_default())?;
+    let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
         for t in targets.iter().filter(|t| {
@@ -282,12 +291,61 @@ fn load_probe(
     })
 }
 
-fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
-    let chars = |v: &Option<serde_saphyr::Spanned<i64>>,
-                 what: &str|
-     -> Result<Option<usize>, ConfigError> {
+/// What is written, else the default; never zero, and no longer than the total, which would
+/// always fire first. A default the user did not write shrinks to their total instead.
+fn load_timeouts(
+    src: &Source,
+    at: &FieldPath,
+    t: raw::RawTimeouts,
+) -> Result<Timeouts, ConfigError> {
+    let written = |v: &Option<Spanned<Dur>>, key: &str| match v {
+        Some(s) if s.value.0.is_zero() => Err(src.err(
+            &at.key(key),
+            s.referenced,
+            format!("{key} must be longer than zero"),
+        )),
+        Some(s) => Ok(Some((s.value.0, s.referenced))),
+        None => Ok(None),
+    };
+    let d = Timeouts::default();
+    let total = written(&t.total, "total")?.map_or(d.total, |(v, _)| v);
+    let within_total =
+        |v: &Option<Spanned<Dur>>, key: &str, default: Duration| match written(v, key)? {
+            Some((v, loc)) if v > total => Err(src.err(
+                &at.key(key),
+                loc,
+                format!(
+                    "{key} {} is longer than total {}{}, which would always time out first",
+                    for_people(v),
+                    for_people(total),
+                    if t.total.is_none() {
+                        " (the default)"
+                    } else {
+                        ""
+                    },
+                ),
+            )),
+            Some((v, _)) => Ok(v),
+            None => Ok(default.min(total)),
+        };
+    Ok(Timeouts {
+        connect: within_total(&t.connect, "connect", d.connect)?,
+        ttft: within_total(&t.ttft, "ttft", d.ttft)?,
+        stall: within_total(&t.stall, "stall", d.stall)?,
+        total,
+    })
+}
+
+/// `1m 30s`, `700ms`: jiff's friendly format, the one durations are written in.
+fn for_people(d: Duration) -> String {
+    jiff::SignedDuration::try_from(d).map_or_else(|_| format!("{d:?}"), |s| format!("{s:#}"))
+}
+
+fn load_checks(src: &Source, at: &FieldPath, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
+    let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
+                &at.key(what),
                 s.referenced,
                 format!("{what} must be 0 or more, found {}", s.value),
             )),
@@ -300,6 +358,7 @@ fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError
     if let (Some(min), Some(max), Some(m)) = (min_chars, max_chars, &c.max_chars) {
         if min > max {
             return Err(src.err(
+                &at.key("max_chars"),
                 m.referenced,
                 format!("max_chars ({max}) is below min_chars ({min})"),
             ));
@@ -319,22 +378,29 @@ fn load_checks(src: &Source, c: raw::RawChecks) -> Result<CheckSpec, ConfigError
     })
 }
 
-fn load_gate(src: &Source, g: Option<raw::RawGate>) -> Result<GateSpec, ConfigError> {
+fn load_gate(
+    src: &Source,
+    at: &FieldPath,
+    g: Option<raw::RawGate>,
+) -> Result<GateSpec, ConfigError> {
     let Some(g) = g else {
         return Ok(GateSpec::default());
     };
     let samples = match &g.samples {
-        Some(s) => Some(positive(src, s, "gate.samples", 100_000)? as u32),
+        Some(s) => Some(positive(src, at, "samples", s, 100_000)? as u32),
         None => None,
     };
     let mut slo = Vec::new();
+    let slo_field = at.key("slo");
     for (k, v) in g.slo.unwrap_or_default() {
-        slo.push(gate::parse_slo(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+        let limit = gate::parse_slo(&k, &v.value.0);
+        slo.push(limit.map_err(|e| src.err(&slo_field.key(&k), v.referenced, e))?);
     }
     let mut vs_baseline = Vec::new();
+    let relative_field = at.key("vs_baseline");
     for (k, v) in g.vs_baseline.unwrap_or_default() {
-        vs_baseline
-            .push(gate::parse_relative(&k, &v.value.0).map_err(|e| src.err(v.referenced, e))?);
+        let limit = gate::parse_relative(&k, &v.value.0);
+        vs_baseline.push(limit.map_err(|e| src.err(&relative_field.key(&k), v.referenced, e))?);
     }
     Ok(GateSpec {
         samples,
@@ -342,4 +408,38 @@ fn load_gate(src: &Source, g: Option<raw::RawGate>) -> Result<GateSpec, ConfigEr
         vs_baseline,
         inconclusive: g.inconclusive.unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeouts(text: &str) -> Result<Timeouts, ConfigError> {
+        let src = Source {
+            path: Path::new("p.yaml"),
+            text,
+        };
+        load_timeouts(&src, &FieldPath::root().key("timeouts"), src.parse()?)
+    }
+
+    #[test]
+    fn defaults_shrink_to_a_short_total() {
+        let t = timeouts("total: 4s").unwrap();
+        let s = Duration::from_secs;
+        assert_eq!(
+            (t.connect, t.ttft, t.stall, t.total),
+            (s(3), s(4), s(4), s(4))
+        );
+        assert_eq!(timeouts("ttft: 30s").unwrap().ttft, s(30));
+        assert_eq!(timeouts("{}").unwrap(), Timeouts::default());
+    }
+
+    #[test]
+    fn a_written_limit_above_total_is_refused() {
+        let e = timeouts("connect: 5s\ntotal: 4s").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.yaml:1:10: field timeouts.connect: connect 5s is longer than total 4s, which would always time out first"
+        );
+    }
 }

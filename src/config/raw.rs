@@ -41,7 +41,7 @@ pub struct RawAgent {
 #[serde(deny_unknown_fields)]
 pub struct RawPush {
     pub url: Spanned<String>,
-    pub job: Option<String>,
+    pub job: Option<Spanned<String>>,
     pub min_interval: Option<Dur>,
     pub delete_on_shutdown: Option<bool>,
     pub timeout: Option<Dur>,
@@ -165,10 +165,10 @@ pub struct RawProbe {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTimeouts {
-    pub connect: Option<Dur>,
-    pub ttft: Option<Dur>,
-    pub stall: Option<Dur>,
-    pub total: Option<Dur>,
+    pub connect: Option<Spanned<Dur>>,
+    pub ttft: Option<Spanned<Dur>>,
+    pub stall: Option<Spanned<Dur>>,
+    pub total: Option<Spanned<Dur>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -79,8 +79,8 @@ mod tests {
 
     #[test]
     fn rotates_by_size_and_keeps_n_files() {
-        let dir = std::env::temp_dir().join(format!("llm-canary-rlog-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let line_len = result(0).to_json_line().len() as u64 + 1;
         let settings = Settings {
             path: dir.join("sub/results.jsonl"),
@@ -107,6 +107,5 @@ mod tests {
         let mut log = ResultsLog::open(&settings).unwrap();
         log.append(&result(10)).unwrap();
         assert_eq!(read(&settings.path).lines().count(), 2);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,48 +1,37 @@
 //! Test support: temporary config folders and configs whose targets are sim scenarios.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 use llm_canary::config::{self, Config};
 use llm_canary::sim::Sim;
 
-/// A folder under the system temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
+/// A folder under the system temp dir (tempfile's: unique, removed on drop), with a writer
+/// for config files.
+pub struct TempDir(tempfile::TempDir);
 
 impl TempDir {
+    /// `tag` starts the folder's name, to tell which test left it when a run is killed.
     pub fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let p = std::env::temp_dir().join(format!(
-            "llm-canary-test-{tag}-{}-{}-{nanos}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
+        TempDir(
+            tempfile::Builder::new()
+                .prefix(&format!("llm-canary-test-{tag}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     /// Writes `files` (relative path, contents), creating folders.
     pub fn write(&self, files: &[(&str, &str)]) {
         for (rel, text) in files {
-            let p = self.0.join(rel);
+            let p = self.path().join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         }
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
