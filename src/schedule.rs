@@ -5,13 +5,18 @@
 //!   ranges, `*/n` and `a-b/n` steps; `jan`-`dec` and `sun`-`sat` names; 0 and 7 are Sunday;
 //!   `?` is `*` in the two day fields; the macros `@yearly` `@annually` `@monthly` `@weekly`
 //!   `@daily` `@midnight` `@hourly`.
-//! - Day-of-month and day-of-week combine as in Vixie cron: when both are restricted (not `*`),
-//!   either matching is enough.
-//! - Daylight saving time, as croner resolves it: an expression with one fixed second, minute and
-//!   hour (`30 2 * * *`) fires once a day — at the first instant after a skipped hour, and at the
-//!   earlier of a repeated one. Any other expression fires at every wall-clock time that exists:
-//!   none in a skipped hour, twice in a repeated one. Vixie cron agrees, except that it also
-//!   counts lists and ranges (`0,30 2 * * *`) as fixed times.
+//! - Day-of-month and day-of-week combine as in Vixie cron: when both are restricted (anything
+//!   but `*` or `?`), either matching is enough. (The Vixie daemon also counts a field that only
+//!   starts with `*`, like `*/2`, as unrestricted — the "cron bug"; croner and croniter do not,
+//!   nor do we.)
+//! - Daylight saving time as in Vixie cron, which tells two kinds of job apart. A fixed-time
+//!   expression (no `*` leading the second, minute or hour field: `30 2 * * *`, `0,30 2 * * *`)
+//!   runs once for each day it is due: a time the clock skips runs at the first instant after
+//!   the jump, and a repeated time runs on its first pass only. Any other expression
+//!   (`*/15 * * * *`, `30 * * * *`) runs at every wall-clock time that exists: none in a skipped
+//!   hour, twice in a repeated one. croner draws the line elsewhere (it counts only single
+//!   values as fixed, so `0,30 2 * * *` would skip a gap and repeat an overlap), so fixed-time
+//!   expressions are searched on the civil clock and placed in the zone here.
 //!
 //! Why croner and not the `cron` crate: `cron` reads day-of-week Quartz-style (1 = Sunday, 0
 //! rejected, so `1-5` would fire Sunday to Thursday), wants 6-7 fields and runs on chrono; croner
@@ -22,13 +27,15 @@
 //! field.
 
 use croner::parser::{CronParser, Seconds, Year};
-use jiff::tz::TimeZone;
+use jiff::tz::{AmbiguousOffset, TimeZone};
 use jiff::{Timestamp, Zoned};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cron {
     expr: String,
     inner: croner::Cron,
+    /// Vixie cron's fixed-time job: no `*` leads the second, minute or hour field.
+    fixed_time: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -211,6 +218,7 @@ impl Cron {
         let cron = Cron {
             expr: trimmed.to_string(),
             inner,
+            fixed_time: fields[..3].iter().all(|f| !f.starts_with('*')),
         };
         // An expression like `0 0 30 2 *` parses but never fires: say so at load.
         let probe = Timestamp::UNIX_EPOCH.to_zoned(TimeZone::UTC);
@@ -227,7 +235,34 @@ impl Cron {
     /// The first fire time strictly after `after`, in `after`'s time zone; `None` if there is
     /// none (croner stops searching at the year 5000).
     pub fn next_after(&self, after: &Zoned) -> Option<Zoned> {
-        self.inner.find_next_occurrence(after, false).ok()
+        if !self.fixed_time {
+            // Every existing wall-clock time: croner's own rule for such expressions.
+            return self.inner.find_next_occurrence(after, false).ok();
+        }
+        let tz = after.time_zone();
+        let mut civil = after.datetime();
+        loop {
+            civil = self.inner.find_next_occurrence(&civil, false).ok()?;
+            let at = tz.to_ambiguous_zoned(civil);
+            match at.offset() {
+                AmbiguousOffset::Unambiguous { .. } => return at.unambiguous().ok(),
+                // The clock skips it: run when the clock lands. Other due times in the same gap
+                // are civil times before the landing, so they do not run again.
+                AmbiguousOffset::Gap { .. } => {
+                    let before_jump = at.earlier().ok()?.timestamp();
+                    let landing = tz.following(before_jump).next()?.timestamp();
+                    return Some(landing.to_zoned(tz.clone()));
+                }
+                // The clock repeats it: the first pass only. Starting inside the second pass,
+                // the first one is already past, so the search moves on.
+                AmbiguousOffset::Fold { .. } => {
+                    let first = at.earlier().ok()?;
+                    if first.timestamp() > after.timestamp() {
+                        return Some(first);
+                    }
+                }
+            }
+        }
     }
 
     /// The next `n` fire times after `after`.
@@ -413,6 +448,43 @@ mod tests {
         assert_eq!(
             next("45 * * * *", "2026-10-25T02:40:00+01:00[Europe/Paris]"),
             "2026-10-25T02:45:00+01:00[Europe/Paris]"
+        );
+    }
+
+    #[test]
+    fn dst_lists_of_fixed_times_are_fixed_times() {
+        // croner alone would skip both in the gap and run both twice in the overlap.
+        assert_eq!(
+            fires("0,30 2 * * *", "2026-03-29T00:30:00+01:00[Europe/Paris]", 2),
+            [
+                "2026-03-29T03:00:00+02:00[Europe/Paris]",
+                "2026-03-30T02:00:00+02:00[Europe/Paris]"
+            ]
+        );
+        assert_eq!(
+            fires("0,30 2 * * *", "2026-10-25T01:45:00+02:00[Europe/Paris]", 3),
+            [
+                "2026-10-25T02:00:00+02:00[Europe/Paris]",
+                "2026-10-25T02:30:00+02:00[Europe/Paris]",
+                "2026-10-26T02:00:00+01:00[Europe/Paris]"
+            ]
+        );
+        // Starting inside the second pass, the first pass of 02:45 is already past.
+        assert_eq!(
+            next("45 2 * * *", "2026-10-25T02:40:00+01:00[Europe/Paris]"),
+            "2026-10-26T02:45:00+01:00[Europe/Paris]"
+        );
+        // A 30-minute change (Lord Howe): 02:00-02:30 is skipped, 01:30-02:00 repeated.
+        assert_eq!(
+            fires(
+                "10 2 * * *",
+                "2026-10-04T00:00:00+10:30[Australia/Lord_Howe]",
+                2
+            ),
+            [
+                "2026-10-04T02:30:00+11:00[Australia/Lord_Howe]",
+                "2026-10-05T02:10:00+11:00[Australia/Lord_Howe]"
+            ]
         );
     }
 
