@@ -108,7 +108,7 @@ impl Field {
         if s.is_empty() {
             return Err(self.err("a value is missing (around `,`, `-` or `/`)".into()));
         }
-        let Ok(v) = s.parse::<u32>() else {
+        let Some(v) = digits(s) else {
             let suffix = s.trim_start_matches(|c: char| c.is_ascii_digit());
             let quartz = s.contains('#')
                 || ["l", "w", "lw"]
@@ -134,10 +134,9 @@ impl Field {
         for item in text.split(',') {
             let (base, step) = match item.split_once('/') {
                 Some((base, s)) => {
-                    let step =
-                        s.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                            self.err(format!("step {s:?} must be a positive number"))
-                        })?;
+                    let step = digits(s)
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| self.err(format!("step {s:?} must be a positive number")))?;
                     if step > self.max {
                         return Err(self.err(format!(
                             "step {step} is larger than the range {}-{}",
@@ -149,13 +148,18 @@ impl Field {
                 None => (item, None),
             };
             if base == "*" || (base == "?" && self.question) {
+                if text.contains(',') {
+                    return Err(self.err(format!(
+                        "{base:?} stands for every value, so it cannot be one item of a list"
+                    )));
+                }
                 continue;
             }
             match base.split_once('-') {
-                Some((a, b)) => {
-                    let (a, mut b) = (self.value(a)?, self.value(b)?);
-                    // `fri-sun` ends on Sunday: read its end as 7, not 0.
-                    if b == 0 && self.max == 7 {
+                Some((a, b_text)) => {
+                    let (a, mut b) = (self.value(a)?, self.value(b_text)?);
+                    // `fri-sun` ends on Sunday: read that name as 7, not 0 (as croner does).
+                    if b == 0 && self.max == 7 && digits(b_text).is_none() {
                         b = 7;
                     }
                     if a > b {
@@ -176,6 +180,15 @@ impl Field {
         }
         Ok(())
     }
+}
+
+/// A number written with digits only: Rust's parser would also take `+5`, and croner reads a
+/// leading `+` in day-of-week as "day-of-month AND day-of-week".
+fn digits(s: &str) -> Option<u32> {
+    s.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| s.parse().ok())
+        .flatten()
 }
 
 impl Cron {
@@ -404,87 +417,71 @@ mod tests {
     }
 
     #[test]
-    fn dst_gap_fixed_time_fires_once_right_after() {
-        // 02:00-03:00 does not exist in Paris on 2026-03-29: 02:30 runs when the clock jumps.
-        assert_eq!(
-            fires("30 2 * * *", "2026-03-29T00:30:00+01:00[Europe/Paris]", 2),
-            [
-                "2026-03-29T03:00:00+02:00[Europe/Paris]",
-                "2026-03-30T02:30:00+02:00[Europe/Paris]"
-            ]
-        );
-    }
-
-    #[test]
-    fn dst_gap_interval_skips_the_missing_hour() {
-        assert_eq!(
-            fires("30 * * * *", "2026-03-29T01:00:00+01:00[Europe/Paris]", 2),
-            [
-                "2026-03-29T01:30:00+01:00[Europe/Paris]",
-                "2026-03-29T03:30:00+02:00[Europe/Paris]"
-            ]
-        );
-    }
-
-    #[test]
-    fn dst_overlap_fixed_time_once_interval_twice() {
-        // 02:00-03:00 happens twice in Paris on 2026-10-25.
-        assert_eq!(
-            fires("30 2 * * *", "2026-10-25T00:00:00+02:00[Europe/Paris]", 2),
-            [
-                "2026-10-25T02:30:00+02:00[Europe/Paris]",
-                "2026-10-26T02:30:00+01:00[Europe/Paris]"
-            ]
-        );
-        assert_eq!(
-            fires("30 * * * *", "2026-10-25T01:45:00+02:00[Europe/Paris]", 3),
-            [
-                "2026-10-25T02:30:00+02:00[Europe/Paris]",
-                "2026-10-25T02:30:00+01:00[Europe/Paris]",
-                "2026-10-25T03:30:00+01:00[Europe/Paris]"
-            ]
-        );
-        // Starting inside the second pass of the hour does not go back to the first.
-        assert_eq!(
-            next("45 * * * *", "2026-10-25T02:40:00+01:00[Europe/Paris]"),
-            "2026-10-25T02:45:00+01:00[Europe/Paris]"
-        );
-    }
-
-    #[test]
-    fn dst_lists_of_fixed_times_are_fixed_times() {
-        // croner alone would skip both in the gap and run both twice in the overlap.
-        assert_eq!(
-            fires("0,30 2 * * *", "2026-03-29T00:30:00+01:00[Europe/Paris]", 2),
-            [
-                "2026-03-29T03:00:00+02:00[Europe/Paris]",
-                "2026-03-30T02:00:00+02:00[Europe/Paris]"
-            ]
-        );
-        assert_eq!(
-            fires("0,30 2 * * *", "2026-10-25T01:45:00+02:00[Europe/Paris]", 3),
-            [
-                "2026-10-25T02:00:00+02:00[Europe/Paris]",
-                "2026-10-25T02:30:00+02:00[Europe/Paris]",
-                "2026-10-26T02:00:00+01:00[Europe/Paris]"
-            ]
-        );
-        // Starting inside the second pass, the first pass of 02:45 is already past.
-        assert_eq!(
-            next("45 2 * * *", "2026-10-25T02:40:00+01:00[Europe/Paris]"),
-            "2026-10-26T02:45:00+01:00[Europe/Paris]"
-        );
-        // A 30-minute change (Lord Howe): 02:00-02:30 is skipped, 01:30-02:00 repeated.
-        assert_eq!(
-            fires(
-                "10 2 * * *",
-                "2026-10-04T00:00:00+10:30[Australia/Lord_Howe]",
-                2
+    fn dst_follows_vixie_cron() {
+        // Paris skips 02:00-03:00 on 2026-03-29 and repeats it on 2026-10-25; Lord Howe skips
+        // 02:00-02:30 on 2026-10-04.
+        let p = |s: &str| format!("2026-{s}[Europe/Paris]");
+        let cases: [(&str, String, Vec<String>); 7] = [
+            // A fixed time the clock skips runs when it lands, once.
+            (
+                "30 2 * * *",
+                p("03-29T00:30:00+01:00"),
+                vec![p("03-29T03:00:00+02:00"), p("03-30T02:30:00+02:00")],
             ),
-            [
-                "2026-10-04T02:30:00+11:00[Australia/Lord_Howe]",
-                "2026-10-05T02:10:00+11:00[Australia/Lord_Howe]"
-            ]
+            // ... lists of fixed times too (croner alone would skip them).
+            (
+                "0,30 2 * * *",
+                p("03-29T00:30:00+01:00"),
+                vec![p("03-29T03:00:00+02:00"), p("03-30T02:00:00+02:00")],
+            ),
+            (
+                "10 2 * * *",
+                "2026-10-04T00:00:00+10:30[Australia/Lord_Howe]".into(),
+                vec![
+                    "2026-10-04T02:30:00+11:00[Australia/Lord_Howe]".into(),
+                    "2026-10-05T02:10:00+11:00[Australia/Lord_Howe]".into(),
+                ],
+            ),
+            // A wildcard job skips what does not exist.
+            (
+                "30 * * * *",
+                p("03-29T01:00:00+01:00"),
+                vec![p("03-29T01:30:00+01:00"), p("03-29T03:30:00+02:00")],
+            ),
+            // A fixed time the clock repeats runs on the first pass only (croner alone would
+            // repeat the list).
+            (
+                "0,30 2 * * *",
+                p("10-25T01:45:00+02:00"),
+                vec![
+                    p("10-25T02:00:00+02:00"),
+                    p("10-25T02:30:00+02:00"),
+                    p("10-26T02:00:00+01:00"),
+                ],
+            ),
+            // ... and starting inside the second pass, its first is already past.
+            (
+                "45 2 * * *",
+                p("10-25T02:40:00+01:00"),
+                vec![p("10-26T02:45:00+01:00")],
+            ),
+            // A wildcard job runs on both passes, and does not go back from the second.
+            (
+                "30 * * * *",
+                p("10-25T01:45:00+02:00"),
+                vec![
+                    p("10-25T02:30:00+02:00"),
+                    p("10-25T02:30:00+01:00"),
+                    p("10-25T03:30:00+01:00"),
+                ],
+            ),
+        ];
+        for (expr, from, want) in cases {
+            assert_eq!(fires(expr, &from, want.len()), want, "{expr} after {from}");
+        }
+        assert_eq!(
+            next("45 * * * *", &p("10-25T02:40:00+01:00")),
+            p("10-25T02:45:00+01:00")
         );
     }
 
@@ -551,6 +548,25 @@ mod tests {
     }
 
     #[test]
+    fn what_the_check_passes_croner_accepts() {
+        // So every error names its field in our words: none falls through to croner's.
+        let mut rng = fastrand::Rng::with_seed(7);
+        let atoms = [
+            "0", "1", "5", "7", "12", "31", "59", "60", "*", ",", "-", "/", "?", "L", "W", "#",
+            "+", "sun", "Jan", "mon",
+        ];
+        for _ in 0..50_000 {
+            let mut fields = vec!["*".to_string(); 6];
+            let n = rng.usize(1..6);
+            fields[rng.usize(..6)] = (0..n).map(|_| atoms[rng.usize(..atoms.len())]).collect();
+            let expr = fields.join(" ");
+            if let Err(e) = Cron::parse(&expr) {
+                assert!(!e.to_string().starts_with("croner"), "{expr:?}: {e}");
+            }
+        }
+    }
+
+    #[test]
     fn quartz_extensions_are_rejected() {
         let e = |s: &str| Cron::parse(s).unwrap_err().to_string();
         for (expr, field, part) in [
@@ -571,7 +587,23 @@ mod tests {
             e("0 0 1 * +mon"),
             "day-of-week field: \"+mon\" is neither a number nor a name in sun-sat"
         );
+        assert_eq!(
+            e("0 0 1 * +5"),
+            "day-of-week field: \"+5\" is neither a number nor a name in sun-sat"
+        );
         assert_eq!(e("0 0 ? * * *"), "hour field: \"?\" is not a number");
+        assert_eq!(
+            e("0 1,* * * *"),
+            "hour field: \"*\" stands for every value, so it cannot be one item of a list"
+        );
+        assert_eq!(
+            e("0 0 * * 1-0"),
+            "day-of-week field: range \"1-0\" runs backwards"
+        );
+        assert_eq!(
+            e("*/+5 * * * *"),
+            "minute field: step \"+5\" must be a positive number"
+        );
         assert_eq!(
             e("1,,2 * * * *"),
             "minute field: a value is missing (around `,`, `-` or `/`)"
