@@ -21,7 +21,7 @@
 //! Why croner and not the `cron` crate: `cron` reads day-of-week Quartz-style (1 = Sunday, 0
 //! rejected, so `1-5` would fire Sunday to Thursday), wants 6-7 fields and runs on chrono; croner
 //! follows POSIX/Vixie and runs on jiff. croner also accepts extensions (`L`, `W`, `#`, a `+`
-//! day-of-week prefix, a year field, single-value steps like `5/15`): [`Field::check`] rejects
+//! day-of-week prefix, a year field, single-value steps like `5/15`): `Field::check` rejects
 //! them before croner sees the text, so a schedule means the same in any cron, and croner's
 //! name handling (which replaces names anywhere in the text) only ever sees names in their own
 //! field.
