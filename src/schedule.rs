@@ -1,192 +1,237 @@
-//! Cron expressions → next fire times. Accepts the standard 5-field form, the 6-field form with
-//! seconds first, and the `@hourly`-style macros; evaluates in a time zone (UTC by default).
-//! Day-of-month and day-of-week combine as in Vixie cron: when both are restricted, either
-//! matching is enough.
+//! Cron expressions → next fire times, evaluated by the `croner` crate in a time zone (UTC by
+//! default). What users write is standard crontab:
+//!
+//! - 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first; lists,
+//!   ranges, `*/n` and `a-b/n` steps; `jan`-`dec` and `sun`-`sat` names; 0 and 7 are Sunday;
+//!   `?` is `*` in the two day fields; the macros `@yearly` `@annually` `@monthly` `@weekly`
+//!   `@daily` `@midnight` `@hourly`.
+//! - Day-of-month and day-of-week combine as in Vixie cron: when both are restricted (anything
+//!   but `*` or `?`), either matching is enough. (The Vixie daemon also counts a field that only
+//!   starts with `*`, like `*/2`, as unrestricted — the "cron bug"; croner and croniter do not,
+//!   nor do we.)
+//! - Daylight saving time as in Vixie cron, which tells two kinds of job apart. A fixed-time
+//!   expression (no `*` leading the second, minute or hour field: `30 2 * * *`, `0,30 2 * * *`)
+//!   runs once for each day it is due: a time the clock skips runs at the first instant after
+//!   the jump, and a repeated time runs on its first pass only. Any other expression
+//!   (`*/15 * * * *`, `30 * * * *`) runs at every wall-clock time that exists: none in a skipped
+//!   hour, twice in a repeated one. croner draws the line elsewhere (it counts only single
+//!   values as fixed, so `0,30 2 * * *` would skip a gap and repeat an overlap), so fixed-time
+//!   expressions are searched on the civil clock and placed in the zone here.
+//!
+//! Why croner and not the `cron` crate: `cron` reads day-of-week Quartz-style (1 = Sunday, 0
+//! rejected, so `1-5` would fire Sunday to Thursday), wants 6-7 fields and runs on chrono; croner
+//! follows POSIX/Vixie and runs on jiff. croner also accepts extensions (`L`, `W`, `#`, a `+`
+//! day-of-week prefix, a year field, single-value steps like `5/15`): `Field::check` rejects
+//! them before croner sees the text, so a schedule means the same in any cron, and croner's
+//! name handling (which replaces names anywhere in the text) only ever sees names in their own
+//! field.
 
-use jiff::civil::DateTime;
-use jiff::tz::TimeZone;
-use jiff::{Timestamp, ToSpan, Zoned};
+use croner::parser::{CronParser, Seconds, Year};
+use jiff::tz::{AmbiguousOffset, TimeZone};
+use jiff::{Timestamp, Zoned};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cron {
     expr: String,
-    seconds: u64,
-    minutes: u64,
-    hours: u64,
-    dom: u64,
-    months: u64,
-    dow: u64,
-    dom_star: bool,
-    dow_star: bool,
+    inner: croner::Cron,
+    /// Vixie cron's fixed-time job: no `*` leads the second, minute or hour field.
+    fixed_time: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct CronError(String);
 
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+const MACROS: [(&str, &str); 7] = [
+    ("@yearly", "0 0 1 1 *"),
+    ("@annually", "0 0 1 1 *"),
+    ("@monthly", "0 0 1 * *"),
+    ("@weekly", "0 0 * * 0"),
+    ("@daily", "0 0 * * *"),
+    ("@midnight", "0 0 * * *"),
+    ("@hourly", "0 * * * *"),
 ];
-const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
+/// One field of the 6-field form: its range and the names it accepts, for checking what the
+/// user wrote and saying what is wrong with it.
 struct Field {
     name: &'static str,
     min: u32,
     max: u32,
+    /// Names for `min`, `min + 1`, ...
     names: &'static [&'static str],
-    names_from: u32,
+    /// `?` means `*` here (the day fields only, as in croner and Quartz).
+    question: bool,
 }
 
-const SECOND: Field = Field {
-    name: "second",
-    min: 0,
-    max: 59,
-    names: &[],
-    names_from: 0,
-};
-const MINUTE: Field = Field {
-    name: "minute",
-    min: 0,
-    max: 59,
-    names: &[],
-    names_from: 0,
-};
-const HOUR: Field = Field {
-    name: "hour",
-    min: 0,
-    max: 23,
-    names: &[],
-    names_from: 0,
-};
-const DOM: Field = Field {
-    name: "day-of-month",
-    min: 1,
-    max: 31,
-    names: &[],
-    names_from: 0,
-};
-const MONTH: Field = Field {
-    name: "month",
-    min: 1,
-    max: 12,
-    names: &MONTHS,
-    names_from: 1,
-};
-// 7 is accepted as Sunday and folded onto 0.
-const DOW: Field = Field {
-    name: "day-of-week",
-    min: 0,
-    max: 7,
-    names: &DAYS,
-    names_from: 0,
-};
+const FIELDS: [Field; 6] = [
+    Field::numeric("second", 0, 59),
+    Field::numeric("minute", 0, 59),
+    Field::numeric("hour", 0, 23),
+    Field {
+        question: true,
+        ..Field::numeric("day-of-month", 1, 31)
+    },
+    Field {
+        names: &[
+            "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+        ],
+        ..Field::numeric("month", 1, 12)
+    },
+    // 7 is Sunday too (croner folds it onto 0).
+    Field {
+        names: &["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
+        question: true,
+        ..Field::numeric("day-of-week", 0, 7)
+    },
+];
 
 impl Field {
-    fn value(&self, s: &str) -> Result<u32, CronError> {
-        let lower = s.to_ascii_lowercase();
-        if let Some(i) = self.names.iter().position(|n| *n == lower) {
-            return Ok(i as u32 + self.names_from);
+    const fn numeric(name: &'static str, min: u32, max: u32) -> Field {
+        Field {
+            name,
+            min,
+            max,
+            names: &[],
+            question: false,
         }
-        let v: u32 = s
-            .parse()
-            .map_err(|_| CronError(format!("{} field: {s:?} is not a number", self.name)))?;
+    }
+
+    fn err(&self, what: String) -> CronError {
+        CronError(format!("{} field: {what}", self.name))
+    }
+
+    fn value(&self, s: &str) -> Result<u32, CronError> {
+        if let Some(i) = self.names.iter().position(|n| n.eq_ignore_ascii_case(s)) {
+            return Ok(self.min + i as u32);
+        }
+        if s.is_empty() {
+            return Err(self.err("a value is missing (around `,`, `-` or `/`)".into()));
+        }
+        let Some(v) = digits(s) else {
+            let suffix = s.trim_start_matches(|c: char| c.is_ascii_digit());
+            let quartz = s.contains('#')
+                || ["l", "w", "lw"]
+                    .iter()
+                    .any(|q| q.eq_ignore_ascii_case(suffix));
+            return Err(self.err(if quartz {
+                format!("{s:?} uses L, W or #, Quartz extensions that standard cron does not have")
+            } else if let [first, .., last] = self.names {
+                format!("{s:?} is neither a number nor a name in {first}-{last}")
+            } else {
+                format!("{s:?} is not a number")
+            }));
+        };
         if v < self.min || v > self.max {
-            return Err(CronError(format!(
-                "{} field: {v} is out of range {}-{}",
-                self.name, self.min, self.max
-            )));
+            return Err(self.err(format!("{v} is out of range {}-{}", self.min, self.max)));
         }
         Ok(v)
     }
 
-    /// Parses one field into a bit set; also says whether it was an unrestricted `*` or `?`.
-    fn parse(&self, text: &str) -> Result<(u64, bool), CronError> {
-        let mut bits = 0u64;
-        for part in text.split(',') {
-            let (range, step) = match part.split_once('/') {
-                Some((r, s)) => {
-                    let step: u32 = s.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                        CronError(format!(
-                            "{} field: step {s:?} must be a positive number",
-                            self.name
-                        ))
-                    })?;
+    /// Rejects what standard cron rejects, with a message naming the field; croner then
+    /// evaluates only what passed.
+    fn check(&self, text: &str) -> Result<(), CronError> {
+        for item in text.split(',') {
+            let (base, step) = match item.split_once('/') {
+                Some((base, s)) => {
+                    let step = digits(s)
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| self.err(format!("step {s:?} must be a positive number")))?;
                     if step > self.max {
-                        return Err(CronError(format!(
-                            "{} field: step {step} is larger than the range {}-{}",
-                            self.name, self.min, self.max
+                        return Err(self.err(format!(
+                            "step {step} is larger than the range {}-{}",
+                            self.min, self.max
                         )));
                     }
-                    (r, step)
+                    (base, Some(step))
                 }
-                None => (part, 1),
+                None => (item, None),
             };
-            let (lo, hi) = if range == "*" || range == "?" {
-                (self.min, self.max)
-            } else if let Some((a, b)) = range.split_once('-') {
-                let (a, b) = (self.value(a)?, self.value(b)?);
-                if a > b {
-                    return Err(CronError(format!(
-                        "{} field: range {range:?} runs backwards",
-                        self.name
+            if base == "*" || (base == "?" && self.question) {
+                if text.contains(',') {
+                    return Err(self.err(format!(
+                        "{base:?} stands for every value, so it cannot be one item of a list"
                     )));
                 }
-                (a, b)
-            } else {
-                let a = self.value(range)?;
-                // `5/15` means from 5 to the end in steps of 15.
-                (a, if part.contains('/') { self.max } else { a })
-            };
-            let mut v = lo;
-            while v <= hi {
-                bits |= 1 << v;
-                v += step;
+                continue;
+            }
+            match base.split_once('-') {
+                Some((a, b_text)) => {
+                    let (a, mut b) = (self.value(a)?, self.value(b_text)?);
+                    // `fri-sun` ends on Sunday: read that name as 7, not 0 (as croner does).
+                    if b == 0 && self.max == 7 && digits(b_text).is_none() {
+                        b = 7;
+                    }
+                    if a > b {
+                        return Err(self.err(format!("range {base:?} runs backwards")));
+                    }
+                }
+                None => {
+                    self.value(base)?;
+                    if let Some(step) = step {
+                        return Err(self.err(format!(
+                            "{item:?} steps from a single value, which standard cron does not \
+                             allow; write \"{base}-{}/{step}\"",
+                            self.max
+                        )));
+                    }
+                }
             }
         }
-        let star = text == "*" || text == "?";
-        Ok((bits, star))
+        Ok(())
     }
+}
+
+/// A number written with digits only: Rust's parser would also take `+5`, and croner reads a
+/// leading `+` in day-of-week as "day-of-month AND day-of-week".
+fn digits(s: &str) -> Option<u32> {
+    s.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| s.parse().ok())
+        .flatten()
 }
 
 impl Cron {
     pub fn parse(expr: &str) -> Result<Cron, CronError> {
-        let expanded = match expr.trim() {
-            "@yearly" | "@annually" => "0 0 0 1 1 *",
-            "@monthly" => "0 0 0 1 * *",
-            "@weekly" => "0 0 0 * * 0",
-            "@daily" | "@midnight" => "0 0 0 * * *",
-            "@hourly" => "0 0 * * * *",
-            other => other,
+        let trimmed = expr.trim();
+        let text = if trimmed.starts_with('@') {
+            MACROS
+                .iter()
+                .find(|(name, _)| *name == trimmed)
+                .map(|(_, text)| *text)
+                .ok_or_else(|| {
+                    CronError(format!(
+                        "unknown macro {trimmed:?}; the macros are {}",
+                        MACROS.map(|(name, _)| name).join(", ")
+                    ))
+                })?
+        } else {
+            trimmed
         };
-        let fields: Vec<&str> = expanded.split_whitespace().collect();
-        let fields: Vec<&str> = match fields.len() {
-            5 => std::iter::once("0").chain(fields).collect(),
-            6 => fields,
+        let mut fields: Vec<&str> = text.split_whitespace().collect();
+        match fields.len() {
+            5 => fields.insert(0, "0"),
+            6 => {}
             n => {
                 return Err(CronError(format!(
                     "expected 5 fields (minute hour day-of-month month day-of-week) or 6 (with seconds first), found {n}"
                 )))
             }
-        };
-        let (seconds, _) = SECOND.parse(fields[0])?;
-        let (minutes, _) = MINUTE.parse(fields[1])?;
-        let (hours, _) = HOUR.parse(fields[2])?;
-        let (dom, dom_star) = DOM.parse(fields[3])?;
-        let (months, _) = MONTH.parse(fields[4])?;
-        let (mut dow, dow_star) = DOW.parse(fields[5])?;
-        if dow & (1 << 7) != 0 {
-            dow = (dow | 1) & !(1 << 7);
         }
+        for (field, text) in FIELDS.iter().zip(&fields) {
+            field.check(text)?;
+        }
+        let inner = CronParser::builder()
+            .seconds(Seconds::Required)
+            .year(Year::Disallowed)
+            .build()
+            .parse(&fields.join(" "))
+            // Unreachable after the checks above, but croner's word is final.
+            .map_err(|e| CronError(format!("croner rejects it: {e}")))?;
         let cron = Cron {
-            expr: expr.trim().to_string(),
-            seconds,
-            minutes,
-            hours,
-            dom,
-            months,
-            dow,
-            dom_star,
-            dow_star,
+            expr: trimmed.to_string(),
+            inner,
+            fixed_time: fields[..3].iter().all(|f| !f.starts_with('*')),
         };
         // An expression like `0 0 30 2 *` parses but never fires: say so at load.
         let probe = Timestamp::UNIX_EPOCH.to_zoned(TimeZone::UTC);
@@ -200,81 +245,45 @@ impl Cron {
         &self.expr
     }
 
-    fn day_matches(&self, dt: &DateTime) -> bool {
-        let dom = self.dom & (1 << dt.day()) != 0;
-        let dow = self.dow & (1 << dt.weekday().to_sunday_zero_offset()) != 0;
-        match (self.dom_star, self.dow_star) {
-            (true, true) => true,
-            (false, true) => dom,
-            (true, false) => dow,
-            (false, false) => dom || dow,
-        }
-    }
-
     /// The first fire time strictly after `after`, in `after`'s time zone; `None` if there is
-    /// none within eight years.
+    /// none (croner stops searching at the year 5000).
     pub fn next_after(&self, after: &Zoned) -> Option<Zoned> {
-        let tz = after.time_zone().clone();
-        let limit = after.datetime().checked_add(8.years()).ok()?;
-        let mut dt = after
-            .datetime()
-            .with()
-            .subsec_nanosecond(0)
-            .build()
-            .ok()?
-            .checked_add(1.second())
-            .ok()?;
-        while dt < limit {
-            if self.months & (1 << dt.month()) == 0 {
-                dt = dt
-                    .first_of_month()
-                    .start_of_day()
-                    .checked_add(1.month())
-                    .ok()?;
-            } else if !self.day_matches(&dt) {
-                dt = dt.start_of_day().checked_add(1.day()).ok()?;
-            } else if self.hours & (1 << dt.hour()) == 0 {
-                dt = dt
-                    .with()
-                    .minute(0)
-                    .second(0)
-                    .build()
-                    .ok()?
-                    .checked_add(1.hour())
-                    .ok()?;
-            } else if self.minutes & (1 << dt.minute()) == 0 {
-                dt = dt
-                    .with()
-                    .second(0)
-                    .build()
-                    .ok()?
-                    .checked_add(1.minute())
-                    .ok()?;
-            } else if self.seconds & (1 << dt.second()) == 0 {
-                dt = dt.checked_add(1.second()).ok()?;
-            } else {
-                // A civil time in a DST gap resolves forward; one in a repeated hour may map
-                // before `after`: keep searching until time really moves on.
-                let z = tz.to_zoned(dt).ok()?;
-                if z.timestamp() > after.timestamp() {
-                    return Some(z);
+        if !self.fixed_time {
+            // Every existing wall-clock time: croner's own rule for such expressions.
+            return self.inner.find_next_occurrence(after, false).ok();
+        }
+        let tz = after.time_zone();
+        let mut civil = after.datetime();
+        loop {
+            civil = self.inner.find_next_occurrence(&civil, false).ok()?;
+            let at = tz.to_ambiguous_zoned(civil);
+            match at.offset() {
+                AmbiguousOffset::Unambiguous { .. } => return at.unambiguous().ok(),
+                // The clock skips it: run when the clock lands. Other due times in the same gap
+                // are civil times before the landing, so they do not run again.
+                AmbiguousOffset::Gap { .. } => {
+                    let before_jump = at.earlier().ok()?.timestamp();
+                    let landing = tz.following(before_jump).next()?.timestamp();
+                    return Some(landing.to_zoned(tz.clone()));
                 }
-                dt = dt.checked_add(1.second()).ok()?;
+                // The clock repeats it: the first pass only. Starting inside the second pass,
+                // the first one is already past, so the search moves on.
+                AmbiguousOffset::Fold { .. } => {
+                    let first = at.earlier().ok()?;
+                    if first.timestamp() > after.timestamp() {
+                        return Some(first);
+                    }
+                }
             }
         }
-        None
     }
 
     /// The next `n` fire times after `after`.
     pub fn upcoming(&self, after: &Zoned, n: usize) -> Vec<Zoned> {
-        let mut out = Vec::with_capacity(n);
-        let mut t = after.clone();
+        let mut out: Vec<Zoned> = Vec::with_capacity(n);
         while out.len() < n {
-            match self.next_after(&t) {
-                Some(z) => {
-                    t = z.clone();
-                    out.push(z);
-                }
+            match self.next_after(out.last().unwrap_or(after)) {
+                Some(z) => out.push(z),
                 None => break,
             }
         }
@@ -296,6 +305,15 @@ mod tests {
             .next_after(&at(from))
             .unwrap()
             .to_string()
+    }
+
+    fn fires(expr: &str, from: &str, n: usize) -> Vec<String> {
+        Cron::parse(expr)
+            .unwrap()
+            .upcoming(&at(from), n)
+            .iter()
+            .map(|z| z.to_string())
+            .collect()
     }
 
     #[test]
@@ -331,6 +349,52 @@ mod tests {
     }
 
     #[test]
+    fn weekdays_are_posix_not_quartz() {
+        // 2026-01-03 is a Saturday: `1-5` is Monday to Friday, so the next run is Monday the 5th
+        // (the `cron` crate's Quartz reading would fire on Sunday the 4th).
+        assert_eq!(
+            next("0 9 * * 1-5", "2026-01-03T00:00:00Z[UTC]"),
+            "2026-01-05T09:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("0 9 * * 0", "2026-01-03T00:00:00Z[UTC]"),
+            "2026-01-04T09:00:00+00:00[UTC]"
+        );
+        // Names, any case; a range may end on Sunday.
+        assert_eq!(
+            next("0 9 * * FRI-sun", "2026-01-05T00:00:00Z[UTC]"),
+            "2026-01-09T09:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            fires("0 9 * * sat-sun", "2026-01-05T00:00:00Z[UTC]", 2),
+            [
+                "2026-01-10T09:00:00+00:00[UTC]",
+                "2026-01-11T09:00:00+00:00[UTC]"
+            ]
+        );
+        assert_eq!(
+            next("0 9 1 Feb-Mar/1 *", "2026-01-05T00:00:00Z[UTC]"),
+            "2026-02-01T09:00:00+00:00[UTC]"
+        );
+    }
+
+    #[test]
+    fn macros() {
+        let from = "2026-01-07T10:30:00Z[UTC]"; // a Wednesday
+        for (m, want) in [
+            ("@yearly", "2027-01-01T00:00:00+00:00[UTC]"),
+            ("@annually", "2027-01-01T00:00:00+00:00[UTC]"),
+            ("@monthly", "2026-02-01T00:00:00+00:00[UTC]"),
+            ("@weekly", "2026-01-11T00:00:00+00:00[UTC]"),
+            ("@daily", "2026-01-08T00:00:00+00:00[UTC]"),
+            ("@midnight", "2026-01-08T00:00:00+00:00[UTC]"),
+            ("@hourly", "2026-01-07T11:00:00+00:00[UTC]"),
+        ] {
+            assert_eq!(next(m, from), want, "{m}");
+        }
+    }
+
+    #[test]
     fn dom_or_dow_when_both_restricted() {
         // 2026-11-29 is a Sunday; the 1st of December is a Tuesday.
         assert_eq!(
@@ -341,20 +405,90 @@ mod tests {
             next("0 0 1 * mon", "2026-11-30T12:00:00Z[UTC]"),
             "2026-12-01T00:00:00+00:00[UTC]"
         );
+        // Only one restricted: that one alone decides; `?` is `*`.
+        assert_eq!(
+            next("0 0 1 * ?", "2026-11-29T12:00:00Z[UTC]"),
+            "2026-12-01T00:00:00+00:00[UTC]"
+        );
+        assert_eq!(
+            next("0 0 * * mon", "2026-11-30T12:00:00Z[UTC]"),
+            "2026-12-07T00:00:00+00:00[UTC]"
+        );
     }
 
     #[test]
-    fn time_zone_and_dst() {
-        let z = at("2026-03-29T00:30:00+01:00[Europe/Paris]");
-        // 02:30 does not exist in Paris that night; it resolves forward to 03:30 CEST.
-        let got = Cron::parse("30 2 * * *").unwrap().next_after(&z).unwrap();
-        assert_eq!(got.to_string(), "2026-03-29T03:30:00+02:00[Europe/Paris]");
+    fn dst_follows_vixie_cron() {
+        // Paris skips 02:00-03:00 on 2026-03-29 and repeats it on 2026-10-25; Lord Howe skips
+        // 02:00-02:30 on 2026-10-04.
+        let p = |s: &str| format!("2026-{s}[Europe/Paris]");
+        let cases: [(&str, String, Vec<String>); 7] = [
+            // A fixed time the clock skips runs when it lands, once.
+            (
+                "30 2 * * *",
+                p("03-29T00:30:00+01:00"),
+                vec![p("03-29T03:00:00+02:00"), p("03-30T02:30:00+02:00")],
+            ),
+            // ... lists of fixed times too (croner alone would skip them).
+            (
+                "0,30 2 * * *",
+                p("03-29T00:30:00+01:00"),
+                vec![p("03-29T03:00:00+02:00"), p("03-30T02:00:00+02:00")],
+            ),
+            (
+                "10 2 * * *",
+                "2026-10-04T00:00:00+10:30[Australia/Lord_Howe]".into(),
+                vec![
+                    "2026-10-04T02:30:00+11:00[Australia/Lord_Howe]".into(),
+                    "2026-10-05T02:10:00+11:00[Australia/Lord_Howe]".into(),
+                ],
+            ),
+            // A wildcard job skips what does not exist.
+            (
+                "30 * * * *",
+                p("03-29T01:00:00+01:00"),
+                vec![p("03-29T01:30:00+01:00"), p("03-29T03:30:00+02:00")],
+            ),
+            // A fixed time the clock repeats runs on the first pass only (croner alone would
+            // repeat the list).
+            (
+                "0,30 2 * * *",
+                p("10-25T01:45:00+02:00"),
+                vec![
+                    p("10-25T02:00:00+02:00"),
+                    p("10-25T02:30:00+02:00"),
+                    p("10-26T02:00:00+01:00"),
+                ],
+            ),
+            // ... and starting inside the second pass, its first is already past.
+            (
+                "45 2 * * *",
+                p("10-25T02:40:00+01:00"),
+                vec![p("10-26T02:45:00+01:00")],
+            ),
+            // A wildcard job runs on both passes, and does not go back from the second.
+            (
+                "30 * * * *",
+                p("10-25T01:45:00+02:00"),
+                vec![
+                    p("10-25T02:30:00+02:00"),
+                    p("10-25T02:30:00+01:00"),
+                    p("10-25T03:30:00+01:00"),
+                ],
+            ),
+        ];
+        for (expr, from, want) in cases {
+            assert_eq!(fires(expr, &from, want.len()), want, "{expr} after {from}");
+        }
+        assert_eq!(
+            next("45 * * * *", &p("10-25T02:40:00+01:00")),
+            p("10-25T02:45:00+01:00")
+        );
     }
 
     #[test]
     fn upcoming_is_strictly_increasing() {
         let c = Cron::parse("*/2 * * * * *").unwrap();
-        let v = c.upcoming(&at("2026-01-01T00:00:00Z[UTC]"), 3);
+        let v = c.upcoming(&at("2026-01-01T00:00:00.5Z[UTC]"), 3);
         let s: Vec<String> = v.iter().map(|z| z.timestamp().to_string()).collect();
         assert_eq!(
             s,
@@ -375,16 +509,108 @@ mod tests {
         );
         assert_eq!(e("61 * * * *"), "minute field: 61 is out of range 0-59");
         assert!(e("* * * *").starts_with("expected 5 fields"));
+        assert!(e("0 0 0 1 1 * 2030").starts_with("expected 5 fields"));
         assert_eq!(e("0 0 30 2 *"), "the expression never fires");
         assert_eq!(
             e("*/0 * * * *"),
             "minute field: step \"0\" must be a positive number"
         );
         assert_eq!(e("0 25 * * *"), "hour field: 25 is out of range 0-23");
-        assert_eq!(e("0 0 * foo *"), "month field: \"foo\" is not a number");
+        assert_eq!(
+            e("0 0 * foo *"),
+            "month field: \"foo\" is neither a number nor a name in jan-dec"
+        );
         assert_eq!(
             e("0 0 5-1 * *"),
             "day-of-month field: range \"5-1\" runs backwards"
+        );
+        assert_eq!(
+            e("5/15 * * * *"),
+            "minute field: \"5/15\" steps from a single value, which standard cron does not \
+             allow; write \"5-59/15\""
+        );
+        assert!(e("@reboot").starts_with("unknown macro \"@reboot\""));
+    }
+
+    #[test]
+    fn names_only_in_their_own_field() {
+        // croner alone would read `jan` in day-of-week as 1 (Monday).
+        let e = |s: &str| Cron::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e("0 0 * * jan"),
+            "day-of-week field: \"jan\" is neither a number nor a name in sun-sat"
+        );
+        assert_eq!(
+            e("0 0 * mon *"),
+            "month field: \"mon\" is neither a number nor a name in jan-dec"
+        );
+        assert_eq!(e("0 mon * * *"), "hour field: \"mon\" is not a number");
+    }
+
+    #[test]
+    fn what_the_check_passes_croner_accepts() {
+        // So every error names its field in our words: none falls through to croner's.
+        let mut rng = fastrand::Rng::with_seed(7);
+        let atoms = [
+            "0", "1", "5", "7", "12", "31", "59", "60", "*", ",", "-", "/", "?", "L", "W", "#",
+            "+", "sun", "Jan", "mon",
+        ];
+        for _ in 0..50_000 {
+            let mut fields = vec!["*".to_string(); 6];
+            let n = rng.usize(1..6);
+            fields[rng.usize(..6)] = (0..n).map(|_| atoms[rng.usize(..atoms.len())]).collect();
+            let expr = fields.join(" ");
+            if let Err(e) = Cron::parse(&expr) {
+                assert!(!e.to_string().starts_with("croner"), "{expr:?}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn quartz_extensions_are_rejected() {
+        let e = |s: &str| Cron::parse(s).unwrap_err().to_string();
+        for (expr, field, part) in [
+            ("0 0 L * *", "day-of-month", "L"),
+            ("0 0 15W * *", "day-of-month", "15W"),
+            ("0 0 * * 5#2", "day-of-week", "5#2"),
+            ("0 0 * * 5L", "day-of-week", "5L"),
+        ] {
+            assert_eq!(
+                e(expr),
+                format!(
+                    "{field} field: {part:?} uses L, W or #, Quartz extensions that standard \
+                     cron does not have"
+                )
+            );
+        }
+        assert_eq!(
+            e("0 0 1 * +mon"),
+            "day-of-week field: \"+mon\" is neither a number nor a name in sun-sat"
+        );
+        assert_eq!(
+            e("0 0 1 * +5"),
+            "day-of-week field: \"+5\" is neither a number nor a name in sun-sat"
+        );
+        assert_eq!(e("0 0 ? * * *"), "hour field: \"?\" is not a number");
+        assert_eq!(
+            e("0 1,* * * *"),
+            "hour field: \"*\" stands for every value, so it cannot be one item of a list"
+        );
+        assert_eq!(
+            e("0 0 * * 1-0"),
+            "day-of-week field: range \"1-0\" runs backwards"
+        );
+        assert_eq!(
+            e("*/+5 * * * *"),
+            "minute field: step \"+5\" must be a positive number"
+        );
+        assert_eq!(
+            e("1,,2 * * * *"),
+            "minute field: a value is missing (around `,`, `-` or `/`)"
+        );
+        assert_eq!(
+            e("/5 * * * *"),
+            "minute field: a value is missing (around `,`, `-` or `/`)"
         );
     }
 }
