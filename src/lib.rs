@@ -21,6 +21,8 @@
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints and push loop.
 //! - [`sinks`]: the metrics registry, the Pushgateway client and the results log.
 //! - [`httpd`]: minimal HTTP/1.1 for the sim and the agent's endpoints.
+//! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
+//!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
 //! - [`report`]: table and JSON lines.
 //! - [`sim`]: the simulated OpenAI-compatible replica and its scenarios.
@@ -34,6 +36,7 @@ pub mod config;
 pub mod daemon;
 pub mod gate;
 pub mod httpd;
+pub mod listener;
 pub mod outcome;
 pub mod probe;
 pub mod report;
