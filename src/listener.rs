@@ -149,7 +149,9 @@ impl Door {
                             };
                             return (io, slot);
                         }
-                        None => tracing::debug!(%peer, cap = self.limits.max_connections, "at the connection cap with none to give way: closed"),
+                        None => {
+                            tracing::debug!(%peer, cap = self.limits.max_connections, "at the connection cap with none to give way: closed")
+                        }
                     }
                 }
                 Err(e) => {
@@ -359,7 +361,10 @@ pub struct DescriptorBudget {
 /// a descriptor.
 pub fn descriptor_budget(most: usize, reserve: u64) -> DescriptorBudget {
     let (soft, hard) = match rlimit::increase_nofile_limit(u64::MAX) {
-        Ok(soft) => (soft, rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(soft, |l| l.1)),
+        Ok(soft) => (
+            soft,
+            rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(soft, |l| l.1),
+        ),
         Err(e) => {
             let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap_or((1024, 1024));
             tracing::warn!(error = %e, soft, "cannot raise the descriptor limit; keeping it");
@@ -376,7 +381,9 @@ pub fn descriptor_budget(most: usize, reserve: u64) -> DescriptorBudget {
 
 fn cap_for(soft: u64, reserve: u64, most: usize) -> usize {
     let half = soft.saturating_sub(reserve) / 2;
-    usize::try_from(half).unwrap_or(usize::MAX).clamp(1, most.max(1))
+    usize::try_from(half)
+        .unwrap_or(usize::MAX)
+        .clamp(1, most.max(1))
 }
 
 #[cfg(test)]
@@ -441,7 +448,10 @@ mod tests {
         let mut new = TcpStream::connect(addr).await.unwrap();
         new.write_all(b"c").await.unwrap();
         new.read_exact(&mut [0u8; 1]).await.unwrap();
-        assert!(eof(&mut old).await, "the longest-silent connection was closed");
+        assert!(
+            eof(&mut old).await,
+            "the longest-silent connection was closed"
+        );
         busy.write_all(b"d").await.unwrap();
         busy.read_exact(&mut [0u8; 1]).await.unwrap();
     }

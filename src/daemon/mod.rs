@@ -133,7 +133,14 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         MAX_ENDPOINT_CONNECTIONS,
         descriptor_reserve(cfg.agent.concurrency),
     );
-    tracing::info!(soft_limit = budget.soft, hard_limit = budget.hard, reserve = budget.reserve, endpoint_connections = budget.cap, concurrency = cfg.agent.concurrency, "descriptor budget");
+    tracing::info!(
+        soft_limit = budget.soft,
+        hard_limit = budget.hard,
+        reserve = budget.reserve,
+        endpoint_connections = budget.cap,
+        concurrency = cfg.agent.concurrency,
+        "descriptor budget"
+    );
     if budget.soft < budget.reserve {
         tracing::warn!(soft_limit = budget.soft, reserve = budget.reserve, "the descriptor limit is below the probes' reserve: raise it (LimitNOFILE) or lower agent.concurrency");
     }
