@@ -22,10 +22,12 @@
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints and push loop.
 //! - [`sinks`]: the metrics registry, the Pushgateway client and the results log.
-//! - [`httpd`]: minimal HTTP/1.1 for the sim and the agent's endpoints.
+//! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
+//!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
 //! - [`report`]: table and JSON lines.
-//! - [`sim`]: the simulated OpenAI-compatible replica and its scenarios.
+//! - [`sim`]: the simulated OpenAI-compatible replica, its scenarios and its own misbehaving
+//!   HTTP writer.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
@@ -37,7 +39,7 @@ pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod gate;
-pub mod httpd;
+pub mod listener;
 pub mod outcome;
 pub mod probe;
 pub mod report;

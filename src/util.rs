@@ -49,20 +49,25 @@ pub fn snippet(bytes: &[u8]) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn terminate_signal() {
+/// SIGTERM or SIGINT. The handlers are installed by this call, not at the first await, so a
+/// signal sent once the caller has said it is ready is never met by the default action.
+pub fn terminate_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
+    let handlers = {
         use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
+        signal(SignalKind::terminate()).and_then(|t| Ok((t, signal(SignalKind::interrupt())?)))
+    };
+    async move {
+        #[cfg(unix)]
+        if let Ok((mut term, mut int)) = handlers {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
+                _ = int.recv() => {}
             }
             return;
         }
+        let _ = tokio::signal::ctrl_c().await;
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 #[cfg(test)]

@@ -287,8 +287,6 @@ fn sim_command_serves_until_stopped() {
         .arg(dir.path().join("llm-canary.yaml"))
         .output()
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -296,6 +294,21 @@ fn sim_command_serves_until_stopped() {
         text(&out.stdout),
         text(&out.stderr)
     );
+
+    // The graceful stop it promises: SIGTERM, and it exits 0 by itself, promptly.
+    let pid = child.id();
+    common::services::signal(pid, "TERM");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(5)) {
+        Ok(status) => assert_eq!(status.unwrap().code(), Some(0), "exit after SIGTERM"),
+        Err(_) => {
+            common::services::signal(pid, "KILL");
+            panic!("the sim did not exit within 5 s of SIGTERM");
+        }
+    }
 }
 
 #[test]

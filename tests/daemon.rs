@@ -3,25 +3,13 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::daemon::Daemon;
 use common::services::{self, eventually, get, sample, signal, Service};
 use common::TempDir;
-use llm_canary::sim::Sim;
-
-struct Daemon {
-    child: Child,
-    dir: TempDir,
-    port: u16,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use llm_canary::sim::{http, Sim};
 
 const PROBE: &str = "name: p\nschedule: \"*/2 * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ncache_bust: auto\ntimeouts: {ttft: 5s, stall: 5s, total: 20s}\nchecks: {expect: \"(?i)paris\"}\n";
 
@@ -35,20 +23,15 @@ fn agent_yaml(port: u16, gateway: &str, sim: &Sim, scenario: &str, grace: &str) 
 }
 
 fn start(yaml: String, probe: &str, port: u16) -> Daemon {
-    let dir = TempDir::new("daemon");
-    dir.write(&[
-        ("llm-canary.yaml", &yaml),
-        ("probes/p.yaml", probe),
-        ("prompts/q.txt", common::PROMPT),
-    ]);
-    let child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-        .args(["--log-level", "info", "run", "-c"])
-        .arg(dir.path().join("llm-canary.yaml"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Daemon { child, dir, port }
+    Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml),
+            ("probes/p.yaml", probe),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    )
 }
 
 impl Daemon {
@@ -61,7 +44,7 @@ impl Daemon {
     }
 
     async fn metrics(&self) -> String {
-        get(&format!("http://127.0.0.1:{}/metrics", self.port)).await
+        get(&self.url("/metrics")).await
     }
 
     /// SIGTERM, then the exit code (it must exit by itself).
@@ -510,15 +493,15 @@ async fn recording_gateway() -> (
             let log = log.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
-                while let Ok(Some(req)) = llm_canary::httpd::read_request(&mut sock, &mut buf).await
+                while let Ok(Some(req)) =
+                    http::read_request(&mut sock, &mut buf, Duration::from_secs(5)).await
                 {
                     log.lock().unwrap().push((
                         req.method.clone(),
                         req.path.clone(),
                         req.header("authorization").map(str::to_string),
                     ));
-                    let _ =
-                        llm_canary::httpd::respond(&mut sock, 200, "text/plain", &[], b"").await;
+                    let _ = http::respond(&mut sock, 200, "text/plain", &[], b"").await;
                 }
             });
         }

@@ -17,11 +17,23 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::config::{self, Config, Probe, Target};
+use crate::listener::{descriptor_budget, Door, Limits};
 use crate::runner::{Pair, Runner};
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::results_log::ResultsLog;
 
 type PairKey = (String, String);
+
+/// The endpoints' connection cap when descriptors are plenty: Prometheus keeps one connection
+/// per scraper, people a few more; the rest of 256 is room for whoever misbehaves.
+const MAX_ENDPOINT_CONNECTIONS: usize = 256;
+
+/// Descriptors kept from the endpoints: 32 for the process's own (standard streams, the runtime's
+/// poller and wakers, signal pipes, the listener, the results log, the pusher's connection,
+/// config files read on reload), and two per probe run in flight (its socket, and a DNS lookup's).
+fn descriptor_reserve(concurrency: usize) -> u64 {
+    32 + 2 * concurrency as u64
+}
 pub type ReloadReply = oneshot::Sender<Result<(), String>>;
 
 /// State shared by the scheduler, the pusher and the endpoints.
@@ -116,12 +128,30 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         push_status: Mutex::new(PushStatus::default()),
     });
     let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadReply>(4);
+    // The probes' descriptors come first: the endpoints get a share of what the reserve leaves.
+    let budget = descriptor_budget(
+        MAX_ENDPOINT_CONNECTIONS,
+        descriptor_reserve(cfg.agent.concurrency),
+    );
+    tracing::info!(
+        soft_limit = budget.soft,
+        hard_limit = budget.hard,
+        reserve = budget.reserve,
+        endpoint_connections = budget.cap,
+        concurrency = cfg.agent.concurrency,
+        "descriptor budget"
+    );
+    if budget.soft < budget.reserve {
+        tracing::warn!(soft_limit = budget.soft, reserve = budget.reserve, "the descriptor limit is below the probes' reserve: raise it (LimitNOFILE) or lower agent.concurrency");
+    }
     if let Some(addr) = cfg.agent.listen {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
-        tracing::info!(addr = %listener.local_addr()?, "serving /metrics, /healthz and /-/reload");
-        tokio::spawn(endpoints::serve(listener, agent.clone(), reload_tx.clone()));
+        let door = Door::new(listener, Limits::with_cap(budget.cap));
+        let limits = door.limits();
+        tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, "serving /metrics, /healthz and /-/reload");
+        tokio::spawn(endpoints::serve(door, agent.clone(), reload_tx.clone()));
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let pusher = tokio::spawn(pusher::run(agent.clone(), stop_rx.clone()));

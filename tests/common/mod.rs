@@ -71,5 +71,6 @@ pub fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
+pub mod daemon;
 pub mod llama;
 pub mod services;

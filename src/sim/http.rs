@@ -1,12 +1,14 @@
-//! Just enough HTTP/1.1 for the simulated replica and the agent's own endpoints: read a request (headers and a
-//! Content-Length body, both capped), write a response with chunked transfer encoding so each
-//! write reaches the client as its own piece, or reset the connection on purpose.
+//! The sim's own HTTP/1.1, just enough to misbehave on purpose (a maintained server would not
+//! let it): read a request (head and Content-Length body, both capped; the head within the
+//! listener's header timeout), write a response whole or with chunked transfer encoding so each
+//! write reaches the client as its own piece, or reset the connection mid-body.
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::listener::Tracked;
 
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 8 * 1024 * 1024;
@@ -33,30 +35,25 @@ pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str
         .map(|(_, v)| v.as_str())
 }
 /// Reads one request; `Ok(None)` when the client closed the connection between requests.
-pub async fn read_request(
-    sock: &mut TcpStream,
+///
+/// The head must be whole within `header_timeout` of this call, that is of the connection's
+/// start or the end of the previous response: hyper counts its header timeout the same way, so
+/// the sim's idle keep-alive connections last as long as the daemon's.
+pub async fn read_request<S: AsyncRead + Unpin>(
+    sock: &mut S,
     buf: &mut Vec<u8>,
+    header_timeout: Duration,
 ) -> io::Result<Option<HttpRequest>> {
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        if buf.len() > MAX_HEAD {
+    let head_end = match tokio::time::timeout(header_timeout, read_head(sock, buf)).await {
+        Ok(Ok(Some(i))) => i,
+        Ok(Ok(None)) => return Ok(None),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
             return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "request head too large",
-            ));
+                io::ErrorKind::TimedOut,
+                "request head not received within the header timeout",
+            ))
         }
-        let mut tmp = [0u8; 8192];
-        let n = sock.read(&mut tmp).await?;
-        if n == 0 {
-            return if buf.is_empty() {
-                Ok(None)
-            } else {
-                Err(io::ErrorKind::UnexpectedEof.into())
-            };
-        }
-        buf.extend_from_slice(&tmp[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let mut lines = head.split("\r\n");
@@ -82,12 +79,9 @@ pub async fn read_request(
     }
     buf.drain(..head_end + 4);
     while buf.len() < len {
-        let mut tmp = [0u8; 8192];
-        let n = sock.read(&mut tmp).await?;
-        if n == 0 {
+        if read_some(sock, buf).await? == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        buf.extend_from_slice(&tmp[..n]);
     }
     let body = buf.drain(..len).collect();
     Ok(Some(HttpRequest {
@@ -96,6 +90,40 @@ pub async fn read_request(
         headers,
         body,
     }))
+}
+
+/// Reads until `buf` holds a whole head; its end, or `None` if the client closed before
+/// sending anything.
+async fn read_head<S: AsyncRead + Unpin>(
+    sock: &mut S,
+    buf: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Ok(Some(i));
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too large",
+            ));
+        }
+        if read_some(sock, buf).await? == 0 {
+            return if buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            };
+        }
+    }
+}
+
+/// One read appended to `buf`; 0 at end of stream.
+async fn read_some<S: AsyncRead + Unpin>(sock: &mut S, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let mut tmp = [0u8; 8192];
+    let n = sock.read(&mut tmp).await?;
+    buf.extend_from_slice(&tmp[..n]);
+    Ok(n)
 }
 
 fn reason(status: u16) -> &'static str {
@@ -112,8 +140,8 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// A whole response with a Content-Length body.
-pub async fn respond(
-    sock: &mut TcpStream,
+pub async fn respond<S: AsyncWrite + Unpin>(
+    sock: &mut S,
     status: u16,
     content_type: &str,
     extra: &[(&str, String)],
@@ -136,13 +164,13 @@ pub async fn respond(
 
 /// A streamed response: each `write` is one chunk of the chunked encoding, flushed at once.
 pub struct Chunked<'a> {
-    pub sock: &'a mut TcpStream,
+    pub sock: &'a mut Tracked,
     pub bytes: usize,
 }
 
 impl<'a> Chunked<'a> {
     pub async fn start(
-        sock: &'a mut TcpStream,
+        sock: &'a mut Tracked,
         status: u16,
         content_type: &str,
         extra: &[(&str, String)],
@@ -181,6 +209,46 @@ impl<'a> Chunked<'a> {
 
     /// Resets the connection (RST, not FIN) in the middle of the body.
     pub fn reset(self) {
-        let _ = self.sock.set_zero_linger();
+        let _ = self.sock.get_ref().set_zero_linger();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_head_that_never_ends_times_out() {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        client
+            .write_all(b"GET /health HTTP/1.1\r\nHost: sim\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let e = read_request(&mut server, &mut buf, Duration::from_millis(100))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn a_whole_request_and_a_clean_close() {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        client
+            .write_all(b"POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let req = read_request(&mut server, &mut buf, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (req.method.as_str(), req.body.as_slice()),
+            ("POST", &b"{}"[..])
+        );
+        drop(client);
+        let next = read_request(&mut server, &mut buf, Duration::from_secs(5)).await;
+        assert!(next.unwrap().is_none());
     }
 }
