@@ -29,7 +29,7 @@ pub const RESERVED_LABELS: [&str; 6] = ["probe", "target", "model", "outcome", "
 #[derive(Debug, Clone)]
 pub struct Config {
     pub path: PathBuf,
-    pub agent: Agent,
+    pub agent: AgentSettings,
     pub push: Option<Push>,
     pub targets: Vec<Arc<Target>>,
     pub probes: Vec<Arc<Probe>>,
@@ -38,18 +38,18 @@ pub struct Config {
 }
 
 #[derive(Debug, Clone)]
-pub struct Agent {
+pub struct AgentSettings {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub concurrency: usize,
     pub listen: Option<SocketAddr>,
-    pub results_log: Option<ResultsLog>,
+    pub results_log: Option<ResultsLogSettings>,
     pub shutdown_grace: Duration,
     pub shard: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResultsLog {
+pub struct ResultsLogSettings {
     pub path: PathBuf,
     pub max_bytes: u64,
     pub keep: u32,
@@ -279,7 +279,7 @@ fn load_agent(
     at: &FieldPath,
     a: raw::RawAgent,
     base: &Path,
-) -> Result<Agent, ConfigError> {
+) -> Result<AgentSettings, ConfigError> {
     let mut labels = BTreeMap::new();
     if let Some(l) = a.labels {
         check_labels(src, &at.key("labels"), &l)?;
@@ -326,7 +326,7 @@ fn load_agent(
         None => None,
     };
     let results_log = match a.results_log {
-        Some(p) => Some(ResultsLog {
+        Some(p) => Some(ResultsLogSettings {
             path: base.join(p),
             max_bytes: match &a.results_log_max_bytes {
                 Some(v) => positive(src, at, "results_log_max_bytes", v, i64::MAX)? as u64,
@@ -339,7 +339,7 @@ fn load_agent(
         }),
         None => None,
     };
-    Ok(Agent {
+    Ok(AgentSettings {
         name,
         labels,
         concurrency,

@@ -16,7 +16,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Agent, ReloadReply};
+use super::{Agent, ReloadError, ReloadReply};
 use crate::listener::Door;
 
 /// Per connection, the request head and any read-ahead live in this much buffer at most: our
@@ -70,10 +70,8 @@ async fn route(
         (&Method::POST, "/-/reload") => {
             let (tx, rx) = oneshot::channel();
             let outcome = match reload.send(tx).await {
-                Ok(()) => rx
-                    .await
-                    .unwrap_or_else(|_| Err("the agent is shutting down".into())),
-                Err(_) => Err("the agent is shutting down".into()),
+                Ok(()) => rx.await.unwrap_or(Err(ReloadError::ShuttingDown)),
+                Err(_) => Err(ReloadError::ShuttingDown),
             };
             match outcome {
                 Ok(()) => reply(StatusCode::OK, "text/plain", "config reloaded\n"),

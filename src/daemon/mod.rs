@@ -34,7 +34,16 @@ const MAX_ENDPOINT_CONNECTIONS: usize = 256;
 fn descriptor_reserve(concurrency: usize) -> u64 {
     32 + 2 * concurrency as u64
 }
-pub type ReloadReply = oneshot::Sender<Result<(), String>>;
+pub type ReloadReply = oneshot::Sender<Result<(), ReloadError>>;
+
+/// Why a reload did not happen; the running config stays either way.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("the agent is shutting down")]
+    ShuttingDown,
+}
 
 /// State shared by the scheduler, the pusher and the endpoints.
 pub struct Agent {
@@ -224,14 +233,16 @@ fn start_schedules(agent: &Arc<Agent>, cfg: &Config, gen: u64) -> (watch::Sender
     (tx, gen)
 }
 
-fn reload(agent: &Arc<Agent>, generation: &mut (watch::Sender<u64>, u64)) -> Result<(), String> {
+fn reload(
+    agent: &Arc<Agent>,
+    generation: &mut (watch::Sender<u64>, u64),
+) -> Result<(), ReloadError> {
     let new = match config::load(&agent.path) {
         Ok(c) => Arc::new(c),
         Err(e) => {
-            let msg = e.to_string();
-            tracing::error!(error = %msg, "config reload refused; the running config stays");
+            tracing::error!(error = %e, "config reload refused; the running config stays");
             agent.metrics().reload_successful.set(0);
-            return Err(msg);
+            return Err(e.into());
         }
     };
     let old = agent.cfg();

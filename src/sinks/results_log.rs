@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::config::ResultsLog as Settings;
+use crate::config::ResultsLogSettings as Settings;
 use crate::result::ProbeResult;
 
 pub struct ResultsLog {
