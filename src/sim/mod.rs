@@ -16,6 +16,7 @@ mod generate;
 pub mod http;
 pub mod scenarios;
 mod serve;
+pub mod wire;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -186,6 +187,10 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
         out,
         "base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)",
         sim.addr()
+    );
+    let _ = writeln!(
+        out,
+        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, and Ollama's /api/chat (its base_url has no /v1)"
     );
     for (name, _, what) in CATALOG {
         let _ = writeln!(out, "  {name:<18} {what}");
