@@ -34,6 +34,11 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             crate::daemon::run(args.config, crate::util::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Calibrate(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            let mut out = std::io::stdout().lock();
+            crate::calibrate::run(&cfg, &args, &mut out).await
+        }
         Command::Gate(args) => {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();

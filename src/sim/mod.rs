@@ -14,6 +14,7 @@
 mod answers;
 mod generate;
 pub mod http;
+mod metrics;
 pub mod scenarios;
 mod serve;
 pub mod wire;
@@ -73,6 +74,8 @@ struct State {
     http_cache: Mutex<HashSet<Vec<u8>>>,
     /// Per scenario spec: requests seen and the first one's arrival (for `every` and `warm`).
     counters: Mutex<HashMap<String, (u64, Instant)>>,
+    /// What was served, as vLLM would report it on /metrics.
+    served: metrics::Served,
 }
 
 const MAX_SEEN: usize = 10_000;

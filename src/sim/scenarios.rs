@@ -215,6 +215,8 @@ pub struct Scenario {
     pub every: u64,
     /// A replica still loading: 503 until this long after its first request.
     pub warm: Duration,
+    /// Scales the timings the sim reports about itself (its /metrics): 1 is honest.
+    pub skew: f64,
 }
 
 impl Scenario {
@@ -244,11 +246,20 @@ impl Scenario {
             jitter: Duration::ZERO,
             every: 1,
             warm: Duration::ZERO,
+            skew: 1.0,
         };
         for p in parts {
             let (k, v) = p
                 .split_once('=')
                 .ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
+            if k == "skew" {
+                s.skew = v
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| x.is_finite() && *x > 0.0)
+                    .ok_or_else(|| format!("skew={v}: a positive number"))?;
+                continue;
+            }
             if k == "every" {
                 s.every = v
                     .parse()
@@ -266,7 +277,7 @@ impl Scenario {
                 "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew)"
                     ))
                 }
             }

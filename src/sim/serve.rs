@@ -69,6 +69,11 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
             http::respond(sock, 200, "application/json", &[], b"{\"status\":\"ok\"}").await?;
             return Ok(true);
         }
+        ("GET", "/metrics") => {
+            let body = st.served.encode();
+            http::respond(sock, 200, "text/plain; version=0.0.4", &[], &body).await?;
+            return Ok(true);
+        }
         ("GET", "/v1/models") => {
             let data: Vec<Value> = CATALOG
                 .iter()
@@ -243,5 +248,19 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         },
         t0,
     };
-    gen.respond(sock, st).await
+    let (id, model, skew) = (gen.request_id.clone(), gen.model.clone(), gen.scenario.skew);
+    let keep = gen.respond(sock, st).await?;
+    // Report what was served, as vLLM does for a request that produced tokens.
+    let timings = id.and_then(|id| st.timings.lock().expect("sim state lock").get(&id).copied());
+    if let Some(Timings {
+        received,
+        first_content: Some(first),
+        ..
+    }) = timings
+    {
+        let secs = |at: Instant| (at - received).as_secs_f64();
+        st.served
+            .observe(&model, secs(first), secs(Instant::now()), skew);
+    }
+    Ok(keep)
 }
