@@ -42,6 +42,8 @@ impl LlamaServer {
                 "127.0.0.1",
                 "--port",
                 &port.to_string(),
+                // Its own Prometheus metrics, for `calibrate`.
+                "--metrics",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
