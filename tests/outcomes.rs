@@ -235,7 +235,9 @@ async fn every_outcome_in_every_flavor() {
         .iter()
         .map(|t| (cfg.probes[0].clone(), t.clone()))
         .collect();
-    let results = Arc::new(Runner::new(64)).run_all(pairs).await;
+    // Fewer in flight than targets: the byte-split scenarios write hundreds of tiny pieces each,
+    // and a two-core machine running 116 of them at once misses the 700 ms first-token deadline.
+    let results = Arc::new(Runner::new(16)).run_all(pairs).await;
     let mut wrong = BTreeMap::new();
     for ((r, case), (name, _)) in results.iter().zip(&cases).zip(&names) {
         let failed: Vec<&str> = r.failed_checks.iter().map(|o| o.as_str()).collect();
