@@ -52,6 +52,9 @@ fn setup(url: &str) -> (TempDir, Config) {
     for api in FLAVORS {
         agent.push_str(&format!("  - {{name: {api}, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp, api: {api}}}\n"));
     }
+    // llama.cpp ignores cache_prompt on /v1/messages: a nonce line is what keeps its prefix cache
+    // from answering there.
+    agent.push_str(&format!("  - {{name: messages-prefix, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp, api: anthropic-messages}}\n"));
     let mut files = vec![("llm-canary.yaml".to_string(), agent)];
     for (name, prompt, max_tokens, checks) in PROBES {
         files.push((format!("prompts/{name}.txt"), prompt.to_string()));
@@ -110,6 +113,7 @@ async fn responses_and_messages_against_the_real_server() {
                 r.fingerprint
             );
         }
+        // Prompt processing is in every flavor's TTFT: the prefix cache answered none of them.
         for probe in ["apple", "capital-zh"] {
             let r = run(&runner, &cfg, probe, api).await;
             assert_eq!(
@@ -190,4 +194,56 @@ async fn calibrate_prints_both_sides_for_llama_cpp() {
             "{figure} missing:\n{stdout}"
         );
     }
+}
+
+/// What cache busting does in each flavor on llama.cpp: `cache_prompt: false` is honoured over
+/// chat and Responses, not over Messages, where only a nonce line (`cache_bust: prefix`) keeps
+/// the prefix cache from answering. A repeated prompt answered from the cache starts far sooner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_busting_per_flavor_on_llama_cpp() {
+    let llama = LlamaServer::start(1).await;
+    let (_dir, mut cfg) = setup(&llama.url());
+    let runner = Runner::new(1);
+    let median_ttft = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let mut ttft = std::collections::BTreeMap::new();
+    for (target, mode) in [
+        ("openai-chat", "auto"),
+        ("openai-responses", "auto"),
+        ("anthropic-messages", "auto"),
+        ("messages-prefix", "prefix"),
+        ("openai-chat", "off"),
+    ] {
+        let probe = cfg.probes.iter_mut().find(|p| p.name == "sky").unwrap();
+        std::sync::Arc::make_mut(probe).cache_bust = match mode {
+            "auto" => llm_canary::config::CacheBust::Auto,
+            "prefix" => llm_canary::config::CacheBust::Prefix,
+            _ => llm_canary::config::CacheBust::Off,
+        };
+        let mut v = Vec::new();
+        for _ in 0..4 {
+            let r = run(&runner, &cfg, "sky", target).await;
+            assert!(!r.outcome.is_transport(), "{target}: {:?}", r.error);
+            v.push(r.figures.ttft_ms.unwrap());
+        }
+        // The first may fill the cache; the rest show whether it answers.
+        let m = median_ttft(v[1..].to_vec());
+        println!("{target} cache_bust {mode}: median TTFT {m:.1} ms");
+        ttft.insert(format!("{target}/{mode}"), m);
+    }
+    let cached = ttft["openai-chat/off"];
+    for busted in [
+        "openai-chat/auto",
+        "openai-responses/auto",
+        "messages-prefix/prefix",
+    ] {
+        assert!(ttft[busted] > 2.0 * cached, "{busted}: {ttft:?}");
+    }
+    // Messages under `auto` is served from the cache: what `check` warns about.
+    assert!(
+        ttft["anthropic-messages/auto"] < ttft["messages-prefix/prefix"] / 2.0,
+        "{ttft:?}"
+    );
 }
