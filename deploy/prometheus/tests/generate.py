@@ -8,7 +8,9 @@ not) raise them."""
 import json
 import os
 
-BUCKETS = ["0.1", "0.2", "0.3", "0.5", "0.75", "1", "2", "+Inf"]
+# DESIGN's TTFT and end-to-end buckets.
+BUCKETS = ["0.01", "0.025", "0.05", "0.075", "0.1", "0.15", "0.2", "0.3", "0.5", "0.75", "1", "1.5", "2", "3", "5", "7.5",
+           "10", "20", "30", "60", "+Inf"]
 BASE = dict(target="chat-7b", probe="capital", model="chat-7b-v3", model_version="1", cluster="c1", env="prod",
             instance="canary-1", job="llm_canary", region="eu")
 ALERT_LABELS = ["target", "model", "model_version", "cluster", "env"]
@@ -147,15 +149,15 @@ def basic():
             {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [alert(
                 {"severity": "P1", "probe": "capital"},
                 summary="chat-7b time to first token p95 is above its baseline (capital)",
-                description="TTFT p95 1.95s vs baseline 300.4ms on chat-7b-v3 1 (c1).",
-                value="1.95s", baseline="300.4ms", ratio="6.49x",
+                description="TTFT p95 1.475s vs baseline 240.8ms on chat-7b-v3 1 (c1).",
+                value="1.475s", baseline="240.8ms", ratio="6.12x",
                 **links("LLMCanaryTTFTAboveBaseline"))]},
             {"eval_time": "178m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
             {"eval_time": "137m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [alert(
                 {"severity": "P0", "probe": "capital"},
                 summary="chat-7b time to first token p99 is more than 4x its baseline (capital)",
-                description="TTFT p99 1.99s vs baseline 312.3ms on chat-7b-v3 1 (c1).",
-                value="1.99s", baseline="312.3ms", ratio="6.4x",
+                description="TTFT p99 1.495s vs baseline 248.5ms on chat-7b-v3 1 (c1).",
+                value="1.495s", baseline="248.5ms", ratio="6.0x",
                 **links("LLMCanaryTTFTP99FarAboveBaseline"))]},
         ],
     })
