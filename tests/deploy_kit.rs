@@ -37,12 +37,19 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 37 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 41 rules found"), "{out}");
 }
 
 #[test]
 fn prometheus_alert_unit_tests() {
     let out = promtool(&["test", "rules"], "tests/alerts_test.yml");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
+fn prometheus_target_down_unit_tests() {
+    // The hard-down page at probe intervals of 10 s, 1 min and 5 min.
+    let out = promtool(&["test", "rules"], "tests/down_test.yml");
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
@@ -56,14 +63,15 @@ fn prometheus_weekly_baseline_unit_tests() {
 #[test]
 fn the_rule_tests_are_what_the_generator_writes() {
     let dir = root().join("deploy/prometheus/tests");
-    let before: Vec<String> = ["alerts_test.yml", "weekly_test.yml"]
+    let files = ["alerts_test.yml", "down_test.yml", "weekly_test.yml"];
+    let before: Vec<String> = files
         .iter()
         .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
         .collect();
     let tmp = TempDir::new("gen");
     std::fs::copy(dir.join("generate.py"), tmp.path().join("generate.py")).unwrap();
     run(Command::new("python3").arg(tmp.path().join("generate.py")));
-    for (f, b) in ["alerts_test.yml", "weekly_test.yml"].iter().zip(before) {
+    for (f, b) in files.iter().zip(before) {
         assert_eq!(
             std::fs::read_to_string(tmp.path().join(f)).unwrap(),
             b,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generates the promtool rule tests in this folder from scenarios written as per-minute
-observations (what llm-canary would record), so the histograms are realistic cumulative
-buckets. Run it after changing a scenario: python3 generate.py; then promtool test rules *.yml.
+"""Generates the promtool rule tests in this folder from scenarios written as per-step
+observations and probe runs (what llm-canary would record, as Prometheus scrapes it off the
+Pushgateway), so histograms are realistic cumulative buckets and timestamps move run by run. Run it after changing a scenario: python3 generate.py; then promtool test rules *.yml.
 The expected alerts are written here, by hand, next to the scenario that should (or should
 not) raise them."""
 
@@ -20,10 +20,19 @@ def labels(d):
     return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(d.items())) + "}"
 
 
+STALE = "stale"  # a series that disappeared from the scraped gateway: Prometheus marks it stale
+
+
 def compress(values):
-    """Per-minute values -> promtool's expanding notation ('a+bxn' runs, '_' for missing)."""
+    """Per-step values -> promtool's expanding notation ('a+bxn' runs, '_' for missing)."""
+    def num(v):
+        return v is not None and v != STALE
     out, i = [], 0
     while i < len(values):
+        if values[i] == STALE:
+            out.append(STALE)
+            i += 1
+            continue
         if values[i] is None:
             j = i
             while j < len(values) and values[j] is None:
@@ -32,9 +41,9 @@ def compress(values):
             i = j
             continue
         j = i + 1
-        if j < len(values) and values[j] is not None:
+        if j < len(values) and num(values[j]):
             d = values[j] - values[i]
-            while j + 1 < len(values) and values[j + 1] is not None and values[j + 1] - values[j] == d:
+            while j + 1 < len(values) and num(values[j + 1]) and values[j + 1] - values[j] == d:
                 j += 1
             n = j - i
             out.append(f"{fmt(values[i])}+{fmt(d)}x{n}" if n > 0 else fmt(values[i]))
@@ -49,18 +58,18 @@ def fmt(x):
     return str(int(x)) if float(x).is_integer() else repr(round(x, 6))
 
 
-def histogram(name, obs, **extra):
-    """obs: per minute, a TTFT in seconds or None (no run that minute)."""
-    lab = dict(BASE, **extra)
+def histogram(name, obs, buckets=BUCKETS, base=BASE, **extra):
+    """obs: per step, a TTFT in seconds, a list of them, or None (no run in that step)."""
+    lab = dict(base, **extra)
     series = []
-    counts = {b: 0 for b in BUCKETS}
-    vals = {b: [] for b in BUCKETS}
+    counts = {b: 0 for b in buckets}
+    vals = {b: [] for b in buckets}
     for o in obs:
-        for b in BUCKETS:
-            if o is not None and (b == "+Inf" or o <= float(b)):
-                counts[b] += 1
+        step = [] if o is None else o if isinstance(o, list) else [o]
+        for b in buckets:
+            counts[b] += sum(1 for x in step if b == "+Inf" or x <= float(b))
             vals[b].append(counts[b])
-    for b in BUCKETS:
+    for b in buckets:
         series.append({"series": f"{name}_bucket" + labels(dict(lab, le=b)), "values": compress(vals[b])})
     return series
 
@@ -104,6 +113,13 @@ def links(name, target="chat-7b"):
     return {**runbook(name), "dashboard_url": f"{DASHBOARD}?var-target={target}"}
 
 
+def failing_alert():
+    return alert({"severity": "P0"},
+                 summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
+                 description=f"Only 0% of probe runs succeeded over the last 3 minutes (baseline: 100%). Outcomes: {DASHBOARD}?var-target=chat-7b",
+                 value="0%", baseline="100%", **links("LLMCanaryTargetFailing"))
+
+
 def basic():
     tests = []
     H = 180  # three hours of minutes
@@ -124,11 +140,7 @@ def basic():
         "alert_rule_test": [
             {"eval_time": "59m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
             {"eval_time": "62m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
-            {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [alert(
-                {"severity": "P0"},
-                summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
-                description="Only 0% of probe runs succeeded over the last 3 minutes (baseline: 100%). Outcomes: https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-7b",
-                value="0%", baseline="100%", **links("LLMCanaryTargetFailing"))]},
+            {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [failing_alert()]},
             {"eval_time": "130m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
         ],
     })
@@ -298,6 +310,111 @@ def basic():
     write("alerts_test.yml", "30s", tests)
 
 
+def probe_runs(interval, fails, horizon, scrape=10, restart=None, **extra):
+    """What the agent pushes for one (probe, target) pair whose runs start every `interval`
+    seconds from 0, as Prometheus scrapes it off the gateway every `scrape` seconds until
+    `horizon` (each run visible from its start time: the push follows within seconds).
+    `fails(t)`: whether the run starting at t fails. `restart`: when the agent restarts; its new
+    registry has no success until the next one, so the gateway drops that series."""
+    last_run, last_success, success, ok, failed = [], [], [], [], []
+    r = s = None
+    n_ok = n_failed = 0
+    for i in range(horizon // scrape + 1):
+        t = i * scrape
+        if restart is not None and t - scrape < restart <= t:
+            s = None
+        for run in range(0 if r is None else r + interval, t + 1, interval):
+            r = run
+            if fails(run):
+                n_failed += 1
+            else:
+                n_ok += 1
+                s = run
+        last_run.append(r)
+        gone = s is None and last_success and last_success[-1] not in (None, STALE)
+        last_success.append(STALE if gone else s)
+        success.append(0 if fails(r) else 1)
+        ok.append(n_ok)
+        failed.append(n_failed)
+    return [
+        gauge("llm_canary_last_run_timestamp_seconds", last_run, **extra),
+        gauge("llm_canary_last_success_timestamp_seconds", last_success, **extra),
+        gauge("llm_canary_probe_success", success, **extra),
+        gauge("llm_canary_probe_runs_total", ok, outcome="ok", **extra),
+        gauge("llm_canary_probe_runs_total", failed, outcome="connect_error", **extra),
+    ]
+
+
+def down_alert(seconds, target="chat-7b"):
+    ago = f"{seconds // 60}m {seconds % 60}s"
+    return alert({"severity": "P0", "target": target},
+                 summary=f"{target} (chat-7b-v3 1, c1) is down: no probe succeeded for {ago}",
+                 description=f"No probe run on {target} succeeded for {ago} (limit 3m), and its last runs failed. Outcomes: {DASHBOARD}?var-target={target}",
+                 value=f"{ago} without success", baseline="3m", **links("LLMCanaryTargetDown", target))
+
+
+def down():
+    """The hard-down page at probe intervals of 10 s, 1 min and 5 min. The target goes down at
+    t0 = 10m5s, just after a successful run at 10m, and comes back at 25m."""
+    tests = []
+    at = lambda seconds: f"{seconds}s"
+    never = lambda t: False
+
+    def check(times, expected):
+        return [{"eval_time": at(t), "alertname": "LLMCanaryTargetDown", "exp_alerts": expected} for t in times]
+
+    for interval, name in [(10, "10 s"), (60, "1 min"), (300, "5 min")]:
+        series = probe_runs(interval, lambda t: 605 <= t < 1500, 1600)
+        if interval <= 90:
+            # 3 minutes after the last success (10m), at the evaluation on that second.
+            fire, quiet = 780, [750]
+        else:
+            # Runs at 15m (fails: one failure never pages) and 20m (fails again: page).
+            fire, quiet = 1200, [750, 900, 1170]
+        # The success ratio alert, beside it: pending after 1m55s, firing after 4m55s; never
+        # with probes sparser than its 3-minute window (no run in it, no ratio).
+        ratio = [{"eval_time": at(t), "alertname": "LLMCanaryTargetFailing", "exp_alerts": e}
+                 for t, e in ([(870, []), (900, [failing_alert()])] if interval <= 90 else [(1470, [])])]
+        tests.append({
+            "name": f"target down, probes every {name}: pages at {fire - 605}s after t0 and resolves with the first success",
+            "interval": "10s",
+            "input_series": series,
+            "alert_rule_test": check(quiet, []) + check([fire], [down_alert(fire - 600)])
+            + check([1470], [down_alert(870)]) + check([1500, 1530], []) + ratio,
+        })
+        # One bad minute (at 10 s: six failed runs; at 1 and 5 min: one) never pages.
+        tests.append({
+            "name": f"one bad minute does not page, probes every {name}",
+            "interval": "10s",
+            "input_series": probe_runs(interval, lambda t: 900 <= t < 960, 1600),
+            "alert_rule_test": check(range(900, 1530, 30), []),
+        })
+
+    # The target, not a probe, is down: one probe failing while another succeeds is no page.
+    tests.append({
+        "name": "one probe failing while another succeeds is not target down",
+        "interval": "10s",
+        "input_series": probe_runs(60, lambda t: t >= 605, 1600) + probe_runs(60, never, 1600, probe="capital-zh"),
+        "alert_rule_test": check([780, 1200, 1590], []),
+    })
+    # An agent restarted while the target is down has no success in its registry: the page
+    # still counts from the last success before the restart.
+    tests.append({
+        "name": "an agent restart while the target is down does not reset the clock",
+        "interval": "10s",
+        "input_series": probe_runs(10, lambda t: t >= 605, 1000, restart=700),
+        "alert_rule_test": check([750], []) + check([780], [down_alert(180)]),
+    })
+    # A target down since the agent's first run pages 3 minutes after it (not at its second).
+    tests.append({
+        "name": "a target down since the agent started pages 3 minutes after its first run",
+        "interval": "10s",
+        "input_series": probe_runs(60, lambda t: True, 600),
+        "alert_rule_test": check([60, 150], []) + check([180], [down_alert(181)]),
+    })
+    write("down_test.yml", "30s", tests)
+
+
 def weekly():
     # Three weeks and a day of a daily cycle: 150 ms at night, 350 ms at the daily peak
     # (13:00-19:00). Week over week, the peak is normal: no page. A second target with the same
@@ -335,4 +452,5 @@ def weekly():
 if __name__ == "__main__":
     os.chdir(os.path.dirname(os.path.abspath(__file__)))
     basic()
+    down()
     weekly()
