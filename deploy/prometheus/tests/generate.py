@@ -307,7 +307,64 @@ def basic():
                      "dashboard_url": DASHBOARD}}]},
         ],
     })
+    tests += worst_case()
     write("alerts_test.yml", "30s", tests)
+
+
+def sample(name, value, **lab):
+    """An expected sample of a recording rule (or of `name` None: an expression)."""
+    keys = {k: BASE[k] for k in ["target", "probe", "model", "model_version", "cluster", "env"]}
+    keys.update(lab)
+    keys = {k: v for k, v in keys.items() if v is not None}
+    if name:
+        keys["__name__"] = name
+    return {"labels": labels(keys), "value": value}
+
+
+def worst_case():
+    """A probe answering every second (15 answers per 15 s scrape): at 10m one 20-second answer
+    (TTFT 19.5 s, end to end 20 s), at 15m one that decodes slowly (end to end 25 s)."""
+    steps = 80
+    ttft = [[0.18] * 15 for _ in range(steps)]
+    e2e = [[1.2] * 15 for _ in range(steps)]
+    ttft[40][-1], e2e[40][-1] = 19.5, 20.0
+    ttft[60][-1], e2e[60][-1] = 0.9, 25.0
+
+    def expr(e, t, value):
+        return {"expr": e, "eval_time": t, "exp_samples": [sample(None if " " in e else e, value)]}
+
+    def slow(alertname, limit, value):
+        what = {"LLMCanaryTTFTWorstCaseSlow": ("to its first token", "time to first token"),
+                "LLMCanaryE2EWorstCaseSlow": ("end to end", "end-to-end time")}[alertname]
+        return alert({"severity": "P1", "probe": "capital"},
+                     summary=f"chat-7b: an answer took more than {limit} {what[0]} (capital)",
+                     description=f"The slowest {what[1]} of the last 2 minutes was at most {value} (its histogram bucket's upper bound; limit {limit}) on chat-7b-v3 1 (c1).",
+                     value=value, baseline=f"{limit} limit", **links(alertname))
+    return [{
+        "name": "one 20-second answer among fast ones shows in the 2-minute max, not in the p99, and pages P1",
+        "interval": "15s",
+        "input_series": histogram("llm_canary_ttft_seconds", ttft) + histogram("llm_canary_e2e_seconds", e2e),
+        "promql_expr_test": [
+            expr("llm_canary:ttft_seconds:max_2m", "9m30s", 0.2),
+            expr("llm_canary:ttft_seconds:max_2m", "10m30s", 20),
+            expr("llm_canary:ttft_seconds:p99_2m <= bool 0.2", "10m30s", 1),
+            expr("llm_canary:e2e_seconds:max_2m", "10m30s", 20),
+            expr("llm_canary:e2e_seconds:p99_2m <= bool 1.5", "10m30s", 1),
+            # Out of the window 2 minutes later.
+            expr("llm_canary:ttft_seconds:max_2m", "12m30s", 0.2),
+            expr("llm_canary:e2e_seconds:max_2m", "15m30s", 30),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "9m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
+            {"eval_time": "10m", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": [slow("LLMCanaryTTFTWorstCaseSlow", "10s", "20s")]},
+            {"eval_time": "12m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
+            # Exactly 20 s is not over the 20 s limit; 25 s is.
+            {"eval_time": "10m30s", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": []},
+            {"eval_time": "15m", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": [slow("LLMCanaryE2EWorstCaseSlow", "20s", "30s")]},
+            {"eval_time": "15m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
+            {"eval_time": "17m30s", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": []},
+        ],
+    }]
 
 
 def probe_runs(interval, fails, horizon, scrape=10, restart=None, **extra):
