@@ -307,7 +307,7 @@ def basic():
                      "dashboard_url": DASHBOARD}}]},
         ],
     })
-    tests += worst_case()
+    tests += worst_case() + root_cause()
     write("alerts_test.yml", "30s", tests)
 
 
@@ -363,6 +363,60 @@ def worst_case():
             {"eval_time": "15m", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": [slow("LLMCanaryE2EWorstCaseSlow", "20s", "30s")]},
             {"eval_time": "15m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
             {"eval_time": "17m30s", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": []},
+        ],
+    }]
+
+
+# Bucket bounds the servers use for their queue time (a subset of each one's own).
+VLLM_QUEUE = ["0.3", "0.5", "0.8", "1", "1.5", "2", "2.5", "5", "10", "+Inf"]
+SGLANG_QUEUE = ["0.1", "0.2", "0.5", "1", "2", "3", "4", "5", "10", "+Inf"]
+
+
+def root_cause():
+    """Two targets matched to their servers by `server_job`, in three phases (0-40m, 40-60m,
+    from 60m). vLLM: busy (12 running, no queue); quiet (1 running, no queue: not false busy);
+    false busy (1 running, 20 waiting 2 s each, KV cache at 10 %). SGLang: busy; busy for real
+    (14 of its peak 16 running, queue 3 s); short of KV cache (6 running, queue 3 s, KV 97 %)."""
+    steps = 80
+    phase = lambda t: 0 if t < 40 else 1 if t < 60 else 2
+    vllm = {"job": "vllm-chat-7b", "instance": "10.0.0.1:8000", "model_name": "chat-7b-v3"}
+    sgl = {"job": "sglang-chat-13b", "instance": "10.0.0.2:30000"}
+
+    def server(name, base, *by_phase):
+        return {"series": name + labels(base), "values": compress([by_phase[phase(t)] for t in range(steps)])}
+    ours = [gauge("llm_canary_probe_success", [1] * steps, server_job="vllm-chat-7b"),
+            gauge("llm_canary_probe_success", [1] * steps, target="chat-13b", server_job="sglang-chat-13b")]
+    series = ours + [
+        server("vllm:num_requests_running", vllm, 12, 1, 1),
+        server("vllm:num_requests_waiting", vllm, 0, 0, 20),
+        server("vllm:kv_cache_usage_perc", vllm, 0.6, 0.1, 0.1),
+        server("sglang:num_running_reqs", sgl, 16, 14, 6),
+        server("sglang:num_queue_reqs", sgl, 0, 10, 30),
+        server("sglang:token_usage", sgl, 0.5, 0.6, 0.97),
+    ] + histogram("vllm:request_queue_time_seconds",
+                  [([0.02] * 100, [0.02] * 10, [2.0] * 20)[phase(t)] for t in range(steps)], buckets=VLLM_QUEUE, base=vllm) \
+      + histogram("sglang:queue_time_seconds",
+                  [([0.05] * 80, [3.0] * 40, [3.0] * 20)[phase(t)] for t in range(steps)], buckets=SGLANG_QUEUE, base=sgl)
+
+    def both(name, t, v7, v13):
+        return {"expr": name, "eval_time": t, "exp_samples": [
+            sample(name, v7, probe=None, server_job="vllm-chat-7b"),
+            sample(name, v13, probe=None, target="chat-13b", server_job="sglang-chat-13b")]}
+    return [{
+        "name": "the server's figures on our targets, and false busy told from busy and from a full KV cache",
+        "interval": "1m",
+        "input_series": series,
+        "promql_expr_test": [
+            both("llm_canary:server_false_busy", "30m", 0, 0),
+            both("llm_canary:server_false_busy", "59m", 0, 0),
+            # Within 2 minutes of the queue building up.
+            both("llm_canary:server_false_busy", "62m", 1, 0),
+            both("llm_canary:server_false_busy", "75m", 1, 0),
+            both("llm_canary:server_queue_time_seconds:p95_5m", "70m", 1.975, 2.95),
+            both("llm_canary:server_requests_running", "70m", 1, 6),
+            both("llm_canary:server_requests_running:max_1h", "70m", 12, 16),
+            both("llm_canary:server_requests_waiting", "70m", 20, 30),
+            both("llm_canary:server_kv_cache_usage:ratio", "70m", 0.1, 0.97),
         ],
     }]
 
