@@ -156,6 +156,17 @@ def basic():
         "interval": "1m",
         "input_series": histogram("llm_canary_ttft_seconds", obs),
         "alert_rule_test": [
+            # The blip pages neither the P1 nor the P0 (its p99 is the one slow answer).
+            {"eval_time": "93m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
+            {"eval_time": "95m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
+            # The regression at 120m pages P0 three minutes later.
+            {"eval_time": "122m30s", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
+            {"eval_time": "123m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [alert(
+                {"severity": "P0", "probe": "capital"},
+                summary="chat-7b time to first token p99 is more than 4x its baseline (capital)",
+                description="TTFT p99 1.495s vs baseline 193.3ms on chat-7b-v3 1 (c1).",
+                value="1.495s", baseline="193.3ms", ratio="7.7x",
+                **links("LLMCanaryTTFTP99FarAboveBaseline"))]},
             {"eval_time": "100m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
             {"eval_time": "125m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
             {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [alert(
