@@ -113,6 +113,17 @@ def links(name, target="chat-7b"):
     return {**runbook(name), "dashboard_url": f"{DASHBOARD}?var-target={target}"}
 
 
+def ttft_alert(name, value, baseline, ratio, target="chat-7b"):
+    """The P0 on the p99 (LLMCanaryTTFTP99FarAboveBaseline) or the P1 on the p95
+    (LLMCanaryTTFTAboveBaseline) as it reads for `target`'s probe capital."""
+    p99 = name == "LLMCanaryTTFTP99FarAboveBaseline"
+    what = "p99 is more than 4x" if p99 else "p95 is above"
+    return alert({"severity": "P0" if p99 else "P1", "probe": "capital", "target": target},
+                 summary=f"{target} time to first token {what} its baseline (capital)",
+                 description=f"TTFT {'p99' if p99 else 'p95'} {value} vs baseline {baseline} on chat-7b-v3 1 (c1).",
+                 value=value, baseline=baseline, ratio=ratio, **links(name, target))
+
+
 def failing_alert():
     return alert({"severity": "P0"},
                  summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
@@ -161,27 +172,12 @@ def basic():
             {"eval_time": "95m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
             # The regression at 120m pages P0 three minutes later.
             {"eval_time": "122m30s", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
-            {"eval_time": "123m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P0", "probe": "capital"},
-                summary="chat-7b time to first token p99 is more than 4x its baseline (capital)",
-                description="TTFT p99 1.495s vs baseline 193.3ms on chat-7b-v3 1 (c1).",
-                value="1.495s", baseline="193.3ms", ratio="7.7x",
-                **links("LLMCanaryTTFTP99FarAboveBaseline"))]},
+            {"eval_time": "123m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTP99FarAboveBaseline", "1.495s", "193.3ms", "7.7x")]},
             {"eval_time": "100m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
             {"eval_time": "125m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
-            {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P1", "probe": "capital"},
-                summary="chat-7b time to first token p95 is above its baseline (capital)",
-                description="TTFT p95 1.475s vs baseline 240.8ms on chat-7b-v3 1 (c1).",
-                value="1.475s", baseline="240.8ms", ratio="6.12x",
-                **links("LLMCanaryTTFTAboveBaseline"))]},
+            {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTAboveBaseline", "1.475s", "240.8ms", "6.12x")]},
             {"eval_time": "178m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
-            {"eval_time": "137m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P0", "probe": "capital"},
-                summary="chat-7b time to first token p99 is more than 4x its baseline (capital)",
-                description="TTFT p99 1.495s vs baseline 248.5ms on chat-7b-v3 1 (c1).",
-                value="1.495s", baseline="248.5ms", ratio="6.0x",
-                **links("LLMCanaryTTFTP99FarAboveBaseline"))]},
+            {"eval_time": "137m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTP99FarAboveBaseline", "1.495s", "248.5ms", "6.0x")]},
         ],
     })
 
@@ -565,12 +561,7 @@ def weekly():
             for hm in ["13h10m", "13h25m", "13h40m", "18h50m"]
         ] + [
             # The regression at 14:00 on chat-13b pages by 14:20.
-            {"eval_time": f"{days - 1}d14h20m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P1", "probe": "capital", "target": "chat-13b"},
-                summary="chat-13b time to first token p95 is above its baseline (capital)",
-                description="TTFT p95 987.5ms vs baseline 490ms on chat-7b-v3 1 (c1).",
-                value="987.5ms", baseline="490ms", ratio="2.02x",
-                **links("LLMCanaryTTFTAboveBaseline", "chat-13b"))]},
+            {"eval_time": f"{days - 1}d14h20m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTAboveBaseline", "987.5ms", "490ms", "2.02x", target="chat-13b")]},
         ],
     }]
     write("weekly_test.yml", "5m", tests)
