@@ -441,21 +441,7 @@ async fn every_dashboard_query_parses_and_returns_data() {
         ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\nchecks: {expect: \"(?i)paris\"}\n"),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _daemon = Kill(
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .arg("run")
-            .arg("-c")
-            .arg(dir.path().join("llm-canary.yaml"))
-            .spawn()
-            .unwrap(),
-    );
+    let _daemon = services::daemon(&dir.path().join("llm-canary.yaml"));
 
     let query = |expr: String| {
         let url = format!("{}/api/v1/query", prom.url());
