@@ -37,12 +37,19 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 37 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 54 rules found"), "{out}");
 }
 
 #[test]
 fn prometheus_alert_unit_tests() {
     let out = promtool(&["test", "rules"], "tests/alerts_test.yml");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
+fn prometheus_target_down_unit_tests() {
+    // The hard-down page at probe intervals of 10 s, 1 min and 5 min.
+    let out = promtool(&["test", "rules"], "tests/down_test.yml");
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
@@ -56,14 +63,15 @@ fn prometheus_weekly_baseline_unit_tests() {
 #[test]
 fn the_rule_tests_are_what_the_generator_writes() {
     let dir = root().join("deploy/prometheus/tests");
-    let before: Vec<String> = ["alerts_test.yml", "weekly_test.yml"]
+    let files = ["alerts_test.yml", "down_test.yml", "weekly_test.yml"];
+    let before: Vec<String> = files
         .iter()
         .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
         .collect();
     let tmp = TempDir::new("gen");
     std::fs::copy(dir.join("generate.py"), tmp.path().join("generate.py")).unwrap();
     run(Command::new("python3").arg(tmp.path().join("generate.py")));
-    for (f, b) in ["alerts_test.yml", "weekly_test.yml"].iter().zip(before) {
+    for (f, b) in files.iter().zip(before) {
         assert_eq!(
             std::fs::read_to_string(tmp.path().join(f)).unwrap(),
             b,
@@ -302,6 +310,88 @@ fn dockerfile_and_systemd_unit_refer_to_what_exists() {
     }
 }
 
+/// The servers' own series behind the two targets the dashboard test probes, as OpenMetrics
+/// text with timestamps every 15 s over the 70 minutes before `end`. vLLM (job `vllm-t1`, t1's
+/// `server_job`) is "false busy" for the last 10 minutes: requests queue for 2 s while it runs
+/// 1 of the 12 it ran before, KV cache at 10 %. SGLang (job `sglang-t2`) is busy for real then:
+/// queue 3 s with 16 running, its peak, KV cache at 97 %.
+fn server_history(end: u64) -> String {
+    struct Server {
+        job: &'static str,
+        queue: &'static str,
+        buckets: &'static [f64],
+        /// (name, before, during the last 10 minutes)
+        gauges: [(&'static str, f64, f64); 3],
+        /// (answers per step, each one's queue time): before, during
+        waits: [(u32, f64); 2],
+    }
+    let servers = [
+        Server {
+            job: "vllm-t1",
+            queue: "vllm:request_queue_time_seconds",
+            buckets: &[0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0],
+            gauges: [
+                ("vllm:num_requests_running", 12.0, 1.0),
+                ("vllm:num_requests_waiting", 0.0, 20.0),
+                ("vllm:kv_cache_usage_perc", 0.6, 0.1),
+            ],
+            waits: [(25, 0.02), (5, 2.0)],
+        },
+        Server {
+            job: "sglang-t2",
+            queue: "sglang:queue_time_seconds",
+            buckets: &[0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0],
+            gauges: [
+                ("sglang:num_running_reqs", 10.0, 16.0),
+                ("sglang:num_queue_reqs", 0.0, 30.0),
+                ("sglang:token_usage", 0.5, 0.97),
+            ],
+            waits: [(20, 0.05), (10, 3.0)],
+        },
+    ];
+    let steps: Vec<u64> = (end - 70 * 60..=end).step_by(15).collect();
+    let late = |t: u64| usize::from(t >= end - 10 * 60);
+    let mut om = String::new();
+    for s in &servers {
+        let job = format!("job=\"{}\",instance=\"10.0.0.1:8000\"", s.job);
+        for (name, before, during) in s.gauges {
+            om.push_str(&format!("# TYPE {name} gauge\n"));
+            for &t in &steps {
+                let v = [before, during][late(t)];
+                om.push_str(&format!("{name}{{{job}}} {v} {t}\n"));
+            }
+        }
+        om.push_str(&format!("# TYPE {} histogram\n", s.queue));
+        let mut counts = vec![0u32; s.buckets.len() + 1];
+        let mut sum = 0.0;
+        for &t in &steps {
+            let (n, wait) = s.waits[late(t)];
+            for (i, le) in s.buckets.iter().chain([f64::INFINITY].iter()).enumerate() {
+                if wait <= *le {
+                    counts[i] += n;
+                }
+                let le = if le.is_finite() {
+                    le.to_string()
+                } else {
+                    "+Inf".into()
+                };
+                om.push_str(&format!(
+                    "{}_bucket{{{job},le=\"{le}\"}} {} {t}\n",
+                    s.queue, counts[i]
+                ));
+            }
+            sum += f64::from(n) * wait;
+            om.push_str(&format!(
+                "{}_count{{{job}}} {} {t}\n",
+                s.queue,
+                counts[s.buckets.len()]
+            ));
+            om.push_str(&format!("{}_sum{{{job}}} {sum} {t}\n", s.queue));
+        }
+    }
+    om
+}
+
 /// Grafana variables become "all": `.*` for label matchers, a range for `$__rate_interval`.
 fn substitute(expr: &str) -> String {
     expr.replace("$__rate_interval", "1m")
@@ -331,6 +421,7 @@ async fn every_dashboard_query_parses_and_returns_data() {
         let v = if i % 2 == 0 { 0.10 } else { 0.12 };
         history.push_str(&format!("llm_canary:ttft_seconds:p95_5m{{target=\"t1\",probe=\"p\",model=\"m1\",model_version=\"1\",cluster=\"c1\",env=\"prod\"}} {v} {t}\n"));
     }
+    history.push_str(&server_history(now - 15));
     history.push_str("# EOF\n");
     let prom = services::prometheus_with_rules(
         &[format!("127.0.0.1:{}", gw.port)],
@@ -339,31 +430,18 @@ async fn every_dashboard_query_parses_and_returns_data() {
     )
     .await;
     let dir = TempDir::new("dash");
+    // Each target names the job of its server's own scrape (see server_history).
     let agent = format!(
-        "agent: {{name: canary-dash, labels: {{region: test}}}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{}\", model: m1, server: vllm, labels: {{env: prod, cluster: c1, model_version: \"1\"}}}}\n",
+        "agent: {{name: canary-dash, labels: {{region: test}}}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{url}\", model: m1, server: vllm, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: vllm-t1}}}}\n  - {{name: t2, base_url: \"{url}\", model: m2, server: sglang, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: sglang-t2}}}}\n",
         gw.url(),
-        sim.base_url("healthy")
+        url = sim.base_url("healthy")
     );
     dir.write(&[
         ("llm-canary.yaml", &agent),
         ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\nchecks: {expect: \"(?i)paris\"}\n"),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _daemon = Kill(
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .arg("run")
-            .arg("-c")
-            .arg(dir.path().join("llm-canary.yaml"))
-            .spawn()
-            .unwrap(),
-    );
+    let _daemon = services::daemon(&dir.path().join("llm-canary.yaml"));
 
     let query = |expr: String| {
         let url = format!("{}/api/v1/query", prom.url());
@@ -378,15 +456,16 @@ async fn every_dashboard_query_parses_and_returns_data() {
         }
     };
     let mut exprs = Vec::new();
+    // Rows hold no queries.
     for p in dash["panels"].as_array().unwrap() {
-        for t in p["targets"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
             exprs.push((
                 p["title"].as_str().unwrap().to_string(),
                 t["expr"].as_str().unwrap().to_string(),
             ));
         }
     }
-    assert!(exprs.len() >= 15);
+    assert!(exprs.len() >= 25, "{}", exprs.len());
     for (title, expr) in &exprs {
         let e = substitute(expr);
         let v = query(e.clone()).await;
@@ -411,6 +490,49 @@ async fn every_dashboard_query_parses_and_returns_data() {
             assert!((value() - 0.14).abs() < 0.002, "{title}: {e} = {first}");
         } else if expr.contains(":baseline") {
             assert!((value() - 0.11).abs() < 0.002, "{title}: {e} = {first}");
+        }
+    }
+    // The root-cause row shows the servers' figures on both targets (vLLM's on t1, SGLang's on
+    // t2), and tells vLLM's false busy from SGLang's real one.
+    let root_cause: Vec<_> = exprs
+        .iter()
+        .filter(|(_, e)| e.contains("llm_canary:server_"))
+        .collect();
+    assert_eq!(root_cause.len(), 5, "{root_cause:?}");
+    for (title, expr) in root_cause {
+        let e = substitute(expr);
+        let by_target = eventually(
+            &format!("t1 and t2 in {title}: {e}"),
+            Duration::from_secs(60),
+            || {
+                let e = e.clone();
+                let q = &query;
+                async move {
+                    let v = q(e).await;
+                    let values: std::collections::BTreeMap<String, f64> = v["data"]["result"]
+                        .as_array()?
+                        .iter()
+                        .filter_map(|r| {
+                            let value = r["value"][1].as_str()?.parse().ok()?;
+                            Some((r["metric"]["target"].as_str()?.to_string(), value))
+                        })
+                        .collect();
+                    (values.len() == 2).then_some(values)
+                }
+            },
+        )
+        .await;
+        if expr.contains("server_false_busy") {
+            assert_eq!((by_target["t1"], by_target["t2"]), (1.0, 0.0), "{title}");
+        } else if expr.contains("server_queue_time") {
+            assert!(
+                (by_target["t1"] - 1.975).abs() < 0.01,
+                "{title}: {by_target:?}"
+            );
+            assert!(
+                (by_target["t2"] - 2.95).abs() < 0.01,
+                "{title}: {by_target:?}"
+            );
         }
     }
     // The variables list values too.
