@@ -121,7 +121,7 @@ impl Source<'_> {
                 e.into_inner()
             })
         })
-        .map_err(|e| ConfigError::from_yaml(self.path, tracked.as_ref(), &e))
+        .map_err(|e| ConfigError::from_yaml(self.path, self.text, tracked.as_ref(), &e))
     }
 }
 
