@@ -226,12 +226,15 @@ fn check_prints_three_fire_times_and_warnings() {
         ("probes/z.yaml", "name: z\nschedule: \"30 9 * * 1-5\"\ntimezone: Europe/Paris\nprompt: q.txt\ncache_bust: prefix\n"),
         ("prompts/q.txt", "hi"),
     ]);
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(dir.path().join("llm-canary.yaml"))
-        .output()
-        .unwrap();
+    let check = || {
+        bin()
+            .arg("check")
+            .arg("-c")
+            .arg(dir.path().join("llm-canary.yaml"))
+            .output()
+            .unwrap()
+    };
+    let out = check();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     // The cadence in words beside the fire times: a 6-field step is seconds.
@@ -266,13 +269,7 @@ fn check_prints_three_fire_times_and_warnings() {
         "llm-canary.yaml",
         "agent: {listen: \"127.0.0.1:0\"}\ntargets:\n  - {name: g, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
     )]);
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(dir.path().join("llm-canary.yaml"))
-        .output()
-        .unwrap();
-    assert!(!text(&out.stdout).contains("results go nowhere"));
+    assert!(!text(&check().stdout).contains("results go nowhere"));
 }
 
 /// Reads stderr lines until one satisfies `done`, or 20 s pass; returns them all.
@@ -348,6 +345,25 @@ async fn run_says_when_results_go_nowhere_and_logs_plain_figures() {
     );
 }
 
+/// `once --format json` on the config in `dir`: its records.
+async fn once_json(dir: &common::TempDir) -> Vec<serde_json::Value> {
+    let out = run(
+        vec![
+            "once".into(),
+            "-c".into(),
+            dir.path().join("llm-canary.yaml").display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        vec![],
+    )
+    .await;
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_connect_error_is_one_short_sentence() {
     let port = common::closed_port();
@@ -362,18 +378,7 @@ async fn a_connect_error_is_one_short_sentence() {
         ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    let out = run(
-        vec![
-            "once".into(),
-            "-c".into(),
-            dir.path().join("llm-canary.yaml").display().to_string(),
-            "--format".into(),
-            "json".into(),
-        ],
-        vec![],
-    )
-    .await;
-    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let v = &once_json(&dir).await[0];
     assert_eq!(v["outcome"], "connect_error");
     assert_eq!(
         v["error"],
@@ -489,23 +494,10 @@ async fn the_sims_slow_scenarios_are_what_its_list_says() {
         ),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    let out = run(
-        vec![
-            "once".into(),
-            "-c".into(),
-            dir.path().join("llm-canary.yaml").display().to_string(),
-            "--format".into(),
-            "json".into(),
-        ],
-        vec![],
-    )
-    .await;
-    let got: Vec<String> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!("{} {} {}", v["probe"], v["target"], v["outcome"])
-        })
+    let got: Vec<String> = once_json(&dir)
+        .await
+        .iter()
+        .map(|v| format!("{} {} {}", v["probe"], v["target"], v["outcome"]))
         .collect();
     assert_eq!(
         got,

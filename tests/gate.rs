@@ -74,6 +74,39 @@ async fn gate(dir: &TempDir, args: &[&str]) -> Gate {
     }
 }
 
+/// The gate with `--junit` and `--summary` written into `dir`: its result, the JUnit file and
+/// the Markdown summary.
+async fn gate_reporting(dir: &TempDir, args: &[&str]) -> (Gate, std::path::PathBuf, String) {
+    let junit = dir.path().join("junit.xml");
+    let summary = dir.path().join("summary.md");
+    let mut all = args.to_vec();
+    all.extend([
+        "--junit",
+        junit.to_str().unwrap(),
+        "--summary",
+        summary.to_str().unwrap(),
+    ]);
+    let g = gate(dir, &all).await;
+    let md = std::fs::read_to_string(&summary).unwrap_or_default();
+    (g, junit, md)
+}
+
+/// What a Python `script` prints about the JUnit file (its `sys.argv[1]`), read by Python's own
+/// XML parser, as CI tools read it.
+fn python_reads(script: &str, junit: &std::path::Path) -> String {
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(junit)
+        .output()
+        .expect("python3 parses the JUnit file");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn line<'a>(table: &'a str, limit: &str) -> &'a str {
     table
         .lines()
@@ -203,20 +236,9 @@ async fn a_terminal_gets_a_progress_bar() {
 async fn a_slow_first_token_fails_naming_the_ttft_limits() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup(&sim, "fail");
-    let junit = dir.path().join("junit.xml");
-    let summary = dir.path().join("summary.md");
-    let g = gate(
+    let (g, junit, md) = gate_reporting(
         &dir,
-        &[
-            "--target",
-            "cand-slow",
-            "--baseline-target",
-            "prod",
-            "--junit",
-            junit.to_str().unwrap(),
-            "--summary",
-            summary.to_str().unwrap(),
-        ],
+        &["--target", "cand-slow", "--baseline-target", "prod"],
     )
     .await;
     assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
@@ -244,22 +266,11 @@ for c in cases:
     f = c.find('failure')
     if f is not None: assert f.get('message'), c.get('name')
 "#;
-    let out = Command::new("python3")
-        .args(["-c", check])
-        .arg(&junit)
-        .output()
-        .expect("python3 parses the JUnit file");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
+        python_reads(check, &junit),
         "5 ['ttft_p50 +20%', 'ttft_p95 <= 300ms'] 2"
     );
 
-    let md = std::fs::read_to_string(&summary).unwrap();
     assert!(md.starts_with("## ❌ llm-canary gate"), "{md}");
     assert!(md.contains(
         "| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |"
@@ -426,22 +437,7 @@ async fn a_previous_json_serves_as_baseline_and_errors_exit_2() {
 async fn relative_limits_without_a_baseline_are_skipped_out_loud() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup(&sim, "fail");
-    let junit = dir.path().join("junit.xml");
-    let summary = dir.path().join("summary.md");
-    let g = gate(
-        &dir,
-        &[
-            "--target",
-            "cand-same",
-            "--samples",
-            "3",
-            "--junit",
-            junit.to_str().unwrap(),
-            "--summary",
-            summary.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let (g, junit, md) = gate_reporting(&dir, &["--target", "cand-same", "--samples", "3"]).await;
     // Exit 0 or 1 by the absolute limits (3 samples on a busy machine may miss the TTFT one);
     // what this test holds is that the relative ones are named as not judged.
     assert!(matches!(g.code, Some(0 | 1)), "{}{}", g.stdout, g.stderr);
@@ -472,18 +468,10 @@ root = ET.parse(sys.argv[1]).getroot()
 skipped = [c.get('name') for c in root.findall('.//testcase') if c.find('skipped') is not None]
 print(sorted(skipped), root.get('skipped'))
 "#;
-    let out = Command::new("python3")
-        .args(["-c", check])
-        .arg(&junit)
-        .output()
-        .expect("python3 parses the JUnit file");
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "['tokens_per_second_p50 -15%', 'ttft_p50 +20%'] 2",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        python_reads(check, &junit),
+        "['tokens_per_second_p50 -15%', 'ttft_p50 +20%'] 2"
     );
-    let md = std::fs::read_to_string(&summary).unwrap();
     assert!(
         md.contains("| p | ttft_p50 +20% | ") && md.contains(" | skipped |"),
         "{md}"

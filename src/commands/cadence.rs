@@ -29,16 +29,6 @@ fn shape(field: &str) -> Shape {
     }
 }
 
-const MACROS: [(&str, &str); 7] = [
-    ("@yearly", "0 0 1 1 *"),
-    ("@annually", "0 0 1 1 *"),
-    ("@monthly", "0 0 1 * *"),
-    ("@weekly", "0 0 * * 0"),
-    ("@daily", "0 0 * * *"),
-    ("@midnight", "0 0 * * *"),
-    ("@hourly", "0 * * * *"),
-];
-
 const DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
@@ -84,7 +74,10 @@ fn every(n: u32, unit: &str, range: u32, restart: &str) -> String {
 /// The cadence of `expr` in words, or `None` for shapes it does not describe.
 pub fn describe(expr: &str) -> Option<String> {
     let expr = expr.trim();
-    let text = match MACROS.iter().find(|(name, _)| *name == expr) {
+    let text = match crate::schedule::MACROS
+        .iter()
+        .find(|(name, _)| *name == expr)
+    {
         Some((_, text)) => text,
         None => expr,
     };

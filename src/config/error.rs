@@ -224,15 +224,20 @@ mod tests {
     use super::*;
     use crate::config::{raw, Source};
 
-    fn main_error(text: &str) -> String {
+    /// The error `text` gives as a `T` read from the file `path`.
+    fn error_as<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> String {
         let src = Source {
-            path: Path::new("c.yaml"),
+            path: Path::new(path),
             text,
         };
-        match src.parse::<raw::RawMain>() {
+        match src.parse::<T>() {
             Ok(_) => "(parsed)".into(),
             Err(e) => e.to_string(),
         }
+    }
+
+    fn main_error(text: &str) -> String {
+        error_as::<raw::RawMain>("c.yaml", text)
     }
 
     #[test]
@@ -264,16 +269,7 @@ mod tests {
 
     #[test]
     fn an_unquoted_cron_gets_a_hint_to_quote_it() {
-        let probe = |text: &str| {
-            let src = Source {
-                path: Path::new("p.yaml"),
-                text,
-            };
-            match src.parse::<raw::RawProbe>() {
-                Ok(_) => "(parsed)".into(),
-                Err(e) => e.to_string(),
-            }
-        };
+        let probe = |text: &str| error_as::<raw::RawProbe>("p.yaml", text);
         assert_eq!(
             probe("name: p\nschedule: */5 * * * *\nprompt: q.txt\n"),
             "p.yaml:2:11: field schedule: YAML reads an unquoted value starting with * as an alias: quote it (schedule: \"*/5 * * * *\")"
