@@ -134,6 +134,10 @@ pub struct GateArgs {
     /// A previous gate's JSON (--format json) as the baseline.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    /// Refuse to run (exit 2) when a probe has vs_baseline limits and no baseline is given;
+    /// without it they are reported as skipped.
+    #[arg(long)]
+    pub require_baseline: bool,
     /// Samples per probe and side (default: the probe's gate.samples, else 20).
     #[arg(long)]
     pub samples: Option<u32>,

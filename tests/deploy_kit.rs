@@ -269,6 +269,303 @@ fn systemd_accepts_the_unit_and_rates_it_hardened() {
     println!("systemd-analyze security: exposure {score}");
 }
 
+/// The `sh` blocks of `deploy/INSTALL.md`'s VM section, as one script.
+fn vm_guide_script() -> String {
+    let guide = std::fs::read_to_string(root().join("deploy/INSTALL.md")).unwrap();
+    let start = guide
+        .find("## On a small VM (systemd)")
+        .expect("INSTALL.md has its VM section");
+    let section = &guide[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let mut script = String::new();
+    // The indentation of the open ```sh fence (blocks inside list items are indented).
+    let mut open: Option<usize> = None;
+    for line in section.lines() {
+        let indent = line.len() - line.trim_start().len();
+        match (line.trim(), open) {
+            ("```sh", None) => open = Some(indent),
+            ("```", Some(_)) => open = None,
+            (_, Some(fence)) => {
+                script.push_str(line.get(fence.min(indent)..).unwrap_or_default());
+                script.push('\n');
+            }
+            _ => {}
+        }
+    }
+    script
+}
+
+/// Commands that need what this machine lacks: a build of the release binary, a running
+/// systemd, or the guide's example endpoints.
+const NOT_HERE: [&str; 6] = [
+    "cargo build",
+    "sudo systemctl",
+    "systemctl",
+    "journalctl",
+    "curl",
+    "sudo env CREDENTIALS_DIRECTORY=/etc/llm-canary/credentials llm-canary once",
+];
+
+#[test]
+fn the_vm_install_guide_runs_as_written() {
+    let script = vm_guide_script();
+    for step in [
+        "sudo install -m 0755 target/release/llm-canary /usr/local/bin/",
+        "sudo tee /etc/llm-canary/llm-canary.yaml",
+        "sudo install -m 0600 /dev/stdin /etc/llm-canary/credentials/shadow-api-key",
+        "llm-canary check -c /etc/llm-canary/llm-canary.yaml",
+        "sudo systemd-analyze verify /etc/systemd/system/llm-canary.service",
+    ] {
+        assert!(
+            script.contains(step),
+            "the guide lost the step {step:?}:\n{script}"
+        );
+    }
+    // The machine's directories moved under a temporary root; the unit as it would be
+    // installed there (its paths moved the same way).
+    let tmp = TempDir::new("guide");
+    let r = tmp.path().display().to_string();
+    let moved = |text: &str| {
+        text.replace("/etc/llm-canary", &format!("{r}/etc/llm-canary"))
+            .replace("/usr/local/bin/", &format!("{r}/bin/"))
+            .replace("/etc/systemd/system/", &format!("{r}/systemd/"))
+    };
+    let unit = std::fs::read_to_string(root().join("deploy/systemd/llm-canary.service")).unwrap();
+    tmp.write(&[("unit/llm-canary.service", &moved(&unit))]);
+    std::fs::create_dir_all(tmp.path().join("bin")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("systemd")).unwrap();
+    let runnable: Vec<&str> = script
+        .lines()
+        .filter(|l| !NOT_HERE.iter().any(|c| l.trim_start().starts_with(c)))
+        .collect();
+    let runnable = moved(&runnable.join("\n"))
+        .replace("sudo ", "")
+        .replace(
+            "target/release/llm-canary",
+            env!("CARGO_BIN_EXE_llm-canary"),
+        )
+        .replace(
+            "deploy/systemd/llm-canary.service",
+            &format!("{r}/unit/llm-canary.service"),
+        );
+    let out = Command::new("bash")
+        .args(["-euxo", "pipefail", "-c", &runnable])
+        .current_dir(root())
+        .env(
+            "PATH",
+            format!("{r}/bin:{}", std::env::var("PATH").unwrap()),
+        )
+        .env("SHADOW_API_KEY", "sk-test-0123")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the guide failed here:\n{said}");
+    println!("{said}");
+    // `check` validated the config the guide wrote, found nothing to warn about, and the unit
+    // passed `systemd-analyze verify` without a word about it.
+    assert!(
+        said.contains("llm-canary.yaml: valid: agent \"canary-eu-1\", 1 target(s), 4 probe(s)"),
+        "{said}"
+    );
+    assert!(!said.contains("warning:"), "{said}");
+    assert!(!said.contains("llm-canary.service:"), "{said}");
+    let key = tmp.path().join("etc/llm-canary/credentials/shadow-api-key");
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), "sk-test-0123");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn the_unit_verifies_with_no_key_one_key_or_several() {
+    // INSTALL.md step 3: one LoadCredential= line per key, none without keys.
+    let unit = std::fs::read_to_string(root().join("deploy/systemd/llm-canary.service"))
+        .unwrap()
+        .replace(
+            "/usr/local/bin/llm-canary",
+            env!("CARGO_BIN_EXE_llm-canary"),
+        );
+    let one = "LoadCredential=shadow-api-key:/etc/llm-canary/credentials/shadow-api-key";
+    assert!(unit.contains(one), "{unit}");
+    let several =
+        format!("{one}\nLoadCredential=prod-api-key:/etc/llm-canary/credentials/prod-api-key");
+    for (what, text) in [
+        ("no key", unit.replace(one, "")),
+        ("one key", unit.clone()),
+        ("several keys", unit.replace(one, &several)),
+    ] {
+        let dir = TempDir::new("keys");
+        dir.write(&[("llm-canary.service", &text)]);
+        let out = Command::new(binary("systemd-analyze", "systemd"))
+            .arg("verify")
+            .arg(dir.path().join("llm-canary.service"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "{what}: {said}"
+        );
+    }
+}
+
+/// A child process killed on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
+    let shipped = std::fs::read_to_string(root().join("deploy/prometheus/prometheus.yml")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&shipped),
+        "the README's daemon section shows deploy/prometheus/prometheus.yml as it is"
+    );
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let (agent_port, prom_port) = (services::free_port(), services::free_port());
+    let alertmanager = common::closed_port();
+    // The file as shipped, with this machine's ports and a test's pace.
+    let mut config = shipped.clone();
+    for (from, to) in [
+        ("pushgateway:9091", format!("127.0.0.1:{}", gw.port)),
+        ("canary-eu-1:9464", format!("127.0.0.1:{agent_port}")),
+        ("alertmanager:9093", format!("127.0.0.1:{alertmanager}")),
+        ("scrape_interval: 15s", "scrape_interval: 1s".into()),
+        ("evaluation_interval: 30s", "evaluation_interval: 1s".into()),
+    ] {
+        assert!(
+            config.contains(from),
+            "prometheus.yml no longer has {from:?}"
+        );
+        config = config.replace(from, &to);
+    }
+    let dir = TempDir::new("promyml");
+    let rules =
+        std::fs::read_to_string(root().join("deploy/prometheus/llm-canary.rules.yml")).unwrap();
+    dir.write(&[
+        ("prometheus.yml", &config),
+        ("llm-canary.rules.yml", &rules),
+    ]);
+    let checked = run(Command::new(binary("promtool", "prometheus"))
+        .args(["check", "config"])
+        .arg(dir.path().join("prometheus.yml")));
+    assert!(checked.contains("SUCCESS"), "{checked}");
+
+    // One agent, pushing and listening, so each job has its target.
+    let _agent = common::daemon::Daemon::start(
+        &[
+            ("llm-canary.yaml", &format!(
+                "agent: {{name: canary-eu-1, listen: \"127.0.0.1:{agent_port}\"}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{}\", model: m1, server: vllm, labels: {{model_version: \"1\"}}}}\n",
+                gw.url(),
+                sim.base_url("healthy")
+            )),
+            ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\n"),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        agent_port,
+        &[],
+    );
+    let _prom = Killed(
+        Command::new(binary("prometheus", "prometheus"))
+            .arg(format!(
+                "--config.file={}",
+                dir.path().join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start Prometheus"),
+    );
+    let prom = format!("http://127.0.0.1:{prom_port}");
+    services::wait_ready(&format!("{prom}/-/ready"), Duration::from_secs(30)).await;
+    let api = |path: String| {
+        let url = format!("{prom}{path}");
+        async move { serde_json::from_str::<serde_json::Value>(&get(&url).await).ok() }
+    };
+
+    let pools = eventually("both jobs up", Duration::from_secs(60), || async {
+        let v = api("/api/v1/targets".into()).await?;
+        let mut up: Vec<String> = v["data"]["activeTargets"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["health"] == "up")
+            .map(|t| t["scrapePool"].as_str().unwrap_or_default().to_string())
+            .collect();
+        up.sort();
+        (up == ["llm_canary_agent", "pushgateway"]).then_some(up)
+    })
+    .await;
+    println!("up: {pools:?}");
+    // honor_labels kept what the agent pushed under; the agent's own job holds its series too.
+    for query in [
+        "push_time_seconds{job=\"llm_canary\",instance=\"canary-eu-1\"}",
+        "llm_canary_probe_success{job=\"llm_canary\",instance=\"canary-eu-1\",target=\"t1\"}",
+        "llm_canary_probe_success{job=\"llm_canary_agent\",target=\"t1\",model_version=\"1\"}",
+    ] {
+        let q = query.to_string();
+        eventually(query, Duration::from_secs(60), || {
+            let q = q.clone();
+            let api = &api;
+            async move {
+                let v = api(format!("/api/v1/query?query={}", urlencode(&q))).await?;
+                v["data"]["result"].as_array()?.first().cloned()
+            }
+        })
+        .await;
+    }
+    // The rules file beside it is loaded, and alerts have somewhere to go.
+    let v = api("/api/v1/rules".into()).await.unwrap();
+    let files: Vec<&str> = v["data"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["file"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        !files.is_empty() && files.iter().all(|f| f.ends_with("/llm-canary.rules.yml")),
+        "rule groups from {files:?}"
+    );
+    let v = api("/api/v1/alertmanagers".into()).await.unwrap();
+    assert!(
+        v["data"]["activeAlertmanagers"][0]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("http://127.0.0.1:{alertmanager}/")),
+        "{v}"
+    );
+}
+
+/// Percent-encoding for a query parameter.
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[test]
 fn dockerfile_and_systemd_unit_refer_to_what_exists() {
     let docker = std::fs::read_to_string(root().join("deploy/Dockerfile")).unwrap();

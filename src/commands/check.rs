@@ -1,5 +1,5 @@
-//! `check`: the config is valid; here is what it will do (each probe's targets and next fire
-//! times), and what deserves a warning.
+//! `check`: the config is valid; here is what it will do (each probe's targets, its cadence in
+//! words and next fire times), and what deserves a warning.
 
 use std::fmt::Write;
 
@@ -31,9 +31,11 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
                     .iter()
                     .map(|z| z.to_string())
                     .collect();
+                let cadence = super::cadence::describe(cron.as_str())
+                    .map_or(String::new(), |words| format!(" ({words})"));
                 let _ = writeln!(
                     s,
-                    "  schedule {:?}: next {}",
+                    "  schedule {:?}{cadence}: next {}",
                     cron.as_str(),
                     next.join(", ")
                 );
@@ -45,6 +47,9 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     }
     for w in &cfg.warnings {
         let _ = writeln!(s, "warning: {w}");
+    }
+    if let Some(why) = crate::daemon::unexported(cfg) {
+        let _ = writeln!(s, "warning: `run` with this config: {why}");
     }
     s
 }

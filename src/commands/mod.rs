@@ -1,6 +1,7 @@
 //! What each subcommand does, assembled from the library's pieces. Each returns the process
 //! exit code; errors bubble up as `anyhow` with context and exit 2.
 
+mod cadence;
 mod check;
 pub mod demo;
 mod gate;

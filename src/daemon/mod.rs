@@ -121,9 +121,28 @@ fn open_log(cfg: &Config) -> Option<ResultsLog> {
     }
 }
 
+/// Why results of this config would reach no Prometheus: no `agent.listen` to scrape and no
+/// `push:` to push to. A daemon like that probes and keeps what it learns to itself, which
+/// nobody notices until an outage goes unseen, so `check` and `run` both say so.
+pub fn unexported(cfg: &Config) -> Option<String> {
+    if cfg.agent.listen.is_some() || cfg.push.is_some() {
+        return None;
+    }
+    let kept = match &cfg.agent.results_log {
+        Some(log) => format!("the results log ({})", log.path.display()),
+        None => "the log on stderr".to_string(),
+    };
+    Some(format!(
+        "results go nowhere but {kept}: set agent.listen (e.g. 0.0.0.0:9464, for Prometheus to scrape /metrics) or push.url (a Pushgateway)"
+    ))
+}
+
 /// Runs the daemon until `shutdown` completes.
 pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let cfg = Arc::new(config::load(&path)?);
+    if let Some(why) = unexported(&cfg) {
+        tracing::warn!(config = %path.display(), "{why}");
+    }
     let metrics = Metrics::new(&cfg);
     let agent = Arc::new(Agent {
         path,
@@ -330,7 +349,7 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     gauge.inc();
     let r = agent.runner.run_one(&probe, &target).await;
     gauge.dec();
-    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = ?r.figures.ttft_ms, request_id = %r.request_id, "probe run finished");
+    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, "probe run finished");
     // A pair that left the config while it ran is not recorded: its series were retired.
     let cfg = agent.cfg();
     if scheduled_pairs(&cfg)

@@ -17,7 +17,7 @@ use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
 use crate::timeline::Timeline;
-use crate::util::{clip, error_chain, human_duration, snippet};
+use crate::util::{clip, connect_failure, error_chain, human_duration, snippet};
 
 /// Why reading stopped early: the transport outcome and a sentence for the on-call engineer.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,7 +211,7 @@ impl Reader {
             Ok(Err(e)) if e.is_connect() => {
                 return Err(fail(
                     Outcome::ConnectError,
-                    format!("connect: {}", error_chain(&e)),
+                    format!("connect: {}", connect_failure(&e)),
                 ))
             }
             Ok(Err(e)) => {

@@ -195,6 +195,16 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
         out,
         "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, and Ollama's /api/chat (its base_url has no /v1)"
     );
+    let _ = writeln!(out, "{}", canned_answers());
+    let t = crate::config::Timeouts::default();
+    let _ = writeln!(
+        out,
+        "scenarios, as a probe with the default timeouts (connect {}, ttft {}, stall {}, total {}) and max_tokens 128 sees them:",
+        crate::util::human_duration(t.connect),
+        crate::util::human_duration(t.ttft),
+        crate::util::human_duration(t.stall),
+        crate::util::human_duration(t.total),
+    );
     for (name, _, what) in CATALOG {
         let _ = writeln!(out, "  {name:<18} {what}");
     }
@@ -202,6 +212,27 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     drop(out);
     stop.await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the healthy scenarios say: canned text chosen by the prompt, not an answer to it, so a
+/// user's own `expect:` has to match these.
+fn canned_answers() -> String {
+    let start = |text: &str| {
+        let head: String = text.chars().take(48).collect();
+        if head.len() < text.len() {
+            format!("{head}…")
+        } else {
+            head
+        }
+    };
+    [
+        "healthy scenarios answer canned text, whatever the question (write checks.expect to match it, e.g. \"(?i)paris\"):".to_string(),
+        format!("  a prompt with Chinese characters  {}", start(answers::CHINESE)),
+        format!("  a prompt that mentions JSON       {}", start(answers::JSON)),
+        format!("  a prompt over 2,000 characters    {}", start(answers::SUMMARY)),
+        format!("  any other prompt                  {}", start(answers::ENGLISH)),
+    ]
+    .join("\n")
 }
 
 impl State {
