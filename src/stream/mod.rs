@@ -92,8 +92,8 @@ impl Progress {
     }
 }
 
-/// What [`Body`] hands on: the server's bytes, one line at a time (a line keeps the arrival of
-/// the read it came in), or the blank line that closes the body.
+/// What [`Body`] hands on: the server's bytes, a couple of lines at a time (they keep the
+/// arrival of the read they came in), or the blank line that closes the body.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read {
     Bytes(Bytes),
@@ -119,7 +119,7 @@ pub struct Body<S> {
     line_len: usize,
     /// Up to three bytes of a UTF-8 character split across reads.
     utf8_carry: Vec<u8>,
-    /// What is left of the last read, handed on a line at a time: eventsource-stream copies
+    /// What is left of the last read, handed on two lines at a time: eventsource-stream copies
     /// its buffer's remainder after every line it takes, so a read of many events handed whole
     /// costs time in proportion to the read's size times its lines.
     rest: Bytes,
@@ -214,11 +214,14 @@ where
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
             if !self.rest.is_empty() {
+                // Two lines at a time: an event's data line and the blank line that ends it.
                 let cut = self
                     .rest
                     .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(self.rest.len(), |i| i + 1);
+                    .enumerate()
+                    .filter(|(_, &b)| b == b'\n')
+                    .nth(1)
+                    .map_or(self.rest.len(), |(i, _)| i + 1);
                 return Poll::Ready(Some(Ok(Read::Bytes(self.rest.split_to(cut)))));
             }
             if self.ended {
