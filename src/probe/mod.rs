@@ -55,15 +55,7 @@ pub async fn run(
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
     let start = Instant::now();
-    let seen = read::read(
-        client,
-        req,
-        target.api,
-        probe.timeouts,
-        Caps::for_probe(probe),
-        start,
-    )
-    .await;
+    let seen = read::read(client, req, read::Plan::for_run(probe, target), start).await;
 
     let (output_tokens, tokens_source) = match (seen.usage_tokens, seen.chunks) {
         (Some(n), _) => (Some(n), Some(TokensSource::Usage)),
@@ -75,9 +67,16 @@ pub async fn run(
     let (outcome, failed_checks, error, output_chars, repetition) = match seen.failure {
         Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None),
         None => {
-            let v = checks::judge(&probe.checks, &seen.text, seen.finish_reason.as_deref());
+            let answer = checks::Answer {
+                text: &seen.text,
+                finish_reason: seen.finish_reason.as_deref(),
+                tool_calls: &seen.tool_calls,
+                stopped_early: seen.stopped_early,
+            };
+            let v = checks::judge(&probe.checks, &answer);
             let outcome = Outcome::first_content_failure(&v.failed);
-            (outcome, v.failed, None, Some(v.output_chars), v.repetition)
+            let why = v.explanation();
+            (outcome, v.failed, why, Some(v.output_chars), v.repetition)
         }
     };
     let error = error.map(|e| match &target.api_key {
@@ -119,6 +118,7 @@ pub async fn run(
         content_chunks: seen.chunks,
         response_bytes: seen.bytes_read,
         repetition,
+        stopped_early: seen.stopped_early,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

@@ -1,6 +1,9 @@
 //! Reading one response under the probe's layered deadlines — first token, stall, total — into
-//! plain data: when headers and every content-carrying event arrived, the text, the token
-//! count, and the transport failure if reading stopped early. Judging the text is elsewhere.
+//! plain data: when headers and every content-carrying event arrived, the text and tool calls,
+//! the token count, and the transport failure if reading stopped early. Judging the text is
+//! elsewhere, with one exception asked for by `checks.stop_on_repetition`: once the text
+//! certainly loops, reading stops and the connection is dropped, so a looping replica is not
+//! kept busy to `max_tokens`.
 
 use std::time::Instant;
 
@@ -9,9 +12,11 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
-use super::flavor::{self, Framing};
+use super::flavor::{self, Framing, ToolCallPiece};
 use super::Caps;
-use crate::config::{Api, Timeouts};
+use crate::checks::repetition::{self, Thresholds};
+use crate::checks::tool_call::ToolCall;
+use crate::config::{Api, Probe, Target, Timeouts};
 use crate::outcome::Outcome;
 use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
@@ -41,6 +46,8 @@ pub struct Reading {
     /// Body bytes read (headers excluded).
     pub bytes_read: usize,
     pub text: String,
+    /// The tool calls, in the order they began, each with its arguments put together.
+    pub tool_calls: Vec<ToolCall>,
     /// Events that carried generated content.
     pub chunks: usize,
     pub usage_tokens: Option<u64>,
@@ -51,7 +58,37 @@ pub struct Reading {
     pub reported_model: Option<String>,
     pub fingerprint: Option<String>,
     pub failure: Option<Failure>,
+    /// Reading stopped on a certain loop (`checks.stop_on_repetition`).
+    pub stopped_early: bool,
 }
+
+/// How to read one response: its flavor, deadlines and caps, and whether to stop on a loop.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub api: Api,
+    pub timeouts: Timeouts,
+    pub caps: Caps,
+    /// Stop once the text certainly loops by these thresholds.
+    pub stop_on_loop: Option<Thresholds>,
+}
+
+impl Plan {
+    pub fn for_run(probe: &Probe, target: &Target) -> Plan {
+        let checks = &probe.checks;
+        Plan {
+            api: target.api,
+            timeouts: probe.timeouts,
+            caps: Caps::for_probe(probe),
+            stop_on_loop: checks
+                .repetition
+                .clone()
+                .filter(|_| checks.stop_on_repetition),
+        }
+    }
+}
+
+/// Looking for a certain loop costs a pass over the text: every this many content events.
+const LOOP_CHECK_EVERY: usize = 16;
 
 /// The layered deadlines of one run, all from its start.
 struct Deadlines {
@@ -131,8 +168,11 @@ impl Deadlines {
 struct Reader {
     api: Api,
     caps: Caps,
+    stop_on_loop: Option<Thresholds>,
     deadlines: Deadlines,
     seen: Reading,
+    /// Each tool call's slot (the flavor's index), beside `seen.tool_calls`.
+    call_slots: Vec<Option<u64>>,
     /// The flavor's last event (`[DONE]`, `response.completed`, `message_stop`, `done: true`)
     /// arrived.
     done: bool,
@@ -144,20 +184,21 @@ struct Reader {
 pub async fn read(
     client: &reqwest::Client,
     request: super::Request,
-    api: Api,
-    timeouts: Timeouts,
-    caps: Caps,
+    plan: Plan,
     start: Instant,
 ) -> Reading {
     let mut reader = Reader {
-        api,
-        caps,
-        deadlines: Deadlines::new(start, timeouts),
+        api: plan.api,
+        caps: plan.caps,
+        stop_on_loop: plan.stop_on_loop,
+        deadlines: Deadlines::new(start, plan.timeouts),
+        call_slots: Vec::new(),
         seen: Reading {
             timeline: Timeline::new(start),
             http_status: None,
             bytes_read: 0,
             text: String::new(),
+            tool_calls: Vec::new(),
             chunks: 0,
             usage_tokens: None,
             reasoning_tokens: None,
@@ -166,6 +207,7 @@ pub async fn read(
             reported_model: None,
             fingerprint: None,
             failure: None,
+            stopped_early: false,
         },
         done: false,
         last_event: None,
@@ -332,7 +374,8 @@ impl Reader {
                 Ok(Some(Err(e))) => return Err(stream_failure(e)),
                 Ok(Some(Ok(ev))) => {
                     self.event(&ev.event, &ev.data, ev.at)?;
-                    if self.done {
+                    // Returning drops the body unread: the connection closes.
+                    if self.done || self.seen.stopped_early {
                         return Ok(ev.at);
                     }
                 }
@@ -436,6 +479,14 @@ impl Reader {
                 seen.timeline.answer = Some(at);
             }
             seen.text.push_str(&d.text);
+            if let Some(t) = &self.stop_on_loop {
+                if seen.chunks % LOOP_CHECK_EVERY == 0 && repetition::certain_loop(&seen.text, t) {
+                    seen.stopped_early = true;
+                }
+            }
+        }
+        for piece in d.tool_calls {
+            take_call(&mut seen.tool_calls, &mut self.call_slots, piece);
         }
         if d.finish_reason.is_some() {
             seen.finish_reason = d.finish_reason;
@@ -465,6 +516,29 @@ impl Reader {
     }
 }
 
+/// Adds a piece to the call it continues (the same slot), or starts a call with it.
+fn take_call(calls: &mut Vec<ToolCall>, slots: &mut Vec<Option<u64>>, piece: ToolCallPiece) {
+    let open = piece
+        .slot
+        .and_then(|s| slots.iter().rposition(|&o| o == Some(s)));
+    match open {
+        Some(i) => {
+            let call = &mut calls[i];
+            if call.name.is_empty() {
+                call.name = piece.name.unwrap_or_default();
+            }
+            call.arguments.push_str(&piece.arguments);
+        }
+        None => {
+            calls.push(ToolCall {
+                name: piece.name.unwrap_or_default(),
+                arguments: piece.arguments,
+            });
+            slots.push(piece.slot);
+        }
+    }
+}
+
 /// The transport outcome of a body or stream that could not be read as the protocol.
 fn stream_failure(e: SseError) -> Failure {
     let outcome = match &e {
@@ -482,4 +556,46 @@ fn stream_failure(e: SseError) -> Failure {
         | SseError::Syntax(_) => Outcome::MalformedStream,
     };
     fail(outcome, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(slot: Option<u64>, name: Option<&str>, arguments: &str) -> ToolCallPiece {
+        ToolCallPiece {
+            slot,
+            name: name.map(str::to_string),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn tool_call_pieces_join_by_slot() {
+        let (mut calls, mut slots) = (Vec::new(), Vec::new());
+        for p in [
+            piece(Some(0), Some("get_weather"), ""),
+            piece(Some(0), None, "{\"city\":"),
+            piece(Some(1), Some("get_time"), "{}"),
+            piece(Some(0), None, " \"Paris\"}"),
+            // Whole calls without a slot (Ollama) each stand alone.
+            piece(None, Some("a"), "{}"),
+            piece(None, Some("b"), "{}"),
+        ] {
+            take_call(&mut calls, &mut slots, p);
+        }
+        let got: Vec<(&str, &str)> = calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("get_weather", "{\"city\": \"Paris\"}"),
+                ("get_time", "{}"),
+                ("a", "{}"),
+                ("b", "{}")
+            ]
+        );
+    }
 }

@@ -11,13 +11,26 @@ pub mod openai_responses;
 
 use serde_json::{Map, Value};
 
+use crate::checks::tool_call::Tool;
 use crate::config::{Api, Probe};
+
+/// A piece of a tool call as it streams: the call it belongs to (`slot`: the flavor's index of
+/// it; `None` when every piece is a whole call of its own, as Ollama sends them), the tool's
+/// name when this piece carries it, and the next stretch of its arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCallPiece {
+    pub slot: Option<u64>,
+    pub name: Option<String>,
+    pub arguments: String,
+}
 
 /// What one event (or a whole non-streamed answer) carried, as a flavor reads it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Delta {
     /// Generated text the user sees: answer text and tool-call text.
     pub text: String,
+    /// The same tool-call text, by call: names and arguments.
+    pub tool_calls: Vec<ToolCallPiece>,
     pub reasoning_chars: usize,
     /// In OpenAI's words: `stop`, `length` (the token limit cut the answer), `tool_calls`...
     pub finish_reason: Option<String>,
@@ -41,6 +54,38 @@ impl Delta {
     pub fn is_generated(&self) -> bool {
         !self.text.is_empty() || self.reasoning_chars > 0
     }
+
+    /// A tool call's piece, whose text also counts as generated text.
+    fn push_call(&mut self, slot: Option<u64>, name: Option<&str>, arguments: &str) {
+        let name = name.filter(|n| !n.is_empty());
+        self.text.push_str(name.unwrap_or_default());
+        self.text.push_str(arguments);
+        self.tool_calls.push(ToolCallPiece {
+            slot,
+            name: name.map(str::to_string),
+            arguments: arguments.to_string(),
+        });
+    }
+}
+
+/// A tool's name, description (when it has one) and parameters' schema under `schema_key`,
+/// the fields every flavor sends, each in its own envelope.
+pub fn tool_fields(t: &Tool, schema_key: &str) -> Map<String, Value> {
+    let mut f = Map::new();
+    f.insert("name".into(), Value::String(t.name.clone()));
+    if let Some(d) = &t.description {
+        f.insert("description".into(), Value::String(d.clone()));
+    }
+    f.insert(schema_key.into(), t.parameters.clone());
+    f
+}
+
+/// The probe's tools as OpenAI chat (and Ollama) take them: the definitions as written.
+pub fn openai_tools(tools: &[Tool]) -> Value {
+    tools
+        .iter()
+        .map(|t| serde_json::json!({"type": "function", "function": tool_fields(t, "parameters")}))
+        .collect()
 }
 
 /// How a flavor frames its events on the wire.
@@ -180,6 +225,7 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         max_tokens: 64,
         temperature: Some(0.0),
         cache_bust: crate::config::CacheBust::Auto,
+        tools: None,
         timeouts: crate::config::Timeouts::default(),
         checks: crate::checks::CheckSpec::default(),
         gate: crate::config::GateSpec::default(),
