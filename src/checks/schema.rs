@@ -30,8 +30,14 @@ impl Schema {
     /// Without `$schema`, draft 2020-12 applies.
     pub fn compile(file: &Path, document: Value, pointer: &str) -> Result<Schema, SchemaError> {
         let one_line = |e: boon::CompileError| {
-            let text = format!("{e:#}");
-            SchemaError(text.split_whitespace().collect::<Vec<_>>().join(" "))
+            SchemaError(match &e {
+                // Where the schema breaks the metaschema, not the whole tree of why.
+                boon::CompileError::ValidationError { src, .. } => precise(src),
+                _ => format!("{e:#}")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            })
         };
         let loc = file.to_string_lossy();
         let mut compiler = boon::Compiler::new();
@@ -48,15 +54,20 @@ impl Schema {
     /// `at /city: want string, but got number`; `None` when it validates.
     pub fn first_error(&self, value: &Value) -> Option<String> {
         let err = self.schemas.validate(value, self.index).err()?;
-        // The tree's first leaf is the precise complaint; its parents only say "failed".
-        let mut e = &err;
-        while let Some(first) = e.causes.first() {
-            e = first;
-        }
-        let at = e.instance_location.to_string();
-        let at = if at.is_empty() { "the top".into() } else { at };
-        Some(format!("at {at}: {}", e.kind))
+        Some(precise(&err))
     }
+}
+
+/// The first leaf of a validation error's tree: the precise complaint, where its parents only
+/// say "failed".
+fn precise(err: &boon::ValidationError) -> String {
+    let mut e = err;
+    while let Some(first) = e.causes.first() {
+        e = first;
+    }
+    let at = e.instance_location.to_string();
+    let at = if at.is_empty() { "the top".into() } else { at };
+    format!("at {at}: {}", e.kind)
 }
 
 #[cfg(test)]
@@ -95,8 +106,7 @@ mod tests {
     #[test]
     fn a_bad_schema_or_a_pointer_to_nothing_is_refused_in_one_line() {
         let e = schema(json!({"type": "objekt"})).unwrap_err().to_string();
-        assert!(e.contains("/nowhere/s.json"), "{e}");
-        assert!(!e.contains('\n'), "{e}");
+        assert_eq!(e, "at /type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'");
         // A document must itself be a schema, even to point into it.
         let e = Schema::compile(Path::new("/nowhere/t.json"), json!([{}]), "/0")
             .unwrap_err()

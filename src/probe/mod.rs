@@ -57,7 +57,10 @@ pub async fn run(
     let start = Instant::now();
     let seen = read::read(client, req, read::Plan::for_run(probe, target), start).await;
 
-    let (output_tokens, tokens_source) = match (seen.usage_tokens, seen.chunks) {
+    // The server's count comes at the end, which a read stopped on a loop never sees; one it
+    // sent before (Anthropic's `message_start` says 1) is stale: count the chunks instead.
+    let usage_tokens = seen.usage_tokens.filter(|_| !seen.stopped_early);
+    let (output_tokens, tokens_source) = match (usage_tokens, seen.chunks) {
         (Some(n), _) => (Some(n), Some(TokensSource::Usage)),
         (None, 0) if seen.failure.is_some() => (None, None),
         (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
