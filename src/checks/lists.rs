@@ -17,7 +17,7 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
         ^\s*(
             [-*+•·●○◦▪▫■□►➢✓✔–—]                                  # bullets
           | \#{1,6}                                                # Markdown headings
-          | (?i:(?:step|item|tip|point|no\.?|number)\s*)?\d{1,3}(?:\.\d{1,3})+[.)]?  # 2.1  2.1.
+          | (?i:(?:step|item|tip|point|no\.?|number)\s*)?\d{1,3}(?:\.\d{1,3})+[.):：]?  # 2.1  2.1.  1.1.2:
           | (?i:(?:step|item|tip|point|no\.?|number)\s*)?\d{1,3}[.)]              # 1.  1)  Step 3.
           | (?i:(?:step|item|tip|point)\s*)\d{1,3}\s*[:：]                        # Step 3:
           | [(（\[]\d{1,3}[)）\]]                                   # (1)  （1）  [1]
@@ -63,10 +63,25 @@ pub fn strip_marker(line: &str) -> &str {
     rest
 }
 
-/// The answer's items: every line outside code blocks, its marker off, in a normal form
-/// (lower case, emphasis and trailing punctuation off, spaces collapsed). Blank lines and lines
-/// of punctuation alone are skipped. `complete_only` leaves out a last line still being written.
-pub fn items(text: &str, complete_only: bool) -> Vec<String> {
+/// One line of the answer as a reader compares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The line without its marker, in a normal form (lower case, emphasis and trailing
+    /// punctuation off, spaces collapsed).
+    pub text: String,
+    /// It had an enumeration marker: it is an item of a list.
+    pub listed: bool,
+}
+
+impl AsRef<str> for Item {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
+/// The answer's items: every line outside code blocks, marker off. Blank lines and lines of
+/// punctuation alone are skipped. `complete_only` leaves out a last line still being written.
+pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
     let mut out = Vec::new();
     let mut in_code = false;
     let mut lines: Vec<&str> = text.lines().collect();
@@ -81,9 +96,13 @@ pub fn items(text: &str, complete_only: bool) -> Vec<String> {
         if in_code {
             continue;
         }
-        let item = normal_form(strip_marker(line));
+        let stripped = strip_marker(line);
+        let item = normal_form(stripped);
         if item.chars().any(|c| c.is_alphanumeric()) {
-            out.push(item);
+            out.push(Item {
+                text: item,
+                listed: stripped.len() < line.trim().len(),
+            });
         }
     }
     out
@@ -106,7 +125,7 @@ pub fn without_markers(text: &str) -> String {
 
 fn normal_form(item: &str) -> String {
     let words: Vec<&str> = item.split_whitespace().collect();
-    let joined = words.join(" ").replace("**", "").replace("__", "");
+    let joined = words.join(" ").replace(['*', '`'], "");
     joined
         .trim_end_matches(|c: char| ".,;:!?。，；：！？、".contains(c))
         .to_lowercase()
@@ -127,6 +146,7 @@ mod tests {
             ("a. Apple", "Apple"),
             ("IV. Apple", "Apple"),
             ("2.1 Apple", "Apple"),
+            ("2. 1.1.2: Apple", "Apple"),
             ("Step 3: Apple", "Apple"),
             ("- 1. Apple", "Apple"),
             ("### 2) Apple", "Apple"),
@@ -161,9 +181,15 @@ mod tests {
     #[test]
     fn items_skip_code_blanks_and_punctuation() {
         let text =
-            "Fruits:\n\n1. **Apple**.\n2. Pear!\n```\n- not an item\n```\n|---|---|\n}\n3. Plum";
-        assert_eq!(items(text, false), vec!["fruits", "apple", "pear", "plum"]);
-        assert_eq!(items(text, true), vec!["fruits", "apple", "pear"]);
+            "Fruits:\n\n1. **Apple**.\n2. *Pear*!\n```\n- not an item\n```\n|---|---|\n}\n3. Plum";
+        let texts = |v: Vec<Item>| v.into_iter().map(|i| i.text).collect::<Vec<_>>();
+        assert_eq!(
+            texts(items(text, false)),
+            vec!["fruits", "apple", "pear", "plum"]
+        );
+        assert_eq!(texts(items(text, true)), vec!["fruits", "apple", "pear"]);
+        let listed: Vec<bool> = items(text, false).iter().map(|i| i.listed).collect();
+        assert_eq!(listed, vec![false, true, true, true]);
         assert_eq!(without_markers("1. a\n2. b"), "a\nb\n");
     }
 }

@@ -1,24 +1,26 @@
 //! Degeneration detectors over generated text, for English and Chinese alike, run over the text
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
 //! again and again, two alternating, or a block of lines coming back), a tail loop (the text
-//! ends in one unit sequence repeated back to back), a duplicate-item ratio, and the n-gram
-//! repetition ratio seq-rep-4 with the zlib compression ratio as corroboration. Pure functions;
-//! the thresholds come from the probe. tests/corpus.rs measures them on real answers.
+//! ends in one unit sequence repeated back to back), list items that keep coming back out of
+//! order, and the n-gram repetition ratio seq-rep-4 with the zlib compression ratio as
+//! corroboration. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
+//! them on real answers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::lists;
+use super::lists::{self, Item};
 pub use super::units::units;
-use super::units::{intern, periodic_run};
+use super::units::{intern, periodic_run, repeats};
 
 /// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
 /// lists whose items differ, counting, tables, code and refrains alone (tests/corpus.rs).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Thresholds {
-    /// A tail loop needs at least this many back-to-back repeats of its period...
+    /// A tail loop needs at least this many back-to-back repeats of its period (a period at
+    /// least `tail_min_units` long, a passage said again, needs two and the start of a third)...
     pub tail_min_repeats: usize,
     /// ...covering at least this many units.
     pub tail_min_units: usize,
@@ -30,7 +32,8 @@ pub struct Thresholds {
     pub ngram_ratio: f64,
     /// ...flags only when zlib also compresses the text to this share of its size or less.
     pub compression_ratio: f64,
-    /// Share of items (lines, markers off) that repeat an earlier item.
+    /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
+    /// come back `list_min_repeats` times or more, in any order.
     pub line_ratio: f64,
     /// The n-gram and line measures apply only to texts of at least this many units.
     pub min_units: usize,
@@ -59,7 +62,7 @@ pub enum Detector {
     ItemCycle,
     /// The text ends in one unit sequence repeated back to back.
     TailLoop,
-    /// Many items repeat an earlier one, not necessarily back to back.
+    /// Many list items come back again and again, not necessarily back to back.
     Lines,
     /// Repeated 4-grams, corroborated by compression.
     Ngrams,
@@ -69,7 +72,7 @@ pub enum Detector {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     /// 0..1: the largest of the item-cycle and tail-loop coverage, seq-rep-4 and the
-    /// duplicate-item ratio.
+    /// recurring-item ratio.
     pub score: f64,
     pub degenerate: bool,
     /// The detector that decided (the first that fired, in the order of [`Detector`]), its
@@ -84,7 +87,8 @@ pub struct Report {
     pub tail_loop_period: Option<usize>,
     pub tail_loop_units: usize,
     pub seq_rep_4: f64,
-    pub line_dup_ratio: f64,
+    /// The share of list items that come back `list_min_repeats` times or more.
+    pub recurring_item_ratio: f64,
     pub compression_ratio: f64,
 }
 
@@ -100,8 +104,8 @@ impl Report {
                 format!("the text ends in a loop of {p} units repeated {r} times")
             }
             Detector::Lines => format!(
-                "{:.0}% of the lines repeat an earlier line",
-                self.line_dup_ratio * 100.0
+                "{:.0}% of the list items come back again and again",
+                self.recurring_item_ratio * 100.0
             ),
             Detector::Ngrams => format!(
                 "{:.0}% of 4-grams repeat (compresses to {:.0}%)",
@@ -121,14 +125,24 @@ fn seq_rep_4(ids: &[u32]) -> f64 {
     1.0 - unique.len() as f64 / grams.len() as f64
 }
 
-/// The share of items that repeat an earlier one.
-fn dup_ratio(items: &[String]) -> f64 {
-    if items.len() < 4 {
+/// The share of list items whose text comes back at least `times` times in the list, over
+/// lists of at least `min_items`. Refrains and choruses are lines, not list items: they do not
+/// count.
+fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
+    let listed: Vec<&str> = items
+        .iter()
+        .filter(|i| i.listed)
+        .map(|i| i.text.as_str())
+        .collect();
+    if listed.len() < min_items.max(1) {
         return 0.0;
     }
-    let mut seen = HashSet::new();
-    let dups = items.iter().filter(|l| !seen.insert(l.as_str())).count();
-    dups as f64 / items.len() as f64
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for i in &listed {
+        *counts.entry(i).or_default() += 1;
+    }
+    let recurring = listed.iter().filter(|i| counts[*i] >= times).count();
+    recurring as f64 / listed.len() as f64
 }
 
 pub fn compression_ratio(text: &str) -> f64 {
@@ -139,16 +153,28 @@ pub fn compression_ratio(text: &str) -> f64 {
     packed.len() as f64 / text.len() as f64
 }
 
+/// How far into a third saying a long passage must be to count as a loop.
+const PASSAGE_RESTART: usize = 4;
+
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let plain = lists::without_markers(text);
     let ids = intern(units(&plain));
     let items = lists::items(text, false);
     let n = ids.len();
-    let cycle = periodic_run(&intern(&items), t.list_min_repeats, t.list_min_items, false);
-    let tail = periodic_run(&ids, t.tail_min_repeats, t.tail_min_units, true);
+    let cycle = periodic_run(
+        &intern(&items),
+        false,
+        repeats(t.list_min_repeats, t.list_min_items),
+    );
+    let tail = periodic_run(&ids, true, |p, covered| {
+        // A long passage said twice and begun a third time is a loop cut short; a few units
+        // into the third, so a shared last word or full stop does not count as its start.
+        let passage = p >= t.tail_min_units && covered >= 2 * p + PASSAGE_RESTART;
+        covered >= t.tail_min_units && (covered / p >= t.tail_min_repeats || passage)
+    });
     let long_enough = n >= t.min_units;
     let seq_rep_4 = if long_enough { seq_rep_4(&ids) } else { 0.0 };
-    let line_dup_ratio = if long_enough { dup_ratio(&items) } else { 0.0 };
+    let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
     let compression_ratio = compression_ratio(&plain);
     let share = |part: usize, whole: usize| {
         if whole == 0 {
@@ -162,7 +188,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let fired = [
         cycle.map(|(p, _, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
         tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p))),
-        (long_enough && line_dup_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
+        (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
         (long_enough && seq_rep_4 >= t.ngram_ratio && compression_ratio <= t.compression_ratio)
             .then_some((Detector::Ngrams, None, None)),
     ]
@@ -173,7 +199,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         score: share(tail_units, n)
             .max(share(cycle_items, items.len()))
             .max(seq_rep_4)
-            .max(line_dup_ratio),
+            .max(recurring_item_ratio),
         degenerate: fired.is_some(),
         detector: fired.map(|f| f.0),
         period: fired.and_then(|f| f.1),
@@ -185,7 +211,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         tail_loop_period: tail.map(|(p, _, _)| p),
         tail_loop_units: tail_units,
         seq_rep_4,
-        line_dup_ratio,
+        recurring_item_ratio,
         compression_ratio,
     }
 }
@@ -196,20 +222,10 @@ pub fn certain_loop(text: &str, t: &Thresholds) -> bool {
     let plain = lists::without_markers(text);
     let ids = intern(units(&plain));
     let twice = |v: usize| v.saturating_mul(2);
-    periodic_run(
-        &ids,
-        twice(t.tail_min_repeats),
-        twice(t.tail_min_units),
-        true,
-    )
-    .is_some()
-        || periodic_run(
-            &intern(&lists::items(text, true)),
-            twice(t.list_min_repeats),
-            twice(t.list_min_items),
-            true,
-        )
-        .is_some()
+    let tail = repeats(twice(t.tail_min_repeats), twice(t.tail_min_units));
+    let cycle = repeats(twice(t.list_min_repeats), twice(t.list_min_items));
+    periodic_run(&ids, true, tail).is_some()
+        || periodic_run(&intern(&lists::items(text, true)), true, cycle).is_some()
 }
 
 #[cfg(test)]
@@ -314,6 +330,12 @@ mod tests {
         );
         let r = analyze("开始。我爱你我爱你我爱你我爱你我爱你我爱你我爱你", &t);
         assert_eq!(r.tail_loop_period, Some(3));
+        // A long passage said twice and begun a third time is a loop cut short; said twice and
+        // ended, it may be a refrain.
+        let passage = "The city of Paris lies on the river Seine and has been the capital of France for a very long time. ";
+        let r = analyze(&format!("Hello. {passage}{passage}The city of Paris"), &t);
+        assert_eq!((r.detector, r.period), (Some(Detector::TailLoop), Some(22)));
+        assert!(!analyze(&format!("Hello. {passage}{passage}"), &t).degenerate);
         // Too few repeats at the end: no tail loop, even if the period is long.
         assert_eq!(
             analyze(
@@ -327,16 +349,26 @@ mod tests {
         let twice = format!("{0} {0} And that is all.", HEALTHY[0]);
         let r = analyze(&twice, &t);
         assert!(r.seq_rep_4 > 0.4 && r.seq_rep_4 < 0.55, "{r:?}");
-        // Lines: the same line again and again, with other lines between.
-        let lines = "Paris is the capital.\nBerlin is in Germany.\nParis is the capital.\nRome is in Italy.\nParis is the capital.\nParis is the capital.\nMadrid is in Spain.\nParis is the capital.";
-        let r = analyze(&format!("{lines}\n{lines}"), &t);
-        assert!(r.line_dup_ratio >= 0.5 && r.degenerate, "{r:?}");
-        // Short texts are never judged by n-grams or lines.
-        let r = analyze("Yes yes yes. No no.", &t);
+        // Lines: the same list items again and again, in no fixed order.
+        let list = [
+            "Paris", "Rome", "Paris", "Oslo", "Rome", "Paris", "Rome", "Lima",
+        ];
+        let list: String = list
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{}. {c}\n", i + 1))
+            .collect();
+        let r = analyze(&list, &t);
         assert_eq!(
-            (r.seq_rep_4, r.line_dup_ratio, r.degenerate),
-            (0.0, 0.0, false)
+            (r.detector, r.recurring_item_ratio),
+            (Some(Detector::Lines), 0.75)
         );
+        // A refrain is lines, not list items.
+        let refrain = list.replace(". ", " is nice, ");
+        assert!(!analyze(&refrain, &t).degenerate);
+        // Short texts are never judged by n-grams.
+        let r = analyze("Yes yes yes. No no.", &t);
+        assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The units the degeneration detectors count: a word, one CJK character, or a run of one
-//! repeated punctuation mark — so English and Chinese are measured alike.
+//! repeated punctuation mark — so English and Chinese are measured alike. A "word" longer than
+//! any real one is a loop written without spaces (`123456789123456789...`): it is read
+//! character by character.
 
 use std::collections::HashMap;
 
@@ -12,6 +14,9 @@ pub fn is_cjk(c: char) -> bool {
         | 0xF900..=0xFAFF   // CJK Compatibility Ideographs
         | 0x20000..=0x2FA1F)
 }
+
+/// Words longer than this are read character by character.
+const LONGEST_WORD: usize = 24;
 
 /// Splits text into units: a word (a run of letters and digits), one CJK character, or a run of
 /// one repeated punctuation mark (so `----` in a table rule is one unit, not a loop).
@@ -44,7 +49,12 @@ pub fn units(text: &str) -> Vec<&str> {
                 }
             }
         }
-        out.push(&text[i..end]);
+        let unit = &text[i..end];
+        if unit.chars().nth(LONGEST_WORD).is_some() && unit.chars().all(char::is_alphanumeric) {
+            out.extend(unit.char_indices().map(|(j, c)| &unit[j..j + c.len_utf8()]));
+        } else {
+            out.push(unit);
+        }
     }
     out
 }
@@ -64,28 +74,26 @@ pub fn intern<'a, T: AsRef<str> + ?Sized + 'a>(
         .collect()
 }
 
-/// The longest stretch of `ids` that is one period repeated back to back, for the shortest
-/// period that reaches `min_repeats` whole repeats over at least `min_len` ids:
-/// `(period, start, covered)`. `at_tail` looks only at the stretch that ends the sequence.
+/// The shortest period whose back-to-back repeats `accept` (period, units covered): a stretch
+/// of `ids` that is one sequence said again and again. `at_tail` looks only at the stretch that
+/// ends the sequence; otherwise the longest stretch for each period counts. Returns
+/// `(period, start, covered)`.
 pub fn periodic_run(
     ids: &[u32],
-    min_repeats: usize,
-    min_len: usize,
     at_tail: bool,
+    accept: impl Fn(usize, usize) -> bool,
 ) -> Option<(usize, usize, usize)> {
     let n = ids.len();
-    let max_period = n / min_repeats.max(2);
-    for p in 1..=max_period {
-        let mut best: Option<(usize, usize)> = None;
-        if at_tail {
+    for p in 1..=n / 2 {
+        let (start, covered) = if at_tail {
             let mut run = 0;
             while run + p < n && ids[n - 1 - run] == ids[n - 1 - run - p] {
                 run += 1;
             }
-            best = Some((n - run - p, run + p));
+            (n - run - p, run + p)
         } else {
-            // Every maximal stretch where ids[i] == ids[i - p].
-            let mut i = p;
+            // The longest stretch where ids[i] == ids[i - p].
+            let (mut best, mut i) = ((0, 0), p);
             while i < n {
                 if ids[i] != ids[i - p] {
                     i += 1;
@@ -95,19 +103,22 @@ pub fn periodic_run(
                 while i < n && ids[i] == ids[i - p] {
                     i += 1;
                 }
-                let covered = i - begin + p;
-                if best.is_none_or(|(_, c)| covered > c) {
-                    best = Some((begin - p, covered));
+                if i - begin + p > best.1 {
+                    best = (begin - p, i - begin + p);
                 }
             }
-        }
-        if let Some((start, covered)) = best {
-            if covered / p >= min_repeats && covered >= min_len {
-                return Some((p, start, covered));
-            }
+            best
+        };
+        if covered >= p && accept(p, covered) {
+            return Some((p, start, covered));
         }
     }
     None
+}
+
+/// `periodic_run`'s usual test: at least `repeats` whole repeats over at least `len` ids.
+pub fn repeats(repeats: usize, len: usize) -> impl Fn(usize, usize) -> bool {
+    move |p, covered| covered / p >= repeats && covered >= len
 }
 
 #[cfg(test)]
@@ -121,18 +132,21 @@ mod tests {
             vec!["Hello", ",", "world", "--", "ok", "巴", "黎", "是", "首", "都", "。"]
         );
         assert_eq!(units("don't |---|"), vec!["don't", "|", "---", "|"]);
+        // A word no language has: a loop without spaces, read by character.
+        assert_eq!(units(&"123".repeat(9)).len(), 27);
+        assert_eq!(units("Donaudampfschifffahrt ok").len(), 2);
     }
 
     #[test]
     fn periodic_runs_anywhere_or_at_the_tail() {
         let ids = intern(["x", "a", "b", "a", "b", "a", "b", "y"]);
-        assert_eq!(periodic_run(&ids, 3, 6, false), Some((2, 1, 6)));
-        assert_eq!(periodic_run(&ids, 3, 6, true), None);
+        assert_eq!(periodic_run(&ids, false, repeats(3, 6)), Some((2, 1, 6)));
+        assert_eq!(periodic_run(&ids, true, repeats(3, 6)), None);
         let ids = intern(["x", "a", "b", "c", "a", "b", "c", "a", "b", "c", "a"]);
-        assert_eq!(periodic_run(&ids, 3, 6, true), Some((3, 1, 10)));
+        assert_eq!(periodic_run(&ids, true, repeats(3, 6)), Some((3, 1, 10)));
         // Two repeats are not three.
         let ids = intern(["a", "b", "c", "a", "b", "c"]);
-        assert_eq!(periodic_run(&ids, 3, 6, false), None);
-        assert_eq!(periodic_run(&ids, 2, 6, false), Some((3, 0, 6)));
+        assert_eq!(periodic_run(&ids, false, repeats(3, 6)), None);
+        assert_eq!(periodic_run(&ids, false, repeats(2, 6)), Some((3, 0, 6)));
     }
 }
