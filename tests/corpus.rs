@@ -57,7 +57,7 @@ fn detectors_on_the_labeled_corpus() {
         let r = analyze(&s.text, &t);
         if std::env::var_os("CORPUS_VERBOSE").is_some() {
             println!(
-                "{:<34} {:<10} {:<5} {:?}/{:?}/{:?} score {:.2} tail {:?} cycle {:?} seq4 {:.2} recur {:.2} zip {:.2}",
+                "{:<34} {:<10} {:<5} {:?}/{:?}/{:?} score {:.2} tail {:?} cycle {:?} seq4 {:.4} late {:.4} recur {:.2} zip {:.4}",
                 s.id,
                 s.label.as_deref().unwrap_or_default(),
                 r.degenerate,
@@ -68,6 +68,7 @@ fn detectors_on_the_labeled_corpus() {
                 r.tail_loop_period.map(|p| (p, r.tail_loop_units)),
                 r.item_cycle_period.map(|p| (p, r.item_cycle_items)),
                 r.seq_rep_4,
+                r.late_seq_rep_4,
                 r.recurring_item_ratio,
                 r.compression_ratio
             );

@@ -14,8 +14,8 @@ use llm_canary::outcome::Outcome;
 use llm_canary::result::ProbeResult;
 use llm_canary::runner::Runner;
 
-/// Prompts this model answers well (found by trying; see the README).
-const GOOD: [(&str, &str, &str); 4] = [
+/// Prompts this model answers well (found by trying; see the README), lists among them.
+const GOOD: [(&str, &str, &str); 6] = [
     (
         "sky",
         "What color is the sky on a clear day? Answer in one sentence.",
@@ -36,11 +36,25 @@ const GOOD: [(&str, &str, &str); 4] = [
         "What is the boiling point of water in Celsius?",
         "100",
     ),
+    (
+        "months",
+        "List the twelve months of the year.",
+        "(?i)december",
+    ),
+    (
+        "count-ten",
+        "Count from 1 to 10, one number per line.",
+        "10",
+    ),
 ];
 
-/// Prompts under which it loops at temperature 0, in English and in Chinese.
-const LOOPING: [(&str, &str); 4] = [
+/// Prompts under which it loops at temperature 0, in English and in Chinese; the lists loop by
+/// their items while the counter climbs (tests/fixtures/corpus has the answers).
+const LOOPING: [(&str, &str); 7] = [
     ("apple", "Write the word \"apple\" one hundred times."),
+    ("fruits", "Give me a numbered list of ten fruits."),
+    ("animals", "List 15 animals that live in the ocean."),
+    ("names", "Suggest ten names for a pet cat."),
     ("capital-en", "What is the capital of France?"),
     ("capital-zh", "法国的首都是哪里？"),
     ("moon-zh", "写一首关于月亮的诗。"),

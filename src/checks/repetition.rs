@@ -28,10 +28,11 @@ pub struct Thresholds {
     pub list_min_repeats: usize,
     /// ...over at least this many items (short items count: `Apple` is one).
     pub list_min_items: usize,
-    /// seq-rep-4 (share of 4-grams that repeat an earlier one) at or above this...
-    pub ngram_ratio: f64,
-    /// ...flags only when zlib also compresses the text to this share of its size or less.
-    pub compression_ratio: f64,
+    /// The n-gram detector fires when seq-rep-4 (the share of 4-grams that repeat an earlier
+    /// one, over the whole text or its second half, whichever is higher) exceeds the zlib
+    /// compression ratio by this much: the text repeats itself more than it carries news.
+    /// Refrains and structured text (JSON, tables) compress well but repeat less.
+    pub ngram_margin: f64,
     /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
     /// come back `list_min_repeats` times or more, in any order.
     pub line_ratio: f64,
@@ -46,8 +47,7 @@ impl Default for Thresholds {
             tail_min_units: 20,
             list_min_repeats: 3,
             list_min_items: 6,
-            ngram_ratio: 0.5,
-            compression_ratio: 0.35,
+            ngram_margin: 0.12,
             line_ratio: 0.5,
             min_units: 40,
         }
@@ -87,6 +87,8 @@ pub struct Report {
     pub tail_loop_period: Option<usize>,
     pub tail_loop_units: usize,
     pub seq_rep_4: f64,
+    /// seq-rep-4 of the text's second half alone: a model that got stuck ends in repetition.
+    pub late_seq_rep_4: f64,
     /// The share of list items that come back `list_min_repeats` times or more.
     pub recurring_item_ratio: f64,
     pub compression_ratio: f64,
@@ -108,8 +110,8 @@ impl Report {
                 self.recurring_item_ratio * 100.0
             ),
             Detector::Ngrams => format!(
-                "{:.0}% of 4-grams repeat (compresses to {:.0}%)",
-                self.seq_rep_4 * 100.0,
+                "{:.0}% of 4-grams repeat, and it compresses to {:.0}%",
+                self.seq_rep_4.max(self.late_seq_rep_4) * 100.0,
                 self.compression_ratio * 100.0
             ),
         })
@@ -166,14 +168,22 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         false,
         repeats(t.list_min_repeats, t.list_min_items),
     );
-    let tail = periodic_run(&ids, true, |p, covered| {
+    let looping = |p: usize, covered: usize| {
         // A long passage said twice and begun a third time is a loop cut short; a few units
         // into the third, so a shared last word or full stop does not count as its start.
         let passage = p >= t.tail_min_units && covered >= 2 * p + PASSAGE_RESTART;
         covered >= t.tail_min_units && (covered / p >= t.tail_min_repeats || passage)
-    });
+    };
+    // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
+    let tail = periodic_run(&ids, true, looping)
+        .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
     let long_enough = n >= t.min_units;
     let seq_rep_4 = if long_enough { seq_rep_4(&ids) } else { 0.0 };
+    let late_seq_rep_4 = if long_enough {
+        self::seq_rep_4(&ids[n / 2..])
+    } else {
+        0.0
+    };
     let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
     let compression_ratio = compression_ratio(&plain);
     let share = |part: usize, whole: usize| {
@@ -189,7 +199,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         cycle.map(|(p, _, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
         tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p))),
         (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
-        (long_enough && seq_rep_4 >= t.ngram_ratio && compression_ratio <= t.compression_ratio)
+        (long_enough && seq_rep_4.max(late_seq_rep_4) - compression_ratio >= t.ngram_margin)
             .then_some((Detector::Ngrams, None, None)),
     ]
     .into_iter()
@@ -211,6 +221,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         tail_loop_period: tail.map(|(p, _, _)| p),
         tail_loop_units: tail_units,
         seq_rep_4,
+        late_seq_rep_4,
         recurring_item_ratio,
         compression_ratio,
     }
@@ -224,7 +235,9 @@ pub fn certain_loop(text: &str, t: &Thresholds) -> bool {
     let twice = |v: usize| v.saturating_mul(2);
     let tail = repeats(twice(t.tail_min_repeats), twice(t.tail_min_units));
     let cycle = repeats(twice(t.list_min_repeats), twice(t.list_min_items));
-    periodic_run(&ids, true, tail).is_some()
+    // The last unit may be a word still being written.
+    let words = &ids[..ids.len().saturating_sub(1)];
+    periodic_run(words, true, tail).is_some()
         || periodic_run(&intern(&lists::items(text, true)), true, cycle).is_some()
 }
 
@@ -377,7 +390,7 @@ mod tests {
             tail_min_repeats: 10,
             tail_min_units: 200,
             list_min_repeats: 10,
-            ngram_ratio: 1.1,
+            ngram_margin: 1.1,
             line_ratio: 1.1,
             ..Thresholds::default()
         };

@@ -1,7 +1,7 @@
-//! The units the degeneration detectors count: a word, one CJK character, or a run of one
-//! repeated punctuation mark — so English and Chinese are measured alike. A "word" longer than
-//! any real one is a loop written without spaces (`123456789123456789...`): it is read
-//! character by character.
+//! The units the degeneration detectors count: a word, one CJK character or other symbol
+//! (emoji, full-width punctuation), or a run of one repeated ASCII punctuation mark or rule
+//! character — so English and Chinese are measured alike. A "word" longer than any real one is
+//! a loop written without spaces (`123456789123456789...`): it is read character by character.
 
 use std::collections::HashMap;
 
@@ -13,6 +13,16 @@ pub fn is_cjk(c: char) -> bool {
         | 0xAC00..=0xD7AF   // Hangul syllables
         | 0xF900..=0xFAFF   // CJK Compatibility Ideographs
         | 0x20000..=0x2FA1F)
+}
+
+/// A character that is a unit by itself: CJK, and symbols outside ASCII (emoji, full-width
+/// punctuation) — except the line-drawing characters and dashes that rules are drawn with,
+/// whose runs stay one unit like `----`.
+fn stands_alone(c: char) -> bool {
+    is_cjk(c)
+        || (!c.is_ascii()
+            && !c.is_alphanumeric()
+            && !matches!(c as u32, 0x2010..=0x2015 | 0x2026 | 0x2500..=0x257F))
 }
 
 /// Words longer than this are read character by character.
@@ -28,7 +38,7 @@ pub fn units(text: &str) -> Vec<&str> {
             continue;
         }
         let mut end = i + c.len_utf8();
-        if is_cjk(c) {
+        if stands_alone(c) {
             // One character, one unit.
         } else if c.is_alphanumeric() || c == '_' {
             while let Some(&(j, d)) = iter.peek() {
@@ -135,6 +145,9 @@ mod tests {
         // A word no language has: a loop without spaces, read by character.
         assert_eq!(units(&"123".repeat(9)).len(), 27);
         assert_eq!(units("Donaudampfschifffahrt ok").len(), 2);
+        // Emoji and full-width marks are units of their own; ASCII and line-drawing rules stay one.
+        assert_eq!(units("🌊🌊🌊！！"), vec!["🌊", "🌊", "🌊", "！", "！"]);
+        assert_eq!(units("━━━━ ==== ……"), vec!["━━━━", "====", "……"]);
     }
 
     #[test]
