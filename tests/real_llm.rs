@@ -97,20 +97,23 @@ fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
         "probes/short.yaml".into(),
         "name: short\nprompt: short.txt\nmax_tokens: 8\ntemperature: 0\n".into(),
     ));
-    // A tool the model is asked to call, and a loop to stop reading early.
-    files.push(("tools/weather.json".into(), WEATHER_TOOL.into()));
-    files.push((
-        "prompts/weather.txt".into(),
-        "What is the weather like in Paris right now? Use the get_weather tool.".into(),
-    ));
-    files.push((
-        "probes/weather.yaml".into(),
-        "name: weather\nprompt: weather.txt\nmax_tokens: 96\ntemperature: 0\ntools: tools/weather.json\nchecks: {tool_call: get_weather}\n".into(),
-    ));
-    files.push((
-        "probes/apple-stop.yaml".into(),
-        "name: apple-stop\nprompt: apple.txt\nmax_tokens: 400\ntemperature: 0\nchecks: {allow_truncation: true, stop_on_repetition: true}\n".into(),
-    ));
+    // A tool the model is asked to call, and a loop to stop reading early, on the chat target
+    // (the completions API takes no tools).
+    if targets.iter().any(|t| t.0 == "chat") {
+        files.push(("tools/weather.json".into(), WEATHER_TOOL.into()));
+        files.push((
+            "prompts/weather.txt".into(),
+            "What is the weather like in Paris right now? Use the get_weather tool.".into(),
+        ));
+        files.push((
+            "probes/weather.yaml".into(),
+            "name: weather\ntargets: [chat]\nprompt: weather.txt\nmax_tokens: 96\ntemperature: 0\ntools: tools/weather.json\nchecks: {tool_call: get_weather, allow_truncation: true}\n".into(),
+        ));
+        files.push((
+            "probes/apple-stop.yaml".into(),
+            "name: apple-stop\ntargets: [chat]\nprompt: apple.txt\nmax_tokens: 400\ntemperature: 0\nchecks: {allow_truncation: true, stop_on_repetition: true}\n".into(),
+        ));
+    }
     let refs: Vec<(&str, &str)> = files
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
@@ -288,11 +291,12 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
 async fn a_tool_call_probe_against_the_real_server() {
     let llama = LlamaServer::start(2).await;
     let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
-    let runner = Runner::new(1);
+    let mut runner = Runner::new(1);
+    runner.show_output = true;
     let r = run(&runner, &cfg, "weather", "chat").await;
     println!(
-        "tool-call probe: outcome {}, finish {:?}, error {:?}, failed {:?}, ttft {:?} ms",
-        r.outcome, r.finish_reason, r.error, r.failed_checks, r.figures.ttft_ms
+        "tool-call probe: outcome {}, finish {:?}, error {:?}, failed {:?}, ttft {:?} ms\noutput: {:?}",
+        r.outcome, r.finish_reason, r.error, r.failed_checks, r.figures.ttft_ms, r.output
     );
     match r.outcome {
         Outcome::Ok => assert_eq!(r.finish_reason.as_deref(), Some("tool_calls")),
