@@ -32,16 +32,7 @@ fn setup(
     probes: &[(&str, &str)],
 ) -> (common::TempDir, Config) {
     let dir = common::TempDir::new("checks");
-    let mut agent = String::from("agent: {name: test, concurrency: 32}\ntargets:\n");
-    for (name, scenario, extra) in targets {
-        let url = match extra.contains("api: ollama") {
-            true => sim.base_url(scenario).trim_end_matches("/v1").to_string(),
-            false => sim.base_url(scenario),
-        };
-        agent.push_str(&format!(
-            "  - {{name: {name}, base_url: \"{url}\", model: m, {extra}}}\n"
-        ));
-    }
+    let agent = common::agent_yaml(sim, targets);
     let mut files = vec![
         ("llm-canary.yaml".to_string(), agent),
         (
