@@ -73,7 +73,7 @@ pub async fn run(
             let answer = checks::Answer {
                 text: &seen.text,
                 finish_reason: seen.finish_reason.as_deref(),
-                tool_calls: &seen.tool_calls,
+                tool_calls: seen.tool_calls.calls(),
                 stopped_early: seen.stopped_early,
             };
             let v = checks::judge(&probe.checks, &answer);

@@ -12,10 +12,9 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
-use super::flavor::{self, Framing, ToolCallPiece};
+use super::flavor::{self, Framing, ToolCalls};
 use super::Caps;
 use crate::checks::repetition::{self, Thresholds};
-use crate::checks::tool_call::ToolCall;
 use crate::config::{Api, Probe, Target, Timeouts};
 use crate::outcome::Outcome;
 use crate::stream::ndjson::NdjsonReader;
@@ -47,7 +46,7 @@ pub struct Reading {
     pub bytes_read: usize,
     pub text: String,
     /// The tool calls, in the order they began, each with its arguments put together.
-    pub tool_calls: Vec<ToolCall>,
+    pub tool_calls: ToolCalls,
     /// Events that carried generated content.
     pub chunks: usize,
     pub usage_tokens: Option<u64>,
@@ -171,8 +170,6 @@ struct Reader {
     stop_on_loop: Option<Thresholds>,
     deadlines: Deadlines,
     seen: Reading,
-    /// Each tool call's slot (the flavor's index), beside `seen.tool_calls`.
-    call_slots: Vec<Option<u64>>,
     /// The flavor's last event (`[DONE]`, `response.completed`, `message_stop`, `done: true`)
     /// arrived.
     done: bool,
@@ -192,13 +189,12 @@ pub async fn read(
         caps: plan.caps,
         stop_on_loop: plan.stop_on_loop,
         deadlines: Deadlines::new(start, plan.timeouts),
-        call_slots: Vec::new(),
         seen: Reading {
             timeline: Timeline::new(start),
             http_status: None,
             bytes_read: 0,
             text: String::new(),
-            tool_calls: Vec::new(),
+            tool_calls: ToolCalls::default(),
             chunks: 0,
             usage_tokens: None,
             reasoning_tokens: None,
@@ -486,7 +482,7 @@ impl Reader {
             }
         }
         for piece in d.tool_calls {
-            take_call(&mut seen.tool_calls, &mut self.call_slots, piece);
+            seen.tool_calls.take(piece);
         }
         if d.finish_reason.is_some() {
             seen.finish_reason = d.finish_reason;
@@ -516,29 +512,6 @@ impl Reader {
     }
 }
 
-/// Adds a piece to the call it continues (the same slot), or starts a call with it.
-fn take_call(calls: &mut Vec<ToolCall>, slots: &mut Vec<Option<u64>>, piece: ToolCallPiece) {
-    let open = piece
-        .slot
-        .and_then(|s| slots.iter().rposition(|&o| o == Some(s)));
-    match open {
-        Some(i) => {
-            let call = &mut calls[i];
-            if call.name.is_empty() {
-                call.name = piece.name.unwrap_or_default();
-            }
-            call.arguments.push_str(&piece.arguments);
-        }
-        None => {
-            calls.push(ToolCall {
-                name: piece.name.unwrap_or_default(),
-                arguments: piece.arguments,
-            });
-            slots.push(piece.slot);
-        }
-    }
-}
-
 /// The transport outcome of a body or stream that could not be read as the protocol.
 fn stream_failure(e: SseError) -> Failure {
     let outcome = match &e {
@@ -556,46 +529,4 @@ fn stream_failure(e: SseError) -> Failure {
         | SseError::Syntax(_) => Outcome::MalformedStream,
     };
     fail(outcome, e.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn piece(slot: Option<u64>, name: Option<&str>, arguments: &str) -> ToolCallPiece {
-        ToolCallPiece {
-            slot,
-            name: name.map(str::to_string),
-            arguments: arguments.into(),
-        }
-    }
-
-    #[test]
-    fn tool_call_pieces_join_by_slot() {
-        let (mut calls, mut slots) = (Vec::new(), Vec::new());
-        for p in [
-            piece(Some(0), Some("get_weather"), ""),
-            piece(Some(0), None, "{\"city\":"),
-            piece(Some(1), Some("get_time"), "{}"),
-            piece(Some(0), None, " \"Paris\"}"),
-            // Whole calls without a slot (Ollama) each stand alone.
-            piece(None, Some("a"), "{}"),
-            piece(None, Some("b"), "{}"),
-        ] {
-            take_call(&mut calls, &mut slots, p);
-        }
-        let got: Vec<(&str, &str)> = calls
-            .iter()
-            .map(|c| (c.name.as_str(), c.arguments.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("get_weather", "{\"city\": \"Paris\"}"),
-                ("get_time", "{}"),
-                ("a", "{}"),
-                ("b", "{}")
-            ]
-        );
-    }
 }

@@ -11,7 +11,7 @@ pub mod openai_responses;
 
 use serde_json::{Map, Value};
 
-use crate::checks::tool_call::Tool;
+use crate::checks::tool_call::{Tool, ToolCall};
 use crate::config::{Api, Probe};
 
 /// A piece of a tool call as it streams: the call it belongs to (`slot`: the flavor's index of
@@ -22,6 +22,43 @@ pub struct ToolCallPiece {
     pub slot: Option<u64>,
     pub name: Option<String>,
     pub arguments: String,
+}
+
+/// Tool calls put together from their pieces, in the order they began.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCalls {
+    calls: Vec<ToolCall>,
+    /// Each call's slot, beside `calls`.
+    slots: Vec<Option<u64>>,
+}
+
+impl ToolCalls {
+    /// Adds a piece to the call it continues (the same slot), or starts a call with it.
+    pub fn take(&mut self, piece: ToolCallPiece) {
+        let open = piece
+            .slot
+            .and_then(|s| self.slots.iter().rposition(|&o| o == Some(s)));
+        match open {
+            Some(i) => {
+                let call = &mut self.calls[i];
+                if call.name.is_empty() {
+                    call.name = piece.name.unwrap_or_default();
+                }
+                call.arguments.push_str(&piece.arguments);
+            }
+            None => {
+                self.calls.push(ToolCall {
+                    name: piece.name.unwrap_or_default(),
+                    arguments: piece.arguments,
+                });
+                self.slots.push(piece.slot);
+            }
+        }
+    }
+
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.calls
+    }
 }
 
 /// What one event (or a whole non-streamed answer) carried, as a flavor reads it.
@@ -229,5 +266,48 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         timeouts: crate::config::Timeouts::default(),
         checks: crate::checks::CheckSpec::default(),
         gate: crate::config::GateSpec::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(slot: Option<u64>, name: Option<&str>, arguments: &str) -> ToolCallPiece {
+        ToolCallPiece {
+            slot,
+            name: name.map(str::to_string),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn tool_call_pieces_join_by_slot() {
+        let mut calls = ToolCalls::default();
+        for p in [
+            piece(Some(0), Some("get_weather"), ""),
+            piece(Some(0), None, "{\"city\":"),
+            piece(Some(1), Some("get_time"), "{}"),
+            piece(Some(0), None, " \"Paris\"}"),
+            // Whole calls without a slot (Ollama) each stand alone.
+            piece(None, Some("a"), "{}"),
+            piece(None, Some("b"), "{}"),
+        ] {
+            calls.take(p);
+        }
+        let got: Vec<(&str, &str)> = calls
+            .calls()
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("get_weather", "{\"city\": \"Paris\"}"),
+                ("get_time", "{}"),
+                ("a", "{}"),
+                ("b", "{}")
+            ]
+        );
     }
 }
