@@ -61,12 +61,6 @@ fn setup(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_in_every_flavor_that_has_them() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let flavors = [
-        "openai-chat",
-        "openai-responses",
-        "anthropic-messages",
-        "ollama",
-    ];
     let cases = [
         ("tool-call", "ok", None),
         (
@@ -86,7 +80,7 @@ async fn tool_calls_in_every_flavor_that_has_them() {
         ),
     ];
     let mut names = Vec::new();
-    for f in flavors {
+    for f in common::CHAT_FLAVORS {
         for (scenario, _, _) in cases {
             names.push((format!("{f}-{scenario}"), scenario, format!("api: {f}")));
         }

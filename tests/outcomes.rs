@@ -283,12 +283,7 @@ async fn every_outcome_in_every_flavor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reasoning_timing_and_token_counts_in_every_flavor() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let flavors = [
-        "openai-chat",
-        "openai-responses",
-        "anthropic-messages",
-        "ollama",
-    ];
+    let flavors = common::CHAT_FLAVORS;
     let extras: Vec<String> = flavors.iter().map(|f| format!("api: {f}")).collect();
     let targets: Vec<(&str, &str, &str)> = flavors
         .iter()

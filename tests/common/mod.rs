@@ -45,6 +45,15 @@ checks: {min_chars: 20, max_chars: 400, expect: "(?i)paris", forbid: "(?i)as an 
 
 pub const PROMPT: &str = "What is the capital of France?";
 
+/// The flavors that speak in chat messages, and so carry reasoning and tool calls: all but
+/// openai-completions.
+pub const CHAT_FLAVORS: [&str; 4] = [
+    "openai-chat",
+    "openai-responses",
+    "anthropic-messages",
+    "ollama",
+];
+
 /// An agent file with one target per `(name, scenario, extra target keys)`.
 pub fn agent_yaml(sim: &Sim, targets: &[(&str, &str, &str)]) -> String {
     let mut agent = String::from("agent: {name: test, concurrency: 64}\ntargets:\n");
