@@ -25,11 +25,14 @@ pub enum Outcome {
     TooLong,
     PatternMismatch,
     ForbiddenPattern,
+    // Content, added later: their rank is in CONTENT_PRECEDENCE, not here.
+    FormatError,
+    ToolCallError,
 }
 
 impl Outcome {
     /// Every outcome, `ok` first, transport then content in precedence order.
-    pub const ALL: [Outcome; 17] = [
+    pub const ALL: [Outcome; 19] = [
         Outcome::Ok,
         Outcome::ConnectError,
         Outcome::HttpError,
@@ -43,6 +46,8 @@ impl Outcome {
         Outcome::EmptyOutput,
         Outcome::Repetition,
         Outcome::Truncated,
+        Outcome::FormatError,
+        Outcome::ToolCallError,
         Outcome::TooShort,
         Outcome::TooLong,
         Outcome::PatternMismatch,
@@ -68,6 +73,8 @@ impl Outcome {
             Outcome::TooLong => "too_long",
             Outcome::PatternMismatch => "pattern_mismatch",
             Outcome::ForbiddenPattern => "forbidden_pattern",
+            Outcome::FormatError => "format_error",
+            Outcome::ToolCallError => "tool_call_error",
         }
     }
 
@@ -93,10 +100,12 @@ impl Outcome {
     /// DESIGN's precedence of content outcomes, highest first: when several checks fail, the
     /// run's outcome is the first of them in this list. Written out, not taken from the order
     /// the variants happen to be declared in.
-    pub const CONTENT_PRECEDENCE: [Outcome; 7] = [
+    pub const CONTENT_PRECEDENCE: [Outcome; 9] = [
         Outcome::EmptyOutput,
         Outcome::Repetition,
         Outcome::Truncated,
+        Outcome::FormatError,
+        Outcome::ToolCallError,
         Outcome::TooShort,
         Outcome::TooLong,
         Outcome::PatternMismatch,
@@ -148,6 +157,19 @@ mod tests {
         assert_eq!(
             Outcome::first_content_failure(&[Truncated, EmptyOutput]),
             EmptyOutput
+        );
+        // DESIGN: truncated, then format_error, then tool_call_error, then the length checks.
+        assert_eq!(
+            Outcome::first_content_failure(&[TooShort, ToolCallError, FormatError]),
+            FormatError
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[TooLong, ToolCallError]),
+            ToolCallError
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[FormatError, Truncated]),
+            Truncated
         );
     }
 

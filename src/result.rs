@@ -57,6 +57,9 @@ pub struct ProbeResult {
     pub response_bytes: usize,
     /// What the degeneration detectors measured (null when the check is off or did not run).
     pub repetition: Option<repetition::Report>,
+    /// Reading stopped once the output certainly looped (`checks.stop_on_repetition`): the
+    /// figures are those measured until then.
+    pub stopped_early: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The raw arrival instants, for benchmarks and the gate; not part of the record.
@@ -119,6 +122,7 @@ impl ProbeResult {
             content_chunks: 0,
             response_bytes: 0,
             repetition: None,
+            stopped_early: false,
             output: None,
             timeline: None,
         }

@@ -137,6 +137,13 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
         &["repetition", "truncated", "pattern_mismatch"],
     ),
     (
+        "repetition-list",
+        "repetition-list",
+        "",
+        "repetition",
+        &["repetition", "truncated", "pattern_mismatch"],
+    ),
+    (
         "truncated",
         "truncated",
         "",
@@ -198,9 +205,15 @@ async fn every_outcome_from_its_scenario() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 
-    // Every outcome of the vocabulary is covered by some case, plus connect_error below.
+    // Every outcome of the vocabulary is covered by some case, plus connect_error below; the
+    // checks this probe does not ask for (JSON, tool calls) in tests/content_checks.rs.
+    let elsewhere = [
+        Outcome::ConnectError,
+        Outcome::FormatError,
+        Outcome::ToolCallError,
+    ];
     for o in Outcome::ALL {
-        let covered = CASES.iter().any(|c| c.3 == o.as_str()) || o == Outcome::ConnectError;
+        let covered = CASES.iter().any(|c| c.3 == o.as_str()) || elsewhere.contains(&o);
         assert!(covered, "no case for {o}");
     }
 }
@@ -272,12 +285,7 @@ async fn every_outcome_in_every_flavor() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reasoning_timing_and_token_counts_in_every_flavor() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let flavors = [
-        "openai-chat",
-        "openai-responses",
-        "anthropic-messages",
-        "ollama",
-    ];
+    let flavors = common::CHAT_FLAVORS;
     let extras: Vec<String> = flavors.iter().map(|f| format!("api: {f}")).collect();
     let targets: Vec<(&str, &str, &str)> = flavors
         .iter()

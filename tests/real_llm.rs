@@ -14,8 +14,8 @@ use llm_canary::outcome::Outcome;
 use llm_canary::result::ProbeResult;
 use llm_canary::runner::Runner;
 
-/// Prompts this model answers well (found by trying; see the README).
-const GOOD: [(&str, &str, &str); 4] = [
+/// Prompts this model answers well (found by trying; see the README), lists among them.
+const GOOD: [(&str, &str, &str); 6] = [
     (
         "sky",
         "What color is the sky on a clear day? Answer in one sentence.",
@@ -36,15 +36,34 @@ const GOOD: [(&str, &str, &str); 4] = [
         "What is the boiling point of water in Celsius?",
         "100",
     ),
+    (
+        "months",
+        "List the twelve months of the year.",
+        "(?i)december",
+    ),
+    (
+        "count-ten",
+        "Count from 1 to 10, one number per line.",
+        "10",
+    ),
 ];
 
-/// Prompts under which it loops at temperature 0, in English and in Chinese.
-const LOOPING: [(&str, &str); 4] = [
+/// Prompts under which it loops at temperature 0, in English and in Chinese; the lists loop by
+/// their items while the counter climbs (tests/fixtures/corpus has the answers).
+const LOOPING: [(&str, &str); 7] = [
     ("apple", "Write the word \"apple\" one hundred times."),
+    ("fruits", "Give me a numbered list of ten fruits."),
+    ("animals", "List 15 animals that live in the ocean."),
+    ("names", "Suggest ten names for a pet cat."),
     ("capital-en", "What is the capital of France?"),
     ("capital-zh", "法国的首都是哪里？"),
     ("moon-zh", "写一首关于月亮的诗。"),
 ];
+
+const WEATHER_TOOL: &str = r#"[{"type": "function", "function": {
+  "name": "get_weather", "description": "Get the current weather in a city.",
+  "parameters": {"type": "object", "required": ["city"],
+                 "properties": {"city": {"type": "string", "description": "The city name"}}}}}]"#;
 
 fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
     let dir = TempDir::new("llama");
@@ -78,6 +97,23 @@ fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
         "probes/short.yaml".into(),
         "name: short\nprompt: short.txt\nmax_tokens: 8\ntemperature: 0\n".into(),
     ));
+    // A tool the model is asked to call, and a loop to stop reading early, on the chat target
+    // (the completions API takes no tools).
+    if targets.iter().any(|t| t.0 == "chat") {
+        files.push(("tools/weather.json".into(), WEATHER_TOOL.into()));
+        files.push((
+            "prompts/weather.txt".into(),
+            "What is the weather like in Paris right now? Use the get_weather tool.".into(),
+        ));
+        files.push((
+            "probes/weather.yaml".into(),
+            "name: weather\ntargets: [chat]\nprompt: weather.txt\nmax_tokens: 96\ntemperature: 0\ntools: tools/weather.json\nchecks: {tool_call: get_weather, allow_truncation: true}\n".into(),
+        ));
+        files.push((
+            "probes/apple-stop.yaml".into(),
+            "name: apple-stop\ntargets: [chat]\nprompt: apple.txt\nmax_tokens: 400\ntemperature: 0\nchecks: {allow_truncation: true, stop_on_repetition: true}\n".into(),
+        ));
+    }
     let refs: Vec<(&str, &str)> = files
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
@@ -247,4 +283,58 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
         tps["ratio"].as_f64().unwrap(),
         tps["verdict"]
     );
+}
+
+/// What the small model does when offered a tool: the outcome is ok or tool_call_error with a
+/// sentence that says what went wrong, never anything else (and never a panic).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_probe_against_the_real_server() {
+    let llama = LlamaServer::start(2).await;
+    let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
+    let mut runner = Runner::new(1);
+    runner.show_output = true;
+    let r = run(&runner, &cfg, "weather", "chat").await;
+    println!(
+        "tool-call probe: outcome {}, finish {:?}, error {:?}, failed {:?}, ttft {:?} ms\noutput: {:?}",
+        r.outcome, r.finish_reason, r.error, r.failed_checks, r.figures.ttft_ms, r.output
+    );
+    match r.outcome {
+        Outcome::Ok => assert_eq!(r.finish_reason.as_deref(), Some("tool_calls")),
+        Outcome::ToolCallError => {
+            let e = r.error.as_deref().unwrap_or_default();
+            assert!(
+                [
+                    "no tool call",
+                    "the last tool call is to",
+                    "the arguments of get_weather"
+                ]
+                .iter()
+                .any(|p| e.starts_with(p)),
+                "unclear error: {e:?}"
+            );
+        }
+        other => panic!(
+            "tool-call probe: {other} {:?} {:?}",
+            r.failed_checks, r.error
+        ),
+    }
+}
+
+/// A probe that stops on a certain loop leaves the server before max_tokens, with its figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_loop_is_stopped_early() {
+    let llama = LlamaServer::start(2).await;
+    let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
+    let r = run(&Runner::new(1), &cfg, "apple-stop", "chat").await;
+    println!(
+        "stopped early: {} after {} chunks, {:?} ({:?})",
+        r.stopped_early,
+        r.content_chunks,
+        r.repetition.as_ref().and_then(|x| x.describe()),
+        r.figures.e2e_ms
+    );
+    assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
+    assert!(r.stopped_early);
+    assert!(r.content_chunks < 400, "{}", r.content_chunks);
+    assert!(r.figures.tokens_per_second.is_some());
 }

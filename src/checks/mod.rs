@@ -1,8 +1,19 @@
-//! Content checks over the generated text: pure functions from (text, finish reason, the probe's
-//! check spec) to the list of failed checks. Every check runs, so the result lists each failure,
-//! not only the first; the outcome is the failure of highest precedence.
+//! Content checks over what a run generated: pure functions from (the answer, the probe's check
+//! spec) to the list of failed checks. Every check runs, so the result lists each failure, not
+//! only the first; the outcome is the failure of highest precedence.
+//!
+//! - [`repetition`]: the degeneration detectors, over [`units`] and list [`lists`] items;
+//! - [`json`] and [`schema`]: the answer as JSON, and JSON Schemas compiled at load;
+//! - [`tool_call`]: the tools a probe offers and the call it requires.
 
+pub mod json;
+pub mod lists;
 pub mod repetition;
+pub mod schema;
+pub mod tool_call;
+pub mod units;
+
+use std::sync::Arc;
 
 use regex::Regex;
 
@@ -17,7 +28,26 @@ pub struct CheckSpec {
     pub forbid: Option<Regex>,
     /// `None` when the probe says `repetition: off`.
     pub repetition: Option<repetition::Thresholds>,
+    /// Stop reading once the output certainly loops (needs `repetition` on).
+    pub stop_on_repetition: bool,
     pub allow_truncation: bool,
+    /// The answer must be JSON (`checks.json`, or implied by `json_schema`)...
+    pub json: bool,
+    /// ...and match this schema.
+    pub json_schema: Option<Arc<schema::Schema>>,
+    /// The run must end in a valid call to this tool.
+    pub tool_call: Option<tool_call::Required>,
+}
+
+/// What a run generated, as the checks see it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Answer<'a> {
+    /// The generated text: answer text and tool-call text.
+    pub text: &'a str,
+    pub finish_reason: Option<&'a str>,
+    pub tool_calls: &'a [tool_call::ToolCall],
+    /// Reading stopped because the output certainly looped.
+    pub stopped_early: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -26,6 +56,20 @@ pub struct Judgement {
     pub failed: Vec<Outcome>,
     pub output_chars: usize,
     pub repetition: Option<repetition::Report>,
+    /// Why the JSON or tool-call check failed, in one sentence each.
+    pub format_error: Option<String>,
+    pub tool_call_error: Option<String>,
+}
+
+impl Judgement {
+    /// The sentence that explains the run's outcome, for the checks that have one.
+    pub fn explanation(&self) -> Option<String> {
+        match Outcome::first_content_failure(&self.failed) {
+            Outcome::FormatError => self.format_error.clone(),
+            Outcome::ToolCallError => self.tool_call_error.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// Whitespace and characters that render as nothing (zero-width spaces and joiners, the BOM,
@@ -36,21 +80,38 @@ pub fn is_invisible(c: char) -> bool {
         || matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
 }
 
-pub fn judge(spec: &CheckSpec, text: &str, finish_reason: Option<&str>) -> Judgement {
+pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
+    let text = answer.text;
     let output_chars = text.chars().count();
     let mut failed = Vec::new();
-    if text.chars().all(is_invisible) {
+    if text.chars().all(is_invisible) && answer.tool_calls.is_empty() {
         failed.push(Outcome::EmptyOutput);
     }
     let repetition = spec
         .repetition
         .as_ref()
         .map(|t| repetition::analyze(text, t));
-    if repetition.as_ref().is_some_and(|r| r.degenerate) {
+    // A run stopped on a certain loop is degenerate even if the detectors, at their own
+    // thresholds, were to see it otherwise.
+    if answer.stopped_early || repetition.as_ref().is_some_and(|r| r.degenerate) {
         failed.push(Outcome::Repetition);
     }
-    if finish_reason == Some("length") && !spec.allow_truncation {
+    if answer.finish_reason == Some("length") && !spec.allow_truncation {
         failed.push(Outcome::Truncated);
+    }
+    let format_error = spec
+        .json
+        .then(|| json::check(text, spec.json_schema.as_deref()))
+        .flatten();
+    if format_error.is_some() {
+        failed.push(Outcome::FormatError);
+    }
+    let tool_call_error = spec
+        .tool_call
+        .as_ref()
+        .and_then(|want| tool_call::check(answer.tool_calls, want));
+    if tool_call_error.is_some() {
+        failed.push(Outcome::ToolCallError);
     }
     if spec.min_chars.is_some_and(|min| output_chars < min) {
         failed.push(Outcome::TooShort);
@@ -68,6 +129,8 @@ pub fn judge(spec: &CheckSpec, text: &str, finish_reason: Option<&str>) -> Judge
         failed,
         output_chars,
         repetition,
+        format_error,
+        tool_call_error,
     }
 }
 
@@ -82,26 +145,34 @@ mod tests {
             expect: Some(Regex::new("(?i)paris").unwrap()),
             forbid: Some(Regex::new("(?i)as an ai").unwrap()),
             repetition: Some(Default::default()),
-            allow_truncation: false,
+            ..CheckSpec::default()
+        }
+    }
+
+    fn text<'a>(text: &'a str, finish: &'a str) -> Answer<'a> {
+        Answer {
+            text,
+            finish_reason: Some(finish),
+            ..Answer::default()
         }
     }
 
     #[test]
     fn healthy_passes() {
-        let v = judge(&spec(), "The capital of France is Paris.", Some("stop"));
+        let v = judge(&spec(), &text("The capital of France is Paris.", "stop"));
         assert!(v.failed.is_empty(), "{:?}", v.failed);
         assert_eq!(v.output_chars, 31);
     }
 
     #[test]
     fn invisible_only_is_empty() {
-        let v = judge(&spec(), " \u{200B}\n\u{FEFF}\t", Some("stop"));
+        let v = judge(&spec(), &text(" \u{200B}\n\u{FEFF}\t", "stop"));
         assert_eq!(v.failed[0], Outcome::EmptyOutput);
     }
 
     #[test]
     fn every_failure_is_listed_in_precedence_order() {
-        let v = judge(&spec(), "As an AI, no.", Some("length"));
+        let v = judge(&spec(), &text("As an AI, no.", "length"));
         assert_eq!(
             v.failed,
             vec![
@@ -110,10 +181,10 @@ mod tests {
                 Outcome::ForbiddenPattern
             ]
         );
-        let v = judge(&spec(), "Berlin", Some("stop"));
+        let v = judge(&spec(), &text("Berlin", "stop"));
         assert_eq!(v.failed, vec![Outcome::TooShort, Outcome::PatternMismatch]);
         let long = "Paris! ".repeat(40);
-        let v = judge(&spec(), &long, Some("stop"));
+        let v = judge(&spec(), &text(&long, "stop"));
         assert_eq!(v.failed, vec![Outcome::Repetition, Outcome::TooLong]);
     }
 
@@ -124,8 +195,73 @@ mod tests {
             min_chars: Some(5),
             ..CheckSpec::default()
         };
-        let v = judge(&s, "巴黎是首都", Some("length"));
+        let v = judge(&s, &text("巴黎是首都", "length"));
         assert!(v.failed.is_empty(), "{:?}", v.failed);
         assert_eq!(v.output_chars, 5);
+    }
+
+    #[test]
+    fn json_checks_fail_as_format_error_with_the_reason() {
+        let s = CheckSpec {
+            json: true,
+            ..CheckSpec::default()
+        };
+        let v = judge(&s, &text("```json\n{\"city\": \"Paris\"}\n```", "stop"));
+        assert!(v.failed.is_empty(), "{:?}", v.failed);
+        let v = judge(&s, &text("The city is Paris.", "stop"));
+        assert_eq!(v.failed, vec![Outcome::FormatError]);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("the answer is not JSON: expected value at line 1 column 1")
+        );
+        // Truncated JSON is truncated first: that is the cause.
+        let v = judge(&s, &text("{\"city\": \"Pa", "length"));
+        assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::FormatError]);
+        assert_eq!(v.explanation(), None);
+    }
+
+    #[test]
+    fn a_tool_call_is_content_and_a_missing_one_is_a_tool_call_error() {
+        use std::path::Path;
+        let schema = serde_json::json!({"type": "object", "required": ["city"]});
+        let s = CheckSpec {
+            tool_call: Some(tool_call::Required {
+                name: "get_weather".into(),
+                schema: Arc::new(
+                    schema::Schema::compile(Path::new("/nowhere/t.json"), schema, "").unwrap(),
+                ),
+            }),
+            ..CheckSpec::default()
+        };
+        let calls = [tool_call::ToolCall {
+            name: "get_weather".into(),
+            arguments: "{\"city\": \"Paris\"}".into(),
+        }];
+        let called = Answer {
+            text: "",
+            finish_reason: Some("tool_calls"),
+            tool_calls: &calls,
+            stopped_early: false,
+        };
+        assert!(judge(&s, &called).failed.is_empty());
+        let v = judge(&s, &text("It is sunny in Paris.", "stop"));
+        assert_eq!(v.failed, vec![Outcome::ToolCallError]);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("no tool call: get_weather was to be called")
+        );
+    }
+
+    #[test]
+    fn a_run_stopped_on_a_loop_is_repetition() {
+        let v = judge(
+            &CheckSpec::default(),
+            &Answer {
+                text: "ha ha",
+                stopped_early: true,
+                ..Answer::default()
+            },
+        );
+        assert_eq!(v.failed, vec![Outcome::Repetition]);
     }
 }

@@ -1,26 +1,40 @@
-//! Degeneration detectors over generated text, for English and Chinese alike: a tail-loop
-//! detector (the text ends in one unit sequence repeated back to back), the n-gram repetition
-//! ratio seq-rep-4, a duplicate-line ratio, and the zlib compression ratio as corroboration.
-//! Pure functions; the thresholds come from the probe.
+//! Degeneration detectors over generated text, for English and Chinese alike, run over the text
+//! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
+//! again and again, two alternating, or a block of lines coming back), a tail loop (the text
+//! ends in one unit sequence repeated back to back), list items that keep coming back out of
+//! order, and the n-gram repetition ratio seq-rep-4 with the zlib compression ratio as
+//! corroboration. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
+//! them on real answers.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::lists::{self, Item};
+pub use super::units::units;
+use super::units::{intern, periodic_run, repeats};
+
 /// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
-/// numbered lists, tables, code and counting alone (see the corpus in the tests).
+/// lists whose items differ, counting, tables, code and refrains alone (tests/corpus.rs).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Thresholds {
-    /// A tail loop needs at least this many back-to-back repeats of its period...
+    /// A tail loop needs at least this many back-to-back repeats of its period (a period at
+    /// least `tail_min_units` long, a passage said again, needs two and the start of a third)...
     pub tail_min_repeats: usize,
     /// ...covering at least this many units.
     pub tail_min_units: usize,
-    /// seq-rep-4 (share of 4-grams that repeat an earlier one) at or above this...
-    pub ngram_ratio: f64,
-    /// ...flags only when zlib also compresses the text to this share of its size or less.
-    pub compression_ratio: f64,
-    /// Share of (non-trivial) lines that repeat an earlier line.
+    /// List items cycle when a period of one or more items comes back to back this often...
+    pub list_min_repeats: usize,
+    /// ...over at least this many items (short items count: `Apple` is one).
+    pub list_min_items: usize,
+    /// The n-gram detector fires when seq-rep-4 (the share of 4-grams that repeat an earlier
+    /// one, over the whole text or its second half, whichever is higher) exceeds the zlib
+    /// compression ratio by this much: the text repeats itself more than it carries news.
+    /// Refrains and structured text (JSON, tables) compress well but repeat less.
+    pub ngram_margin: f64,
+    /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
+    /// come back `list_min_repeats` times or more, in any order.
     pub line_ratio: f64,
     /// The n-gram and line measures apply only to texts of at least this many units.
     pub min_units: usize,
@@ -31,90 +45,77 @@ impl Default for Thresholds {
         Self {
             tail_min_repeats: 3,
             tail_min_units: 20,
-            ngram_ratio: 0.5,
-            compression_ratio: 0.35,
+            list_min_repeats: 3,
+            list_min_items: 6,
+            ngram_margin: 0.12,
             line_ratio: 0.5,
             min_units: 40,
         }
     }
 }
 
+/// The detector that found a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detector {
+    /// A period of list items (lines, markers off) repeated back to back.
+    ItemCycle,
+    /// The text ends in one unit sequence repeated back to back.
+    TailLoop,
+    /// Many list items come back again and again, not necessarily back to back.
+    Lines,
+    /// Repeated 4-grams, corroborated by compression.
+    Ngrams,
+}
+
 /// What the detectors measured, kept in the result so an on-call engineer sees why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
-    /// 0..1: the largest of the tail-loop coverage, seq-rep-4 and the duplicate-line ratio.
+    /// 0..1: the largest of the item-cycle and tail-loop coverage, seq-rep-4 and the
+    /// recurring-item ratio.
     pub score: f64,
     pub degenerate: bool,
+    /// The detector that decided (the first that fired, in the order of [`Detector`]), its
+    /// period (items for `item_cycle`, units for `tail_loop`) and how often it came back.
+    pub detector: Option<Detector>,
+    pub period: Option<usize>,
+    pub repeats: Option<usize>,
     pub units: usize,
+    pub items: usize,
+    pub item_cycle_period: Option<usize>,
+    pub item_cycle_items: usize,
     pub tail_loop_period: Option<usize>,
     pub tail_loop_units: usize,
     pub seq_rep_4: f64,
-    pub line_dup_ratio: f64,
+    /// seq-rep-4 of the text's second half alone: a model that got stuck ends in repetition.
+    pub late_seq_rep_4: f64,
+    /// The share of list items that come back `list_min_repeats` times or more.
+    pub recurring_item_ratio: f64,
     pub compression_ratio: f64,
 }
 
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF     // Hiragana, Katakana
-        | 0x3400..=0x4DBF   // CJK Extension A
-        | 0x4E00..=0x9FFF   // CJK Unified Ideographs
-        | 0xAC00..=0xD7AF   // Hangul syllables
-        | 0xF900..=0xFAFF   // CJK Compatibility Ideographs
-        | 0x20000..=0x2FA1F)
-}
-
-/// Splits text into units: a word (a run of letters and digits), one CJK character, or a run of
-/// one repeated punctuation mark (so `----` in a table rule is one unit, not a loop).
-pub fn units(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut iter = text.char_indices().peekable();
-    while let Some((i, c)) = iter.next() {
-        if c.is_whitespace() {
-            continue;
-        }
-        let mut end = i + c.len_utf8();
-        if is_cjk(c) {
-            // One character, one unit.
-        } else if c.is_alphanumeric() || c == '_' {
-            while let Some(&(j, d)) = iter.peek() {
-                if (d.is_alphanumeric() || d == '_' || d == '\'') && !is_cjk(d) {
-                    end = j + d.len_utf8();
-                    iter.next();
-                } else {
-                    break;
-                }
+impl Report {
+    /// One sentence for people: which detector fired, on what period.
+    pub fn describe(&self) -> Option<String> {
+        let (p, r) = (self.period.unwrap_or(0), self.repeats.unwrap_or(0));
+        Some(match self.detector? {
+            Detector::ItemCycle if p == 1 => format!("one list item repeated {r} times in a row"),
+            Detector::ItemCycle if p == 2 => format!("two list items alternating {r} times"),
+            Detector::ItemCycle => format!("a block of {p} list items repeated {r} times"),
+            Detector::TailLoop => {
+                format!("the text ends in a loop of {p} units repeated {r} times")
             }
-        } else {
-            while let Some(&(j, d)) = iter.peek() {
-                if d == c {
-                    end = j + d.len_utf8();
-                    iter.next();
-                } else {
-                    break;
-                }
-            }
-        }
-        out.push(&text[i..end]);
+            Detector::Lines => format!(
+                "{:.0}% of the list items come back again and again",
+                self.recurring_item_ratio * 100.0
+            ),
+            Detector::Ngrams => format!(
+                "{:.0}% of 4-grams repeat, and it compresses to {:.0}%",
+                self.seq_rep_4.max(self.late_seq_rep_4) * 100.0,
+                self.compression_ratio * 100.0
+            ),
+        })
     }
-    out
-}
-
-/// The shortest period whose back-to-back repeats cover the end of the text past the thresholds:
-/// (period, units covered).
-fn tail_loop(ids: &[u32], t: &Thresholds) -> Option<(usize, usize)> {
-    let n = ids.len();
-    let max_period = n / t.tail_min_repeats.max(2);
-    for p in 1..=max_period {
-        let mut run = 0;
-        while run + p < n && ids[n - 1 - run] == ids[n - 1 - run - p] {
-            run += 1;
-        }
-        let covered = run + p;
-        if covered / p >= t.tail_min_repeats && covered >= t.tail_min_units {
-            return Some((p, covered));
-        }
-    }
-    None
 }
 
 fn seq_rep_4(ids: &[u32]) -> f64 {
@@ -126,19 +127,24 @@ fn seq_rep_4(ids: &[u32]) -> f64 {
     1.0 - unique.len() as f64 / grams.len() as f64
 }
 
-fn line_dup_ratio(text: &str) -> f64 {
-    // Short lines (`}`, `---`, `end`) repeat in healthy code and tables; they do not count.
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.chars().count() >= 8)
+/// The share of list items whose text comes back at least `times` times in the list, over
+/// lists of at least `min_items`. Refrains and choruses are lines, not list items: they do not
+/// count.
+fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
+    let listed: Vec<&str> = items
+        .iter()
+        .filter(|i| i.listed)
+        .map(|i| i.text.as_str())
         .collect();
-    if lines.len() < 4 {
+    if listed.len() < min_items.max(1) {
         return 0.0;
     }
-    let mut seen = HashSet::new();
-    let dups = lines.iter().filter(|l| !seen.insert(**l)).count();
-    dups as f64 / lines.len() as f64
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for i in &listed {
+        *counts.entry(i).or_default() += 1;
+    }
+    let recurring = listed.iter().filter(|i| counts[*i] >= times).count();
+    recurring as f64 / listed.len() as f64
 }
 
 pub fn compression_ratio(text: &str) -> f64 {
@@ -149,45 +155,90 @@ pub fn compression_ratio(text: &str) -> f64 {
     packed.len() as f64 / text.len() as f64
 }
 
+/// How far into a third saying a long passage must be to count as a loop.
+const PASSAGE_RESTART: usize = 4;
+
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
-    let units = units(text);
-    let mut interned: HashMap<&str, u32> = HashMap::new();
-    let ids: Vec<u32> = units
-        .iter()
-        .map(|u| {
-            let next = interned.len() as u32;
-            *interned.entry(u).or_insert(next)
-        })
-        .collect();
+    let plain = lists::without_markers(text);
+    let ids = intern(units(&plain));
+    let items = lists::items(text, false);
     let n = ids.len();
-    let tail = tail_loop(&ids, t);
+    let cycle = periodic_run(
+        &intern(&items),
+        false,
+        repeats(t.list_min_repeats, t.list_min_items),
+    );
+    let looping = |p: usize, covered: usize| {
+        // A long passage said twice and begun a third time is a loop cut short; a few units
+        // into the third, so a shared last word or full stop does not count as its start.
+        let passage = p >= t.tail_min_units && covered >= 2 * p + PASSAGE_RESTART;
+        covered >= t.tail_min_units && (covered / p >= t.tail_min_repeats || passage)
+    };
+    // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
+    let tail = periodic_run(&ids, true, looping)
+        .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
     let long_enough = n >= t.min_units;
     let seq_rep_4 = if long_enough { seq_rep_4(&ids) } else { 0.0 };
-    let line_dup_ratio = if long_enough {
-        line_dup_ratio(text)
+    let late_seq_rep_4 = if long_enough {
+        self::seq_rep_4(&ids[n / 2..])
     } else {
         0.0
     };
-    let compression_ratio = compression_ratio(text);
-    let tail_units = tail.map_or(0, |(_, c)| c);
-    let tail_share = if n == 0 {
-        0.0
-    } else {
-        tail_units as f64 / n as f64
+    let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
+    let compression_ratio = compression_ratio(&plain);
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        }
     };
-    let degenerate = tail.is_some()
-        || (long_enough && seq_rep_4 >= t.ngram_ratio && compression_ratio <= t.compression_ratio)
-        || (long_enough && line_dup_ratio >= t.line_ratio);
+    let tail_units = tail.map_or(0, |(_, _, c)| c);
+    let cycle_items = cycle.map_or(0, |(_, _, c)| c);
+    let fired = [
+        cycle.map(|(p, _, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
+        tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p))),
+        (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
+        (long_enough && seq_rep_4.max(late_seq_rep_4) - compression_ratio >= t.ngram_margin)
+            .then_some((Detector::Ngrams, None, None)),
+    ]
+    .into_iter()
+    .flatten()
+    .next();
     Report {
-        score: tail_share.max(seq_rep_4).max(line_dup_ratio),
-        degenerate,
+        score: share(tail_units, n)
+            .max(share(cycle_items, items.len()))
+            .max(seq_rep_4)
+            .max(recurring_item_ratio),
+        degenerate: fired.is_some(),
+        detector: fired.map(|f| f.0),
+        period: fired.and_then(|f| f.1),
+        repeats: fired.and_then(|f| f.2),
         units: n,
-        tail_loop_period: tail.map(|(p, _)| p),
+        items: items.len(),
+        item_cycle_period: cycle.map(|(p, _, _)| p),
+        item_cycle_items: cycle_items,
+        tail_loop_period: tail.map(|(p, _, _)| p),
         tail_loop_units: tail_units,
         seq_rep_4,
-        line_dup_ratio,
+        late_seq_rep_4,
+        recurring_item_ratio,
         compression_ratio,
     }
+}
+
+/// Whether a text still being generated already ends in a loop beyond doubt: a tail loop or a
+/// cycle of list items (complete lines only) at twice the thresholds. Reading may stop there.
+pub fn certain_loop(text: &str, t: &Thresholds) -> bool {
+    let plain = lists::without_markers(text);
+    let ids = intern(units(&plain));
+    let twice = |v: usize| v.saturating_mul(2);
+    let tail = repeats(twice(t.tail_min_repeats), twice(t.tail_min_units));
+    let cycle = repeats(twice(t.list_min_repeats), twice(t.list_min_items));
+    // The last unit may be a word still being written.
+    let words = &ids[..ids.len().saturating_sub(1)];
+    periodic_run(words, true, tail).is_some()
+        || periodic_run(&intern(&lists::items(text, true)), true, cycle).is_some()
 }
 
 #[cfg(test)]
@@ -196,15 +247,6 @@ mod tests {
 
     fn flagged(text: &str) -> bool {
         analyze(text, &Thresholds::default()).degenerate
-    }
-
-    #[test]
-    fn units_split_words_cjk_and_punctuation_runs() {
-        assert_eq!(
-            units("Hello, world--ok 巴黎是首都。"),
-            vec!["Hello", ",", "world", "--", "ok", "巴", "黎", "是", "首", "都", "。"]
-        );
-        assert_eq!(units("don't |---|"), vec!["don't", "|", "---", "|"]);
     }
 
     const HEALTHY: &[&str] = &[
@@ -220,6 +262,10 @@ mod tests {
         "Ha ha ha, that's a good one!",
         "- apples\n- pears\n- plums\n- cherries\n- apricots\n- peaches\n- grapes",
         "Step 1: open the lid. Step 2: remove the filter. Step 3: rinse it under warm water. Step 4: let it dry. Step 5: put it back and close the lid.",
+        "1. January\n2. February\n3. March\n4. April\n5. May\n6. June\n7. July\n8. August\n9. September\n10. October\n11. November\n12. December",
+        "1\n2\n3\n4\n5\n6\n7\n8\n9\n10",
+        "一、春\n二、夏\n三、秋\n四、冬",
+        "```c\n}\n}\n}\n}\n}\n}\n```",
     ];
 
     const DEGENERATE: &[&str] = &[
@@ -229,6 +275,13 @@ mod tests {
         "好的好的好的好的好的好的好的好的好的好的好的好的",
         "the the the the the the the the the the the the the the the the the the the the the the",
         "Sure! Here is the answer:\n\nParis is nice.\nParis is nice.\nParis is nice.\nParis is nice.\nParis is nice.\nParis is nice.",
+        // A numbered list whose items cycle while the counter climbs.
+        "Fruits:\n1. Apple\n2. Banana\n3. Cherry\n4. Apple\n5. Banana\n6. Cherry\n7. Apple\n8. Banana\n9. Cherry\n10. Apple",
+        // Two near-identical items alternating.
+        "- The sun is bright.\n- The sun is very bright.\n- The sun is bright.\n- The sun is very bright.\n- The sun is bright.\n- The sun is very bright.",
+        // A block under a repeated heading.
+        "Colors:\n1. Red\n2. Blue\n\nColors:\n1. Red\n2. Blue\n\nColors:\n1. Red\n2. Blue\n\nColors:\n1. Red",
+        "水果：\n1. 苹果\n2. 香蕉\n3. 苹果\n4. 香蕉\n5. 苹果\n6. 香蕉\n7. 苹果",
     ];
 
     #[test]
@@ -260,6 +313,20 @@ mod tests {
     #[test]
     fn each_detector_alone() {
         let t = Thresholds::default();
+        // Item cycles: the period in items, and which detector decided.
+        let r = analyze(DEGENERATE[6], &t);
+        assert_eq!(
+            (r.detector, r.period, r.repeats, r.item_cycle_items),
+            (Some(Detector::ItemCycle), Some(3), Some(3), 10)
+        );
+        assert_eq!(
+            r.describe().as_deref(),
+            Some("a block of 3 list items repeated 3 times")
+        );
+        let r = analyze(DEGENERATE[7], &t);
+        assert_eq!((r.detector, r.period), (Some(Detector::ItemCycle), Some(2)));
+        let r = analyze(DEGENERATE[8], &t);
+        assert_eq!((r.detector, r.period), (Some(Detector::ItemCycle), Some(3)));
         // Tail loop: period and coverage of the repeated end.
         let r = analyze(
             "Paris is lovely. ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha ha",
@@ -267,8 +334,21 @@ mod tests {
         );
         assert_eq!(r.tail_loop_period, Some(1));
         assert_eq!(r.tail_loop_units, 22);
+        assert_eq!(
+            (r.detector, r.describe().as_deref()),
+            (
+                Some(Detector::TailLoop),
+                Some("the text ends in a loop of 1 units repeated 22 times")
+            )
+        );
         let r = analyze("开始。我爱你我爱你我爱你我爱你我爱你我爱你我爱你", &t);
         assert_eq!(r.tail_loop_period, Some(3));
+        // A long passage said twice and begun a third time is a loop cut short; said twice and
+        // ended, it may be a refrain.
+        let passage = "The city of Paris lies on the river Seine and has been the capital of France for a very long time. ";
+        let r = analyze(&format!("Hello. {passage}{passage}The city of Paris"), &t);
+        assert_eq!((r.detector, r.period), (Some(Detector::TailLoop), Some(22)));
+        assert!(!analyze(&format!("Hello. {passage}{passage}"), &t).degenerate);
         // Too few repeats at the end: no tail loop, even if the period is long.
         assert_eq!(
             analyze(
@@ -282,16 +362,26 @@ mod tests {
         let twice = format!("{0} {0} And that is all.", HEALTHY[0]);
         let r = analyze(&twice, &t);
         assert!(r.seq_rep_4 > 0.4 && r.seq_rep_4 < 0.55, "{r:?}");
-        // Lines: the same line again and again, with other lines between.
-        let lines = "Paris is the capital.\nBerlin is in Germany.\nParis is the capital.\nRome is in Italy.\nParis is the capital.\nParis is the capital.\nMadrid is in Spain.\nParis is the capital.";
-        let r = analyze(&format!("{lines}\n{lines}"), &t);
-        assert!(r.line_dup_ratio >= 0.5 && r.degenerate, "{r:?}");
-        // Short texts are never judged by n-grams or lines.
-        let r = analyze("Yes yes yes. No no.", &t);
+        // Lines: the same list items again and again, in no fixed order.
+        let list = [
+            "Paris", "Rome", "Paris", "Oslo", "Rome", "Paris", "Rome", "Lima",
+        ];
+        let list: String = list
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{}. {c}\n", i + 1))
+            .collect();
+        let r = analyze(&list, &t);
         assert_eq!(
-            (r.seq_rep_4, r.line_dup_ratio, r.degenerate),
-            (0.0, 0.0, false)
+            (r.detector, r.recurring_item_ratio),
+            (Some(Detector::Lines), 0.75)
         );
+        // A refrain is lines, not list items.
+        let refrain = list.replace(". ", " is nice, ");
+        assert!(!analyze(&refrain, &t).degenerate);
+        // Short texts are never judged by n-grams.
+        let r = analyze("Yes yes yes. No no.", &t);
+        assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
     }
 
     #[test]
@@ -299,12 +389,32 @@ mod tests {
         let t = Thresholds {
             tail_min_repeats: 10,
             tail_min_units: 200,
-            ngram_ratio: 1.1,
+            list_min_repeats: 10,
+            ngram_margin: 1.1,
             line_ratio: 1.1,
             ..Thresholds::default()
         };
         assert!(!analyze(DEGENERATE[0], &t).degenerate);
         assert!(flagged(DEGENERATE[0]));
+        assert!(!analyze(DEGENERATE[6], &t).degenerate);
+    }
+
+    #[test]
+    fn a_loop_is_certain_at_twice_the_thresholds() {
+        let t = Thresholds::default();
+        let looping = |n: usize| format!("Hello. {}", "I think that ".repeat(n));
+        assert!(analyze(&looping(8), &t).degenerate);
+        assert!(!certain_loop(&looping(8), &t));
+        assert!(certain_loop(&looping(20), &t));
+        let list = |n: usize| {
+            (1..=n)
+                .map(|i| format!("{i}. {}\n", ["Apple", "Pear"][i % 2]))
+                .collect::<String>()
+        };
+        assert!(!certain_loop(&list(8), &t));
+        assert!(certain_loop(&list(12), &t));
+        // The last line is still being written: it does not count yet.
+        assert!(!certain_loop(list(12).trim_end(), &t));
     }
 
     #[test]

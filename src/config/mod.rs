@@ -7,6 +7,7 @@ pub mod duration;
 pub mod error;
 pub mod gate;
 mod probe;
+mod probe_files;
 pub mod raw;
 
 use std::collections::{BTreeMap, HashSet};
@@ -257,7 +258,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
     let probes_dir = dir(raw.probes_dir, "probes");
     let prompts_dir = dir(raw.prompts_dir, "prompts");
-    let probes = probe::load_all(&probes_dir, &prompts_dir, &targets, &mut warnings)?;
+    let probes = probe::load_all(&probes_dir, &prompts_dir, base, &targets, &mut warnings)?;
     if probes.is_empty() {
         return Err(ConfigError::file(
             &probes_dir,

@@ -11,8 +11,9 @@ use super::gate::{self, Relative, Slo};
 use serde_saphyr::Spanned;
 
 use super::duration::Dur;
-use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role};
-use super::{positive, read, ConfigError, FieldPath, Source, Target};
+use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
+use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
+use crate::checks::tool_call::{self, Tool};
 use crate::checks::CheckSpec;
 use crate::schedule::Cron;
 
@@ -28,6 +29,8 @@ pub struct Probe {
     pub max_tokens: u32,
     pub temperature: Option<f64>,
     pub cache_bust: CacheBust,
+    /// The functions offered to the model (`tools:`), sent with every request.
+    pub tools: Option<Arc<[Tool]>>,
     pub timeouts: Timeouts,
     pub checks: CheckSpec,
     pub gate: GateSpec,
@@ -107,6 +110,7 @@ fn is_list(text: &str) -> bool {
 pub(super) fn load_all(
     probes_dir: &Path,
     prompts_dir: &Path,
+    base: &Path,
     targets: &[Arc<Target>],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Arc<Probe>>, ConfigError> {
@@ -137,7 +141,11 @@ pub(super) fn load_all(
                     format!("duplicate probe name {:?}", r.name.value),
                 ));
             }
-            let p = load_probe(&src, &at, r, prompts_dir, &mut prompts, targets, warnings)?;
+            let dirs = Dirs {
+                prompts: prompts_dir,
+                base,
+            };
+            let p = load_probe(&src, &at, r, &dirs, &mut prompts, targets, warnings)?;
             probes.push(Arc::new(p));
         }
     }
@@ -195,11 +203,18 @@ fn load_prompt(
     }
 }
 
+/// Where a probe's files are: prompts in the prompts folder, schemas and tools relative to the
+/// agent file's folder.
+struct Dirs<'a> {
+    prompts: &'a Path,
+    base: &'a Path,
+}
+
 fn load_probe(
     src: &Source,
     at: &FieldPath,
     r: RawProbe,
-    prompts_dir: &Path,
+    dirs: &Dirs,
     prompts: &mut HashMap<String, Arc<Prompt>>,
     targets: &[Arc<Target>],
     warnings: &mut Vec<String>,
@@ -238,7 +253,12 @@ fn load_probe(
     let prompt = match prompts.get(&r.prompt.value) {
         Some(p) => p.clone(),
         None => {
-            let p = Arc::new(load_prompt(src, &at.key("prompt"), &r.prompt, prompts_dir)?);
+            let p = Arc::new(load_prompt(
+                src,
+                &at.key("prompt"),
+                &r.prompt,
+                dirs.prompts,
+            )?);
             prompts.insert(r.prompt.value.clone(), p.clone());
             p
         }
@@ -259,7 +279,35 @@ fn load_probe(
         None => None,
     };
     let timeouts = load_timeouts(src, &at.key("timeouts"), r.timeouts.unwrap_or_default())?;
-    let checks = load_checks(src, &at.key("checks"), r.checks.unwrap_or_default())?;
+    let tools = match &r.tools {
+        Some(file) => {
+            let field = at.key("tools");
+            let tools = probe_files::tools(&dirs.base.join(&file.value))
+                .map_err(|e| src.err(&field, file.referenced, e))?;
+            if let Some(t) = targets
+                .iter()
+                .find(|t| target_names.contains(&t.name) && t.api == Api::OpenaiCompletions)
+            {
+                return Err(src.err(
+                    &field,
+                    file.referenced,
+                    format!(
+                        "target {:?} speaks openai-completions, which takes no tools",
+                        t.name
+                    ),
+                ));
+            }
+            Some(Arc::from(tools))
+        }
+        None => None,
+    };
+    let checks = load_checks(
+        src,
+        &at.key("checks"),
+        r.checks.unwrap_or_default(),
+        dirs.base,
+        tools.as_deref(),
+    )?;
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
@@ -285,6 +333,7 @@ fn load_probe(
         max_tokens,
         temperature,
         cache_bust,
+        tools,
         timeouts,
         checks,
         gate,
@@ -341,7 +390,13 @@ fn for_people(d: Duration) -> String {
     jiff::SignedDuration::try_from(d).map_or_else(|_| format!("{d:?}"), |s| format!("{s:#}"))
 }
 
-fn load_checks(src: &Source, at: &FieldPath, c: raw::RawChecks) -> Result<CheckSpec, ConfigError> {
+fn load_checks(
+    src: &Source,
+    at: &FieldPath,
+    c: raw::RawChecks,
+    base: &Path,
+    tools: Option<&[Tool]>,
+) -> Result<CheckSpec, ConfigError> {
     let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
@@ -364,17 +419,70 @@ fn load_checks(src: &Source, at: &FieldPath, c: raw::RawChecks) -> Result<CheckS
             ));
         }
     }
+    let repetition = match c.repetition.unwrap_or(raw::Repetition::Default) {
+        raw::Repetition::Default => Some(Default::default()),
+        raw::Repetition::Off => None,
+        raw::Repetition::Custom(t) => Some(t),
+    };
+    let stop_on_repetition = match c.stop_on_repetition {
+        Some(s) if s.value && repetition.is_none() => {
+            return Err(src.err(
+                &at.key("stop_on_repetition"),
+                s.referenced,
+                "stop_on_repetition needs the repetition check: remove `repetition: off`",
+            ))
+        }
+        Some(s) => s.value,
+        None => false,
+    };
+    let json_schema = match &c.json_schema {
+        Some(file) => Some(Arc::new(
+            probe_files::schema(&base.join(&file.value))
+                .map_err(|e| src.err(&at.key("json_schema"), file.referenced, e))?,
+        )),
+        None => None,
+    };
+    let tool_call = match &c.tool_call {
+        Some(name) => {
+            let field = at.key("tool_call");
+            let Some(tools) = tools else {
+                return Err(src.err(
+                    &field,
+                    name.referenced,
+                    "tool_call needs the probe's tools: add `tools: FILE`",
+                ));
+            };
+            let Some(tool) = tools.iter().find(|t| t.name == name.value) else {
+                let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                return Err(src.err(
+                    &field,
+                    name.referenced,
+                    format!(
+                        "no tool {:?} in the probe's tools ({})",
+                        name.value,
+                        known.join(", ")
+                    ),
+                ));
+            };
+            Some(tool_call::Required {
+                name: tool.name.clone(),
+                schema: tool.schema.clone(),
+            })
+        }
+        None => None,
+    };
     Ok(CheckSpec {
         min_chars,
         max_chars,
         expect: c.expect.map(|r| r.0),
         forbid: c.forbid.map(|r| r.0),
-        repetition: match c.repetition.unwrap_or(raw::Repetition::Default) {
-            raw::Repetition::Default => Some(Default::default()),
-            raw::Repetition::Off => None,
-            raw::Repetition::Custom(t) => Some(t),
-        },
+        repetition,
+        stop_on_repetition,
         allow_truncation: c.allow_truncation.unwrap_or(false),
+        // A schema is a JSON check with more to say.
+        json: c.json.unwrap_or(false) || json_schema.is_some(),
+        json_schema,
+        tool_call,
     })
 }
 

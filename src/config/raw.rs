@@ -161,6 +161,8 @@ pub struct RawProbe {
     pub max_tokens: Option<Spanned<i64>>,
     pub temperature: Option<Spanned<f64>>,
     pub cache_bust: Option<CacheBust>,
+    /// A JSON file of OpenAI function definitions, relative to the agent file's folder.
+    pub tools: Option<Spanned<String>>,
     pub timeouts: Option<RawTimeouts>,
     pub checks: Option<RawChecks>,
     pub gate: Option<RawGate>,
@@ -183,7 +185,13 @@ pub struct RawChecks {
     pub expect: Option<Re>,
     pub forbid: Option<Re>,
     pub repetition: Option<Repetition>,
+    pub stop_on_repetition: Option<Spanned<bool>>,
     pub allow_truncation: Option<bool>,
+    pub json: Option<bool>,
+    /// A JSON Schema file, relative to the agent file's folder.
+    pub json_schema: Option<Spanned<String>>,
+    /// The name of a tool from `tools:` that the run must end by calling.
+    pub tool_call: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -55,17 +55,12 @@ pub async fn run(
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
     let start = Instant::now();
-    let seen = read::read(
-        client,
-        req,
-        target.api,
-        probe.timeouts,
-        Caps::for_probe(probe),
-        start,
-    )
-    .await;
+    let seen = read::read(client, req, read::Plan::for_run(probe, target), start).await;
 
-    let (output_tokens, tokens_source) = match (seen.usage_tokens, seen.chunks) {
+    // The server's count comes at the end, which a read stopped on a loop never sees; one it
+    // sent before (Anthropic's `message_start` says 1) is stale: count the chunks instead.
+    let usage_tokens = seen.usage_tokens.filter(|_| !seen.stopped_early);
+    let (output_tokens, tokens_source) = match (usage_tokens, seen.chunks) {
         (Some(n), _) => (Some(n), Some(TokensSource::Usage)),
         (None, 0) if seen.failure.is_some() => (None, None),
         (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
@@ -75,9 +70,16 @@ pub async fn run(
     let (outcome, failed_checks, error, output_chars, repetition) = match seen.failure {
         Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None),
         None => {
-            let v = checks::judge(&probe.checks, &seen.text, seen.finish_reason.as_deref());
+            let answer = checks::Answer {
+                text: &seen.text,
+                finish_reason: seen.finish_reason.as_deref(),
+                tool_calls: seen.tool_calls.calls(),
+                stopped_early: seen.stopped_early,
+            };
+            let v = checks::judge(&probe.checks, &answer);
             let outcome = Outcome::first_content_failure(&v.failed);
-            (outcome, v.failed, None, Some(v.output_chars), v.repetition)
+            let why = v.explanation();
+            (outcome, v.failed, why, Some(v.output_chars), v.repetition)
         }
     };
     let error = error.map(|e| match &target.api_key {
@@ -120,6 +122,7 @@ pub async fn run(
         content_chunks: seen.chunks,
         response_bytes: seen.bytes_read,
         repetition,
+        stopped_early: seen.stopped_early,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

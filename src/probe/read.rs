@@ -1,6 +1,9 @@
 //! Reading one response under the probe's layered deadlines — first token, stall, total — into
-//! plain data: when headers and every content-carrying event arrived, the text, the token
-//! count, and the transport failure if reading stopped early. Judging the text is elsewhere.
+//! plain data: when headers and every content-carrying event arrived, the text and tool calls,
+//! the token count, and the transport failure if reading stopped early. Judging the text is
+//! elsewhere, with one exception asked for by `checks.stop_on_repetition`: once the text
+//! certainly loops, reading stops and the connection is dropped, so a looping replica is not
+//! kept busy to `max_tokens`.
 
 use std::time::Instant;
 
@@ -9,9 +12,10 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
-use super::flavor::{self, Framing};
+use super::flavor::{self, Framing, ToolCalls};
 use super::Caps;
-use crate::config::{Api, Timeouts};
+use crate::checks::repetition::{self, Thresholds};
+use crate::config::{Api, Probe, Target, Timeouts};
 use crate::outcome::Outcome;
 use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
@@ -41,6 +45,8 @@ pub struct Reading {
     /// Body bytes read (headers excluded).
     pub bytes_read: usize,
     pub text: String,
+    /// The tool calls, in the order they began, each with its arguments put together.
+    pub tool_calls: ToolCalls,
     /// Events that carried generated content.
     pub chunks: usize,
     pub usage_tokens: Option<u64>,
@@ -51,7 +57,37 @@ pub struct Reading {
     pub reported_model: Option<String>,
     pub fingerprint: Option<String>,
     pub failure: Option<Failure>,
+    /// Reading stopped on a certain loop (`checks.stop_on_repetition`).
+    pub stopped_early: bool,
 }
+
+/// How to read one response: its flavor, deadlines and caps, and whether to stop on a loop.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub api: Api,
+    pub timeouts: Timeouts,
+    pub caps: Caps,
+    /// Stop once the text certainly loops by these thresholds.
+    pub stop_on_loop: Option<Thresholds>,
+}
+
+impl Plan {
+    pub fn for_run(probe: &Probe, target: &Target) -> Plan {
+        let checks = &probe.checks;
+        Plan {
+            api: target.api,
+            timeouts: probe.timeouts,
+            caps: Caps::for_probe(probe),
+            stop_on_loop: checks
+                .repetition
+                .clone()
+                .filter(|_| checks.stop_on_repetition),
+        }
+    }
+}
+
+/// Looking for a certain loop costs a pass over the text: every this many content events.
+const LOOP_CHECK_EVERY: usize = 16;
 
 /// The layered deadlines of one run, all from its start.
 struct Deadlines {
@@ -131,6 +167,7 @@ impl Deadlines {
 struct Reader {
     api: Api,
     caps: Caps,
+    stop_on_loop: Option<Thresholds>,
     deadlines: Deadlines,
     seen: Reading,
     /// The flavor's last event (`[DONE]`, `response.completed`, `message_stop`, `done: true`)
@@ -144,20 +181,20 @@ struct Reader {
 pub async fn read(
     client: &reqwest::Client,
     request: super::Request,
-    api: Api,
-    timeouts: Timeouts,
-    caps: Caps,
+    plan: Plan,
     start: Instant,
 ) -> Reading {
     let mut reader = Reader {
-        api,
-        caps,
-        deadlines: Deadlines::new(start, timeouts),
+        api: plan.api,
+        caps: plan.caps,
+        stop_on_loop: plan.stop_on_loop,
+        deadlines: Deadlines::new(start, plan.timeouts),
         seen: Reading {
             timeline: Timeline::new(start),
             http_status: None,
             bytes_read: 0,
             text: String::new(),
+            tool_calls: ToolCalls::default(),
             chunks: 0,
             usage_tokens: None,
             reasoning_tokens: None,
@@ -166,6 +203,7 @@ pub async fn read(
             reported_model: None,
             fingerprint: None,
             failure: None,
+            stopped_early: false,
         },
         done: false,
         last_event: None,
@@ -332,7 +370,8 @@ impl Reader {
                 Ok(Some(Err(e))) => return Err(stream_failure(e)),
                 Ok(Some(Ok(ev))) => {
                     self.event(&ev.event, &ev.data, ev.at)?;
-                    if self.done {
+                    // Returning drops the body unread: the connection closes.
+                    if self.done || self.seen.stopped_early {
                         return Ok(ev.at);
                     }
                 }
@@ -436,6 +475,14 @@ impl Reader {
                 seen.timeline.answer = Some(at);
             }
             seen.text.push_str(&d.text);
+            if let Some(t) = &self.stop_on_loop {
+                if seen.chunks % LOOP_CHECK_EVERY == 0 && repetition::certain_loop(&seen.text, t) {
+                    seen.stopped_early = true;
+                }
+            }
+        }
+        for piece in d.tool_calls {
+            seen.tool_calls.take(piece);
         }
         if d.finish_reason.is_some() {
             seen.finish_reason = d.finish_reason;

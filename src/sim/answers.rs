@@ -40,6 +40,14 @@ pub const FORBIDDEN: &str =
     "As an AI language model, I cannot browse the internet, but the capital of France is Paris.";
 pub const MISMATCH: &str = "I am not sure which country you are asking about; could you say more?";
 pub const SHORT: &str = "Paris.";
+/// JSON as a careless model writes it: a trailing comma.
+pub const JSON_BROKEN: &str = "{\"city\": \"Paris\", \"country\": \"France\",}";
+/// A model that answers instead of calling the tool it was offered.
+pub const NO_CALL: &str =
+    "I cannot look up live weather, but Paris is usually mild in spring, around 15°C.";
+/// The arguments of a good call, and of one its schema refuses.
+pub const CALL_ARGUMENTS: &str = "{\"city\": \"Paris\", \"unit\": \"celsius\"}";
+pub const BAD_CALL_ARGUMENTS: &str = "{\"city\": 42}";
 
 /// The healthy answer to a prompt: Chinese for a Chinese prompt, JSON when asked for JSON, a
 /// summary for a long text, otherwise the English one.
@@ -65,6 +73,19 @@ pub fn looping(chinese: bool, tokens: usize) -> String {
     let mut s = start.to_string();
     while tokenize(&s).len() < tokens + 8 {
         s.push_str(phrase);
+    }
+    s
+}
+
+/// A numbered list as small models loop in one: the same few items come back in the same
+/// order while the counter keeps climbing.
+pub fn looping_list(tokens: usize) -> String {
+    const ITEMS: [&str; 3] = ["Apple", "Banana", "Cherry"];
+    let mut s = String::from("Here are some fruits:\n");
+    let mut i = 0;
+    while tokenize(&s).len() < tokens + 8 {
+        s.push_str(&format!("{}. {}\n", i + 1, ITEMS[i % ITEMS.len()]));
+        i += 1;
     }
     s
 }
@@ -110,6 +131,12 @@ mod tests {
         let t = Thresholds::default();
         assert!(analyze(&looping(false, 64), &t).degenerate);
         assert!(analyze(&looping(true, 64), &t).degenerate);
+        assert!(analyze(&looping_list(64), &t).degenerate);
+        // The list loops by its items alone: with the markers the text never repeats itself.
+        assert_eq!(
+            analyze(&looping_list(64), &t).detector,
+            Some(crate::checks::repetition::Detector::ItemCycle)
+        );
         for healthy in [ENGLISH, CHINESE, JSON, SUMMARY, &rambling(400)] {
             assert!(!analyze(healthy, &t).degenerate, "{healthy}");
         }

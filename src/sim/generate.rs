@@ -13,7 +13,7 @@ use super::answers;
 use super::http::{self, Chunked};
 use super::scenarios::{Kind, Scenario};
 use super::serve::json_bytes;
-use super::wire::{Out, PieceKind, Usage, Wire};
+use super::wire::{Call, Ending, Out, PieceKind, Usage, Wire};
 use super::State;
 use crate::listener::Tracked;
 
@@ -25,6 +25,8 @@ pub(super) struct Generation {
     pub(super) wire: Wire,
     pub(super) model: String,
     pub(super) prompt: String,
+    /// The first tool the request offers, for the tool-call scenarios.
+    pub(super) tool: Option<String>,
     pub(super) scenario: Scenario,
     pub(super) max_tokens: usize,
     pub(super) stream: bool,
@@ -41,9 +43,41 @@ struct Piece {
 }
 
 impl Generation {
+    /// The tool call a tool-call scenario makes: to the request's first tool (or a tool it did
+    /// not offer), with good or bad arguments.
+    fn call(&self) -> Option<Call> {
+        let offered = self.tool.as_deref().unwrap_or("get_weather");
+        let (name, arguments) = match self.scenario.kind {
+            Kind::ToolCall => (offered, answers::CALL_ARGUMENTS),
+            Kind::ToolCallWrong => ("get_time", "{}"),
+            Kind::ToolCallBadArgs => (offered, answers::BAD_CALL_ARGUMENTS),
+            _ => return None,
+        };
+        Some(Call {
+            name: name.into(),
+            arguments: arguments.into(),
+        })
+    }
+
     /// The tokens to send and the finish reason, by scenario and `max_tokens`.
     fn script(&self) -> (Vec<Piece>, &'static str) {
         let max = self.max_tokens.max(1);
+        if let Some(call) = self.call() {
+            let mut pieces: Vec<Piece> = answers::tokenize(&call.arguments)
+                .into_iter()
+                .map(|text| Piece {
+                    kind: PieceKind::Tool,
+                    text,
+                })
+                .collect();
+            let finish = if pieces.len() > max {
+                pieces.truncate(max);
+                "length"
+            } else {
+                "tool_calls"
+            };
+            return (pieces, finish);
+        }
         let text: String = match self.scenario.kind {
             Kind::HealthyZh => answers::CHINESE.into(),
             Kind::Repetition => answers::looping(false, max),
@@ -54,6 +88,9 @@ impl Generation {
             Kind::Forbidden => answers::FORBIDDEN.into(),
             Kind::Empty => " \u{200B}\n \u{FEFF} ".into(),
             Kind::Crawl => answers::rambling(200),
+            Kind::RepetitionList => answers::looping_list(max),
+            Kind::JsonBroken => answers::JSON_BROKEN.into(),
+            Kind::ToolCallNone => answers::NO_CALL.into(),
             _ => answers::healthy(&self.prompt).into(),
         };
         let mut tokens = answers::tokenize(&text);
@@ -216,6 +253,7 @@ impl Generation {
             _ => {}
         }
         let (pieces, finish) = self.script();
+        let call = self.call();
         let usage = self.usage(&pieces);
         if !self.stream || kind == Kind::NonStream {
             sleep_until((self.t0 + ttft + itl * pieces.len() as u32).into()).await;
@@ -224,7 +262,14 @@ impl Generation {
                 .filter(|p| p.kind == PieceKind::Answer)
                 .map(|p| p.text.as_str())
                 .collect();
-            let body = self.wire.whole(&self.model, &text, finish, &usage);
+            let end = Ending {
+                finish,
+                usage: Some(&usage),
+                timings: None,
+                block: 0,
+                call: call.as_ref(),
+            };
+            let body = self.wire.whole(&self.model, &text, &end);
             http::respond(sock, 200, "application/json", &extra, &json_bytes(&body)).await?;
             if let Some(id) = &self.request_id {
                 st.record_first_write(id, Instant::now());
@@ -321,8 +366,30 @@ impl Generation {
             if block.is_some_and(|b| b != piece.kind) {
                 index += 1;
             }
-            let changes = self.wire.block_change(block, piece.kind, index);
+            let mut changes = self.wire.block_change(block, piece.kind, index);
+            let call_starts = piece.kind == PieceKind::Tool && block != Some(PieceKind::Tool);
             block = Some(piece.kind);
+            if let (true, Some(c)) = (call_starts, &call) {
+                if !self.wire.streams_tool_arguments() {
+                    // The whole call in one event, in place of its pieces.
+                    let at = self
+                        .send(
+                            &mut w,
+                            &self.frame(&self.wire.whole_call(&self.model, c)),
+                            &mut rng,
+                        )
+                        .await?;
+                    if std::mem::take(&mut first) {
+                        if let Some(id) = &self.request_id {
+                            st.record_first_write(id, at);
+                        }
+                    }
+                }
+                changes.extend(self.wire.tool_call_start(&self.model, &c.name, index));
+            }
+            if piece.kind == PieceKind::Tool && !self.wire.streams_tool_arguments() {
+                continue;
+            }
             self.send_all(&mut w, &changes, &mut rng).await?;
             // Anthropic's servers send pings between deltas; they are not tokens.
             if self.wire == Wire::Messages && i % 4 == 2 {
@@ -360,10 +427,14 @@ impl Generation {
             })
         });
         let usage = (self.include_usage && kind != Kind::NoUsage).then_some(&usage);
-        for ev in self
-            .wire
-            .closing(&self.model, finish, usage, timings, index)
-        {
+        let end = Ending {
+            finish,
+            usage,
+            timings,
+            block: index,
+            call: call.as_ref(),
+        };
+        for ev in self.wire.closing(&self.model, end) {
             let bytes = match &ev {
                 Some(ev) => self.frame(ev),
                 None => self.frame_raw(None, "[DONE]"),

@@ -41,6 +41,12 @@ pub enum Kind {
     NoSpace,
     LlamaCpp,
     EchoAuth,
+    RepetitionList,
+    JsonBroken,
+    ToolCall,
+    ToolCallNone,
+    ToolCallWrong,
+    ToolCallBadArgs,
 }
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
@@ -199,6 +205,36 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "echo-auth",
         Kind::EchoAuth,
         "401 whose body echoes the Authorization header (a leaky proxy) -> http_error",
+    ),
+    (
+        "repetition-list",
+        Kind::RepetitionList,
+        "a numbered list whose items cycle while the counter climbs, until max_tokens -> repetition",
+    ),
+    (
+        "json-broken",
+        Kind::JsonBroken,
+        "almost JSON (a trailing comma) -> format_error with checks.json",
+    ),
+    (
+        "tool-call",
+        Kind::ToolCall,
+        "calls the request's first tool with {\"city\": \"Paris\"}, arguments streamed in pieces",
+    ),
+    (
+        "tool-call-none",
+        Kind::ToolCallNone,
+        "answers in text instead of calling a tool -> tool_call_error",
+    ),
+    (
+        "tool-call-wrong",
+        Kind::ToolCallWrong,
+        "calls get_time, a tool the request did not offer -> tool_call_error",
+    ),
+    (
+        "tool-call-bad-args",
+        Kind::ToolCallBadArgs,
+        "calls the right tool with {\"city\": 42} -> tool_call_error",
     ),
 ];
 

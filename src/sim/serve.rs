@@ -233,6 +233,7 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         wire,
         model,
         prompt,
+        tool: wire.tool_name(&body),
         scenario,
         max_tokens: wire.max_tokens(&body).unwrap_or(256) as usize,
         stream: wire.stream(&body),

@@ -1,7 +1,7 @@
 //! How the simulated replica speaks each API flavor: the same scripted answer framed as OpenAI
 //! chat or completions chunks, OpenAI Responses events, Anthropic Messages events, or Ollama's
-//! NDJSON lines — each with its own opening, deltas (answer and reasoning), finish, usage, end
-//! marker and in-stream error, as the real servers send them.
+//! NDJSON lines — each with its own opening, deltas (answer, reasoning and tool-call
+//! arguments), finish, usage, end marker and in-stream error, as the real servers send them.
 
 use serde_json::{json, Value};
 
@@ -38,6 +38,8 @@ fn plain(data: Value) -> Out {
 pub enum PieceKind {
     Answer,
     Reasoning,
+    /// A stretch of a tool call's arguments.
+    Tool,
 }
 
 /// The figures the closing events report.
@@ -45,6 +47,31 @@ pub struct Usage {
     pub prompt: usize,
     pub completion: usize,
     pub reasoning: usize,
+}
+
+/// The tool call an answer makes: the tool's name and its arguments (JSON text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub name: String,
+    pub arguments: String,
+}
+
+impl Call {
+    /// The arguments as a JSON value (a string when they do not parse), as the flavors that
+    /// send an object want them.
+    fn arguments_value(&self) -> Value {
+        serde_json::from_str(&self.arguments).unwrap_or_else(|_| json!(self.arguments))
+    }
+}
+
+/// How an answer ends: its finish reason in OpenAI's words, usage when sent, the server's
+/// timings, the last content block, and the tool call it made.
+pub struct Ending<'a> {
+    pub finish: &'a str,
+    pub usage: Option<&'a Usage>,
+    pub timings: Option<Value>,
+    pub block: usize,
+    pub call: Option<&'a Call>,
 }
 
 impl Wire {
@@ -118,6 +145,21 @@ impl Wire {
         body["stream"].as_bool().unwrap_or(default)
     }
 
+    /// The first tool the request offers, in this flavor's shape.
+    pub fn tool_name(self, body: &Value) -> Option<String> {
+        let first = &body["tools"][0];
+        let name = match self {
+            Wire::Chat | Wire::Ollama => &first["function"]["name"],
+            _ => &first["name"],
+        };
+        name.as_str().map(str::to_string)
+    }
+
+    /// Whether a tool call's arguments stream in pieces; Ollama sends each call whole.
+    pub fn streams_tool_arguments(self) -> bool {
+        self != Wire::Ollama
+    }
+
     /// Whether the closing events carry usage: OpenAI's chunk flavors only when asked.
     pub fn sends_usage(self, body: &Value) -> bool {
         match self {
@@ -154,7 +196,7 @@ impl Wire {
     }
 
     /// Anthropic opens a content block before its first delta, and closes it when the kind
-    /// of content changes.
+    /// of content changes. A tool call's block is opened by [`Wire::tool_call_start`].
     pub fn block_change(self, from: Option<PieceKind>, to: PieceKind, index: usize) -> Vec<Out> {
         if self != Wire::Messages || from == Some(to) {
             return vec![];
@@ -169,6 +211,7 @@ impl Wire {
         let block = match to {
             PieceKind::Answer => json!({"type": "text", "text": ""}),
             PieceKind::Reasoning => json!({"type": "thinking", "thinking": ""}),
+            PieceKind::Tool => return v,
         };
         v.push(out(
             "content_block_start",
@@ -177,9 +220,63 @@ impl Wire {
         v
     }
 
-    /// One token of the answer or of the reasoning.
+    /// What opens a tool call, before its arguments stream: OpenAI chat's first `tool_calls`
+    /// delta (id, name, empty arguments), the Responses `function_call` item, Anthropic's
+    /// `tool_use` block. Ollama's whole call is [`Wire::whole_call`].
+    pub fn tool_call_start(self, model: &str, name: &str, block: usize) -> Vec<Out> {
+        match self {
+            Wire::Chat => vec![plain(
+                json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": model, "system_fingerprint": FINGERPRINT,
+                       "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_sim", "type": "function", "function": {"name": name, "arguments": ""}}]},
+                                    "logprobs": null, "finish_reason": null}]}),
+            )],
+            Wire::Responses => vec![out(
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": block,
+                       "item": {"type": "function_call", "id": "fc-sim", "call_id": "call_sim", "name": name, "arguments": "", "status": "in_progress"}}),
+            )],
+            Wire::Messages => vec![out(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": block,
+                       "content_block": {"type": "tool_use", "id": "toolu_sim", "name": name, "input": {}}}),
+            )],
+            Wire::Completions | Wire::Ollama => vec![],
+        }
+    }
+
+    /// A whole tool call in one event, for the flavor that does not stream arguments.
+    pub fn whole_call(self, model: &str, call: &Call) -> Out {
+        plain(json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
+                   "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": call.name, "arguments": call.arguments_value()}}]},
+                   "done": false}))
+    }
+
+    /// One token of the answer or of the reasoning, or a stretch of tool-call arguments.
     pub fn piece(self, model: &str, kind: PieceKind, text: &str, block: usize) -> Out {
         let answer = kind == PieceKind::Answer;
+        match (self, kind) {
+            (Wire::Chat, PieceKind::Tool) => {
+                return plain(
+                    json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": model, "system_fingerprint": FINGERPRINT,
+                           "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}, "logprobs": null, "finish_reason": null}]}),
+                )
+            }
+            (Wire::Responses, PieceKind::Tool) => {
+                return out(
+                    "response.function_call_arguments.delta",
+                    json!({"type": "response.function_call_arguments.delta", "item_id": "fc-sim", "output_index": block, "delta": text}),
+                )
+            }
+            (Wire::Messages, PieceKind::Tool) => {
+                return out(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": text}}),
+                )
+            }
+            // Completions has no tool calls, and Ollama's come whole: plain text there.
+            (_, PieceKind::Tool) => return self.piece(model, PieceKind::Answer, text, block),
+            _ => {}
+        }
         match self {
             Wire::Chat => {
                 let field = if answer {
@@ -227,14 +324,14 @@ impl Wire {
     /// The events after the last token: the finish reason (OpenAI's `stop`/`length` in each
     /// flavor's own words), usage when sent, the server's timings (`timings`, llama.cpp's, on
     /// the chunk flavors) and the end marker. `None` data with no name is OpenAI's `[DONE]`.
-    pub fn closing(
-        self,
-        model: &str,
-        finish: &str,
-        usage: Option<&Usage>,
-        timings: Option<Value>,
-        block: usize,
-    ) -> Vec<Option<Out>> {
+    pub fn closing(self, model: &str, end: Ending) -> Vec<Option<Out>> {
+        let Ending {
+            finish,
+            usage,
+            timings,
+            block,
+            call,
+        } = end;
         let length = finish == "length";
         match self {
             Wire::Chat | Wire::Completions => {
@@ -274,13 +371,26 @@ impl Wire {
                 } else {
                     ("response.completed", "completed", Value::Null)
                 };
-                vec![Some(out(
+                let mut v = Vec::new();
+                let output: Vec<Value> = call.map(|c| json!({"type": "function_call", "id": "fc-sim", "call_id": "call_sim", "name": c.name, "arguments": c.arguments, "status": "completed"})).into_iter().collect();
+                if let Some(item) = output.first() {
+                    v.push(Some(out(
+                        "response.output_item.done",
+                        json!({"type": "response.output_item.done", "output_index": block, "item": item}),
+                    )));
+                }
+                v.push(Some(out(
                     name,
-                    json!({"type": name, "response": {"id": "resp-sim", "status": status, "model": model, "incomplete_details": details, "usage": usage}}),
-                ))]
+                    json!({"type": name, "response": {"id": "resp-sim", "status": status, "model": model, "incomplete_details": details, "usage": usage, "output": output}}),
+                )));
+                v
             }
             Wire::Messages => {
-                let stop = if length { "max_tokens" } else { "end_turn" };
+                let stop = match finish {
+                    "length" => "max_tokens",
+                    "tool_calls" => "tool_use",
+                    _ => "end_turn",
+                };
                 let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}});
                 if let Some(u) = usage {
                     // Cumulative, as Anthropic sends it: the whole count, not what came since
@@ -336,34 +446,54 @@ impl Wire {
         }
     }
 
-    /// A whole answer, for a request that did not ask to stream.
-    pub fn whole(self, model: &str, text: &str, finish: &str, usage: &Usage) -> Value {
-        let length = finish == "length";
-        match self {
+    /// A whole answer, for a request that did not ask to stream: its text and tool call.
+    pub fn whole(self, model: &str, text: &str, end: &Ending) -> Value {
+        let (finish, length) = (end.finish, end.finish == "length");
+        let (prompt, completion) = end.usage.map_or((0, 0), |u| (u.prompt, u.completion));
+        let usage = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+        let mut v = match self {
             Wire::Chat => {
                 json!({"id": "sim", "object": "chat.completion", "model": model, "system_fingerprint": FINGERPRINT,
-                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-                                 "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion, "total_tokens": usage.prompt + usage.completion}})
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}], "usage": usage})
             }
             Wire::Completions => json!({"id": "sim", "object": "text_completion", "model": model,
-                                        "choices": [{"index": 0, "text": text, "finish_reason": finish}],
-                                        "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion, "total_tokens": usage.prompt + usage.completion}}),
+                                        "choices": [{"index": 0, "text": text, "finish_reason": finish}], "usage": usage}),
             Wire::Responses => {
                 json!({"id": "resp-sim", "object": "response", "status": if length { "incomplete" } else { "completed" }, "model": model,
                                       "incomplete_details": if length { json!({"reason": "max_output_tokens"}) } else { Value::Null },
                                       "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}],
-                                      "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}})
+                                      "usage": {"input_tokens": prompt, "output_tokens": completion}})
             }
             Wire::Messages => {
                 json!({"id": "msg-sim", "type": "message", "role": "assistant", "model": model,
-                                     "content": [{"type": "text", "text": text}], "stop_reason": if length { "max_tokens" } else { "end_turn" },
-                                     "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}})
+                                     "content": [{"type": "text", "text": text}],
+                                     "stop_reason": match finish { "length" => "max_tokens", "tool_calls" => "tool_use", _ => "end_turn" },
+                                     "usage": {"input_tokens": prompt, "output_tokens": completion}})
             }
             Wire::Ollama => {
                 json!({"model": model, "message": {"role": "assistant", "content": text}, "done": true,
-                                   "done_reason": if length { "length" } else { "stop" }, "eval_count": usage.completion})
+                                   "done_reason": if length { "length" } else { "stop" }, "eval_count": completion})
+            }
+        };
+        if let Some(c) = end.call {
+            match self {
+                Wire::Chat => {
+                    v["choices"][0]["message"]["tool_calls"] = json!([{"id": "call_sim", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}])
+                }
+                Wire::Responses => {
+                    v["output"] = json!([{"type": "function_call", "id": "fc-sim", "call_id": "call_sim", "name": c.name, "arguments": c.arguments, "status": "completed"}])
+                }
+                Wire::Messages => {
+                    v["content"] = json!([{"type": "tool_use", "id": "toolu_sim", "name": c.name, "input": c.arguments_value()}])
+                }
+                Wire::Ollama => {
+                    v["message"]["tool_calls"] =
+                        json!([{"function": {"name": c.name, "arguments": c.arguments_value()}}])
+                }
+                Wire::Completions => {}
             }
         }
+        v
     }
 }
 

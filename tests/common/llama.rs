@@ -1,6 +1,7 @@
 //! A real llama.cpp server for tests: `llama-server` with SmolLM2-135M on a free loopback port,
 //! waited for on /health, stopped on drop. `scripts/test-real-llm` installs both and sets
-//! LLAMA_SERVER and LLAMA_MODEL.
+//! LLAMA_SERVER and LLAMA_MODEL. `--jinja` applies the model's own chat template, which is what
+//! lets the server accept `tools` and parse the model's tool calls.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, Stdio};
@@ -48,6 +49,7 @@ impl LlamaServer {
                 &port.to_string(),
                 // Its own Prometheus metrics, for `calibrate`.
                 "--metrics",
+                "--jinja",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -45,10 +45,17 @@ checks: {min_chars: 20, max_chars: 400, expect: "(?i)paris", forbid: "(?i)as an 
 
 pub const PROMPT: &str = "What is the capital of France?";
 
-/// A config with one target per `(name, scenario, extra target keys)` and the given probe
-/// (which runs against every target).
-pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDir, Config) {
-    let dir = TempDir::new("cfg");
+/// The flavors that speak in chat messages, and so carry reasoning and tool calls: all but
+/// openai-completions.
+pub const CHAT_FLAVORS: [&str; 4] = [
+    "openai-chat",
+    "openai-responses",
+    "anthropic-messages",
+    "ollama",
+];
+
+/// An agent file with one target per `(name, scenario, extra target keys)`.
+pub fn agent_yaml(sim: &Sim, targets: &[(&str, &str, &str)]) -> String {
     let mut agent = String::from("agent: {name: test, concurrency: 64}\ntargets:\n");
     for (name, scenario, extra) in targets {
         // Ollama's base_url is the server root; every other flavor's ends in /v1.
@@ -60,6 +67,14 @@ pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDi
             "  - {{name: {name}, base_url: \"{url}\", model: m, {extra}}}\n"
         ));
     }
+    agent
+}
+
+/// A config with one target per `(name, scenario, extra target keys)` and the given probe
+/// (which runs against every target).
+pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDir, Config) {
+    let dir = TempDir::new("cfg");
+    let agent = agent_yaml(sim, targets);
     dir.write(&[
         ("llm-canary.yaml", &agent),
         ("probes/p.yaml", probe),

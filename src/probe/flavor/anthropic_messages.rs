@@ -24,6 +24,13 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
         body.insert("system".into(), json!(text.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
+    if let Some(tools) = &probe.tools {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| Value::Object(super::tool_fields(t, "input_schema")))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
     body.insert("stream".into(), json!(true));
     body.insert("max_tokens".into(), json!(probe.max_tokens));
     if let Some(t) = probe.temperature {
@@ -52,14 +59,17 @@ pub fn event(kind: &str, v: &Value) -> Delta {
             d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64();
             d.model = super::non_empty(&v["message"]["model"]);
         }
+        // Its `input` here is always `{}`: the arguments follow as JSON pieces.
         "content_block_start" if v["content_block"]["type"] == "tool_use" => {
-            d.text = text_of(&v["content_block"]["name"]).to_string();
+            d.push_call(v["index"].as_u64(), v["content_block"]["name"].as_str(), "");
         }
         "content_block_delta" => {
             let delta = &v["delta"];
             match delta["type"].as_str() {
                 Some("text_delta") => d.text = text_of(&delta["text"]).to_string(),
-                Some("input_json_delta") => d.text = text_of(&delta["partial_json"]).to_string(),
+                Some("input_json_delta") => {
+                    d.push_call(v["index"].as_u64(), None, text_of(&delta["partial_json"]))
+                }
                 Some("thinking_delta") => {
                     d.reasoning_chars = text_of(&delta["thinking"]).chars().count()
                 }
@@ -90,13 +100,13 @@ pub fn whole(v: &Value) -> Delta {
         done: true,
         ..Delta::default()
     };
-    for block in v["content"].as_array().into_iter().flatten() {
+    for (i, block) in v["content"].as_array().into_iter().flatten().enumerate() {
         match block["type"].as_str() {
             Some("text") => d.text.push_str(text_of(&block["text"])),
             Some("thinking") => d.reasoning_chars += text_of(&block["thinking"]).chars().count(),
             Some("tool_use") => {
-                d.text.push_str(text_of(&block["name"]));
-                d.text.push_str(&block["input"].to_string());
+                let input = block["input"].to_string();
+                d.push_call(Some(i as u64), block["name"].as_str(), &input);
             }
             _ => {}
         }
@@ -125,6 +135,14 @@ mod tests {
             &json!({"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{\"city\""}}),
         );
         assert_eq!(d.text, "{\"city\"");
+        let d = event(
+            "content_block_start",
+            &json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}),
+        );
+        assert_eq!(
+            (d.text.as_str(), d.tool_calls[0].slot),
+            ("get_weather", Some(1))
+        );
         let d = event("ping", &json!({"type":"ping"}));
         assert!(!d.is_generated() && !d.done);
     }

@@ -11,13 +11,63 @@ pub mod openai_responses;
 
 use serde_json::{Map, Value};
 
+use crate::checks::tool_call::{Tool, ToolCall};
 use crate::config::{Api, Probe};
+
+/// A piece of a tool call as it streams: the call it belongs to (`slot`: the flavor's index of
+/// it; `None` when every piece is a whole call of its own, as Ollama sends them), the tool's
+/// name when this piece carries it, and the next stretch of its arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCallPiece {
+    pub slot: Option<u64>,
+    pub name: Option<String>,
+    pub arguments: String,
+}
+
+/// Tool calls put together from their pieces, in the order they began.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCalls {
+    calls: Vec<ToolCall>,
+    /// Each call's slot, beside `calls`.
+    slots: Vec<Option<u64>>,
+}
+
+impl ToolCalls {
+    /// Adds a piece to the call it continues (the same slot), or starts a call with it.
+    pub fn take(&mut self, piece: ToolCallPiece) {
+        let open = piece
+            .slot
+            .and_then(|s| self.slots.iter().rposition(|&o| o == Some(s)));
+        match open {
+            Some(i) => {
+                let call = &mut self.calls[i];
+                if call.name.is_empty() {
+                    call.name = piece.name.unwrap_or_default();
+                }
+                call.arguments.push_str(&piece.arguments);
+            }
+            None => {
+                self.calls.push(ToolCall {
+                    name: piece.name.unwrap_or_default(),
+                    arguments: piece.arguments,
+                });
+                self.slots.push(piece.slot);
+            }
+        }
+    }
+
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.calls
+    }
+}
 
 /// What one event (or a whole non-streamed answer) carried, as a flavor reads it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Delta {
     /// Generated text the user sees: answer text and tool-call text.
     pub text: String,
+    /// The same tool-call text, by call: names and arguments.
+    pub tool_calls: Vec<ToolCallPiece>,
     pub reasoning_chars: usize,
     /// In OpenAI's words: `stop`, `length` (the token limit cut the answer), `tool_calls`...
     pub finish_reason: Option<String>,
@@ -41,6 +91,38 @@ impl Delta {
     pub fn is_generated(&self) -> bool {
         !self.text.is_empty() || self.reasoning_chars > 0
     }
+
+    /// A tool call's piece, whose text also counts as generated text.
+    fn push_call(&mut self, slot: Option<u64>, name: Option<&str>, arguments: &str) {
+        let name = name.filter(|n| !n.is_empty());
+        self.text.push_str(name.unwrap_or_default());
+        self.text.push_str(arguments);
+        self.tool_calls.push(ToolCallPiece {
+            slot,
+            name: name.map(str::to_string),
+            arguments: arguments.to_string(),
+        });
+    }
+}
+
+/// A tool's name, description (when it has one) and parameters' schema under `schema_key`,
+/// the fields every flavor sends, each in its own envelope.
+pub fn tool_fields(t: &Tool, schema_key: &str) -> Map<String, Value> {
+    let mut f = Map::new();
+    f.insert("name".into(), Value::String(t.name.clone()));
+    if let Some(d) = &t.description {
+        f.insert("description".into(), Value::String(d.clone()));
+    }
+    f.insert(schema_key.into(), t.parameters.clone());
+    f
+}
+
+/// The probe's tools as OpenAI chat (and Ollama) take them: the definitions as written.
+pub fn openai_tools(tools: &[Tool]) -> Value {
+    tools
+        .iter()
+        .map(|t| serde_json::json!({"type": "function", "function": tool_fields(t, "parameters")}))
+        .collect()
 }
 
 /// How a flavor frames its events on the wire.
@@ -180,8 +262,52 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         max_tokens: 64,
         temperature: Some(0.0),
         cache_bust: crate::config::CacheBust::Auto,
+        tools: None,
         timeouts: crate::config::Timeouts::default(),
         checks: crate::checks::CheckSpec::default(),
         gate: crate::config::GateSpec::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(slot: Option<u64>, name: Option<&str>, arguments: &str) -> ToolCallPiece {
+        ToolCallPiece {
+            slot,
+            name: name.map(str::to_string),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn tool_call_pieces_join_by_slot() {
+        let mut calls = ToolCalls::default();
+        for p in [
+            piece(Some(0), Some("get_weather"), ""),
+            piece(Some(0), None, "{\"city\":"),
+            piece(Some(1), Some("get_time"), "{}"),
+            piece(Some(0), None, " \"Paris\"}"),
+            // Whole calls without a slot (Ollama) each stand alone.
+            piece(None, Some("a"), "{}"),
+            piece(None, Some("b"), "{}"),
+        ] {
+            calls.take(p);
+        }
+        let got: Vec<(&str, &str)> = calls
+            .calls()
+            .iter()
+            .map(|c| (c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("get_weather", "{\"city\": \"Paris\"}"),
+                ("get_time", "{}"),
+                ("a", "{}"),
+                ("b", "{}")
+            ]
+        );
     }
 }

@@ -27,6 +27,9 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     }
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(chat_messages(probe, nonce)));
+    if let Some(tools) = &probe.tools {
+        body.insert("tools".into(), super::openai_tools(tools));
+    }
     body.insert("stream".into(), json!(true));
     body.insert("options".into(), Value::Object(options));
     body
@@ -45,11 +48,14 @@ pub fn event(v: &Value) -> Delta {
         model: super::non_empty(&v["model"]),
         ..Delta::default()
     };
-    if let Some(calls) = v["message"]["tool_calls"].as_array() {
-        for c in calls {
-            d.text.push_str(text_of(&c["function"]["name"]));
-            d.text.push_str(&c["function"]["arguments"].to_string());
-        }
+    // Ollama sends each call whole, its arguments an object.
+    for c in v["message"]["tool_calls"].as_array().into_iter().flatten() {
+        let args = &c["function"]["arguments"];
+        let args = match args.as_str() {
+            Some(s) => s.to_string(),
+            None => args.to_string(),
+        };
+        d.push_call(None, c["function"]["name"].as_str(), &args);
     }
     if v["done"] == true {
         d.done = true;
@@ -91,6 +97,11 @@ mod tests {
             d.server_timings,
             Some(json!({"eval_count":64,"eval_duration":1000000,"prompt_eval_duration":5000}))
         );
+        let d = event(
+            &json!({"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},"done":false}),
+        );
+        assert_eq!(d.text, "get_weather{\"city\":\"Paris\"}");
+        assert_eq!(d.tool_calls[0].slot, None);
         let d = event(&json!({"error":"model not found"}));
         assert_eq!(d.error.as_deref(), Some("model not found"));
     }

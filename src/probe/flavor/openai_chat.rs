@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, text_of, Delta};
+use super::{chat_messages, openai_tools, text_of, Delta};
 use crate::config::Probe;
 
 pub const PATH: &str = "/chat/completions";
@@ -11,6 +11,9 @@ pub const PATH: &str = "/chat/completions";
 pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(chat_messages(probe, nonce)));
+    if let Some(tools) = &probe.tools {
+        body.insert("tools".into(), openai_tools(tools));
+    }
     openai_generation(&mut body, probe);
     body
 }
@@ -38,19 +41,19 @@ pub fn delta(choice: &Value) -> Delta {
     } else {
         text_of(&d["reasoning"])
     };
-    let mut text = content.to_string();
-    if let Some(calls) = d["tool_calls"].as_array() {
-        for c in calls {
-            text.push_str(text_of(&c["function"]["name"]));
-            text.push_str(text_of(&c["function"]["arguments"]));
-        }
-    }
-    Delta {
-        text,
+    let mut delta = Delta {
+        text: content.to_string(),
         reasoning_chars: reasoning.chars().count(),
         finish_reason: choice["finish_reason"].as_str().map(str::to_string),
         ..Delta::default()
+    };
+    // Streamed, a call's first piece has its index, id and name; the rest add arguments.
+    for (i, c) in d["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        let slot = c["index"].as_u64().or(Some(i as u64));
+        let f = &c["function"];
+        delta.push_call(slot, f["name"].as_str(), text_of(&f["arguments"]));
     }
+    delta
 }
 
 #[cfg(test)]
@@ -75,6 +78,26 @@ mod tests {
         let d =
             delta(&json!({"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}}));
         assert_eq!(d.text, "{\"a\"");
+        assert_eq!(
+            d.tool_calls,
+            vec![crate::probe::flavor::ToolCallPiece {
+                slot: Some(0),
+                name: None,
+                arguments: "{\"a\"".into()
+            }]
+        );
+        let d = delta(
+            &json!({"delta":{"tool_calls":[{"index":1,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}),
+        );
+        assert_eq!(
+            (
+                d.text.as_str(),
+                d.tool_calls[0].slot,
+                d.tool_calls[0].name.as_deref()
+            ),
+            ("get_weather", Some(1), Some("get_weather"))
+        );
+        assert!(d.is_generated());
         let d = delta(
             &json!({"message":{"role":"assistant","content":"Paris."},"finish_reason":"stop"}),
         );

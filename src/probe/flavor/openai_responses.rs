@@ -13,6 +13,18 @@ pub const PATH: &str = "/responses";
 pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("input".into(), Value::Array(chat_messages(probe, nonce)));
+    if let Some(tools) = &probe.tools {
+        // The Responses API takes a function's fields flat, beside its type.
+        let flat: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let mut f = super::tool_fields(t, "parameters");
+                f.insert("type".into(), json!("function"));
+                Value::Object(f)
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(flat));
+    }
     body.insert("stream".into(), json!(true));
     body.insert("max_output_tokens".into(), json!(probe.max_tokens));
     if let Some(t) = probe.temperature {
@@ -29,15 +41,16 @@ pub fn event(kind: &str, v: &Value) -> Delta {
         ..Delta::default()
     };
     match kind {
-        "response.output_text.delta" | "response.function_call_arguments.delta" => {
-            d.text = text_of(&v["delta"]).to_string();
+        "response.output_text.delta" => d.text = text_of(&v["delta"]).to_string(),
+        "response.function_call_arguments.delta" => {
+            d.push_call(v["output_index"].as_u64(), None, text_of(&v["delta"]));
         }
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
             d.reasoning_chars = text_of(&v["delta"]).chars().count();
         }
         // A function call starts with its name.
         "response.output_item.added" if v["item"]["type"] == "function_call" => {
-            d.text = text_of(&v["item"]["name"]).to_string();
+            d.push_call(v["output_index"].as_u64(), v["item"]["name"].as_str(), "");
         }
         "response.completed" | "response.incomplete" => {
             let r = &v["response"];
@@ -76,7 +89,7 @@ pub fn whole(v: &Value) -> Delta {
         "response.completed",
         &json!({"type": "response.completed", "response": v}),
     );
-    for item in v["output"].as_array().into_iter().flatten() {
+    for (i, item) in v["output"].as_array().into_iter().flatten().enumerate() {
         match item["type"].as_str() {
             Some("message") => {
                 for c in item["content"].as_array().into_iter().flatten() {
@@ -84,8 +97,11 @@ pub fn whole(v: &Value) -> Delta {
                 }
             }
             Some("function_call") => {
-                d.text.push_str(text_of(&item["name"]));
-                d.text.push_str(text_of(&item["arguments"]));
+                d.push_call(
+                    Some(i as u64),
+                    item["name"].as_str(),
+                    text_of(&item["arguments"]),
+                );
             }
             Some("reasoning") => {
                 for part in item["summary"].as_array().into_iter().flatten() {
@@ -119,6 +135,14 @@ mod tests {
             &json!({"type":"response.output_item.added","item":{"type":"function_call","name":"get_weather"}}),
         );
         assert_eq!(d.text, "get_weather");
+        let d = event(
+            "x",
+            &json!({"type":"response.function_call_arguments.delta","output_index":1,"delta":"{\"city\""}),
+        );
+        assert_eq!(
+            (d.text.as_str(), d.tool_calls[0].slot),
+            ("{\"city\"", Some(1))
+        );
         // The type may come only as the SSE event name.
         let d = event("response.output_text.delta", &json!({"delta":"is"}));
         assert_eq!(d.text, "is");

@@ -1,0 +1,195 @@
+//! Reading an answer's lines the way a person reads a list: the enumeration marker (`1.`, `a)`,
+//! `-`, `•`, `一、`, `（1）`, `第一步：`...) is taken off, so items are compared by what they say
+//! and a counter that keeps climbing no longer hides items that come back. Code blocks are left
+//! as written, and lines of punctuation alone (`}`, `|---|`) are no items.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::units::is_cjk;
+
+/// An enumeration marker at the start of a line (group 1), followed by a space, the end of the
+/// line or, as Chinese writes it, straight by the item (group 2 is that next character).
+static MARKER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        ^\s*(
+            [-*+•·●○◦▪▫■□►➢✓✔–—]                                  # bullets
+          | \#{1,6}                                                # Markdown headings
+          | (?i:(?:step|item|tip|point|no\.?|number)\s*)?\d{1,3}(?:\.\d{1,3})+[.):：]?  # 2.1  2.1.  1.1.2:
+          | (?i:(?:step|item|tip|point|no\.?|number)\s*)?\d{1,3}[.)]              # 1.  1)  Step 3.
+          | (?i:(?:step|item|tip|point)\s*)\d{1,3}\s*[:：]                        # Step 3:
+          | [(（\[]\d{1,3}[)）\]]                                   # (1)  （1）  [1]
+          | \d{1,3}\s*[、：．）]                                     # 1、  1）
+          | [a-zA-Z][.)]                                           # a.  B)
+          | (?i:[ivx]{1,4})[.)]                                    # iv.  II)
+          | [一二三四五六七八九十]{1,3}[、.．]                          # 一、
+          | [(（][一二三四五六七八九十]{1,3}[)）]                       # （一）
+          | 第[一二三四五六七八九十0-9]{1,3}[步章节条个点部]?[：:、.．,，]?   # 第一步：
+          | [\u{2460}-\u{2473}]                                    # ① .. ⑳
+        )(\s|$|.)",
+    )
+    .expect("the marker pattern compiles")
+});
+
+/// `line` without its enumeration marker, or the line itself when the marker is all it holds
+/// (`1.` alone, or a bare number while counting).
+pub fn strip_marker(line: &str) -> &str {
+    let mut rest = line.trim();
+    // A marker may stack on another (`- 1. `, `### 2) `): take off two at most.
+    for _ in 0..2 {
+        let Some(c) = MARKER.captures(rest) else {
+            break;
+        };
+        let (Some(marker), next) = (c.get(1), c.get(2)) else {
+            break;
+        };
+        let next = next.map_or("", |m| m.as_str());
+        // A marker followed straight by more text is one only in Chinese (`1.苹果`, `一、苹果`);
+        // `3.5kg`, `a.m.` or `e.g.` are not markers.
+        let glued = next.chars().next().is_some_and(|c| !c.is_whitespace());
+        let cjk_marker = marker.as_str().chars().any(is_cjk)
+            || marker.as_str().ends_with(['、', '：', '．', '）']);
+        if glued && !next.chars().next().is_some_and(is_cjk) && !cjk_marker {
+            break;
+        }
+        let after = rest[marker.end()..].trim_start();
+        if after.is_empty() {
+            break;
+        }
+        rest = after;
+    }
+    rest
+}
+
+/// One line of the answer as a reader compares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The line without its marker, in a normal form (lower case, emphasis and trailing
+    /// punctuation off, spaces collapsed).
+    pub text: String,
+    /// It had an enumeration marker: it is an item of a list.
+    pub listed: bool,
+}
+
+impl AsRef<str> for Item {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
+/// The answer's items: every line outside code blocks, marker off. Blank lines and lines of
+/// punctuation alone are skipped. `complete_only` leaves out a last line still being written.
+pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut lines: Vec<&str> = text.lines().collect();
+    if complete_only && !text.ends_with('\n') {
+        lines.pop();
+    }
+    for line in lines {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        let stripped = strip_marker(line);
+        let item = normal_form(stripped);
+        if item.chars().any(|c| c.is_alphanumeric()) {
+            out.push(Item {
+                text: item,
+                listed: stripped.len() < line.trim().len(),
+            });
+        }
+    }
+    out
+}
+
+/// The text with every list marker off (code blocks as written), for the unit detectors: a
+/// numbered list whose items cycle is then a plain loop.
+pub fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        out.push_str(if in_code { line } else { strip_marker(line) });
+        out.push('\n');
+    }
+    out
+}
+
+fn normal_form(item: &str) -> String {
+    let words: Vec<&str> = item.split_whitespace().collect();
+    let joined = words.join(" ").replace(['*', '`'], "");
+    joined
+        .trim_end_matches(|c: char| ".,;:!?。，；：！？、".contains(c))
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_come_off_in_every_style() {
+        for (line, item) in [
+            ("1. Apple", "Apple"),
+            ("12) Apple", "Apple"),
+            ("  - Apple", "Apple"),
+            ("* Apple", "Apple"),
+            ("• Apple", "Apple"),
+            ("a. Apple", "Apple"),
+            ("IV. Apple", "Apple"),
+            ("2.1 Apple", "Apple"),
+            ("2. 1.1.2: Apple", "Apple"),
+            ("Step 3: Apple", "Apple"),
+            ("- 1. Apple", "Apple"),
+            ("### 2) Apple", "Apple"),
+            ("一、苹果", "苹果"),
+            ("（1）苹果", "苹果"),
+            ("(二) 苹果", "苹果"),
+            ("1、苹果", "苹果"),
+            ("1.苹果", "苹果"),
+            ("第一步：洗菜", "洗菜"),
+            ("① 苹果", "苹果"),
+        ] {
+            assert_eq!(strip_marker(line), item, "{line}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_marker_stays() {
+        for line in [
+            "3.5kg of flour",
+            "e.g. this",
+            "1.",
+            "7",
+            "**Bold** start",
+            "-5 degrees",
+            "10 apples",
+            "a.m. is morning",
+        ] {
+            assert_eq!(strip_marker(line), line.trim(), "{line}");
+        }
+    }
+
+    #[test]
+    fn items_skip_code_blanks_and_punctuation() {
+        let text =
+            "Fruits:\n\n1. **Apple**.\n2. *Pear*!\n```\n- not an item\n```\n|---|---|\n}\n3. Plum";
+        let texts = |v: Vec<Item>| v.into_iter().map(|i| i.text).collect::<Vec<_>>();
+        assert_eq!(
+            texts(items(text, false)),
+            vec!["fruits", "apple", "pear", "plum"]
+        );
+        assert_eq!(texts(items(text, true)), vec!["fruits", "apple", "pear"]);
+        let listed: Vec<bool> = items(text, false).iter().map(|i| i.listed).collect();
+        assert_eq!(listed, vec![false, true, true, true]);
+        assert_eq!(without_markers("1. a\n2. b"), "a\nb\n");
+    }
+}

@@ -1,0 +1,165 @@
+//! The units the degeneration detectors count: a word, one CJK character or other symbol
+//! (emoji, full-width punctuation), or a run of one repeated ASCII punctuation mark or rule
+//! character — so English and Chinese are measured alike. A "word" longer than any real one is
+//! a loop written without spaces (`123456789123456789...`): it is read character by character.
+
+use std::collections::HashMap;
+
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF     // Hiragana, Katakana
+        | 0x3400..=0x4DBF   // CJK Extension A
+        | 0x4E00..=0x9FFF   // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF   // Hangul syllables
+        | 0xF900..=0xFAFF   // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F)
+}
+
+/// A character that is a unit by itself: CJK, and symbols outside ASCII (emoji, full-width
+/// punctuation) — except the line-drawing characters and dashes that rules are drawn with,
+/// whose runs stay one unit like `----`.
+fn stands_alone(c: char) -> bool {
+    is_cjk(c)
+        || (!c.is_ascii()
+            && !c.is_alphanumeric()
+            && !matches!(c as u32, 0x2010..=0x2015 | 0x2026 | 0x2500..=0x257F))
+}
+
+/// Words longer than this are read character by character.
+const LONGEST_WORD: usize = 24;
+
+/// Splits text into units: a word (a run of letters and digits), one CJK character, or a run of
+/// one repeated punctuation mark (so `----` in a table rule is one unit, not a loop).
+pub fn units(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut iter = text.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        if c.is_whitespace() {
+            continue;
+        }
+        let mut end = i + c.len_utf8();
+        if stands_alone(c) {
+            // One character, one unit.
+        } else if c.is_alphanumeric() || c == '_' {
+            while let Some(&(j, d)) = iter.peek() {
+                if (d.is_alphanumeric() || d == '_' || d == '\'') && !is_cjk(d) {
+                    end = j + d.len_utf8();
+                    iter.next();
+                } else {
+                    break;
+                }
+            }
+        } else {
+            while let Some(&(j, d)) = iter.peek() {
+                if d == c {
+                    end = j + d.len_utf8();
+                    iter.next();
+                } else {
+                    break;
+                }
+            }
+        }
+        let unit = &text[i..end];
+        if unit.chars().nth(LONGEST_WORD).is_some() && unit.chars().all(char::is_alphanumeric) {
+            out.extend(unit.char_indices().map(|(j, c)| &unit[j..j + c.len_utf8()]));
+        } else {
+            out.push(unit);
+        }
+    }
+    out
+}
+
+/// Each distinct value as a small number, in order of first appearance, so sequences compare
+/// by integers.
+pub fn intern<'a, T: AsRef<str> + ?Sized + 'a>(
+    values: impl IntoIterator<Item = &'a T>,
+) -> Vec<u32> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    values
+        .into_iter()
+        .map(|v| {
+            let next = ids.len() as u32;
+            *ids.entry(v.as_ref()).or_insert(next)
+        })
+        .collect()
+}
+
+/// The shortest period whose back-to-back repeats `accept` (period, units covered): a stretch
+/// of `ids` that is one sequence said again and again. `at_tail` looks only at the stretch that
+/// ends the sequence; otherwise the longest stretch for each period counts. Returns
+/// `(period, start, covered)`.
+pub fn periodic_run(
+    ids: &[u32],
+    at_tail: bool,
+    accept: impl Fn(usize, usize) -> bool,
+) -> Option<(usize, usize, usize)> {
+    let n = ids.len();
+    for p in 1..=n / 2 {
+        let (start, covered) = if at_tail {
+            let mut run = 0;
+            while run + p < n && ids[n - 1 - run] == ids[n - 1 - run - p] {
+                run += 1;
+            }
+            (n - run - p, run + p)
+        } else {
+            // The longest stretch where ids[i] == ids[i - p].
+            let (mut best, mut i) = ((0, 0), p);
+            while i < n {
+                if ids[i] != ids[i - p] {
+                    i += 1;
+                    continue;
+                }
+                let begin = i;
+                while i < n && ids[i] == ids[i - p] {
+                    i += 1;
+                }
+                if i - begin + p > best.1 {
+                    best = (begin - p, i - begin + p);
+                }
+            }
+            best
+        };
+        if covered >= p && accept(p, covered) {
+            return Some((p, start, covered));
+        }
+    }
+    None
+}
+
+/// `periodic_run`'s usual test: at least `repeats` whole repeats over at least `len` ids.
+pub fn repeats(repeats: usize, len: usize) -> impl Fn(usize, usize) -> bool {
+    move |p, covered| covered / p >= repeats && covered >= len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_split_words_cjk_and_punctuation_runs() {
+        assert_eq!(
+            units("Hello, world--ok 巴黎是首都。"),
+            vec!["Hello", ",", "world", "--", "ok", "巴", "黎", "是", "首", "都", "。"]
+        );
+        assert_eq!(units("don't |---|"), vec!["don't", "|", "---", "|"]);
+        // A word no language has: a loop without spaces, read by character.
+        assert_eq!(units(&"123".repeat(9)).len(), 27);
+        assert_eq!(units("Donaudampfschifffahrt ok").len(), 2);
+        // Emoji and full-width marks are units of their own; ASCII and line-drawing rules stay one.
+        assert_eq!(units("🌊🌊🌊！！"), vec!["🌊", "🌊", "🌊", "！", "！"]);
+        assert_eq!(units("━━━━ ==== ……"), vec!["━━━━", "====", "……"]);
+    }
+
+    #[test]
+    fn periodic_runs_anywhere_or_at_the_tail() {
+        let ids = intern(["x", "a", "b", "a", "b", "a", "b", "y"]);
+        assert_eq!(periodic_run(&ids, false, repeats(3, 6)), Some((2, 1, 6)));
+        assert_eq!(periodic_run(&ids, true, repeats(3, 6)), None);
+        let ids = intern(["x", "a", "b", "c", "a", "b", "c", "a", "b", "c", "a"]);
+        assert_eq!(periodic_run(&ids, true, repeats(3, 6)), Some((3, 1, 10)));
+        // Two repeats are not three.
+        let ids = intern(["a", "b", "c", "a", "b", "c"]);
+        assert_eq!(periodic_run(&ids, false, repeats(3, 6)), None);
+        assert_eq!(periodic_run(&ids, false, repeats(2, 6)), Some((3, 0, 6)));
+    }
+}

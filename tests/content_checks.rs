@@ -1,0 +1,246 @@
+//! The content checks beyond the text's length and patterns, end to end over loopback against
+//! the sim: a list that loops, JSON and its schema (`format_error`), tool calls in every flavor
+//! that has them (`tool_call_error`), and stopping early on a certain loop.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use llm_canary::checks::repetition::Detector;
+use llm_canary::config::{self, Config};
+use llm_canary::outcome::Outcome;
+use llm_canary::runner::Runner;
+use llm_canary::sim::Sim;
+
+const TOOLS: &str = r#"[
+  {"type": "function", "function": {
+    "name": "get_weather",
+    "description": "The weather in a city now.",
+    "parameters": {"type": "object", "required": ["city"], "additionalProperties": false,
+                   "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}}}}}
+]"#;
+
+const SCHEMA: &str = r#"{"type": "object", "required": ["city", "country", "population_millions"],
+  "properties": {"city": {"type": "string"}, "country": {"type": "string"},
+                 "population_millions": {"type": "integer"}}}"#;
+
+/// A config of `targets` (name, scenario, extra target keys) and `probes` (file name, body,
+/// each given `prompt: q.txt` unless it names its own).
+fn setup(
+    sim: &Sim,
+    targets: &[(&str, &str, &str)],
+    probes: &[(&str, &str)],
+) -> (common::TempDir, Config) {
+    let dir = common::TempDir::new("checks");
+    let agent = common::agent_yaml(sim, targets);
+    let mut files = vec![
+        ("llm-canary.yaml".to_string(), agent),
+        (
+            "prompts/q.txt".into(),
+            "What is the weather in Paris?".into(),
+        ),
+        (
+            "prompts/json.txt".into(),
+            "Give the capital of France as JSON. Reply with JSON only.".into(),
+        ),
+        ("tools/weather.json".into(), TOOLS.into()),
+        ("schemas/city.json".into(), SCHEMA.into()),
+    ];
+    for (name, body) in probes {
+        files.push((format!("probes/{name}.yaml"), body.to_string()));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    dir.write(&refs);
+    let cfg = config::load(&dir.path().join("llm-canary.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    (dir, cfg)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_in_every_flavor_that_has_them() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let cases = [
+        ("tool-call", "ok", None),
+        (
+            "tool-call-none",
+            "tool_call_error",
+            Some("no tool call: get_weather was to be called"),
+        ),
+        (
+            "tool-call-wrong",
+            "tool_call_error",
+            Some("the last tool call is to get_time, not get_weather"),
+        ),
+        (
+            "tool-call-bad-args",
+            "tool_call_error",
+            Some("the arguments of get_weather do not match its schema: at /city: want string, but got number"),
+        ),
+    ];
+    let mut names = Vec::new();
+    for f in common::CHAT_FLAVORS {
+        for (scenario, _, _) in cases {
+            names.push((format!("{f}-{scenario}"), scenario, format!("api: {f}")));
+        }
+    }
+    let targets: Vec<(&str, &str, &str)> = names
+        .iter()
+        .map(|(n, s, e)| (n.as_str(), *s, e.as_str()))
+        .collect();
+    let probe = "name: weather\nprompt: q.txt\nmax_tokens: 64\ntools: tools/weather.json\ntimeouts: {total: 5s}\nchecks: {tool_call: get_weather}\n";
+    let (_dir, cfg) = setup(&sim, &targets, &[("weather", probe)]);
+    let pairs = cfg
+        .targets
+        .iter()
+        .map(|t| (cfg.probes[0].clone(), t.clone()))
+        .collect();
+    let results = std::sync::Arc::new(Runner::new(32)).run_all(pairs).await;
+    let mut wrong = BTreeMap::new();
+    for (r, (name, scenario, _)) in results.iter().zip(&names) {
+        let (_, outcome, error) = cases.iter().find(|c| c.0 == *scenario).unwrap();
+        if r.outcome.as_str() != *outcome || r.error.as_deref() != *error {
+            wrong.insert(
+                name.clone(),
+                format!("{} {:?} {:?}", r.outcome, r.failed_checks, r.error),
+            );
+        }
+        // The call's first piece is the first token.
+        if r.outcome == Outcome::Ok {
+            assert!(r.figures.ttft_ms.is_some(), "{name}");
+            assert_eq!(r.failed_checks, vec![], "{name}");
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // Each flavor sent the tools in its own shape.
+    let seen = sim.seen();
+    let body = |tail: &str| {
+        seen.iter()
+            .find(|s| s.path.ends_with(tail))
+            .map(|s| s.body["tools"][0].clone())
+            .unwrap()
+    };
+    assert_eq!(body("/chat/completions")["function"]["name"], "get_weather");
+    assert_eq!(body("/api/chat")["function"]["name"], "get_weather");
+    assert_eq!(body("/responses")["name"], "get_weather");
+    assert_eq!(body("/responses")["type"], "function");
+    assert_eq!(body("/messages")["name"], "get_weather");
+    assert_eq!(body("/messages")["input_schema"]["required"][0], "city");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_answers_and_their_schema() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let json = "name: json\nprompt: json.txt\nchecks: {json: true}\n";
+    let schema = "name: schema\nprompt: json.txt\nchecks: {json_schema: schemas/city.json}\n";
+    let (_dir, cfg) = setup(
+        &sim,
+        &[("healthy", "healthy", ""), ("broken", "json-broken", "")],
+        &[("json", json), ("schema", schema)],
+    );
+    let runner = Runner::new(4);
+    let run = |probe: &str, target: &str| {
+        let p = cfg.probes.iter().find(|p| p.name == probe).unwrap().clone();
+        let t = cfg.target(target).unwrap().clone();
+        let runner = &runner;
+        async move { runner.run_one(&p, &t).await }
+    };
+    let r = run("json", "healthy").await;
+    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    let r = run("json", "broken").await;
+    assert_eq!(r.outcome, Outcome::FormatError);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("the answer is not JSON: trailing comma at line 1 column 39")
+    );
+    // The sim's population is 2.1 million: a number, not the integer the schema asks for.
+    let r = run("schema", "healthy").await;
+    assert_eq!(r.outcome, Outcome::FormatError);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("the answer does not match the JSON Schema: at /population_millions: want integer, but got number")
+    );
+    let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
+    assert_eq!(line["outcome"], "format_error");
+    assert_eq!(line["failed_checks"], serde_json::json!(["format_error"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_whose_items_cycle_is_repetition_with_its_period() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let probe = "name: list\nprompt: q.txt\nmax_tokens: 80\nchecks: {allow_truncation: true}\n";
+    let (_dir, cfg) = setup(&sim, &[("list", "repetition-list", "")], &[("list", probe)]);
+    let r = Runner::new(1)
+        .run_one(&cfg.probes[0], &cfg.targets[0])
+        .await;
+    assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
+    let rep = r.repetition.as_ref().unwrap();
+    assert_eq!(
+        (rep.detector, rep.period),
+        (Some(Detector::ItemCycle), Some(3))
+    );
+    let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
+    assert_eq!(line["repetition"]["detector"], "item_cycle");
+    assert_eq!(line["stopped_early"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certain_loop_stops_the_read_and_keeps_the_figures() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    // 2,000 tokens 5 ms apart: ten seconds to read to the end, past the total timeout.
+    let probe = |name: &str, stop: bool| {
+        format!("name: {name}\nprompt: q.txt\nmax_tokens: 2000\ntimeouts: {{total: 4s}}\nchecks: {{allow_truncation: true, stop_on_repetition: {stop}}}\n")
+    };
+    let (stop, read_on) = (probe("stop", true), probe("read-on", false));
+    let (_dir, cfg) = setup(
+        &sim,
+        &[
+            ("en", "repetition,itl=5ms", ""),
+            ("list", "repetition-list,itl=5ms", "api: anthropic-messages"),
+        ],
+        &[("stop", &stop), ("read-on", &read_on)],
+    );
+    let runner = Runner::new(2);
+    let probe_named = |n: &str| cfg.probes.iter().find(|p| p.name == n).unwrap();
+    for target in &cfg.targets {
+        let r = runner.run_one(probe_named("stop"), target).await;
+        assert_eq!(
+            r.outcome,
+            Outcome::Repetition,
+            "{}: {:?}",
+            target.name,
+            r.error
+        );
+        assert!(r.stopped_early, "{}", target.name);
+        assert_eq!(r.finish_reason, None, "{}", target.name);
+        let chunks = r.content_chunks;
+        assert!(
+            chunks < 200,
+            "{}: read {chunks} chunks before stopping",
+            target.name
+        );
+        assert!(
+            r.figures.ttft_ms.is_some() && r.figures.tokens_per_second.is_some(),
+            "{}: {:?} {:?} {:?}",
+            target.name,
+            r.figures,
+            r.output_tokens,
+            r.tokens_source
+        );
+        assert!(
+            r.figures.e2e_ms.unwrap() < 3000.0,
+            "{}: {:?}",
+            target.name,
+            r.figures.e2e_ms
+        );
+        let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
+        assert_eq!(line["stopped_early"], true);
+    }
+    // Without the key, the same loop is read until the total timeout ends it.
+    let r = runner
+        .run_one(probe_named("read-on"), &cfg.targets[0])
+        .await;
+    assert!(!r.stopped_early);
+    assert_eq!(r.outcome, Outcome::TimeoutTotal, "{:?}", r.error);
+}
