@@ -13,10 +13,11 @@
 //!   standard crontab, with Vixie cron's daylight-saving rule.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
 //!   deadlines, caps, transport outcome) and one file per API flavor.
-//! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`), stamped with
+//! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
 //!   arrival times and capped.
 //! - [`timeline`]: arrival times → ttfb, ttft, e2e, tpot, tokens/s, inter-token gaps.
-//! - [`checks`]: content checks and degeneration detectors, pure functions over the text.
+//! - [`checks`]: judging the text, pure functions: degeneration (lists included), length,
+//!   patterns, JSON and JSON Schema, tool calls.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: the result record of one run.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
