@@ -6,6 +6,7 @@
 pub mod duration;
 pub mod error;
 pub mod gate;
+mod maintenance;
 mod probe;
 pub mod raw;
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 use serde_saphyr::{Location, Spanned};
 
 pub use error::{ConfigError, FieldPath};
+pub use maintenance::MaintenanceWindow;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 
@@ -33,6 +35,8 @@ pub struct Config {
     pub push: Option<Push>,
     pub targets: Vec<Arc<Target>>,
     pub probes: Vec<Arc<Probe>>,
+    /// Recurring maintenance windows (`maintenance:`).
+    pub maintenance: Vec<MaintenanceWindow>,
     /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
     pub warnings: Vec<String>,
 }
@@ -46,6 +50,9 @@ pub struct AgentSettings {
     pub results_log: Option<ResultsLogSettings>,
     pub shutdown_grace: Duration,
     pub shard: Option<(u32, u32)>,
+    /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
+    /// is loopback-only).
+    pub admin_token: Option<Secret>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +175,24 @@ fn check_labels(
     Ok(())
 }
 
+/// A `timezone:` value (UTC when absent).
+fn time_zone(
+    src: &Source,
+    field: &FieldPath,
+    tz: Option<&Spanned<String>>,
+) -> Result<jiff::tz::TimeZone, ConfigError> {
+    let Some(tz) = tz else {
+        return Ok(jiff::tz::TimeZone::UTC);
+    };
+    jiff::tz::TimeZone::get(&tz.value).map_err(|_| {
+        src.err(
+            field,
+            tz.referenced,
+            format!("unknown time zone {:?}", tz.value),
+        )
+    })
+}
+
 /// Target and probe names become label values: keep them short and plain.
 fn check_name(
     src: &Source,
@@ -264,12 +289,19 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             "no probe files (*.yaml) found",
         ));
     }
+    let maintenance = maintenance::load(
+        &src,
+        &root.key("maintenance"),
+        raw.maintenance.unwrap_or_default(),
+        &targets,
+    )?;
     Ok(Config {
         path: path.to_path_buf(),
         agent,
         push,
         targets,
         probes,
+        maintenance,
         warnings,
     })
 }
@@ -347,6 +379,14 @@ fn load_agent(
         results_log,
         shutdown_grace: a.shutdown_grace.map_or(Duration::from_secs(10), |d| d.0),
         shard,
+        admin_token: read_secret(
+            src,
+            at,
+            a.admin_token_env,
+            a.admin_token_file,
+            base,
+            "admin_token",
+        )?,
     })
 }
 

@@ -206,16 +206,7 @@ fn load_probe(
 ) -> Result<Probe, ConfigError> {
     super::check_name(src, &at.key("name"), &r.name, "probe")?;
     let name = r.name.value.clone();
-    let timezone = match &r.timezone {
-        Some(tz) => TimeZone::get(&tz.value).map_err(|_| {
-            src.err(
-                &at.key("timezone"),
-                tz.referenced,
-                format!("unknown time zone {:?}", tz.value),
-            )
-        })?,
-        None => TimeZone::UTC,
-    };
+    let timezone = super::time_zone(src, &at.key("timezone"), r.timezone.as_ref())?;
     let target_names: Vec<String> = match r.targets {
         Some(list) => {
             let mut names = Vec::new();
