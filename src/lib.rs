@@ -21,7 +21,10 @@
 //! - [`result`]: the result record of one run.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints and push loop.
-//! - [`sinks`]: the metrics registry, the Pushgateway client and the results log.
+//! - [`sinks`]: the metrics registry, the Pushgateway client, the results log and the status
+//!   page's fixed-size history (rebuilt from the results log at start).
+//! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
+//!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
@@ -40,6 +43,7 @@ pub mod config;
 pub mod daemon;
 pub mod gate;
 pub mod listener;
+pub mod maintenance;
 pub mod outcome;
 pub mod probe;
 pub mod report;
