@@ -21,10 +21,7 @@ fn check_known<'a>(
         .iter()
         .find(|n| !known.clone().any(|k| k == n.as_str()))
     {
-        bail!(
-            "unknown {what} {n:?} (known: {})",
-            known.collect::<Vec<_>>().join(", ")
-        );
+        bail!(crate::util::unknown_name(what, n, known));
     }
     Ok(())
 }

@@ -161,7 +161,7 @@ impl Metrics {
     }
 
     /// The label values of a target's own series (no probe), in family order.
-    fn target_values(&self, target: &Target) -> Vec<String> {
+    pub fn target_values(&self, target: &Target) -> Vec<String> {
         let mut v = vec![target.name.clone(), target.model.clone()];
         v.extend(
             self.target_keys
@@ -341,12 +341,35 @@ impl Metrics {
 
     /// The whole registry in the Prometheus text format.
     pub fn encode(&self) -> Vec<u8> {
-        let mut buf = Vec::new();
-        TextEncoder::new()
-            .encode(&self.registry.gather(), &mut buf)
-            .expect("encoding into memory cannot fail");
-        buf
+        encode(&self.registry.gather())
     }
+
+    /// One pair's series (those labelled with its probe and target, and its target's own), for
+    /// `/probe`: what blackbox_exporter answers for one module and target.
+    pub fn encode_pair(&self, probe: &str, target: &str) -> Vec<u8> {
+        let mut families = self.registry.gather();
+        for f in &mut families {
+            f.mut_metric().retain(|m| {
+                let value = |k: &str| {
+                    m.get_label()
+                        .iter()
+                        .find(|l| l.name() == k)
+                        .map(|l| l.value())
+                };
+                value("target") == Some(target) && value("probe").is_none_or(|p| p == probe)
+            });
+        }
+        families.retain(|f| !f.get_metric().is_empty());
+        encode(&families)
+    }
+}
+
+fn encode(families: &[prometheus::proto::MetricFamily]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    TextEncoder::new()
+        .encode(families, &mut buf)
+        .expect("encoding into memory cannot fail");
+    buf
 }
 
 /// Pair label values with more appended.

@@ -349,15 +349,71 @@ impl Tally {
     }
 }
 
-/// One slot of a series, as the page draws it.
+/// Consecutive slots of equal length, oldest first, in columns (compact in JSON). The week's
+/// series carries counts only.
 #[derive(Debug, Clone, Serialize)]
-pub struct Point {
+pub struct Series {
     pub start: Timestamp,
-    #[serde(flatten)]
-    pub tally: Tally,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p95_ms: Option<f64>,
-    pub tokens_per_second: Option<f64>,
+    pub step_seconds: i64,
+    pub runs: Vec<u32>,
+    pub failed: Vec<u32>,
+    pub maintenance: Vec<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ttft_p50_ms: Vec<Option<f64>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ttft_p95_ms: Vec<Option<f64>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tokens_per_second: Vec<Option<f64>>,
+}
+
+impl Series {
+    fn new(first_bucket: i64, step_seconds: i64, len: usize) -> Series {
+        Series {
+            start: Timestamp::from_second(first_bucket * step_seconds).unwrap_or_default(),
+            step_seconds,
+            runs: Vec::with_capacity(len),
+            failed: Vec::with_capacity(len),
+            maintenance: Vec::with_capacity(len),
+            ttft_p50_ms: Vec::new(),
+            ttft_p95_ms: Vec::new(),
+            tokens_per_second: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, c: Counts) {
+        self.runs.push(u32::from(c.runs));
+        self.failed.push(u32::from(c.failed));
+        self.maintenance.push(u32::from(c.maintenance));
+    }
+
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Slot `i`'s counts.
+    pub fn tally(&self, i: usize) -> Tally {
+        Tally {
+            runs: self.runs[i],
+            failed: self.failed[i],
+            maintenance: self.maintenance[i],
+        }
+    }
+
+    /// The counts of the last `n` slots.
+    pub fn last(&self, n: usize) -> Tally {
+        (self.len().saturating_sub(n)..self.len())
+            .map(|i| self.tally(i))
+            .sum()
+    }
+}
+
+/// A decoded figure to a tenth (of a millisecond, of a token per second): finer than shown.
+fn tenth(c: u16) -> Option<f64> {
+    LogScale::decode(c).map(|v| (v * 10.0).round() / 10.0)
 }
 
 /// One pair's history as of an instant: plain data for the page, the JSON and the badge.
@@ -373,10 +429,10 @@ pub struct PairSnapshot {
     pub last_1h: Tally,
     pub last_24h: Tally,
     pub last_7d: Tally,
-    /// The last 24 hours in 5-minute slots, oldest first.
-    pub day: Vec<Point>,
-    /// The last 7 days in 1-hour slots, oldest first (counts only).
-    pub week: Vec<Tally>,
+    /// The last 24 hours in 5-minute slots, with figures.
+    pub day: Series,
+    /// The last 7 days in 1-hour slots, counts only.
+    pub week: Series,
     /// Newest first.
     pub failures: Vec<Failure>,
 }
@@ -384,22 +440,19 @@ pub struct PairSnapshot {
 impl PairHistory {
     fn snapshot(&self, probe: &str, target: &str, now: Timestamp) -> PairSnapshot {
         let nb = now.as_second().div_euclid(FINE_SECONDS);
-        let day: Vec<Point> = (nb - FINE_SLOTS as i64 + 1..=nb)
-            .map(|b| {
-                let f = self.fine.get(b);
-                Point {
-                    start: Timestamp::from_second(b * FINE_SECONDS).unwrap_or(now),
-                    tally: f.counts.into(),
-                    ttft_p50_ms: LogScale::decode(f.ttft_p50),
-                    ttft_p95_ms: LogScale::decode(f.ttft_p95),
-                    tokens_per_second: LogScale::decode(f.tps),
-                }
-            })
-            .collect();
+        let mut day = Series::new(nb - FINE_SLOTS as i64 + 1, FINE_SECONDS, FINE_SLOTS);
+        for b in nb - FINE_SLOTS as i64 + 1..=nb {
+            let f = self.fine.get(b);
+            day.push(f.counts);
+            day.ttft_p50_ms.push(tenth(f.ttft_p50));
+            day.ttft_p95_ms.push(tenth(f.ttft_p95));
+            day.tokens_per_second.push(tenth(f.tps));
+        }
         let cb = now.as_second().div_euclid(COARSE_SECONDS);
-        let week: Vec<Tally> = (cb - COARSE_SLOTS as i64 + 1..=cb)
-            .map(|b| self.coarse.get(b).into())
-            .collect();
+        let mut week = Series::new(cb - COARSE_SLOTS as i64 + 1, COARSE_SECONDS, COARSE_SLOTS);
+        for b in cb - COARSE_SLOTS as i64 + 1..=cb {
+            week.push(self.coarse.get(b));
+        }
         PairSnapshot {
             probe: probe.to_string(),
             target: target.to_string(),
@@ -407,9 +460,9 @@ impl PairHistory {
             recent_failed: self.recent_bits.count_ones() as u8,
             last_run: self.last.as_ref().map(|l| l.0),
             last_outcome: self.last.as_ref().map(|l| l.1.clone()),
-            last_1h: day[FINE_SLOTS - 12..].iter().map(|p| p.tally).sum(),
-            last_24h: day.iter().map(|p| p.tally).sum(),
-            last_7d: week.iter().copied().sum(),
+            last_1h: day.last(12),
+            last_24h: day.last(FINE_SLOTS),
+            last_7d: week.last(COARSE_SLOTS),
             day,
             week,
             failures: self.failures.iter().rev().cloned().collect(),
