@@ -33,8 +33,12 @@ fn color(s: State) -> &'static str {
     }
 }
 
+/// A time to the second, cut (not rounded) so it names the 5-minute slot it falls in.
 pub fn when(t: Timestamp) -> String {
-    t.round(jiff::Unit::Second)
+    let second = jiff::TimestampRound::new()
+        .smallest(jiff::Unit::Second)
+        .mode(jiff::RoundMode::Trunc);
+    t.round(second)
         .unwrap_or(t)
         .strftime("%Y-%m-%d %H:%M:%S UTC")
         .to_string()
@@ -65,9 +69,9 @@ tr.target th{background:#f6f8fa;font-size:15px;padding-top:8px}\
 .state{display:inline-block;min-width:86px;text-align:center;border-radius:10px;color:#fff;font-size:12px;font-weight:600;padding:1px 8px}\
 .up{background:#1a7f37}.degraded{background:#bf8700}.down{background:#cf222e}.maintenance{background:#0969da}.pending{background:#6e7781}\
 small,.sub{color:#59636e;font-size:12px}.num{font-variant-numeric:tabular-nums;white-space:nowrap}\
-svg.chart{display:block;width:288px;height:36px;background:#f6f8fa}svg.week{display:block;width:168px;height:10px}\
-td.err{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all;max-width:520px}\
-code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px}\
+svg.chart{display:block;width:200px;height:36px;background:#f6f8fa}svg.week{display:block;width:168px;height:10px}\
+td.err{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-word;overflow-wrap:anywhere;max-width:420px}\
+code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all}\
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}\
 ul.rules{margin:0;padding-left:20px}";
 
@@ -95,8 +99,8 @@ pub fn render(r: &Report) -> String {
     );
     summary(&mut o, r);
     o.push_str(
-        "<table class=\"pairs\"><thead><tr><th>Target / probe</th><th>State</th>\
-         <th>Uptime 1 h</th><th>24 h</th><th>7 d</th><th>Last 7 days, hourly</th>\
+        "<table class=\"pairs\"><thead><tr><th>Probe</th><th>State</th>\
+         <th>Uptime&nbsp;1&nbsp;h</th><th>24&nbsp;h</th><th>7&nbsp;d</th><th>Last 7 days, hourly</th>\
          <th>TTFT p50 / p95, last 24 h</th><th>Decode speed, last 24 h</th><th>Last run</th></tr></thead><tbody>\n",
     );
     for t in &r.targets {
@@ -234,9 +238,15 @@ fn pair_row(o: &mut String, p: &ProbeStatus) {
     o.push_str("</td><td class=\"num\">");
     match (&h.last_run, &h.last_outcome) {
         (Some(t), Some(outcome)) => {
-            let _ = write!(o, "{}<br><small class=\"last-outcome\">", when(*t));
+            // Time first, the date below it: the column stays narrow.
+            let full = when(*t);
+            let (date, time) = full.split_once(' ').unwrap_or(("", &full));
+            let _ = write!(
+                o,
+                "{time}<br><small>{date}<br><span class=\"last-outcome\">"
+            );
             esc(o, outcome);
-            o.push_str("</small>");
+            o.push_str("</span></small>");
         }
         _ => o.push_str("<small>no run yet</small>"),
     }
@@ -277,7 +287,7 @@ fn chart(o: &mut String, lines: &[(&Vec<Option<f64>>, &str)]) {
         if !d.is_empty() {
             let _ = write!(
                 o,
-                "<path d=\"{d}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"2\" vector-effect=\"non-scaling-stroke\"/>"
+                "<path d=\"{d}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"2\" stroke-linecap=\"square\" vector-effect=\"non-scaling-stroke\"/>"
             );
         }
     }
@@ -322,7 +332,12 @@ fn failures(o: &mut String, r: &Report) {
                 .map(move |f| (p.history.target.as_str(), p.history.probe.as_str(), f))
         })
         .collect();
-    all.sort_by(|a, b| b.2.started_at.cmp(&a.2.started_at));
+    // Newest first; runs that started at the same instant by target, then probe.
+    all.sort_by(|a, b| {
+        (b.2.started_at.cmp(&a.2.started_at))
+            .then(a.0.cmp(b.0))
+            .then(a.1.cmp(b.1))
+    });
     let _ = write!(
         o,
         "<h2>Latest failures</h2><p class=\"sub\">The last {FAILURES_KEPT} failures of each probe and target, newest first (at most {FAILURES_LISTED}).</p>",

@@ -65,7 +65,11 @@ impl From<&ProbeResult> for Run {
         Run {
             probe: r.probe.clone(),
             target: r.target.clone(),
-            started_at: r.started_at,
+            // As the record has it, so the page says the same before and after a restart.
+            started_at: r
+                .started_at
+                .round(jiff::Unit::Millisecond)
+                .unwrap_or(r.started_at),
             outcome: r.outcome.as_str().to_string(),
             success: r.success,
             maintenance: r.maintenance,
