@@ -429,7 +429,7 @@ fn check_dom(dom: &str, records: &[Value], log: String) {
 
     // The failures table: each pair's last five failures, merged, newest first, at most 20.
     let mut want: Vec<&Value> = Vec::new();
-    for (t, _) in &rows {
+    for t in rows.keys() {
         let f: Vec<&Value> = records
             .iter()
             .filter(|r| r["target"] == t.as_str() && r["success"] == false)

@@ -39,9 +39,32 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
                 );
             }
             None => {
-                let _ = writeln!(s, "  no schedule: runs only with `once` and `gate`");
+                let _ = writeln!(
+                    s,
+                    "  no schedule: runs only with `once`, `gate` and the daemon's /probe"
+                );
             }
         }
+    }
+    for w in &cfg.maintenance {
+        let from = now.to_zoned(w.timezone.clone());
+        let next: Vec<String> = w
+            .schedule
+            .upcoming(&from, 2)
+            .iter()
+            .map(|z| z.to_string())
+            .collect();
+        let _ = writeln!(
+            s,
+            "maintenance of {} for {} from {:?}: next {}",
+            w.targets.join(", "),
+            crate::util::human_duration(w.duration),
+            w.schedule.as_str(),
+            next.join(", ")
+        );
+    }
+    if cfg.agent.admin_token.is_none() && cfg.agent.listen.is_some_and(|a| !a.ip().is_loopback()) {
+        let _ = writeln!(s, "warning: agent.listen is not loopback-only and no admin token is set (agent.admin_token_env or admin_token_file): POST /-/reload and /-/maintenance will be refused");
     }
     for w in &cfg.warnings {
         let _ = writeln!(s, "warning: {w}");

@@ -91,10 +91,10 @@ pub fn render(r: &Report) -> String {
         "</title><style>{STYLE}</style></head><body>\n<h1>llm-canary status: "
     );
     esc(&mut o, &r.agent);
-    let _ = write!(
+    let _ = writeln!(
         o,
         "</h1><p class=\"meta\">Generated <span id=\"generated\">{}</span>; refreshes every {REFRESH_SECONDS} s · \
-         <a href=\"/api/v1/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p>\n",
+         <a href=\"/api/v1/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p>",
         when(r.generated_at)
     );
     summary(&mut o, r);
@@ -120,7 +120,7 @@ pub fn render(r: &Report) -> String {
             "<li><span class=\"state {name}\">{name}</span> {rule}</li>"
         );
     }
-    let _ = write!(o, "</ul><p class=\"sub\">{UPTIME_RULE}</p></body></html>\n");
+    let _ = writeln!(o, "</ul><p class=\"sub\">{UPTIME_RULE}</p></body></html>");
     o
 }
 
@@ -138,7 +138,7 @@ fn summary(o: &mut String, r: &Report) {
             let _ = write!(o, "<span class=\"state {0}\">{n} {0}</span> ", s.as_str());
         }
     }
-    let _ = write!(o, "<small>targets</small></p>\n");
+    o.push_str("<small>targets</small></p>\n");
 }
 
 fn target_rows(o: &mut String, t: &TargetStatus) {
