@@ -8,21 +8,11 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::run_tool as run;
 use common::services::binary;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
-    text
 }
 
 #[test]
@@ -65,6 +55,9 @@ fn location_alerts_route_by_severity_and_name_their_locations() {
         "• failing from: eu-west, us-east\n",
         "target: chat-13b · location: ap-south\n• failing from: ap-south\n",
     ] {
-        assert!(rendered.contains(line), "{line:?} missing from:\n{rendered}");
+        assert!(
+            rendered.contains(line),
+            "{line:?} missing from:\n{rendered}"
+        );
     }
 }

@@ -5,6 +5,21 @@ use std::fmt::Write;
 
 use crate::config::Config;
 
+/// The next `n` fire times of `cron` in `tz`, for people.
+fn next_fires(
+    cron: &crate::schedule::Cron,
+    tz: &jiff::tz::TimeZone,
+    now: &jiff::Timestamp,
+    n: usize,
+) -> String {
+    let next: Vec<String> = cron
+        .upcoming(&now.to_zoned(tz.clone()), n)
+        .iter()
+        .map(|z| z.to_string())
+        .collect();
+    next.join(", ")
+}
+
 pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -25,17 +40,11 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
         match &p.schedule {
             Some(cron) => {
-                let from = now.to_zoned(p.timezone.clone());
-                let next: Vec<String> = cron
-                    .upcoming(&from, 3)
-                    .iter()
-                    .map(|z| z.to_string())
-                    .collect();
                 let _ = writeln!(
                     s,
                     "  schedule {:?}: next {}",
                     cron.as_str(),
-                    next.join(", ")
+                    next_fires(cron, &p.timezone, now, 3)
                 );
             }
             None => {
@@ -47,20 +56,13 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         }
     }
     for w in &cfg.maintenance {
-        let from = now.to_zoned(w.timezone.clone());
-        let next: Vec<String> = w
-            .schedule
-            .upcoming(&from, 2)
-            .iter()
-            .map(|z| z.to_string())
-            .collect();
         let _ = writeln!(
             s,
             "maintenance of {} for {} from {:?}: next {}",
             w.targets.join(", "),
             crate::util::human_duration(w.duration),
             w.schedule.as_str(),
-            next.join(", ")
+            next_fires(&w.schedule, &w.timezone, now, 2)
         );
     }
     if cfg.agent.admin_token.is_none() && cfg.agent.listen.is_some_and(|a| !a.ip().is_loopback()) {

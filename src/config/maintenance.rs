@@ -7,7 +7,7 @@ use std::time::Duration;
 use jiff::tz::TimeZone;
 
 use super::raw::RawMaintenance;
-use super::{time_zone, ConfigError, FieldPath, Source, Target};
+use super::{target_names, time_zone, ConfigError, FieldPath, Source, Target};
 use crate::schedule::Cron;
 
 /// One recurring window, validated: its targets exist, its duration is more than nothing.
@@ -37,19 +37,7 @@ pub(super) fn load(
                 "a maintenance window needs at least one target",
             ));
         }
-        let mut names: Vec<String> = Vec::new();
-        for (j, t) in list.value.iter().enumerate() {
-            if !targets.iter().any(|x| x.name == t.value) {
-                return Err(src.err(
-                    &at.key("targets").index(j),
-                    t.referenced,
-                    format!("unknown target {:?}", t.value),
-                ));
-            }
-            if !names.contains(&t.value) {
-                names.push(t.value.clone());
-            }
-        }
+        let names = target_names(src, &at.key("targets"), &list.value, targets)?;
         if w.duration.value.0.is_zero() {
             return Err(src.err(
                 &at.key("duration"),

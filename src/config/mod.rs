@@ -175,6 +175,30 @@ fn check_labels(
     Ok(())
 }
 
+/// Target names as listed at `field` (a probe's or a window's `targets`): each must exist;
+/// repeats are dropped.
+fn target_names(
+    src: &Source,
+    field: &FieldPath,
+    list: &[Spanned<String>],
+    targets: &[Arc<Target>],
+) -> Result<Vec<String>, ConfigError> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        if !targets.iter().any(|x| x.name == t.value) {
+            return Err(src.err(
+                &field.index(i),
+                t.referenced,
+                format!("unknown target {:?}", t.value),
+            ));
+        }
+        if !names.contains(&t.value) {
+            names.push(t.value.clone());
+        }
+    }
+    Ok(names)
+}
+
 /// A `timezone:` value (UTC when absent).
 fn time_zone(
     src: &Source,
