@@ -77,7 +77,9 @@ ul.rules{margin:0;padding-left:20px}";
 
 /// The whole page.
 pub fn render(r: &Report) -> String {
-    let mut o = String::with_capacity(16 * 1024 + r.targets.len() * 8 * 1024);
+    // About 6 KiB a pair with a full day: sized once, so the buffer is not copied as it grows.
+    let pairs: usize = r.targets.iter().map(|t| t.probes.len()).sum();
+    let mut o = String::with_capacity(16 * 1024 + pairs * 6 * 1024);
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -218,8 +220,8 @@ fn pair_row(o: &mut String, p: &ProbeStatus) {
             let _ = write!(
                 o,
                 "<small class=\"num\">latest: p50 <span class=\"ttft-p50\">{}</span> · p95 <span class=\"ttft-p95\">{}</span></small>",
-                d.ttft_p50_ms[i].map_or_else(String::new, ms),
-                d.ttft_p95_ms[i].map_or_else(String::new, ms)
+                d.ttft_p50_ms[i].map_or_else(String::new, |v| ms(f64::from(v))),
+                d.ttft_p95_ms[i].map_or_else(String::new, |v| ms(f64::from(v)))
             );
         }
         None => o.push_str("<small>no TTFT yet</small>"),
@@ -255,12 +257,12 @@ fn pair_row(o: &mut String, p: &ProbeStatus) {
 
 /// A step chart of one or more series over the day's slots (one x unit a slot), scaled to the
 /// largest value, with that value as the chart's title.
-fn chart(o: &mut String, lines: &[(&Vec<Option<f64>>, &str)]) {
+fn chart(o: &mut String, lines: &[(&[Option<f32>], &str)]) {
     let n = lines.first().map_or(0, |l| l.0.len());
     let max = lines
         .iter()
         .flat_map(|l| l.0.iter().flatten())
-        .fold(0.0_f64, |a, &b| a.max(b));
+        .fold(0.0_f32, |a, &b| a.max(b));
     let _ = write!(
         o,
         "<svg class=\"chart\" viewBox=\"0 0 {n} 36\" preserveAspectRatio=\"none\" role=\"img\">"
@@ -269,6 +271,8 @@ fn chart(o: &mut String, lines: &[(&Vec<Option<f64>>, &str)]) {
         let _ = write!(o, "<title>max {max:.1}</title>");
     }
     for (values, stroke) in lines {
+        // A step per slot: `M x y h1` starts a run, `V y h1` continues it (short: the page
+        // holds 100 pairs).
         let mut d = String::new();
         let mut prev: Option<usize> = None;
         for (i, v) in values.iter().enumerate() {
@@ -276,11 +280,11 @@ fn chart(o: &mut String, lines: &[(&Vec<Option<f64>>, &str)]) {
                 prev = None;
                 continue;
             };
-            let y = 34.0 - 32.0 * v / max;
+            let y = (34.0 - 32.0 * v / max).round();
             if prev == Some(i.wrapping_sub(1)) {
-                let _ = write!(d, "V{y:.1}H{}", i + 1);
+                let _ = write!(d, "V{y}h1");
             } else {
-                let _ = write!(d, "M{i} {y:.1}H{}", i + 1);
+                let _ = write!(d, "M{i} {y}h1");
             }
             prev = Some(i);
         }
@@ -308,10 +312,17 @@ fn week_strip(o: &mut String, week: &Series) {
         t if t.failed == t.runs => "#cf222e",
         _ => "#bf8700",
     };
+    // One rectangle per run of equal cells, one path per colour.
+    let cells: Vec<&str> = (0..week.len()).map(|i| kind(week.tally(i))).collect();
     for fill in ["#d1d9e0", "#1a7f37", "#bf8700", "#cf222e", "#0969da"] {
         let mut d = String::new();
-        for i in (0..week.len()).filter(|&i| kind(week.tally(i)) == fill) {
-            let _ = write!(d, "M{i} 0h1v10h-1z");
+        let mut i = 0;
+        while i < cells.len() {
+            let run = cells[i..].iter().take_while(|c| **c == cells[i]).count();
+            if cells[i] == fill {
+                let _ = write!(d, "M{i} 0h{run}v10h-{run}z");
+            }
+            i += run;
         }
         if !d.is_empty() {
             let _ = write!(o, "<path d=\"{d}\" fill=\"{fill}\"/>");

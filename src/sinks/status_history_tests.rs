@@ -105,7 +105,8 @@ fn slots_carry_ttft_quantiles_without_warmups_and_the_mean_decode_speed() {
     let d = &s.day;
     let last = FINE_SLOTS - 1;
     // Within the log scale's 0.03%, to a tenth.
-    let near = |v: Option<f64>, want: f64| (v.unwrap() - want).abs() <= want * 3e-4 + 0.05;
+    let near =
+        |v: Option<f32>, want: f64| (f64::from(v.unwrap()) - want).abs() <= want * 3e-4 + 0.05;
     assert!(near(d.ttft_p50_ms[last], 30.0), "{:?}", d.ttft_p50_ms[last]);
     assert!(
         near(d.ttft_p95_ms[last], 1000.0),
