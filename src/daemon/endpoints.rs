@@ -70,30 +70,28 @@ async fn route(
     }
     match (req.method(), path.as_str()) {
         (&Method::GET, "/") => {
-            let report = status::report(agent, jiff::Timestamp::now());
-            let mut r = reply(
-                StatusCode::OK,
-                "text/html; charset=utf-8",
-                status_page::render(&report),
-            );
+            let now = jiff::Timestamp::now();
+            let head = status::head(agent, now);
+            let page = status_page::render(&head, status::targets(agent, now));
+            let mut r = reply(StatusCode::OK, "text/html; charset=utf-8", page);
             r.headers_mut()
                 .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
             r
         }
         (&Method::GET, "/api/v1/status") => {
-            let report = status::report(agent, jiff::Timestamp::now());
+            let now = jiff::Timestamp::now();
+            let head = status::head(agent, now);
             reply(
                 StatusCode::OK,
                 JSON,
-                serde_json::to_vec(&report).unwrap_or_default(),
+                status::json(&head, status::targets(agent, now)),
             )
         }
         (&Method::GET, p) if p.starts_with("/badge/") && p.ends_with(".svg") => {
             let name = &p["/badge/".len()..p.len() - ".svg".len()];
-            let report = status::report(agent, jiff::Timestamp::now());
-            match report.targets.iter().find(|t| t.target == name) {
+            match status::target(agent, name, jiff::Timestamp::now()) {
                 Some(t) => {
-                    let mut r = reply(StatusCode::OK, "image/svg+xml", status_page::badge(t));
+                    let mut r = reply(StatusCode::OK, "image/svg+xml", status_page::badge(&t));
                     r.headers_mut()
                         .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
                     r

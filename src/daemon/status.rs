@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::Agent;
+use crate::config::{Config, Target};
 use crate::maintenance::{self, Window};
 use crate::sinks::status_history::{PairSnapshot, RECENT_RUNS};
 
@@ -100,58 +101,115 @@ pub struct TargetStatus {
     pub probes: Vec<ProbeStatus>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct Report {
-    pub agent: String,
-    pub generated_at: Timestamp,
-    pub recent_runs: u8,
-    pub targets: Vec<TargetStatus>,
-}
-
-/// The report as of `now`: every configured target (in config order) with its pairs.
-pub fn report(agent: &Agent, now: Timestamp) -> Report {
-    let cfg = agent.cfg();
-    let mut pairs = agent.history.snapshot(now);
-    let targets = cfg
-        .targets
-        .iter()
-        .map(|t| {
-            let window = maintenance::active(&cfg, &agent.announced, &t.name, now);
-            let mut probes: Vec<ProbeStatus> = Vec::new();
-            pairs.retain(|s| {
-                if s.target != t.name {
-                    return true;
-                }
-                probes.push(ProbeStatus {
-                    state: pair_state(s, window.is_some()),
-                    uptime_1h: s.last_1h.uptime(),
-                    uptime_24h: s.last_24h.uptime(),
-                    uptime_7d: s.last_7d.uptime(),
-                    history: s.clone(),
-                });
-                false
-            });
-            let states: Vec<State> = probes.iter().map(|p| p.state).collect();
-            TargetStatus {
-                target: t.name.clone(),
-                model: t.model.clone(),
-                state: target_state(&states, window.is_some()),
-                maintenance: window,
-                probes,
-            }
+/// One target as of `now`, with its pairs (in probe order).
+fn target_status(agent: &Agent, cfg: &Config, t: &Target, now: Timestamp) -> TargetStatus {
+    let window = maintenance::active(cfg, &agent.announced, &t.name, now);
+    let probes: Vec<ProbeStatus> = agent
+        .history
+        .snapshot_target(&t.name, now)
+        .into_iter()
+        .map(|s| ProbeStatus {
+            state: pair_state(&s, window.is_some()),
+            uptime_1h: s.last_1h.uptime(),
+            uptime_24h: s.last_24h.uptime(),
+            uptime_7d: s.last_7d.uptime(),
+            history: s,
         })
         .collect();
-    Report {
+    let states: Vec<State> = probes.iter().map(|p| p.state).collect();
+    TargetStatus {
+        target: t.name.clone(),
+        model: t.model.clone(),
+        state: target_state(&states, window.is_some()),
+        maintenance: window,
+        probes,
+    }
+}
+
+/// Every configured target (in config order) as of `now`, built as it is taken: a renderer
+/// holds one target's series at a time, not 100 pairs' worth.
+pub fn targets(agent: &Agent, now: Timestamp) -> impl Iterator<Item = TargetStatus> + '_ {
+    let cfg = agent.cfg();
+    (0..cfg.targets.len()).map(move |i| target_status(agent, &cfg, &cfg.targets[i], now))
+}
+
+/// One target as of `now` (for its badge).
+pub fn target(agent: &Agent, name: &str, now: Timestamp) -> Option<TargetStatus> {
+    let cfg = agent.cfg();
+    let t = cfg.target(name)?;
+    Some(target_status(agent, &cfg, t, now))
+}
+
+/// What the page and the JSON say above the targets.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub agent: String,
+    pub generated_at: Timestamp,
+    /// Pairs on the page, to size its buffer.
+    pub pairs: usize,
+}
+
+pub fn head(agent: &Agent, now: Timestamp) -> Head {
+    let cfg = agent.cfg();
+    Head {
         agent: cfg.agent.name.clone(),
         generated_at: now,
-        recent_runs: RECENT_RUNS,
-        targets,
+        pairs: super::scheduled_pairs(&cfg).len(),
     }
+}
+
+/// `/api/v1/status`: `{agent, generated_at, recent_runs, targets: [...]}`, written one target
+/// at a time.
+pub fn json(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4096 + head.pairs * 8 * 1024);
+    let top = serde_json::json!({
+        "agent": head.agent,
+        "generated_at": head.generated_at,
+        "recent_runs": RECENT_RUNS,
+    })
+    .to_string();
+    // `{...}` with the targets appended before its closing brace.
+    out.extend_from_slice(&top.as_bytes()[..top.len() - 1]);
+    out.extend_from_slice(b",\"targets\":[");
+    for (i, t) in targets.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // Writing into memory fails only on a value serde cannot write, which these are not.
+        let _ = serde_json::to_writer(&mut out, &t);
+    }
+    out.extend_from_slice(b"]}");
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_json_is_one_object_with_every_target() {
+        let head = Head {
+            agent: "a\"b".into(),
+            generated_at: Timestamp::UNIX_EPOCH,
+            pairs: 0,
+        };
+        let t = |name: &str| TargetStatus {
+            target: name.into(),
+            model: "m".into(),
+            state: State::Pending,
+            maintenance: None,
+            probes: vec![],
+        };
+        let v: serde_json::Value =
+            serde_json::from_slice(&json(&head, [t("x"), t("y")].into_iter())).unwrap();
+        assert_eq!(v["agent"], "a\"b");
+        assert_eq!(v["recent_runs"], 5);
+        assert_eq!(v["targets"][1]["target"], "y");
+        assert_eq!(v["targets"][0]["state"], "pending");
+        let v: serde_json::Value =
+            serde_json::from_slice(&json(&head, std::iter::empty())).unwrap();
+        assert_eq!(v["targets"], serde_json::json!([]));
+    }
 
     #[test]
     fn states_follow_the_written_rule() {

@@ -1,5 +1,5 @@
 //! The status page (`GET /`) and the badges (`GET /badge/<target>.svg`), rendered on the server
-//! from a [`Report`]: one self-contained HTML document (inline CSS and SVG, no script, no
+//! from the targets' status, one target at a time: one self-contained HTML document (inline CSS and SVG, no script, no
 //! external asset, so it works on an air-gapped instance) that refreshes itself.
 //!
 //! Every text that did not come from this file is escaped, error messages above all: they quote
@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
-use super::status::{ProbeStatus, Report, State, TargetStatus, RULES, UPTIME_RULE};
+use super::status::{Head, ProbeStatus, State, TargetStatus, RULES, UPTIME_RULE};
 use crate::sinks::status_history::{Failure, Series, Tally, FAILURES_KEPT};
 
 /// How often the page reloads itself, in seconds.
@@ -75,11 +75,10 @@ code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-b
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}\
 ul.rules{margin:0;padding-left:20px}";
 
-/// The whole page.
-pub fn render(r: &Report) -> String {
+/// The whole page, taking the targets one at a time.
+pub fn render(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> String {
     // About 6 KiB a pair with a full day: sized once, so the buffer is not copied as it grows.
-    let pairs: usize = r.targets.iter().map(|t| t.probes.len()).sum();
-    let mut o = String::with_capacity(16 * 1024 + pairs * 6 * 1024);
+    let mut o = String::with_capacity(16 * 1024 + head.pairs * 6 * 1024);
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -87,26 +86,38 @@ pub fn render(r: &Report) -> String {
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>llm-canary status: "
     );
-    esc(&mut o, &r.agent);
+    esc(&mut o, &head.agent);
     let _ = write!(
         o,
         "</title><style>{STYLE}</style></head><body>\n<h1>llm-canary status: "
     );
-    esc(&mut o, &r.agent);
+    esc(&mut o, &head.agent);
     let _ = writeln!(
         o,
         "</h1><p class=\"meta\">Generated <span id=\"generated\">{}</span>; refreshes every {REFRESH_SECONDS} s · \
          <a href=\"/api/v1/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p>",
-        when(r.generated_at)
+        when(head.generated_at)
     );
-    summary(&mut o, r);
+    // The summary counts states the table is about to show: it goes in here afterwards.
+    let summary_at = o.len();
     o.push_str(
         "<table class=\"pairs\"><thead><tr><th>Probe</th><th>State</th>\
          <th>Uptime&nbsp;1&nbsp;h</th><th>24&nbsp;h</th><th>7&nbsp;d</th><th>Last 7 days, hourly</th>\
          <th>TTFT p50 / p95, last 24 h</th><th>Decode speed, last 24 h</th><th>Last run</th></tr></thead><tbody>\n",
     );
-    for t in &r.targets {
-        target_rows(&mut o, t);
+    let mut states = Vec::new();
+    let mut failed: Vec<(String, String, Failure)> = Vec::new();
+    for t in targets {
+        target_rows(&mut o, &t);
+        states.push(t.state);
+        for p in t.probes {
+            let h = p.history;
+            failed.extend(
+                h.failures
+                    .into_iter()
+                    .map(|f| (h.target.clone(), h.probe.clone(), f)),
+            );
+        }
     }
     o.push_str("</tbody></table>\n<p class=\"legend sub\">Charts: 5-minute slots;\
         <span style=\"background:#0969da\"></span>TTFT p50<span style=\"background:#bf3989\"></span>TTFT p95\
@@ -114,7 +125,7 @@ pub fn render(r: &Report) -> String {
         <span style=\"background:#1a7f37\"></span>all ok<span style=\"background:#bf8700\"></span>some failed\
         <span style=\"background:#cf222e\"></span>all failed<span style=\"background:#0969da\"></span>maintenance\
         <span style=\"background:#d1d9e0\"></span>no runs</p>\n");
-    failures(&mut o, r);
+    failures(&mut o, failed);
     o.push_str("<h2>How states are decided</h2><ul class=\"rules\">");
     for (name, rule) in RULES {
         let _ = write!(
@@ -123,11 +134,12 @@ pub fn render(r: &Report) -> String {
         );
     }
     let _ = writeln!(o, "</ul><p class=\"sub\">{UPTIME_RULE}</p></body></html>");
+    o.insert_str(summary_at, &summary(&states));
     o
 }
 
-fn summary(o: &mut String, r: &Report) {
-    o.push_str("<p class=\"summary\">");
+fn summary(states: &[State]) -> String {
+    let mut o = String::from("<p class=\"summary\">");
     for s in [
         State::Up,
         State::Degraded,
@@ -135,12 +147,13 @@ fn summary(o: &mut String, r: &Report) {
         State::Maintenance,
         State::Pending,
     ] {
-        let n = r.targets.iter().filter(|t| t.state == s).count();
+        let n = states.iter().filter(|t| **t == s).count();
         if n > 0 {
             let _ = write!(o, "<span class=\"state {0}\">{n} {0}</span> ", s.as_str());
         }
     }
     o.push_str("<small>targets</small></p>\n");
+    o
 }
 
 fn target_rows(o: &mut String, t: &TargetStatus) {
@@ -331,23 +344,12 @@ fn week_strip(o: &mut String, week: &Series) {
     o.push_str("</svg>");
 }
 
-fn failures(o: &mut String, r: &Report) {
-    let mut all: Vec<(&str, &str, &Failure)> = r
-        .targets
-        .iter()
-        .flat_map(|t| t.probes.iter())
-        .flat_map(|p| {
-            p.history
-                .failures
-                .iter()
-                .map(move |f| (p.history.target.as_str(), p.history.probe.as_str(), f))
-        })
-        .collect();
+fn failures(o: &mut String, mut all: Vec<(String, String, Failure)>) {
     // Newest first; runs that started at the same instant by target, then probe.
     all.sort_by(|a, b| {
         (b.2.started_at.cmp(&a.2.started_at))
-            .then(a.0.cmp(b.0))
-            .then(a.1.cmp(b.1))
+            .then(a.0.cmp(&b.0))
+            .then(a.1.cmp(&b.1))
     });
     let _ = write!(
         o,
@@ -368,9 +370,9 @@ fn failures(o: &mut String, r: &Report) {
             o.push_str("<br><small>in maintenance</small>");
         }
         o.push_str("</td><td class=\"f-target\">");
-        esc(o, target);
+        esc(o, &target);
         o.push_str("</td><td class=\"f-probe\">");
-        esc(o, probe);
+        esc(o, &probe);
         o.push_str("</td><td class=\"f-outcome\">");
         esc(o, &f.outcome);
         o.push_str("</td><td class=\"f-http num\">");

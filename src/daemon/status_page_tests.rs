@@ -8,6 +8,15 @@ use crate::sinks::status_history::{Run, StatusHistory};
 
 const HOSTILE: &str = "</td><script>alert(1)</script><img src=x onerror=\"alert(2)\"> & 'quoted'";
 
+struct Report {
+    head: Head,
+    targets: Vec<TargetStatus>,
+}
+
+fn render_report(r: Report) -> String {
+    render(&r.head, r.targets.into_iter())
+}
+
 fn report() -> Report {
     let h = StatusHistory::default();
     h.retain_pairs(&[("capital".into(), "chat".into())]);
@@ -33,9 +42,11 @@ fn report() -> Report {
         .snapshot("2025-03-10T11:54:00Z".parse().unwrap())
         .remove(0);
     Report {
-        agent: "canary <eu>".into(),
-        generated_at: "2025-03-10T11:54:00Z".parse().unwrap(),
-        recent_runs: 5,
+        head: Head {
+            agent: "canary <eu>".into(),
+            generated_at: "2025-03-10T11:54:00Z".parse().unwrap(),
+            pairs: 1,
+        },
         targets: vec![TargetStatus {
             target: "chat".into(),
             model: "m".into(),
@@ -58,7 +69,7 @@ fn report() -> Report {
 
 #[test]
 fn hostile_text_is_escaped_everywhere() {
-    let page = render(&report());
+    let page = render_report(report());
     assert!(!page.contains("<script"), "no script, hostile or ours");
     assert!(!page.contains("<img"));
     assert!(!page.contains("<b>"));
@@ -74,7 +85,7 @@ fn hostile_text_is_escaped_everywhere() {
 
 #[test]
 fn the_page_needs_nothing_from_outside_and_refreshes_itself() {
-    let page = render(&report());
+    let page = render_report(report());
     assert!(page.contains("<meta http-equiv=\"refresh\" content=\"30\">"));
     for outside in ["src=\"http", "href=\"http", "<link", "@import", "url("] {
         assert!(!page.contains(outside), "{outside}");
@@ -83,7 +94,7 @@ fn the_page_needs_nothing_from_outside_and_refreshes_itself() {
 
 #[test]
 fn the_page_shows_states_uptime_figures_and_failures() {
-    let page = render(&report());
+    let page = render_report(report());
     assert!(page.contains("data-target=\"chat\" data-probe=\"capital\" data-state=\"degraded\""));
     assert!(page.contains("data-target=\"chat\" data-state=\"maintenance\""));
     assert!(page.contains("<small class=\"recent\">1 of last 4 failed</small>"));

@@ -536,9 +536,20 @@ impl StatusHistory {
 
     /// Every pair's history as of `now`, sorted by target then probe.
     pub fn snapshot(&self, now: Timestamp) -> Vec<PairSnapshot> {
+        self.snapshot_where(now, |_| true)
+    }
+
+    /// The history of `target`'s pairs as of `now`, sorted by probe: the page takes one target
+    /// at a time, so a snapshot of every pair never sits in memory at once.
+    pub fn snapshot_target(&self, target: &str, now: Timestamp) -> Vec<PairSnapshot> {
+        self.snapshot_where(now, |t| t == target)
+    }
+
+    fn snapshot_where(&self, now: Timestamp, keep: impl Fn(&str) -> bool) -> Vec<PairSnapshot> {
         let map = self.pairs.lock().expect("history lock");
         let mut out: Vec<PairSnapshot> = map
             .iter()
+            .filter(|((_, t), _)| keep(t))
             .map(|((p, t), h)| h.snapshot(p, t, now))
             .collect();
         out.sort_by(|a, b| (&a.target, &a.probe).cmp(&(&b.target, &b.probe)));
