@@ -40,6 +40,44 @@ pub enum Command {
     Sim(SimArgs),
     /// Start `sim` in-process and run probes against a few of its scenarios.
     Demo,
+    /// Probe a target while reading the server's own figures; print ours beside theirs.
+    /// Exit 0 when they agree within the tolerance, 1 when not.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CalibrateArgs {
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// The target to calibrate (its `server:` must be vllm, sglang, llama-cpp or ollama).
+    #[arg(long)]
+    pub target: String,
+    /// The probe to run (default: the first probe that runs against the target).
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Samples, one at a time.
+    #[arg(long, default_value_t = 10)]
+    pub samples: u32,
+    /// How far our TTFT may be from the server's after the round trip, e.g. 5%.
+    #[arg(long, default_value = "5%", value_parser = percent)]
+    pub tolerance: f64,
+    /// Where the server's Prometheus metrics are (default: base_url without /v1, + /metrics).
+    #[arg(long)]
+    pub metrics_url: Option<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+/// `5%` or `0.05`.
+fn percent(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    v.ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("{text:?} is not a tolerance: write e.g. 5% or 0.05"))
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -96,6 +134,10 @@ pub struct GateArgs {
     /// A previous gate's JSON (--format json) as the baseline.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    /// Refuse to run (exit 2) when a probe has vs_baseline limits and no baseline is given;
+    /// without it they are reported as skipped.
+    #[arg(long)]
+    pub require_baseline: bool,
     /// Samples per probe and side (default: the probe's gate.samples, else 20).
     #[arg(long)]
     pub samples: Option<u32>,

@@ -33,11 +33,13 @@
 //! - [`report`]: table and JSON lines.
 //! - [`sim`]: the simulated OpenAI-compatible replica, its scenarios and its own misbehaving
 //!   HTTP writer.
+//! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings).
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
 //!   clipping, stop signals).
 
+pub mod calibrate;
 pub mod checks;
 pub mod cli;
 pub mod commands;

@@ -2,6 +2,8 @@
 //! object per line for `once --format json`, the results log and the gate). Absent figures are
 //! `null`; the generated text only when asked for; never the API key.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::checks::repetition;
@@ -14,6 +16,8 @@ pub struct ProbeResult {
     pub probe: String,
     pub target: String,
     pub model: String,
+    /// The target's labels (`model_version`, `env` ...), so a record says what it measured.
+    pub labels: BTreeMap<String, String>,
     pub request_id: String,
     #[serde(serialize_with = "rfc3339")]
     pub started_at: jiff::Timestamp,
@@ -91,6 +95,7 @@ impl ProbeResult {
             probe: "p".into(),
             target: "t".into(),
             model: "m".into(),
+            labels: BTreeMap::new(),
             request_id: "r".into(),
             started_at: jiff::Timestamp::UNIX_EPOCH,
             outcome: Outcome::Ok,

@@ -42,7 +42,8 @@ pub struct Cron {
 #[error("{0}")]
 pub struct CronError(String);
 
-const MACROS: [(&str, &str); 7] = [
+/// The `@` macros and the 5-field expressions they stand for.
+pub const MACROS: [(&str, &str); 7] = [
     ("@yearly", "0 0 1 1 *"),
     ("@annually", "0 0 1 1 *"),
     ("@monthly", "0 0 1 * *"),

@@ -34,6 +34,33 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// Why a connection could not be made, in a few words: the innermost cause of `e` (the HTTP
+/// stack wraps it three deep), an OS error by its kind ("connection refused") rather than its
+/// number, and the address tried: `connection refused (127.0.0.1:9)`.
+pub fn connect_failure(e: &reqwest::Error) -> String {
+    let mut root: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    let io = root.downcast_ref::<std::io::Error>();
+    let reason = match io.map(std::io::Error::kind) {
+        Some(kind)
+            if kind != std::io::ErrorKind::Other && io.and_then(|e| e.raw_os_error()).is_some() =>
+        {
+            kind.to_string()
+        }
+        _ if e.is_timeout() => "timed out".to_string(),
+        _ => root.to_string(),
+    };
+    match e
+        .url()
+        .and_then(|u| Some((u.host_str()?.to_string(), u.port_or_known_default()?)))
+    {
+        Some((host, port)) => format!("{reason} ({host}:{port})"),
+        None => reason,
+    }
+}
+
 /// Foreign text cut to 200 characters, control characters dropped, for an error message.
 pub fn clip(s: &str) -> String {
     let mut out: String = s.chars().filter(|c| !c.is_control()).take(200).collect();

@@ -28,7 +28,14 @@ async fn once_exit_codes_and_json_lines() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (dir, _) = common::config(
         &sim,
-        &[("good", "healthy", ""), ("bad", "http-503", "")],
+        &[
+            (
+                "good",
+                "healthy",
+                "labels: {model_version: \"7\", env: dev}",
+            ),
+            ("bad", "http-503", ""),
+        ],
         common::PROBE,
     );
     let cfg = dir.path().join("llm-canary.yaml").display().to_string();
@@ -112,6 +119,12 @@ async fn once_exit_codes_and_json_lines() {
         lines[0]["warmup"], true,
         "first success after start is a warm-up"
     );
+    // A record says which version it measured: the target's labels.
+    assert_eq!(
+        lines[0]["labels"],
+        serde_json::json!({"env": "dev", "model_version": "7"})
+    );
+    assert_eq!(lines[1]["labels"], serde_json::json!({}));
     assert_eq!(lines[1]["outcome"], "http_error");
     assert_eq!(lines[1]["http_status"], 503);
     assert!(lines[1]["ttft_ms"].is_null());
@@ -213,23 +226,27 @@ fn check_prints_three_fire_times_and_warnings() {
         ("probes/z.yaml", "name: z\nschedule: \"30 9 * * 1-5\"\ntimezone: Europe/Paris\nprompt: q.txt\ncache_bust: prefix\n"),
         ("prompts/q.txt", "hi"),
     ]);
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(dir.path().join("llm-canary.yaml"))
-        .output()
-        .unwrap();
+    let check = || {
+        bin()
+            .arg("check")
+            .arg("-c")
+            .arg(dir.path().join("llm-canary.yaml"))
+            .output()
+            .unwrap()
+    };
+    let out = check();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let s = text(&out.stdout);
+    // The cadence in words beside the fire times: a 6-field step is seconds.
     let line = s
         .lines()
-        .find(|l| l.contains("schedule \"*/2 * * * * *\""))
-        .unwrap();
+        .find(|l| l.contains("schedule \"*/2 * * * * *\" (every 2 seconds): next "))
+        .unwrap_or_else(|| panic!("{s}"));
     assert_eq!(line.matches("+00:00[UTC]").count(), 3, "{line}");
     let paris = s
         .lines()
-        .find(|l| l.contains("schedule \"30 9 * * 1-5\""))
-        .unwrap();
+        .find(|l| l.contains("schedule \"30 9 * * 1-5\" (at 09:30 on Monday to Friday): next "))
+        .unwrap_or_else(|| panic!("{s}"));
     assert_eq!(
         paris.matches("T09:30:00+01:00[Europe/Paris]").count(),
         3,
@@ -242,6 +259,130 @@ fn check_prints_three_fire_times_and_warnings() {
     assert!(
         !s.contains("probe \"z\" on target"),
         "prefix mode needs no warning: {s}"
+    );
+    // Neither agent.listen nor push: a daemon on this config would keep its results to itself.
+    assert!(
+        s.contains("warning: `run` with this config: results go nowhere but the log on stderr: set agent.listen (e.g. 0.0.0.0:9464, for Prometheus to scrape /metrics) or push.url (a Pushgateway)"),
+        "{s}"
+    );
+    dir.write(&[(
+        "llm-canary.yaml",
+        "agent: {listen: \"127.0.0.1:0\"}\ntargets:\n  - {name: g, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    )]);
+    assert!(!text(&check().stdout).contains("results go nowhere"));
+}
+
+/// Reads stderr lines until one satisfies `done`, or 20 s pass; returns them all.
+fn stderr_until(
+    stderr: std::process::ChildStderr,
+    done: impl Fn(&str) -> bool + Send + 'static,
+) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let end = done(&line);
+            if tx.send(line).is_err() || end {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut lines = Vec::new();
+    while let Ok(l) = rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        lines.push(l);
+    }
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_says_when_results_go_nowhere_and_logs_plain_figures() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = common::TempDir::new("nowhere");
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!(
+                "targets:\n  - {{name: t, base_url: \"{}\", model: m}}\n",
+                sim.base_url("healthy")
+            ),
+        ),
+        (
+            "probes/p.yaml",
+            "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\n",
+        ),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let mut child = bin()
+        .args(["--log-level", "info", "run", "-c"])
+        .arg(dir.path().join("llm-canary.yaml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        stderr_until(stderr, |l| l.contains("probe run finished"))
+    })
+    .await
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let all = lines.join("\n");
+    assert!(
+        lines.iter().any(|l| l.contains("WARN")
+            && l.contains("results go nowhere but the log on stderr: set agent.listen")),
+        "{all}"
+    );
+    let finished = lines
+        .iter()
+        .find(|l| l.contains("probe run finished"))
+        .unwrap_or_else(|| panic!("no run logged:\n{all}"));
+    // Figures as numbers, not Rust's Option wrapping.
+    assert!(
+        finished.contains(" ttft_ms=") && !finished.contains("Some("),
+        "{finished}"
+    );
+}
+
+/// `once --format json` on the config in `dir`: its records.
+async fn once_json(dir: &common::TempDir) -> Vec<serde_json::Value> {
+    let out = run(
+        vec![
+            "once".into(),
+            "-c".into(),
+            dir.path().join("llm-canary.yaml").display().to_string(),
+            "--format".into(),
+            "json".into(),
+        ],
+        vec![],
+    )
+    .await;
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connect_error_is_one_short_sentence() {
+    let port = common::closed_port();
+    let dir = common::TempDir::new("refused");
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!(
+                "targets:\n  - {{name: t, base_url: \"http://127.0.0.1:{port}/v1\", model: m}}\n"
+            ),
+        ),
+        ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let v = &once_json(&dir).await[0];
+    assert_eq!(v["outcome"], "connect_error");
+    assert_eq!(
+        v["error"],
+        format!("connect: connection refused (127.0.0.1:{port})")
     );
 }
 
@@ -270,11 +411,26 @@ fn sim_command_serves_until_stopped() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    stdout.read_line(&mut first).unwrap();
     let addr = first.trim().rsplit("http://").next().unwrap().to_string();
+    // The start-up list: the canned answers, then every scenario under the default timeouts.
+    let mut list = String::new();
+    while !list.contains("scenarios, as a probe with the default timeouts") {
+        assert!(stdout.read_line(&mut list).unwrap() > 0, "{list}");
+    }
+    for _ in llm_canary::sim::scenarios::CATALOG {
+        stdout.read_line(&mut list).unwrap();
+    }
+    for want in [
+        "healthy scenarios answer canned text, whatever the question",
+        "any other prompt                  The capital of France is Paris.",
+        "(connect 3s, ttft 10s, stall 5s, total 1m)",
+        "  stall              a 3s pause after the third token (stall=...): ok under the default stall 5s; stall with timeouts.stall below 3s",
+    ] {
+        assert!(list.contains(want), "no {want:?} in\n{list}");
+    }
     let dir = common::TempDir::new("simcmd");
     dir.write(&[
         ("llm-canary.yaml", &format!("targets:\n  - {{name: s, base_url: \"http://{addr}/s/healthy-zh/v1\", model: m}}\n")),
@@ -311,6 +467,49 @@ fn sim_command_serves_until_stopped() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sims_slow_scenarios_are_what_its_list_says() {
+    // `sim` prints "ok under the default ..." for these: a probe left at the default timeouts
+    // must see ok, and one with tighter timeouts the outcome the list names.
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = common::TempDir::new("simlist");
+    let t = |name: &str| {
+        format!(
+            "  - {{name: {name}, base_url: \"{}\", model: m}}\n",
+            sim.base_url(name)
+        )
+    };
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!("targets:\n{}{}", t("stall"), t("slow-first-token")),
+        ),
+        (
+            "probes/default.yaml",
+            "name: default\nprompt: q.txt\nchecks: {expect: \"(?i)paris\"}\n",
+        ),
+        (
+            "probes/tight.yaml",
+            "name: tight\nprompt: q.txt\ntimeouts: {stall: 2s, ttft: 2s}\n",
+        ),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let got: Vec<String> = once_json(&dir)
+        .await
+        .iter()
+        .map(|v| format!("{} {} {}", v["probe"], v["target"], v["outcome"]))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            r#""default" "stall" "ok""#,
+            r#""default" "slow-first-token" "ok""#,
+            r#""tight" "stall" "stall""#,
+            r#""tight" "slow-first-token" "timeout_ttft""#,
+        ]
+    );
+}
+
 #[test]
 fn the_shipped_configs_are_valid() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -322,6 +521,8 @@ fn the_shipped_configs_are_valid() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("4 probe(s)"));
+    // The example serves /metrics: `run` on it exports somewhere.
+    assert!(!text(&out.stdout).contains("results go nowhere"));
     let out = bin()
         .arg("check")
         .arg("-c")

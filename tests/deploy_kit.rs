@@ -37,12 +37,19 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 42 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 59 rules found"), "{out}");
 }
 
 #[test]
 fn prometheus_alert_unit_tests() {
     let out = promtool(&["test", "rules"], "tests/alerts_test.yml");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
+fn prometheus_target_down_unit_tests() {
+    // The hard-down page at probe intervals of 10 s, 1 min and 5 min.
+    let out = promtool(&["test", "rules"], "tests/down_test.yml");
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
@@ -56,14 +63,15 @@ fn prometheus_weekly_baseline_unit_tests() {
 #[test]
 fn the_rule_tests_are_what_the_generator_writes() {
     let dir = root().join("deploy/prometheus/tests");
-    let before: Vec<String> = ["alerts_test.yml", "weekly_test.yml"]
+    let files = ["alerts_test.yml", "down_test.yml", "weekly_test.yml"];
+    let before: Vec<String> = files
         .iter()
         .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
         .collect();
     let tmp = TempDir::new("gen");
     std::fs::copy(dir.join("generate.py"), tmp.path().join("generate.py")).unwrap();
     run(Command::new("python3").arg(tmp.path().join("generate.py")));
-    for (f, b) in ["alerts_test.yml", "weekly_test.yml"].iter().zip(before) {
+    for (f, b) in files.iter().zip(before) {
         assert_eq!(
             std::fs::read_to_string(tmp.path().join(f)).unwrap(),
             b,
@@ -261,6 +269,303 @@ fn systemd_accepts_the_unit_and_rates_it_hardened() {
     println!("systemd-analyze security: exposure {score}");
 }
 
+/// The `sh` blocks of `deploy/INSTALL.md`'s VM section, as one script.
+fn vm_guide_script() -> String {
+    let guide = std::fs::read_to_string(root().join("deploy/INSTALL.md")).unwrap();
+    let start = guide
+        .find("## On a small VM (systemd)")
+        .expect("INSTALL.md has its VM section");
+    let section = &guide[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let mut script = String::new();
+    // The indentation of the open ```sh fence (blocks inside list items are indented).
+    let mut open: Option<usize> = None;
+    for line in section.lines() {
+        let indent = line.len() - line.trim_start().len();
+        match (line.trim(), open) {
+            ("```sh", None) => open = Some(indent),
+            ("```", Some(_)) => open = None,
+            (_, Some(fence)) => {
+                script.push_str(line.get(fence.min(indent)..).unwrap_or_default());
+                script.push('\n');
+            }
+            _ => {}
+        }
+    }
+    script
+}
+
+/// Commands that need what this machine lacks: a build of the release binary, a running
+/// systemd, or the guide's example endpoints.
+const NOT_HERE: [&str; 6] = [
+    "cargo build",
+    "sudo systemctl",
+    "systemctl",
+    "journalctl",
+    "curl",
+    "sudo env CREDENTIALS_DIRECTORY=/etc/llm-canary/credentials llm-canary once",
+];
+
+#[test]
+fn the_vm_install_guide_runs_as_written() {
+    let script = vm_guide_script();
+    for step in [
+        "sudo install -m 0755 target/release/llm-canary /usr/local/bin/",
+        "sudo tee /etc/llm-canary/llm-canary.yaml",
+        "sudo install -m 0600 /dev/stdin /etc/llm-canary/credentials/shadow-api-key",
+        "llm-canary check -c /etc/llm-canary/llm-canary.yaml",
+        "sudo systemd-analyze verify /etc/systemd/system/llm-canary.service",
+    ] {
+        assert!(
+            script.contains(step),
+            "the guide lost the step {step:?}:\n{script}"
+        );
+    }
+    // The machine's directories moved under a temporary root; the unit as it would be
+    // installed there (its paths moved the same way).
+    let tmp = TempDir::new("guide");
+    let r = tmp.path().display().to_string();
+    let moved = |text: &str| {
+        text.replace("/etc/llm-canary", &format!("{r}/etc/llm-canary"))
+            .replace("/usr/local/bin/", &format!("{r}/bin/"))
+            .replace("/etc/systemd/system/", &format!("{r}/systemd/"))
+    };
+    let unit = std::fs::read_to_string(root().join("deploy/systemd/llm-canary.service")).unwrap();
+    tmp.write(&[("unit/llm-canary.service", &moved(&unit))]);
+    std::fs::create_dir_all(tmp.path().join("bin")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("systemd")).unwrap();
+    let runnable: Vec<&str> = script
+        .lines()
+        .filter(|l| !NOT_HERE.iter().any(|c| l.trim_start().starts_with(c)))
+        .collect();
+    let runnable = moved(&runnable.join("\n"))
+        .replace("sudo ", "")
+        .replace(
+            "target/release/llm-canary",
+            env!("CARGO_BIN_EXE_llm-canary"),
+        )
+        .replace(
+            "deploy/systemd/llm-canary.service",
+            &format!("{r}/unit/llm-canary.service"),
+        );
+    let out = Command::new("bash")
+        .args(["-euxo", "pipefail", "-c", &runnable])
+        .current_dir(root())
+        .env(
+            "PATH",
+            format!("{r}/bin:{}", std::env::var("PATH").unwrap()),
+        )
+        .env("SHADOW_API_KEY", "sk-test-0123")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the guide failed here:\n{said}");
+    println!("{said}");
+    // `check` validated the config the guide wrote, found nothing to warn about, and the unit
+    // passed `systemd-analyze verify` without a word about it.
+    assert!(
+        said.contains("llm-canary.yaml: valid: agent \"canary-eu-1\", 1 target(s), 4 probe(s)"),
+        "{said}"
+    );
+    assert!(!said.contains("warning:"), "{said}");
+    assert!(!said.contains("llm-canary.service:"), "{said}");
+    let key = tmp.path().join("etc/llm-canary/credentials/shadow-api-key");
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), "sk-test-0123");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn the_unit_verifies_with_no_key_one_key_or_several() {
+    // INSTALL.md step 3: one LoadCredential= line per key, none without keys.
+    let unit = std::fs::read_to_string(root().join("deploy/systemd/llm-canary.service"))
+        .unwrap()
+        .replace(
+            "/usr/local/bin/llm-canary",
+            env!("CARGO_BIN_EXE_llm-canary"),
+        );
+    let one = "LoadCredential=shadow-api-key:/etc/llm-canary/credentials/shadow-api-key";
+    assert!(unit.contains(one), "{unit}");
+    let several =
+        format!("{one}\nLoadCredential=prod-api-key:/etc/llm-canary/credentials/prod-api-key");
+    for (what, text) in [
+        ("no key", unit.replace(one, "")),
+        ("one key", unit.clone()),
+        ("several keys", unit.replace(one, &several)),
+    ] {
+        let dir = TempDir::new("keys");
+        dir.write(&[("llm-canary.service", &text)]);
+        let out = Command::new(binary("systemd-analyze", "systemd"))
+            .arg("verify")
+            .arg(dir.path().join("llm-canary.service"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "{what}: {said}"
+        );
+    }
+}
+
+/// A child process killed on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
+    let shipped = std::fs::read_to_string(root().join("deploy/prometheus/prometheus.yml")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&shipped),
+        "the README's daemon section shows deploy/prometheus/prometheus.yml as it is"
+    );
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let (agent_port, prom_port) = (services::free_port(), services::free_port());
+    let alertmanager = common::closed_port();
+    // The file as shipped, with this machine's ports and a test's pace.
+    let mut config = shipped.clone();
+    for (from, to) in [
+        ("pushgateway:9091", format!("127.0.0.1:{}", gw.port)),
+        ("canary-eu-1:9464", format!("127.0.0.1:{agent_port}")),
+        ("alertmanager:9093", format!("127.0.0.1:{alertmanager}")),
+        ("scrape_interval: 15s", "scrape_interval: 1s".into()),
+        ("evaluation_interval: 30s", "evaluation_interval: 1s".into()),
+    ] {
+        assert!(
+            config.contains(from),
+            "prometheus.yml no longer has {from:?}"
+        );
+        config = config.replace(from, &to);
+    }
+    let dir = TempDir::new("promyml");
+    let rules =
+        std::fs::read_to_string(root().join("deploy/prometheus/llm-canary.rules.yml")).unwrap();
+    dir.write(&[
+        ("prometheus.yml", &config),
+        ("llm-canary.rules.yml", &rules),
+    ]);
+    let checked = run(Command::new(binary("promtool", "prometheus"))
+        .args(["check", "config"])
+        .arg(dir.path().join("prometheus.yml")));
+    assert!(checked.contains("SUCCESS"), "{checked}");
+
+    // One agent, pushing and listening, so each job has its target.
+    let _agent = common::daemon::Daemon::start(
+        &[
+            ("llm-canary.yaml", &format!(
+                "agent: {{name: canary-eu-1, listen: \"127.0.0.1:{agent_port}\"}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{}\", model: m1, server: vllm, labels: {{model_version: \"1\"}}}}\n",
+                gw.url(),
+                sim.base_url("healthy")
+            )),
+            ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\n"),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        agent_port,
+        &[],
+    );
+    let _prom = Killed(
+        Command::new(binary("prometheus", "prometheus"))
+            .arg(format!(
+                "--config.file={}",
+                dir.path().join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start Prometheus"),
+    );
+    let prom = format!("http://127.0.0.1:{prom_port}");
+    services::wait_ready(&format!("{prom}/-/ready"), Duration::from_secs(30)).await;
+    let api = |path: String| {
+        let url = format!("{prom}{path}");
+        async move { serde_json::from_str::<serde_json::Value>(&get(&url).await).ok() }
+    };
+
+    let pools = eventually("both jobs up", Duration::from_secs(60), || async {
+        let v = api("/api/v1/targets".into()).await?;
+        let mut up: Vec<String> = v["data"]["activeTargets"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["health"] == "up")
+            .map(|t| t["scrapePool"].as_str().unwrap_or_default().to_string())
+            .collect();
+        up.sort();
+        (up == ["llm_canary_agent", "pushgateway"]).then_some(up)
+    })
+    .await;
+    println!("up: {pools:?}");
+    // honor_labels kept what the agent pushed under; the agent's own job holds its series too.
+    for query in [
+        "push_time_seconds{job=\"llm_canary\",instance=\"canary-eu-1\"}",
+        "llm_canary_probe_success{job=\"llm_canary\",instance=\"canary-eu-1\",target=\"t1\"}",
+        "llm_canary_probe_success{job=\"llm_canary_agent\",target=\"t1\",model_version=\"1\"}",
+    ] {
+        let q = query.to_string();
+        eventually(query, Duration::from_secs(60), || {
+            let q = q.clone();
+            let api = &api;
+            async move {
+                let v = api(format!("/api/v1/query?query={}", urlencode(&q))).await?;
+                v["data"]["result"].as_array()?.first().cloned()
+            }
+        })
+        .await;
+    }
+    // The rules file beside it is loaded, and alerts have somewhere to go.
+    let v = api("/api/v1/rules".into()).await.unwrap();
+    let files: Vec<&str> = v["data"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["file"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        !files.is_empty() && files.iter().all(|f| f.ends_with("/llm-canary.rules.yml")),
+        "rule groups from {files:?}"
+    );
+    let v = api("/api/v1/alertmanagers".into()).await.unwrap();
+    assert!(
+        v["data"]["activeAlertmanagers"][0]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("http://127.0.0.1:{alertmanager}/")),
+        "{v}"
+    );
+}
+
+/// Percent-encoding for a query parameter.
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[test]
 fn dockerfile_and_systemd_unit_refer_to_what_exists() {
     let docker = std::fs::read_to_string(root().join("deploy/Dockerfile")).unwrap();
@@ -302,6 +607,88 @@ fn dockerfile_and_systemd_unit_refer_to_what_exists() {
     }
 }
 
+/// The servers' own series behind the two targets the dashboard test probes, as OpenMetrics
+/// text with timestamps every 15 s over the 70 minutes before `end`. vLLM (job `vllm-t1`, t1's
+/// `server_job`) is "false busy" for the last 10 minutes: requests queue for 2 s while it runs
+/// 1 of the 12 it ran before, KV cache at 10 %. SGLang (job `sglang-t2`) is busy for real then:
+/// queue 3 s with 16 running, its peak, KV cache at 97 %.
+fn server_history(end: u64) -> String {
+    struct Server {
+        job: &'static str,
+        queue: &'static str,
+        buckets: &'static [f64],
+        /// (name, before, during the last 10 minutes)
+        gauges: [(&'static str, f64, f64); 3],
+        /// (answers per step, each one's queue time): before, during
+        waits: [(u32, f64); 2],
+    }
+    let servers = [
+        Server {
+            job: "vllm-t1",
+            queue: "vllm:request_queue_time_seconds",
+            buckets: &[0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0],
+            gauges: [
+                ("vllm:num_requests_running", 12.0, 1.0),
+                ("vllm:num_requests_waiting", 0.0, 20.0),
+                ("vllm:kv_cache_usage_perc", 0.6, 0.1),
+            ],
+            waits: [(25, 0.02), (5, 2.0)],
+        },
+        Server {
+            job: "sglang-t2",
+            queue: "sglang:queue_time_seconds",
+            buckets: &[0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0],
+            gauges: [
+                ("sglang:num_running_reqs", 10.0, 16.0),
+                ("sglang:num_queue_reqs", 0.0, 30.0),
+                ("sglang:token_usage", 0.5, 0.97),
+            ],
+            waits: [(20, 0.05), (10, 3.0)],
+        },
+    ];
+    let steps: Vec<u64> = (end - 70 * 60..=end).step_by(15).collect();
+    let late = |t: u64| usize::from(t >= end - 10 * 60);
+    let mut om = String::new();
+    for s in &servers {
+        let job = format!("job=\"{}\",instance=\"10.0.0.1:8000\"", s.job);
+        for (name, before, during) in s.gauges {
+            om.push_str(&format!("# TYPE {name} gauge\n"));
+            for &t in &steps {
+                let v = [before, during][late(t)];
+                om.push_str(&format!("{name}{{{job}}} {v} {t}\n"));
+            }
+        }
+        om.push_str(&format!("# TYPE {} histogram\n", s.queue));
+        let mut counts = vec![0u32; s.buckets.len() + 1];
+        let mut sum = 0.0;
+        for &t in &steps {
+            let (n, wait) = s.waits[late(t)];
+            for (i, le) in s.buckets.iter().chain([f64::INFINITY].iter()).enumerate() {
+                if wait <= *le {
+                    counts[i] += n;
+                }
+                let le = if le.is_finite() {
+                    le.to_string()
+                } else {
+                    "+Inf".into()
+                };
+                om.push_str(&format!(
+                    "{}_bucket{{{job},le=\"{le}\"}} {} {t}\n",
+                    s.queue, counts[i]
+                ));
+            }
+            sum += f64::from(n) * wait;
+            om.push_str(&format!(
+                "{}_count{{{job}}} {} {t}\n",
+                s.queue,
+                counts[s.buckets.len()]
+            ));
+            om.push_str(&format!("{}_sum{{{job}}} {sum} {t}\n", s.queue));
+        }
+    }
+    om
+}
+
 /// Grafana variables become "all": `.*` for label matchers, a range for `$__rate_interval`.
 fn substitute(expr: &str) -> String {
     expr.replace("$__rate_interval", "1m")
@@ -331,6 +718,7 @@ async fn every_dashboard_query_parses_and_returns_data() {
         let v = if i % 2 == 0 { 0.10 } else { 0.12 };
         history.push_str(&format!("llm_canary:ttft_seconds:p95_5m{{target=\"t1\",probe=\"p\",model=\"m1\",model_version=\"1\",cluster=\"c1\",env=\"prod\"}} {v} {t}\n"));
     }
+    history.push_str(&server_history(now - 15));
     history.push_str("# EOF\n");
     let prom = services::prometheus_with_rules(
         &[format!("127.0.0.1:{}", gw.port)],
@@ -339,31 +727,18 @@ async fn every_dashboard_query_parses_and_returns_data() {
     )
     .await;
     let dir = TempDir::new("dash");
+    // Each target names the job of its server's own scrape (see server_history).
     let agent = format!(
-        "agent: {{name: canary-dash, labels: {{region: test}}}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{}\", model: m1, server: vllm, labels: {{env: prod, cluster: c1, model_version: \"1\"}}}}\n",
+        "agent: {{name: canary-dash, labels: {{region: test}}}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{url}\", model: m1, server: vllm, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: vllm-t1}}}}\n  - {{name: t2, base_url: \"{url}\", model: m2, server: sglang, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: sglang-t2}}}}\n",
         gw.url(),
-        sim.base_url("healthy")
+        url = sim.base_url("healthy")
     );
     dir.write(&[
         ("llm-canary.yaml", &agent),
         ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\nchecks: {expect: \"(?i)paris\"}\n"),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _daemon = Kill(
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .arg("run")
-            .arg("-c")
-            .arg(dir.path().join("llm-canary.yaml"))
-            .spawn()
-            .unwrap(),
-    );
+    let _daemon = services::daemon(&dir.path().join("llm-canary.yaml"));
 
     let query = |expr: String| {
         let url = format!("{}/api/v1/query", prom.url());
@@ -378,15 +753,16 @@ async fn every_dashboard_query_parses_and_returns_data() {
         }
     };
     let mut exprs = Vec::new();
+    // Rows hold no queries.
     for p in dash["panels"].as_array().unwrap() {
-        for t in p["targets"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
             exprs.push((
                 p["title"].as_str().unwrap().to_string(),
                 t["expr"].as_str().unwrap().to_string(),
             ));
         }
     }
-    assert!(exprs.len() >= 15);
+    assert!(exprs.len() >= 25, "{}", exprs.len());
     for (title, expr) in &exprs {
         let e = substitute(expr);
         let v = query(e.clone()).await;
@@ -411,6 +787,49 @@ async fn every_dashboard_query_parses_and_returns_data() {
             assert!((value() - 0.14).abs() < 0.002, "{title}: {e} = {first}");
         } else if expr.contains(":baseline") {
             assert!((value() - 0.11).abs() < 0.002, "{title}: {e} = {first}");
+        }
+    }
+    // The root-cause row shows the servers' figures on both targets (vLLM's on t1, SGLang's on
+    // t2), and tells vLLM's false busy from SGLang's real one.
+    let root_cause: Vec<_> = exprs
+        .iter()
+        .filter(|(_, e)| e.contains("llm_canary:server_"))
+        .collect();
+    assert_eq!(root_cause.len(), 5, "{root_cause:?}");
+    for (title, expr) in root_cause {
+        let e = substitute(expr);
+        let by_target = eventually(
+            &format!("t1 and t2 in {title}: {e}"),
+            Duration::from_secs(60),
+            || {
+                let e = e.clone();
+                let q = &query;
+                async move {
+                    let v = q(e).await;
+                    let values: std::collections::BTreeMap<String, f64> = v["data"]["result"]
+                        .as_array()?
+                        .iter()
+                        .filter_map(|r| {
+                            let value = r["value"][1].as_str()?.parse().ok()?;
+                            Some((r["metric"]["target"].as_str()?.to_string(), value))
+                        })
+                        .collect();
+                    (values.len() == 2).then_some(values)
+                }
+            },
+        )
+        .await;
+        if expr.contains("server_false_busy") {
+            assert_eq!((by_target["t1"], by_target["t2"]), (1.0, 0.0), "{title}");
+        } else if expr.contains("server_queue_time") {
+            assert!(
+                (by_target["t1"] - 1.975).abs() < 0.01,
+                "{title}: {by_target:?}"
+            );
+            assert!(
+                (by_target["t2"] - 2.95).abs() < 0.01,
+                "{title}: {by_target:?}"
+            );
         }
     }
     // The variables list values too.

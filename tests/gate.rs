@@ -74,6 +74,39 @@ async fn gate(dir: &TempDir, args: &[&str]) -> Gate {
     }
 }
 
+/// The gate with `--junit` and `--summary` written into `dir`: its result, the JUnit file and
+/// the Markdown summary.
+async fn gate_reporting(dir: &TempDir, args: &[&str]) -> (Gate, std::path::PathBuf, String) {
+    let junit = dir.path().join("junit.xml");
+    let summary = dir.path().join("summary.md");
+    let mut all = args.to_vec();
+    all.extend([
+        "--junit",
+        junit.to_str().unwrap(),
+        "--summary",
+        summary.to_str().unwrap(),
+    ]);
+    let g = gate(dir, &all).await;
+    let md = std::fs::read_to_string(&summary).unwrap_or_default();
+    (g, junit, md)
+}
+
+/// What a Python `script` prints about the JUnit file (its `sys.argv[1]`), read by Python's own
+/// XML parser, as CI tools read it.
+fn python_reads(script: &str, junit: &std::path::Path) -> String {
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(junit)
+        .output()
+        .expect("python3 parses the JUnit file");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn line<'a>(table: &'a str, limit: &str) -> &'a str {
     table
         .lines()
@@ -184,7 +217,9 @@ async fn a_terminal_gets_a_progress_bar() {
     .await
     .unwrap();
     let tty = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{tty}");
+    // The bar is what this test holds; on 2 samples a busy machine can make the verdict
+    // inconclusive (exit 1), never an error.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{tty}");
     // One bar redrawn in place (\r), never the plain lines meant for logs.
     for bar in [
         "\r[#######-----------------------] 1/4 runs",
@@ -194,34 +229,31 @@ async fn a_terminal_gets_a_progress_bar() {
         assert!(tty.contains(bar), "no {bar:?} in {tty:?}");
     }
     assert!(!tty.contains("gate: "), "{tty:?}");
-    assert!(tty.contains("gate PASSED"), "{tty:?}");
+    assert!(tty.contains("cand-same against prod: 5 limits"), "{tty:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_first_token_fails_naming_the_ttft_limits() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup(&sim, "fail");
-    let junit = dir.path().join("junit.xml");
-    let summary = dir.path().join("summary.md");
-    let g = gate(
+    let (g, junit, md) = gate_reporting(
         &dir,
-        &[
-            "--target",
-            "cand-slow",
-            "--baseline-target",
-            "prod",
-            "--junit",
-            junit.to_str().unwrap(),
-            "--summary",
-            summary.to_str().unwrap(),
-        ],
+        &["--target", "cand-slow", "--baseline-target", "prod"],
     )
     .await;
     assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
-    assert!(line(&g.stdout, "ttft_p95 300ms").contains("FAIL"));
+    assert!(line(&g.stdout, "ttft_p95 <= 300ms").contains("FAIL"));
     assert!(line(&g.stdout, "ttft_p50 +20%").contains("FAIL"));
     assert!(line(&g.stdout, "tokens_per_second_p50").contains("pass"));
-    assert!(g.stdout.contains("p: ttft_p50 ratio 3.9"), "{}", g.stdout);
+    // 400 ms against 100 ms: about 4 (a busy machine stretches the fast side most).
+    let ratio: f64 = g
+        .stdout
+        .split("p: ttft_p50 ratio ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !(c.is_ascii_digit() || c == '.')).next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no ratio in:\n{}", g.stdout));
+    assert!((3.4..4.4).contains(&ratio), "ratio {ratio}");
 
     // The JUnit file parses: one testcase per probe x limit, the two failures with messages.
     let check = r#"
@@ -234,28 +266,17 @@ for c in cases:
     f = c.find('failure')
     if f is not None: assert f.get('message'), c.get('name')
 "#;
-    let out = Command::new("python3")
-        .args(["-c", check])
-        .arg(&junit)
-        .output()
-        .expect("python3 parses the JUnit file");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "5 ['ttft_p50 +20%', 'ttft_p95 300ms'] 2"
+        python_reads(check, &junit),
+        "5 ['ttft_p50 +20%', 'ttft_p95 <= 300ms'] 2"
     );
 
-    let md = std::fs::read_to_string(&summary).unwrap();
     assert!(md.starts_with("## ❌ llm-canary gate"), "{md}");
     assert!(md.contains(
         "| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |"
     ));
     assert!(
-        md.contains("| p | ttft_p95 300ms |") && md.contains("| FAIL |"),
+        md.contains("| p | ttft_p95 <= 300ms |") && md.contains("| FAIL |"),
         "{md}"
     );
 }
@@ -328,13 +349,19 @@ async fn a_previous_json_serves_as_baseline_and_errors_exit_2() {
     assert_eq!(g.code, Some(0), "{}", g.stderr);
     let v: serde_json::Value = serde_json::from_str(&g.stdout).unwrap();
     assert_eq!(v["probes"][0]["candidate"].as_array().unwrap().len(), 12);
+    // Without a baseline the relative limits are reported skipped, never silently dropped.
+    let skipped: Vec<&str> = v["probes"][0]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["verdict"] == "skipped")
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped, ["tokens_per_second_p50", "ttft_p50"]);
     assert!(
-        v["probes"][0]["limits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|l| l["kind"] == "slo"),
-        "no baseline, no relative limits"
+        g.stderr.contains("gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of p (tokens_per_second_p50 -15%, ttft_p50 +20%) are skipped, not judged"),
+        "{}",
+        g.stderr
     );
     let file = dir.path().join("prod.json");
     std::fs::write(&file, &g.stdout).unwrap();
@@ -383,7 +410,87 @@ async fn a_previous_json_serves_as_baseline_and_errors_exit_2() {
     );
     let unknown = gate(&dir, &["--target", "nope"]).await;
     assert_eq!(unknown.code, Some(2));
-    assert!(unknown.stderr.contains("unknown target \"nope\""));
+    assert!(
+        unknown.stderr.contains("unknown target \"nope\" (known: prod, cand-same, cand-slow, cand-loop, noisy-prod, noisy-cand, cand-cold, cand-down)"),
+        "{}",
+        unknown.stderr
+    );
+    let unknown = gate(&dir, &["--target", "prod", "--baseline-target", "prd"]).await;
+    assert_eq!(unknown.code, Some(2));
+    assert!(
+        unknown
+            .stderr
+            .contains("unknown baseline target \"prd\" (known: prod, "),
+        "{}",
+        unknown.stderr
+    );
+    let unknown = gate(&dir, &["--target", "prod", "--probe", "q"]).await;
+    assert_eq!(unknown.code, Some(2));
+    assert!(
+        unknown.stderr.contains("unknown probe \"q\" (known: p)"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn relative_limits_without_a_baseline_are_skipped_out_loud() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let (g, junit, md) = gate_reporting(&dir, &["--target", "cand-same", "--samples", "3"]).await;
+    // Exit 0 or 1 by the absolute limits (3 samples on a busy machine may miss the TTFT one);
+    // what this test holds is that the relative ones are named as not judged.
+    assert!(matches!(g.code, Some(0 | 1)), "{}{}", g.stdout, g.stderr);
+    for limit in ["ttft_p50 +20%", "tokens_per_second_p50 -15%"] {
+        let row = line(&g.stdout, limit);
+        assert!(
+            row.contains("skipped") && row.contains("no baseline"),
+            "{row}"
+        );
+        assert!(g.stderr.contains(limit), "{}", g.stderr);
+    }
+    // Absolute limits carry their operator, implied or written.
+    for limit in [
+        "ttft_p95 <= 300ms",
+        "success_rate >= 0.95",
+        "outcome.repetition <= 0",
+    ] {
+        line(&g.stdout, limit);
+    }
+    assert!(
+        g.stdout.contains(": 5 limits, ") && g.stdout.contains(", 2 skipped (no baseline)"),
+        "{}",
+        g.stdout
+    );
+    let check = r#"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+skipped = [c.get('name') for c in root.findall('.//testcase') if c.find('skipped') is not None]
+print(sorted(skipped), root.get('skipped'))
+"#;
+    assert_eq!(
+        python_reads(check, &junit),
+        "['tokens_per_second_p50 -15%', 'ttft_p50 +20%'] 2"
+    );
+    assert!(
+        md.contains("| p | ttft_p50 +20% | ") && md.contains(" | skipped |"),
+        "{md}"
+    );
+    assert!(md.contains("**Not judged:**"), "{md}");
+
+    // In CI a gate that cannot judge its relative limits can be told to refuse: exit 2, before
+    // a single run.
+    let before = sim.seen().len();
+    let strict = gate(&dir, &["--target", "cand-same", "--require-baseline"]).await;
+    assert_eq!(strict.code, Some(2), "{}{}", strict.stdout, strict.stderr);
+    assert!(
+        strict
+            .stderr
+            .contains("--require-baseline: no baseline for the vs_baseline limits of p (tokens_per_second_p50 -15%, ttft_p50 +20%)"),
+        "{}",
+        strict.stderr
+    );
+    assert_eq!(sim.seen().len(), before, "nothing sampled");
 }
 
 #[tokio::test(flavor = "multi_thread")]

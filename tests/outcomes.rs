@@ -205,6 +205,116 @@ async fn every_outcome_from_its_scenario() {
     }
 }
 
+/// The flavors beside openai-chat, each with the cases that need no other target key: the same
+/// scenario must give the same outcome whatever API the server speaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_outcome_in_every_flavor() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let flavors = [
+        "openai-completions",
+        "openai-responses",
+        "anthropic-messages",
+        "ollama",
+    ];
+    let mut names = Vec::new();
+    let mut cases = Vec::new();
+    for flavor in flavors {
+        for case in CASES.iter().filter(|c| c.2.is_empty()) {
+            names.push((format!("{flavor}-{}", case.0), format!("api: {flavor}")));
+            cases.push(case);
+        }
+    }
+    let targets: Vec<(&str, &str, &str)> = names
+        .iter()
+        .zip(&cases)
+        .map(|((n, extra), c)| (n.as_str(), c.1, extra.as_str()))
+        .collect();
+    let (_dir, cfg) = common::config(&sim, &targets, common::PROBE);
+    let pairs = cfg
+        .targets
+        .iter()
+        .map(|t| (cfg.probes[0].clone(), t.clone()))
+        .collect();
+    // Fewer in flight than targets: the byte-split scenarios write hundreds of tiny pieces each,
+    // and a two-core machine running 116 of them at once misses the 700 ms first-token deadline.
+    let results = Arc::new(Runner::new(16)).run_all(pairs).await;
+    let mut wrong = BTreeMap::new();
+    for ((r, case), (name, _)) in results.iter().zip(&cases).zip(&names) {
+        let failed: Vec<&str> = r.failed_checks.iter().map(|o| o.as_str()).collect();
+        if r.outcome.as_str() != case.3 || failed != case.4 {
+            wrong.insert(
+                name.clone(),
+                format!(
+                    "got {} {:?} ({:?}), want {} {:?}",
+                    r.outcome, failed, r.error, case.3, case.4
+                ),
+            );
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let generic = CASES.iter().filter(|c| c.2.is_empty()).count();
+    assert_eq!(results.len(), flavors.len() * generic);
+    // Each flavor was spoken on its own path.
+    let paths: Vec<String> = sim.seen().into_iter().map(|s| s.path).collect();
+    for tail in [
+        "/v1/completions",
+        "/v1/responses",
+        "/v1/messages",
+        "/api/chat",
+    ] {
+        let n = paths.iter().filter(|p| p.ends_with(tail)).count();
+        assert!(n >= generic - 2, "{tail}: {n} requests");
+    }
+}
+
+/// Reasoning before the answer, in every flavor that carries it: TTFT is the first token of
+/// any kind, answer TTFT the first answer token; the server's counts are taken as totals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_timing_and_token_counts_in_every_flavor() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let flavors = [
+        "openai-chat",
+        "openai-responses",
+        "anthropic-messages",
+        "ollama",
+    ];
+    let extras: Vec<String> = flavors.iter().map(|f| format!("api: {f}")).collect();
+    let targets: Vec<(&str, &str, &str)> = flavors
+        .iter()
+        .zip(&extras)
+        .map(|(f, e)| (*f, "reasoning,ttft=50ms,itl=20ms", e.as_str()))
+        .collect();
+    let (_dir, cfg) = common::config(&sim, &targets, common::PROBE);
+    let runner = Runner::new(4);
+    for t in &cfg.targets {
+        let r = runner.run_one(&cfg.probes[0], t).await;
+        assert_eq!(r.outcome, Outcome::Ok, "{}: {:?}", t.name, r.error);
+        let (ttft, answer) = (
+            r.figures.ttft_ms.unwrap(),
+            r.figures.answer_ttft_ms.unwrap(),
+        );
+        // Eight reasoning tokens 20 ms apart come first.
+        assert!(
+            answer - ttft >= 140.0,
+            "{}: ttft {ttft}, answer {answer}",
+            t.name
+        );
+        // The sim counts every token it sent; Anthropic's message_start already said 1, and the
+        // cumulative count must not be added to it.
+        assert_eq!(r.output_tokens, Some(r.content_chunks as u64), "{}", t.name);
+        let reasoning = match t.name.as_str() {
+            "openai-chat" | "openai-responses" => Some(8),
+            _ => None,
+        };
+        assert_eq!(r.reasoning_tokens, reasoning, "{}", t.name);
+        assert!(
+            r.fingerprint.is_some(),
+            "{}: the echoed model at least",
+            t.name
+        );
+    }
+}
+
 #[tokio::test]
 async fn connect_error_on_a_closed_port() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
@@ -237,4 +347,36 @@ async fn the_role_only_first_chunk_is_not_the_first_token() {
     let ttft = r.figures.ttft_ms.unwrap();
     assert!(ttfb < 100.0, "headers come at once: {ttfb}");
     assert!(ttft >= 300.0, "ttft {ttft} must not count the role chunk");
+}
+
+/// The server's own figures kept beside ours: llama.cpp's `timings` on the chat flavor and
+/// Ollama's durations on its own, both giving the server's time to first token.
+#[tokio::test]
+async fn server_timings_and_server_ttft() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let targets = [
+        ("chat", "llama-cpp,ttft=120ms", "server: llama-cpp"),
+        (
+            "ollama",
+            "llama-cpp,ttft=120ms",
+            "api: ollama, server: ollama",
+        ),
+    ];
+    let (_dir, cfg) = common::config(&sim, &targets, common::PROBE);
+    let runner = Runner::new(2);
+    for t in &cfg.targets {
+        let r = runner.run_one(&cfg.probes[0], t).await;
+        assert_eq!(r.outcome, Outcome::Ok, "{}: {:?}", t.name, r.error);
+        let timings = r.server_timings.as_ref().expect("server timings");
+        let key = if t.name == "chat" {
+            "prompt_ms"
+        } else {
+            "prompt_eval_duration"
+        };
+        assert!(timings.get(key).is_some(), "{}: {timings}", t.name);
+        let server = r.server_ttft_ms.expect("server ttft");
+        assert!((server - 120.0).abs() < 1.0, "{}: {server}", t.name);
+        // Ours includes the server's and the trip to it.
+        assert!(r.figures.ttft_ms.unwrap() >= server, "{}", t.name);
+    }
 }

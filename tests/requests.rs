@@ -154,3 +154,27 @@ async fn priority_headers_request_id_and_key_arrive() {
     }
     assert_ne!(r.trace_id, r2.trace_id);
 }
+#[tokio::test]
+async fn anthropic_keys_go_in_x_api_key_with_a_version_and_bearer_elsewhere() {
+    std::env::set_var("LLM_CANARY_TEST_KEY_ANT", "sk-ant-test");
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let anthropic =
+        "api: anthropic-messages, server: anthropic, api_key_env: LLM_CANARY_TEST_KEY_ANT";
+    let vllm = "api: anthropic-messages, server: vllm, api_key_env: LLM_CANARY_TEST_KEY_ANT";
+    let (_dir, cfg) = common::config(
+        &sim,
+        &[("a", "healthy", anthropic), ("v", "healthy", vllm)],
+        common::PROBE,
+    );
+    let runner = Runner::new(1);
+    for t in &cfg.targets {
+        runner.run_one(&cfg.probes[0], t).await;
+    }
+    let seen = sim.seen();
+    assert_eq!(seen[0].header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(seen[0].header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(seen[0].header("authorization"), None);
+    assert_eq!(seen[1].header("authorization"), Some("Bearer sk-ant-test"));
+    assert_eq!(seen[1].header("x-api-key"), None);
+    assert!(seen[0].path.ends_with("/v1/messages"), "{}", seen[0].path);
+}

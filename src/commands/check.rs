@@ -1,5 +1,5 @@
-//! `check`: the config is valid; here is what it will do (each probe's targets and next fire
-//! times), and what deserves a warning.
+//! `check`: the config is valid; here is what it will do (each probe's targets, its cadence in
+//! words and next fire times), and what deserves a warning.
 
 use std::fmt::Write;
 
@@ -40,9 +40,11 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
         match &p.schedule {
             Some(cron) => {
+                let cadence = super::cadence::describe(cron.as_str())
+                    .map_or(String::new(), |words| format!(" ({words})"));
                 let _ = writeln!(
                     s,
-                    "  schedule {:?}: next {}",
+                    "  schedule {:?}{cadence}: next {}",
                     cron.as_str(),
                     next_fires(cron, &p.timezone, now, 3)
                 );
@@ -66,10 +68,14 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
     }
     if cfg.agent.admin_token.is_none() && cfg.agent.listen.is_some_and(|a| !a.ip().is_loopback()) {
-        let _ = writeln!(s, "warning: agent.listen is not loopback-only and no admin token is set (agent.admin_token_env or admin_token_file): POST /-/reload and /-/maintenance will be refused");
+        // Not a warning: a scrape-only agent needs no admin endpoint; said so it is no surprise.
+        let _ = writeln!(s, "admin endpoints (POST /-/reload, /-/maintenance): off, as agent.listen is not loopback-only and no admin token is set (agent.admin_token_env or admin_token_file); SIGHUP still reloads");
     }
     for w in &cfg.warnings {
         let _ = writeln!(s, "warning: {w}");
+    }
+    if let Some(why) = crate::daemon::unexported(cfg) {
+        let _ = writeln!(s, "warning: `run` with this config: {why}");
     }
     s
 }

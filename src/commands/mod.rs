@@ -1,6 +1,7 @@
 //! What each subcommand does, assembled from the library's pieces. Each returns the process
 //! exit code; errors bubble up as `anyhow` with context and exit 2.
 
+mod cadence;
 mod check;
 pub mod demo;
 mod gate;
@@ -33,6 +34,11 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Run(args) => {
             crate::daemon::run(args.config, crate::util::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Calibrate(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            let mut out = std::io::stdout().lock();
+            crate::calibrate::run(&cfg, &args, &mut out).await
         }
         Command::Gate(args) => {
             let cfg = crate::config::load(&args.config)?;

@@ -113,9 +113,11 @@ impl ConfigError {
         }
     }
 
-    /// Turns the YAML parser's error, with the path tracked to it, into ours.
+    /// Turns the YAML parser's error, with the path tracked to it, into ours. `text` is the
+    /// file's, to see what stands at the error's position.
     pub fn from_yaml(
         file: &Path,
+        text: &str,
         path: Option<&serde_path_to_error::Path>,
         err: &serde_saphyr::Error,
     ) -> Self {
@@ -128,12 +130,58 @@ impl ConfigError {
         });
         match inner.location() {
             Some(loc) => {
-                let field = path.map_or_else(FieldPath::root, |p| FieldPath::tracked(p, inner));
-                Self::at(file, &field, loc, message)
+                let mut field = path.map_or_else(FieldPath::root, |p| FieldPath::tracked(p, inner));
+                // An alias to no anchor, or a `*` with no anchor name after it (`* * * * *`).
+                let alias = matches!(inner, serde_saphyr::Error::UnknownAnchor { .. })
+                    || message.contains("alias");
+                match alias.then(|| alias_hint(text, loc)).flatten() {
+                    Some((key, hint)) => {
+                        // The alias fails before serde reaches the key: name it from the text.
+                        if !field.0.ends_with(&key) {
+                            field = field.key(&key);
+                        }
+                        Self::at(file, &field, loc, hint)
+                    }
+                    None => Self::at(file, &field, loc, message),
+                }
             }
             None => Self::file(file, message),
         }
     }
+}
+
+/// An unquoted value that starts with `*` is a YAML alias (`*/5 * * * *` refers to an anchor
+/// named `/5`), so a cron expression written plainly fails with the parser's words about
+/// anchors. When the error points at such a value after `key:`, say what happened and how to
+/// write it: the key and the sentence.
+fn alias_hint(text: &str, loc: Location) -> Option<(String, String)> {
+    let line = text
+        .lines()
+        .nth(usize::try_from(loc.line()).ok()?.checked_sub(1)?)?;
+    let col = usize::try_from(loc.column()).ok()?.checked_sub(1)?;
+    let (before, value) = line.split_at(line.char_indices().nth(col)?.0);
+    if !value.starts_with('*') {
+        return None;
+    }
+    let key = before.trim_end().strip_suffix(':')?;
+    // The key is the last word before the colon: `schedule`, `- schedule`, `{ttft`.
+    let key = key
+        .rsplit(|c: char| c.is_whitespace() || c == '{' || c == ',')
+        .next()
+        .filter(|k| !k.is_empty())?
+        .to_string();
+    // A flow mapping's value ends at `,` or `}`; a block value runs to a comment or the line's end.
+    let value = if before.contains('{') {
+        value.split([',', '}']).next().unwrap_or(value)
+    } else {
+        value.split(" #").next().unwrap_or(value)
+    }
+    .trim();
+    let hint = format!(
+        "YAML reads an unquoted value starting with * as an alias: quote it ({key}: \"{}\")",
+        value.escape_debug()
+    );
+    Some((key, hint))
 }
 
 /// serde-saphyr's wording for users (not its hints for developers, such as "set
@@ -176,15 +224,20 @@ mod tests {
     use super::*;
     use crate::config::{raw, Source};
 
-    fn main_error(text: &str) -> String {
+    /// The error `text` gives as a `T` read from the file `path`.
+    fn error_as<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> String {
         let src = Source {
-            path: Path::new("c.yaml"),
+            path: Path::new(path),
             text,
         };
-        match src.parse::<raw::RawMain>() {
+        match src.parse::<T>() {
             Ok(_) => "(parsed)".into(),
             Err(e) => e.to_string(),
         }
+    }
+
+    fn main_error(text: &str) -> String {
+        error_as::<raw::RawMain>("c.yaml", text)
     }
 
     #[test]
@@ -211,6 +264,28 @@ mod tests {
         assert_eq!(
             main_error("targets: []\nprobes_dir: a\nprobes_dir: b\n"),
             "c.yaml:3:1: field probes_dir: duplicate mapping key `probes_dir` is not allowed here"
+        );
+    }
+
+    #[test]
+    fn an_unquoted_cron_gets_a_hint_to_quote_it() {
+        let probe = |text: &str| error_as::<raw::RawProbe>("p.yaml", text);
+        assert_eq!(
+            probe("name: p\nschedule: */5 * * * *\nprompt: q.txt\n"),
+            "p.yaml:2:11: field schedule: YAML reads an unquoted value starting with * as an alias: quote it (schedule: \"*/5 * * * *\")"
+        );
+        assert_eq!(
+            probe("name: p\nschedule: * * * * * # every second\nprompt: q.txt\n"),
+            "p.yaml:2:11: field schedule: YAML reads an unquoted value starting with * as an alias: quote it (schedule: \"* * * * *\")"
+        );
+        assert_eq!(
+            probe("name: p\nprompt: q.txt\ntimeouts: {ttft: *x, total: 5s}\n"),
+            "p.yaml:3:18: field timeouts.ttft: YAML reads an unquoted value starting with * as an alias: quote it (ttft: \"*x\")"
+        );
+        // Quoted, it is a cron expression.
+        assert_eq!(
+            probe("name: p\nschedule: \"*/5 * * * *\"\nprompt: q.txt\n"),
+            "(parsed)"
         );
     }
 

@@ -128,7 +128,7 @@ impl Source<'_> {
                 e.into_inner()
             })
         })
-        .map_err(|e| ConfigError::from_yaml(self.path, tracked.as_ref(), &e))
+        .map_err(|e| ConfigError::from_yaml(self.path, self.text, tracked.as_ref(), &e))
     }
 }
 
@@ -441,7 +441,9 @@ fn read_secret(
             )),
         },
         (None, Some(file)) => {
-            let p = base.join(&file.value);
+            let written = crate::secret::credential_path(&file.value)
+                .map_err(|e| src.err(&file_field, file.referenced, e))?;
+            let p = base.join(written.as_ref());
             match std::fs::read_to_string(&p) {
                 Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
                 Ok(_) => Err(src.err(

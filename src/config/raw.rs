@@ -115,13 +115,17 @@ impl ServerKind {
     }
 
     /// The body field this server honours to skip its prefix cache on this API, if any:
-    /// vLLM's `cache_salt` and llama.cpp's `cache_prompt: false`, on the OpenAI endpoints where
-    /// both are documented.
+    /// vLLM's `cache_salt` on the OpenAI endpoints where it is documented, and llama.cpp's
+    /// `cache_prompt: false`, which its server honours on chat, completions and Responses but
+    /// not on `/v1/messages` (measured: a repeated prompt over Messages is served from the
+    /// cache with the field set).
     pub fn cache_bust_field(self, api: Api) -> Option<(&'static str, CacheBustValue)> {
         let openai = matches!(api, Api::OpenaiChat | Api::OpenaiCompletions);
         match self {
             ServerKind::Vllm if openai => Some(("cache_salt", CacheBustValue::Fresh)),
-            ServerKind::LlamaCpp if openai => Some(("cache_prompt", CacheBustValue::False)),
+            ServerKind::LlamaCpp if openai || api == Api::OpenaiResponses => {
+                Some(("cache_prompt", CacheBustValue::False))
+            }
             _ => None,
         }
     }

@@ -149,9 +149,28 @@ fn pair_keys(cfg: &Config) -> Vec<PairKey> {
         .collect()
 }
 
+/// Why results of this config would reach no Prometheus: no `agent.listen` to scrape and no
+/// `push:` to push to. A daemon like that probes and keeps what it learns to itself, which
+/// nobody notices until an outage goes unseen, so `check` and `run` both say so.
+pub fn unexported(cfg: &Config) -> Option<String> {
+    if cfg.agent.listen.is_some() || cfg.push.is_some() {
+        return None;
+    }
+    let kept = match &cfg.agent.results_log {
+        Some(log) => format!("the results log ({})", log.path.display()),
+        None => "the log on stderr".to_string(),
+    };
+    Some(format!(
+        "results go nowhere but {kept}: set agent.listen (e.g. 0.0.0.0:9464, for Prometheus to scrape /metrics) or push.url (a Pushgateway)"
+    ))
+}
+
 /// Runs the daemon until `shutdown` completes.
 pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let cfg = Arc::new(config::load(&path)?);
+    if let Some(why) = unexported(&cfg) {
+        tracing::warn!(config = %path.display(), "{why}");
+    }
     let metrics = Metrics::new(&cfg);
     let history = StatusHistory::default();
     history.retain_pairs(&pair_keys(&cfg));
@@ -387,7 +406,7 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     let cfg = agent.cfg();
     r.maintenance =
         maintenance::active(&cfg, &agent.announced, &target.name, r.started_at).is_some();
-    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = ?r.figures.ttft_ms, request_id = %r.request_id, maintenance = r.maintenance, "probe run finished");
+    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, "probe run finished");
     // A pair that left the config while it ran is not recorded: its series were retired.
     if scheduled_pairs(&cfg)
         .iter()

@@ -156,24 +156,58 @@ pub enum GateError {
     Setup(#[from] anyhow::Error),
 }
 
+/// The target named `name`, or an error that lists the names there are.
+fn target<'a>(cfg: &'a Config, what: &str, name: &str) -> anyhow::Result<&'a Arc<Target>> {
+    cfg.target(name).ok_or_else(|| {
+        let known: Vec<&str> = cfg.targets.iter().map(|t| t.name.as_str()).collect();
+        anyhow!("unknown {what} {name:?} (known: {})", known.join(", "))
+    })
+}
+
+/// Says on stderr which relative limits go unjudged for want of a baseline, or refuses to start
+/// under `--require-baseline`: in CI a gate that passes on half its limits must not look whole.
+fn no_baseline(probes: &[Arc<Probe>], require: bool) -> anyhow::Result<()> {
+    let unjudged: Vec<String> = probes
+        .iter()
+        .filter(|p| !p.gate.vs_baseline.is_empty())
+        .map(|p| {
+            let limits: Vec<String> = p
+                .gate
+                .vs_baseline
+                .iter()
+                .map(|r| format!("{} {}", r.name, r.text))
+                .collect();
+            format!("{} ({})", p.name, limits.join(", "))
+        })
+        .collect();
+    if unjudged.is_empty() {
+        return Ok(());
+    }
+    if require {
+        return Err(anyhow!(
+            "--require-baseline: no baseline for the vs_baseline limits of {}: add --baseline-target T or --baseline FILE",
+            unjudged.join("; ")
+        ));
+    }
+    eprintln!(
+        "gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of {} are skipped, not judged",
+        unjudged.join("; ")
+    );
+    Ok(())
+}
+
 pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError> {
     let started_at = jiff::Timestamp::now().to_string();
-    let cand = cfg
-        .target(&opts.target)
-        .with_context(|| format!("unknown target {:?}", opts.target))?
-        .clone();
+    let cand = target(cfg, "target", &opts.target)?.clone();
     let base = match &opts.baseline_target {
-        Some(b) => Some(
-            cfg.target(b)
-                .with_context(|| format!("unknown baseline target {b:?}"))?
-                .clone(),
-        ),
+        Some(b) => Some(target(cfg, "baseline target", b)?.clone()),
         None => None,
     };
     let file_baseline = opts.baseline.as_ref().map(load_baseline_file).transpose()?;
     for p in &opts.probes {
         if !cfg.probes.iter().any(|x| &x.name == p) {
-            return Err(anyhow!("unknown probe {p:?}").into());
+            let known: Vec<&str> = cfg.probes.iter().map(|p| p.name.as_str()).collect();
+            return Err(anyhow!("unknown probe {p:?} (known: {})", known.join(", ")).into());
         }
     }
     let probes: Vec<Arc<Probe>> = cfg
@@ -193,6 +227,9 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
             "no probe has a `gate:` section with limits (or name probes with --probe)"
         )
         .into());
+    }
+    if base.is_none() && file_baseline.is_none() {
+        no_baseline(&probes, opts.require_baseline)?;
     }
     if let Some(file) = &file_baseline {
         for p in &probes {
@@ -290,14 +327,14 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
         let inconclusive_fails = p.gate.inconclusive == Inconclusive::Fail;
         let mut limits: Vec<LimitReport> =
             p.gate.slo.iter().map(|s| stats::judge_slo(s, &c)).collect();
-        if !b.is_empty() {
-            limits.extend(
-                p.gate
-                    .vs_baseline
-                    .iter()
-                    .map(|r| stats::judge_relative(r, &c, &b, paired, inconclusive_fails)),
-            );
-        }
+        let baseline_given = base.is_some() || file_baseline.is_some();
+        limits.extend(p.gate.vs_baseline.iter().map(|r| {
+            if baseline_given {
+                stats::judge_relative(r, &c, &b, paired, inconclusive_fails)
+            } else {
+                stats::skip_relative(r, &c)
+            }
+        }));
         let pass = limits.iter().all(|l| !l.failing);
         out.push(ProbeGate {
             probe: p.name.clone(),

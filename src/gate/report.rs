@@ -39,6 +39,7 @@ fn verdict(l: &LimitReport) -> &'static str {
         (Verdict::Fail, _) => "FAIL",
         (Verdict::Inconclusive, true) => "INCONCLUSIVE (fails)",
         (Verdict::Inconclusive, false) => "inconclusive (passes)",
+        (Verdict::Skipped, _) => "skipped",
     }
 }
 
@@ -52,8 +53,11 @@ fn rows(r: &GateReport) -> Vec<[String; 7]> {
                 value(l, l.baseline, l.baseline_ci),
                 ratio(l),
                 verdict(l).to_string(),
-                l.samples_needed
-                    .map_or(String::new(), |n| format!("~{n} samples to settle")),
+                match (l.verdict, l.samples_needed) {
+                    (Verdict::Skipped, _) => "no baseline".to_string(),
+                    (_, Some(n)) => format!("~{n} samples to settle"),
+                    (_, None) => String::new(),
+                },
             ]
         })
         .collect()
@@ -72,6 +76,10 @@ fn headline(r: &GateReport) -> String {
         r.count(Verdict::Fail),
         r.count(Verdict::Inconclusive)
     );
+    let skipped = r.count(Verdict::Skipped);
+    if skipped > 0 {
+        let _ = write!(s, ", {skipped} skipped (no baseline)");
+    }
     if let Some(c) = r.cold_start_ms {
         let _ = write!(s, "; cold start {:.1}s", c / 1000.0);
     }
@@ -130,6 +138,14 @@ pub fn markdown(r: &GateReport) -> String {
     if !failing.is_empty() {
         let _ = write!(out, "\n{}\n", failing.join("\n"));
     }
+    let skipped: Vec<String> = r
+        .limits()
+        .filter(|(_, l)| l.verdict == Verdict::Skipped)
+        .map(|(p, l)| format!("- {}: {}", p.probe, l.message))
+        .collect();
+    if !skipped.is_empty() {
+        let _ = write!(out, "\n**Not judged:**\n{}\n", skipped.join("\n"));
+    }
     out
 }
 
@@ -143,16 +159,22 @@ fn xml(s: &str) -> String {
 pub fn junit(r: &GateReport) -> String {
     let tests = r.limits().count();
     let failures = r.limits().filter(|(_, l)| l.failing).count();
+    let skipped = r.count(Verdict::Skipped);
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"llm-canary gate\" tests=\"{tests}\" failures=\"{failures}\">"
+        "<testsuites name=\"llm-canary gate\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">"
     );
     for p in &r.probes {
         let f = p.limits.iter().filter(|l| l.failing).count();
+        let sk = p
+            .limits
+            .iter()
+            .filter(|l| l.verdict == Verdict::Skipped)
+            .count();
         let _ = writeln!(
             out,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\">",
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" skipped=\"{sk}\">",
             xml(&format!("{} on {}", p.probe, r.target)),
             p.limits.len()
         );
@@ -163,7 +185,13 @@ pub fn junit(r: &GateReport) -> String {
                 "    <testcase classname=\"{}\" name=\"{name}\"",
                 xml(&p.probe)
             );
-            if l.failing {
+            if l.verdict == Verdict::Skipped {
+                let _ = writeln!(
+                    out,
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    xml(&l.message)
+                );
+            } else if l.failing {
                 let kind = if l.verdict == Verdict::Inconclusive {
                     "inconclusive"
                 } else {

@@ -178,6 +178,9 @@ pub enum Verdict {
     Pass,
     Fail,
     Inconclusive,
+    /// Not judged: a relative limit without a baseline. Never fails the gate; `--require-baseline`
+    /// refuses to start instead.
+    Skipped,
 }
 
 /// The judgement of one limit, with the numbers behind it.
@@ -216,9 +219,23 @@ pub fn show(figure: Figure, v: f64) -> String {
     }
 }
 
+/// An absolute limit as people read it, with its operator even where the config left it implied
+/// (`ttft_p95: 2s` is `<= 2s`): a bare `2s` in a report does not say which side passes.
+pub fn slo_limit(slo: &Slo) -> String {
+    let op = match slo.op {
+        Op::Le => "<=",
+        Op::Lt => "<",
+        Op::Ge => ">=",
+        Op::Gt => ">",
+    };
+    let bound = slo.text.trim().trim_start_matches(['<', '>', '=']).trim();
+    format!("{op} {bound}")
+}
+
 /// An absolute limit, decided on the candidate's observed figure (the interval is shown).
 pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
     let v = value(slo.figure, cand);
+    let limit = slo_limit(slo);
     let (verdict, message) = match v {
         None => (
             Verdict::Fail,
@@ -235,12 +252,12 @@ pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
             if ok {
                 (
                     Verdict::Pass,
-                    format!("{} {shown} is within {}", slo.name, slo.text),
+                    format!("{} {shown} is within {limit}", slo.name),
                 )
             } else {
                 (
                     Verdict::Fail,
-                    format!("{} {shown} is past {}", slo.name, slo.text),
+                    format!("{} {shown} is past {limit}", slo.name),
                 )
             }
         }
@@ -248,7 +265,7 @@ pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
     LimitReport {
         name: slo.name.clone(),
         kind: "slo",
-        limit: slo.text.clone(),
+        limit,
         candidate: v,
         candidate_ci: if matches!(slo.figure, Figure::Quantile(..)) {
             ci(slo.figure, cand)
@@ -340,6 +357,28 @@ pub fn judge_relative(
         verdict,
         samples_needed: needed,
         message,
+    }
+}
+
+/// A relative limit that could not be judged: there is no baseline to compare with.
+pub fn skip_relative(rel: &Relative, cand: &[&Sample]) -> LimitReport {
+    LimitReport {
+        name: rel.name.clone(),
+        kind: "vs_baseline",
+        limit: rel.text.clone(),
+        candidate: value(rel.figure, cand),
+        candidate_ci: ci(rel.figure, cand),
+        baseline: None,
+        baseline_ci: None,
+        ratio: None,
+        ratio_ci: None,
+        verdict: Verdict::Skipped,
+        failing: false,
+        samples_needed: None,
+        message: format!(
+            "{} {}: skipped, no baseline (--baseline-target T or --baseline FILE)",
+            rel.name, rel.text
+        ),
     }
 }
 
@@ -489,7 +528,10 @@ mod tests {
         let v: Vec<Sample> = (0..10).map(|_| s(2500.0, "ok")).collect();
         let r = judge_slo(&parse_slo("ttft_p95", "2s").unwrap(), &refs(&v));
         assert_eq!(r.verdict, Verdict::Fail);
-        assert_eq!(r.message, "ttft_p95 2.50s is past 2s");
+        assert_eq!(r.message, "ttft_p95 2.50s is past <= 2s");
+        assert_eq!(r.limit, "<= 2s");
+        let r = judge_slo(&parse_slo("success_rate", ">=0.95").unwrap(), &refs(&v));
+        assert_eq!(r.limit, ">= 0.95");
         let r = judge_slo(&parse_slo("success_rate", ">= 0.95").unwrap(), &refs(&v));
         assert_eq!(r.verdict, Verdict::Pass);
         let r = judge_slo(&parse_slo("ttft_p95", "2s").unwrap(), &[]);

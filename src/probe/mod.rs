@@ -88,6 +88,7 @@ pub async fn run(
         probe: probe.name.clone(),
         target: target.name.clone(),
         model: target.model.clone(),
+        labels: target.labels.clone(),
         request_id,
         started_at,
         outcome,

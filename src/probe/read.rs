@@ -17,7 +17,7 @@ use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
 use crate::timeline::Timeline;
-use crate::util::{clip, error_chain, human_duration, snippet};
+use crate::util::{clip, connect_failure, error_chain, human_duration, snippet};
 
 /// Why reading stopped early: the transport outcome and a sentence for the on-call engineer.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,7 +211,7 @@ impl Reader {
             Ok(Err(e)) if e.is_connect() => {
                 return Err(fail(
                     Outcome::ConnectError,
-                    format!("connect: {}", error_chain(&e)),
+                    format!("connect: {}", connect_failure(&e)),
                 ))
             }
             Ok(Err(e)) => {
@@ -369,8 +369,19 @@ impl Reader {
         }
         self.seen.bytes_read = progress.bytes();
         let at = progress.last_arrival();
-        let text = String::from_utf8_lossy(&whole);
-        self.event("message", text.trim(), at)?;
+        let v: Value = serde_json::from_slice(&whole).map_err(|_| {
+            fail(
+                Outcome::MalformedStream,
+                format!("the answer is not JSON: {:?}", snippet(&whole)),
+            )
+        })?;
+        if !v.is_object() {
+            return Err(fail(
+                Outcome::MalformedStream,
+                "the answer is not a JSON object",
+            ));
+        }
+        self.take(flavor::whole(self.api, &v), at)?;
         self.done = true;
         Ok(at)
     }
@@ -390,7 +401,11 @@ impl Reader {
         if !v.is_object() {
             return Err(fail(Outcome::MalformedStream, "event is not a JSON object"));
         }
-        let d = flavor::event(self.api, kind, &v);
+        self.take(flavor::event(self.api, kind, &v), at)
+    }
+
+    /// Takes in what one event carried.
+    fn take(&mut self, d: flavor::Delta, at: Instant) -> Result<(), Failure> {
         if let Some(msg) = d.error {
             return Err(fail(
                 Outcome::StreamError,

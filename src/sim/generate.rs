@@ -1,10 +1,11 @@
 //! What each scenario answers and how it writes it: the tokens and finish reason by scenario
-//! and `max_tokens`, the chunk and event framing (vLLM or llama.cpp style, CRLF, no space,
-//! split writes, comments), and the faults (errors, stalls, resets, endless or huge streams).
+//! and `max_tokens`, framed in the request's flavor ([`super::wire`]) with the scenario's quirks
+//! (vLLM or llama.cpp style, CRLF, no space, split writes, comments), and the faults (errors,
+//! stalls, resets, endless or huge streams).
 
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::time::sleep_until;
 
@@ -12,15 +13,16 @@ use super::answers;
 use super::http::{self, Chunked};
 use super::scenarios::{Kind, Scenario};
 use super::serve::json_bytes;
+use super::wire::{Out, PieceKind, Usage, Wire};
 use super::State;
 use crate::listener::Tracked;
 
 /// The longest a scenario keeps a connection open on purpose (no answer, or keep-alives only).
 pub(super) const HOLD: Duration = Duration::from_secs(120);
 
-/// One completion request, decoded: what to answer, and how fast.
+/// One completion request, decoded: what to answer, in which flavor, and how fast.
 pub(super) struct Generation {
-    pub(super) chat: bool,
+    pub(super) wire: Wire,
     pub(super) model: String,
     pub(super) prompt: String,
     pub(super) scenario: Scenario,
@@ -33,9 +35,9 @@ pub(super) struct Generation {
     pub(super) t0: Instant,
 }
 
-enum Piece {
-    Reasoning(String),
-    Content(String),
+struct Piece {
+    kind: PieceKind,
+    text: String,
 }
 
 impl Generation {
@@ -77,53 +79,61 @@ impl Generation {
             pieces.extend(
                 answers::tokenize("Let me recall the capital of France.")
                     .into_iter()
-                    .map(Piece::Reasoning),
+                    .map(|text| Piece {
+                        kind: PieceKind::Reasoning,
+                        text,
+                    }),
             );
         }
-        pieces.extend(tokens.into_iter().map(Piece::Content));
+        pieces.extend(tokens.into_iter().map(|text| Piece {
+            kind: PieceKind::Answer,
+            text,
+        }));
         (pieces, finish)
     }
 
-    fn chunk(&self, piece: Option<&Piece>, finish: Option<&str>) -> Value {
-        let (content, reasoning) = match piece {
-            Some(Piece::Content(t)) => (Some(t.as_str()), None),
-            Some(Piece::Reasoning(t)) => (None, Some(t.as_str())),
-            None => (None, None),
-        };
-        if self.chat {
-            let mut delta = serde_json::Map::new();
-            if let Some(c) = content {
-                delta.insert("content".into(), json!(c));
-            }
-            if let Some(r) = reasoning {
-                delta.insert("reasoning_content".into(), json!(r));
-            }
-            json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": self.model,
-                   "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
-        } else {
-            json!({"id": "cmpl-sim", "object": "text_completion", "created": 0, "model": self.model,
-                   "choices": [{"index": 0, "text": content.unwrap_or_default(), "logprobs": null, "finish_reason": finish}]})
+    fn usage(&self, pieces: &[Piece]) -> Usage {
+        Usage {
+            prompt: self.prompt.chars().count() / 4 + 1,
+            completion: pieces.len(),
+            reasoning: pieces
+                .iter()
+                .filter(|p| p.kind == PieceKind::Reasoning)
+                .count(),
         }
     }
 
-    fn usage(&self, completion: usize) -> Value {
-        let prompt = self.prompt.chars().count() / 4 + 1;
-        json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+    /// Serialises one event the way this scenario's server would: SSE (named or not, CRLF or
+    /// LF, with or without the space after `data:`), or one NDJSON line.
+    fn frame(&self, ev: &Out) -> Vec<u8> {
+        self.frame_raw(ev.name, &ev.data.to_string())
     }
 
-    /// Serialises one event the way this scenario's server would.
-    fn sse(&self, data: &str) -> Vec<u8> {
+    fn frame_raw(&self, name: Option<&str>, data: &str) -> Vec<u8> {
         let nl = if self.scenario.kind == Kind::Crlf {
             "\r\n"
         } else {
             "\n"
         };
+        if self.wire.ndjson() {
+            return format!("{data}{nl}").into_bytes();
+        }
         let prefix = if self.scenario.kind == Kind::NoSpace {
             "data:"
         } else {
             "data: "
         };
-        format!("{prefix}{data}{nl}{nl}").into_bytes()
+        let event = name.map(|n| format!("event: {n}{nl}")).unwrap_or_default();
+        format!("{event}{prefix}{data}{nl}{nl}").into_bytes()
+    }
+
+    /// A keep-alive in this flavor: an SSE comment, or a blank NDJSON line.
+    fn keep_alive(&self) -> &'static [u8] {
+        if self.wire.ndjson() {
+            b"\n"
+        } else {
+            b": keep-alive\n\n"
+        }
     }
 
     async fn send(
@@ -145,11 +155,23 @@ impl Generation {
                 Ok(at)
             }
             Kind::Comments => {
-                w.write(b": keep-alive\n\n").await?;
+                w.write(self.keep_alive()).await?;
                 w.write(bytes).await
             }
             _ => w.write(bytes).await,
         }
+    }
+
+    async fn send_all(
+        &self,
+        w: &mut Chunked<'_>,
+        events: &[Out],
+        rng: &mut fastrand::Rng,
+    ) -> std::io::Result<()> {
+        for ev in events {
+            self.send(w, &self.frame(ev), rng).await?;
+        }
+        Ok(())
     }
 
     pub(super) async fn respond(self, sock: &mut Tracked, st: &State) -> std::io::Result<bool> {
@@ -194,25 +216,15 @@ impl Generation {
             _ => {}
         }
         let (pieces, finish) = self.script();
+        let usage = self.usage(&pieces);
         if !self.stream || kind == Kind::NonStream {
             sleep_until((self.t0 + ttft + itl * pieces.len() as u32).into()).await;
             let text: String = pieces
                 .iter()
-                .filter_map(|p| {
-                    if let Piece::Content(t) = p {
-                        Some(t.as_str())
-                    } else {
-                        None
-                    }
-                })
+                .filter(|p| p.kind == PieceKind::Answer)
+                .map(|p| p.text.as_str())
                 .collect();
-            let choice = if self.chat {
-                json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish})
-            } else {
-                json!({"index": 0, "text": text, "finish_reason": finish})
-            };
-            let body = json!({"id": "sim", "object": if self.chat { "chat.completion" } else { "text_completion" },
-                              "model": self.model, "choices": [choice], "usage": self.usage(pieces.len())});
+            let body = self.wire.whole(&self.model, &text, finish, &usage);
             http::respond(sock, 200, "application/json", &extra, &json_bytes(&body)).await?;
             if let Some(id) = &self.request_id {
                 st.record_first_write(id, Instant::now());
@@ -224,18 +236,18 @@ impl Generation {
         if let Some(id) = &self.request_id {
             st.record_headers(id, Instant::now());
         }
-        let mut w = Chunked::start(sock, 200, "text/event-stream", &extra).await?;
-        if self.chat && kind != Kind::LlamaCpp {
-            // vLLM opens with a role-only chunk: not a token.
-            let role = json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": self.model,
-                              "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]});
-            self.send(&mut w, &self.sse(&role.to_string()), &mut rng)
-                .await?;
-        }
+        let mut w = Chunked::start(sock, 200, self.wire.content_type(), &extra).await?;
+        // vLLM opens chat with a role-only chunk (not a token); llama.cpp does not.
+        let opening = self.wire.opening(&self.model, kind != Kind::LlamaCpp);
+        self.send_all(&mut w, &opening, &mut rng).await?;
         match kind {
             Kind::HugeLine => {
-                w.write(b"data: {\"choices\":[{\"delta\":{\"content\":\"")
-                    .await?;
+                let head: &[u8] = if self.wire.ndjson() {
+                    b"{\"message\":{\"content\":\""
+                } else {
+                    b"data: {\"choices\":[{\"delta\":{\"content\":\""
+                };
+                w.write(head).await?;
                 let block = vec![b'x'; 64 * 1024];
                 for _ in 0..4096 {
                     w.write(&block).await?;
@@ -246,13 +258,13 @@ impl Generation {
                 let until = Instant::now() + HOLD;
                 while Instant::now() < until {
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    w.write(b": keep-alive\n\n").await?;
+                    w.write(self.keep_alive()).await?;
                 }
                 return Ok(false);
             }
             Kind::Malformed => {
                 sleep_until((self.t0 + ttft).into()).await;
-                w.write(&self.sse("{\"choices\": [{\"delta\": {\"content\": \"Par"))
+                w.write(&self.frame_raw(None, "{\"choices\": [{\"delta\": {\"content\": \"Par"))
                     .await?;
                 w.finish().await?;
                 return Ok(false);
@@ -260,11 +272,20 @@ impl Generation {
             Kind::Endless => {
                 let mut i = 0u32;
                 let start = self.t0 + ttft;
+                let mut block = None;
                 loop {
                     sleep_until((start + itl * i).into()).await;
-                    let piece = Piece::Content(format!(" word{i}"));
-                    w.write(&self.sse(&self.chunk(Some(&piece), None).to_string()))
-                        .await?;
+                    let mut events = self.wire.block_change(block, PieceKind::Answer, 0);
+                    block = Some(PieceKind::Answer);
+                    events.push(self.wire.piece(
+                        &self.model,
+                        PieceKind::Answer,
+                        &format!(" word{i}"),
+                        0,
+                    ));
+                    for ev in &events {
+                        w.write(&self.frame(ev)).await?;
+                    }
                     i += 1;
                     if i > 1_000_000 {
                         return Ok(false);
@@ -276,6 +297,8 @@ impl Generation {
 
         let mut first = true;
         let mut offset = Duration::ZERO;
+        let mut block: Option<PieceKind> = None;
+        let mut index = 0usize;
         for (i, piece) in pieces.iter().enumerate() {
             if i == 3 {
                 match kind {
@@ -284,8 +307,8 @@ impl Generation {
                         return Ok(false);
                     }
                     Kind::MidStreamError => {
-                        let err = json!({"error": {"message": "CUDA error: out of memory", "type": "server_error", "code": 500}});
-                        w.write(&self.sse(&err.to_string())).await?;
+                        let err = self.wire.error("CUDA error: out of memory");
+                        w.write(&self.frame(&err)).await?;
                         w.finish().await?;
                         return Ok(false);
                     }
@@ -294,13 +317,24 @@ impl Generation {
                 }
             }
             sleep_until((self.t0 + ttft + offset + itl * i as u32).into()).await;
-            let at = self
-                .send(
+            // A new kind of content opens the next content block (Anthropic's framing).
+            if block.is_some_and(|b| b != piece.kind) {
+                index += 1;
+            }
+            let changes = self.wire.block_change(block, piece.kind, index);
+            block = Some(piece.kind);
+            self.send_all(&mut w, &changes, &mut rng).await?;
+            // Anthropic's servers send pings between deltas; they are not tokens.
+            if self.wire == Wire::Messages && i % 4 == 2 {
+                self.send(
                     &mut w,
-                    &self.sse(&self.chunk(Some(piece), None).to_string()),
+                    &self.frame_raw(Some("ping"), "{\"type\": \"ping\"}"),
                     &mut rng,
                 )
                 .await?;
+            }
+            let ev = self.wire.piece(&self.model, piece.kind, &piece.text, index);
+            let at = self.send(&mut w, &self.frame(&ev), &mut rng).await?;
             if first {
                 first = false;
                 if let Some(id) = &self.request_id {
@@ -312,23 +346,30 @@ impl Generation {
             w.finish().await?;
             return Ok(false);
         }
-        let mut last = self.chunk(None, Some(finish));
-        if kind == Kind::LlamaCpp {
+        let timings = (kind == Kind::LlamaCpp).then(|| {
             let decode_ms = itl.as_secs_f64() * 1000.0 * pieces.len().saturating_sub(1) as f64;
-            last["timings"] = json!({
-                "prompt_n": self.prompt.chars().count() / 4 + 1, "prompt_ms": ttft.as_secs_f64() * 1000.0,
+            let ns = |d: Duration| d.as_nanos() as u64;
+            json!({
+                "prompt_n": usage.prompt, "prompt_ms": ttft.as_secs_f64() * 1000.0,
                 "predicted_n": pieces.len(), "predicted_ms": decode_ms,
                 "predicted_per_second": if decode_ms > 0.0 { (pieces.len() as f64 - 1.0) * 1000.0 / decode_ms } else { 0.0 },
-            });
+                // Ollama's names for the same figures, in nanoseconds.
+                "load_duration": 0, "prompt_eval_duration": ns(ttft),
+                "eval_duration": ns(itl * pieces.len().saturating_sub(1) as u32),
+                "total_duration": ns(ttft + itl * pieces.len() as u32),
+            })
+        });
+        let usage = (self.include_usage && kind != Kind::NoUsage).then_some(&usage);
+        for ev in self
+            .wire
+            .closing(&self.model, finish, usage, timings, index)
+        {
+            let bytes = match &ev {
+                Some(ev) => self.frame(ev),
+                None => self.frame_raw(None, "[DONE]"),
+            };
+            self.send(&mut w, &bytes, &mut rng).await?;
         }
-        self.send(&mut w, &self.sse(&last.to_string()), &mut rng)
-            .await?;
-        if self.include_usage && kind != Kind::NoUsage {
-            let u = json!({"id": "sim", "object": "chat.completion.chunk", "created": 0, "model": self.model, "choices": [], "usage": self.usage(pieces.len())});
-            self.send(&mut w, &self.sse(&u.to_string()), &mut rng)
-                .await?;
-        }
-        self.send(&mut w, &self.sse("[DONE]"), &mut rng).await?;
         w.finish().await?;
         Ok(true)
     }

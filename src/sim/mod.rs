@@ -14,8 +14,10 @@
 mod answers;
 mod generate;
 pub mod http;
+mod metrics;
 pub mod scenarios;
 mod serve;
+pub mod wire;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -72,6 +74,8 @@ struct State {
     http_cache: Mutex<HashSet<Vec<u8>>>,
     /// Per scenario spec: requests seen and the first one's arrival (for `every` and `warm`).
     counters: Mutex<HashMap<String, (u64, Instant)>>,
+    /// What was served, as vLLM would report it on /metrics.
+    served: metrics::Served,
 }
 
 const MAX_SEEN: usize = 10_000;
@@ -187,6 +191,20 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
         "base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)",
         sim.addr()
     );
+    let _ = writeln!(
+        out,
+        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, and Ollama's /api/chat (its base_url has no /v1)"
+    );
+    let _ = writeln!(out, "{}", canned_answers());
+    let t = crate::config::Timeouts::default();
+    let _ = writeln!(
+        out,
+        "scenarios, as a probe with the default timeouts (connect {}, ttft {}, stall {}, total {}) and max_tokens 128 sees them:",
+        crate::util::human_duration(t.connect),
+        crate::util::human_duration(t.ttft),
+        crate::util::human_duration(t.stall),
+        crate::util::human_duration(t.total),
+    );
     for (name, _, what) in CATALOG {
         let _ = writeln!(out, "  {name:<18} {what}");
     }
@@ -194,6 +212,27 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     drop(out);
     stop.await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the healthy scenarios say: canned text chosen by the prompt, not an answer to it, so a
+/// user's own `expect:` has to match these.
+fn canned_answers() -> String {
+    let start = |text: &str| {
+        let head: String = text.chars().take(48).collect();
+        if head.len() < text.len() {
+            format!("{head}…")
+        } else {
+            head
+        }
+    };
+    [
+        "healthy scenarios answer canned text, whatever the question (write checks.expect to match it, e.g. \"(?i)paris\"):".to_string(),
+        format!("  a prompt with Chinese characters  {}", start(answers::CHINESE)),
+        format!("  a prompt that mentions JSON       {}", start(answers::JSON)),
+        format!("  a prompt over 2,000 characters    {}", start(answers::SUMMARY)),
+        format!("  any other prompt                  {}", start(answers::ENGLISH)),
+    ]
+    .join("\n")
 }
 
 impl State {

@@ -48,23 +48,23 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     (
         "healthy",
         Kind::Healthy,
-        "a good answer in the prompt's language; vLLM-style role chunk first, usage last",
+        "the canned answer (above), first token 50ms, 10ms a token; vLLM-style role chunk first, usage last -> ok",
     ),
-    ("healthy-zh", Kind::HealthyZh, "a good answer in Chinese"),
+    ("healthy-zh", Kind::HealthyZh, "the Chinese answer whatever the prompt -> ok (an English expect: fails)"),
     (
         "slow-first-token",
         Kind::SlowFirstToken,
-        "first token after 3s (ttft=...)",
+        "first token after 3s (ttft=...): ok under the default ttft 10s; timeout_ttft with timeouts.ttft below 3s",
     ),
     (
         "slow-decode",
         Kind::SlowDecode,
-        "250ms between tokens (itl=...)",
+        "250ms between tokens (itl=...), the answer in about 7s -> ok, at 4 tokens/s",
     ),
     (
         "stall",
         Kind::Stall,
-        "a 3s pause after the third token (stall=...) -> stall",
+        "a 3s pause after the third token (stall=...): ok under the default stall 5s; stall with timeouts.stall below 3s",
     ),
     (
         "reset",
@@ -120,22 +120,22 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     (
         "too-short",
         Kind::TooShort,
-        "a one-word answer -> too_short",
+        "\"Paris.\" -> too_short with checks.min_chars above 6, else ok",
     ),
     (
         "too-long",
         Kind::TooLong,
-        "a rambling answer up to max_tokens -> too_long",
+        "a rambling answer up to max_tokens -> too_long with checks.max_chars below it, else ok",
     ),
     (
         "mismatch",
         Kind::Mismatch,
-        "an answer without the expected fact -> pattern_mismatch",
+        "an answer without the fact -> pattern_mismatch with checks.expect (e.g. paris), else ok",
     ),
     (
         "forbidden",
         Kind::Forbidden,
-        "'As an AI language model...' -> forbidden_pattern",
+        "'As an AI language model...' -> forbidden_pattern with checks.forbid \"(?i)as an ai\", else ok",
     ),
     (
         "no-done",
@@ -151,17 +151,17 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     (
         "no-headers",
         Kind::NoHeaders,
-        "accepts the request, never answers -> timeout_ttft",
+        "accepts the request, never answers -> timeout_ttft after timeouts.ttft (10s)",
     ),
     (
         "role-only",
         Kind::RoleOnly,
-        "headers, a role chunk and keep-alives, no token -> timeout_ttft",
+        "headers, a role chunk and keep-alives, no token -> timeout_ttft after timeouts.ttft (10s)",
     ),
     (
         "crawl",
         Kind::Crawl,
-        "a token every 400ms for 200 tokens -> timeout_total",
+        "a token every 400ms up to max_tokens: truncated after 51s at 128; timeout_total past timeouts.total (1m: max_tokens over 150)",
     ),
     ("crlf", Kind::Crlf, "healthy, with CRLF line endings"),
     (
@@ -215,6 +215,8 @@ pub struct Scenario {
     pub every: u64,
     /// A replica still loading: 503 until this long after its first request.
     pub warm: Duration,
+    /// Scales the timings the sim reports about itself (its /metrics): 1 is honest.
+    pub skew: f64,
 }
 
 impl Scenario {
@@ -244,11 +246,20 @@ impl Scenario {
             jitter: Duration::ZERO,
             every: 1,
             warm: Duration::ZERO,
+            skew: 1.0,
         };
         for p in parts {
             let (k, v) = p
                 .split_once('=')
                 .ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
+            if k == "skew" {
+                s.skew = v
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| x.is_finite() && *x > 0.0)
+                    .ok_or_else(|| format!("skew={v}: a positive number"))?;
+                continue;
+            }
             if k == "every" {
                 s.every = v
                     .parse()
@@ -266,7 +277,7 @@ impl Scenario {
                 "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew)"
                     ))
                 }
             }

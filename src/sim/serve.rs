@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::generate::Generation;
 use super::http::{self, HttpRequest};
 use super::scenarios::{Kind, Scenario, CATALOG};
+use super::wire::Wire;
 use super::{bound, Seen, State, Timings};
 use crate::listener::{Door, Tracked};
 
@@ -68,6 +69,11 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
             http::respond(sock, 200, "application/json", &[], b"{\"status\":\"ok\"}").await?;
             return Ok(true);
         }
+        ("GET", "/metrics") => {
+            let body = st.served.encode();
+            http::respond(sock, 200, "text/plain; version=0.0.4", &[], &body).await?;
+            return Ok(true);
+        }
         ("GET", "/v1/models") => {
             let data: Vec<Value> = CATALOG
                 .iter()
@@ -107,7 +113,7 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
             reply_json(sock, 200, &Value::Array(seen)).await?;
             return Ok(true);
         }
-        ("POST", "/v1/chat/completions") | ("POST", "/v1/completions") => {}
+        ("POST", r) if Wire::from_route(r).is_some() => {}
         _ => {
             let msg = format!("no route for {} {}", req.method, req.path);
             reply_json(
@@ -119,7 +125,7 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
             return Ok(true);
         }
     }
-    let chat = route == "/v1/chat/completions";
+    let wire = Wire::from_route(&route).expect("the route was matched above");
     let body: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(e) => {
@@ -178,19 +184,7 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         );
         scenario.ttft += scenario.jitter.mul_f64(rng.f64());
     }
-    let prompt = if chat {
-        body["messages"]
-            .as_array()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|x| x["content"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default()
-    } else {
-        body["prompt"].as_str().unwrap_or_default().to_string()
-    };
+    let prompt = wire.prompt(&body);
 
     // The caches a canary must defeat.
     let http_cache_hit = {
@@ -236,15 +230,13 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         );
     }
     let gen = Generation {
-        chat,
+        wire,
         model,
         prompt,
         scenario,
-        max_tokens: body["max_tokens"].as_u64().unwrap_or(256) as usize,
-        stream: body["stream"].as_bool().unwrap_or(false),
-        include_usage: body["stream_options"]["include_usage"]
-            .as_bool()
-            .unwrap_or(false),
+        max_tokens: wire.max_tokens(&body).unwrap_or(256) as usize,
+        stream: wire.stream(&body),
+        include_usage: wire.sends_usage(&body),
         request_id: req.header("x-request-id").map(str::to_string),
         authorization: req.header("authorization").map(str::to_string),
         cache: if http_cache_hit {
@@ -256,5 +248,19 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         },
         t0,
     };
-    gen.respond(sock, st).await
+    let (id, model, skew) = (gen.request_id.clone(), gen.model.clone(), gen.scenario.skew);
+    let keep = gen.respond(sock, st).await?;
+    // Report what was served, as vLLM does for a request that produced tokens.
+    let timings = id.and_then(|id| st.timings.lock().expect("sim state lock").get(&id).copied());
+    if let Some(Timings {
+        received,
+        first_content: Some(first),
+        ..
+    }) = timings
+    {
+        let secs = |at: Instant| (at - received).as_secs_f64();
+        st.served
+            .observe(&model, secs(first), secs(Instant::now()), skew);
+    }
+    Ok(keep)
 }

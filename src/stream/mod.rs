@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures_util::Stream;
 
 /// One event of a stream: its type (SSE's event name; `message` when unnamed, and for NDJSON),
@@ -91,15 +92,15 @@ impl Progress {
     }
 }
 
-/// One read handed on by [`Body`]: the server's bytes as they came, or the blank line that
-/// closes the body.
+/// What [`Body`] hands on: the server's bytes, one line at a time (a line keeps the arrival of
+/// the read it came in), or the blank line that closes the body.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Read<B> {
-    Bytes(B),
+pub enum Read {
+    Bytes(Bytes),
     End,
 }
 
-impl<B: AsRef<[u8]>> AsRef<[u8]> for Read<B> {
+impl AsRef<[u8]> for Read {
     fn as_ref(&self) -> &[u8] {
         match self {
             Read::Bytes(b) => b.as_ref(),
@@ -118,6 +119,10 @@ pub struct Body<S> {
     line_len: usize,
     /// Up to three bytes of a UTF-8 character split across reads.
     utf8_carry: Vec<u8>,
+    /// What is left of the last read, handed on a line at a time: eventsource-stream copies
+    /// its buffer's remainder after every line it takes, so a read of many events handed whole
+    /// costs time in proportion to the read's size times its lines.
+    rest: Bytes,
     ended: bool,
 }
 
@@ -129,6 +134,7 @@ impl<S> Body<S> {
             progress: Arc::new(Progress::new(origin)),
             line_len: 0,
             utf8_carry: Vec::new(),
+            rest: Bytes::new(),
             ended: false,
         }
     }
@@ -203,39 +209,46 @@ where
     B: AsRef<[u8]>,
     E: std::error::Error + 'static,
 {
-    type Item = Result<Read<B>, BodyError>;
+    type Item = Result<Read, BodyError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        match Pin::new(&mut self.inner).poll_next(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Some(Ok(bytes))) => {
-                // The arrival is read before anything is done with the bytes.
-                let at = Instant::now();
-                self.progress.stamp(at);
-                match self.admit(bytes.as_ref()) {
-                    Ok(()) => Poll::Ready(Some(Ok(Read::Bytes(bytes)))),
-                    Err(e) => {
+        loop {
+            if !self.rest.is_empty() {
+                let cut = self
+                    .rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(self.rest.len(), |i| i + 1);
+                return Poll::Ready(Some(Ok(Read::Bytes(self.rest.split_to(cut)))));
+            }
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut self.inner).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(bytes))) => {
+                    // The arrival is read before anything is done with the bytes.
+                    let at = Instant::now();
+                    self.progress.stamp(at);
+                    if let Err(e) = self.admit(bytes.as_ref()) {
                         self.ended = true;
-                        Poll::Ready(Some(Err(e)))
+                        return Poll::Ready(Some(Err(e)));
                     }
+                    self.rest = Bytes::copy_from_slice(bytes.as_ref());
                 }
-            }
-            Poll::Ready(Some(Err(e))) => {
-                self.ended = true;
-                Poll::Ready(Some(Err(BodyError::Transport(crate::util::error_chain(
-                    &e,
-                )))))
-            }
-            Poll::Ready(None) => {
-                self.ended = true;
-                if !self.utf8_carry.is_empty() {
-                    let offset = self.progress.bytes() - self.utf8_carry.len();
-                    return Poll::Ready(Some(Err(BodyError::InvalidUtf8 { offset })));
+                Poll::Ready(Some(Err(e))) => {
+                    self.ended = true;
+                    let chain = crate::util::error_chain(&e);
+                    return Poll::Ready(Some(Err(BodyError::Transport(chain))));
                 }
-                Poll::Ready(Some(Ok(Read::End)))
+                Poll::Ready(None) => {
+                    self.ended = true;
+                    if !self.utf8_carry.is_empty() {
+                        let offset = self.progress.bytes() - self.utf8_carry.len();
+                        return Poll::Ready(Some(Err(BodyError::InvalidUtf8 { offset })));
+                    }
+                    return Poll::Ready(Some(Ok(Read::End)));
+                }
             }
         }
     }

@@ -23,13 +23,17 @@ impl Drop for LlamaServer {
 impl LlamaServer {
     /// Starts a server with `threads` threads (`-c 2048`).
     pub async fn start(threads: u32) -> LlamaServer {
+        LlamaServer::start_on(free_port(), threads).await
+    }
+
+    /// The same on `port`: a server stopped by dropping it comes back on its address.
+    pub async fn start_on(port: u16, threads: u32) -> LlamaServer {
         let need = |var: &str| {
             std::env::var(var).unwrap_or_else(|_| {
                 panic!("{var} is not set: run the real-server suite with scripts/test-real-llm, which installs llama.cpp's server and SmolLM2 and sets it")
             })
         };
         let (server, model) = (need("LLAMA_SERVER"), need("LLAMA_MODEL"));
-        let port = free_port();
         let child = Command::new(&server)
             .args([
                 "-m",
@@ -42,6 +46,8 @@ impl LlamaServer {
                 "127.0.0.1",
                 "--port",
                 &port.to_string(),
+                // Its own Prometheus metrics, for `calibrate`.
+                "--metrics",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

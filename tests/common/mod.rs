@@ -51,7 +51,11 @@ pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDi
     let dir = TempDir::new("cfg");
     let mut agent = String::from("agent: {name: test, concurrency: 64}\ntargets:\n");
     for (name, scenario, extra) in targets {
-        let url = sim.base_url(scenario);
+        // Ollama's base_url is the server root; every other flavor's ends in /v1.
+        let url = match extra.contains("api: ollama") {
+            true => sim.base_url(scenario).trim_end_matches("/v1").to_string(),
+            false => sim.base_url(scenario),
+        };
         agent.push_str(&format!(
             "  - {{name: {name}, base_url: \"{url}\", model: m, {extra}}}\n"
         ));

@@ -181,6 +181,48 @@ async fn start_prometheus(dir: TempDir, config: &str) -> Service {
     s
 }
 
+/// `llm-canary run -c <config>` from this build, killed on drop.
+pub struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn daemon(config: &std::path::Path) -> Daemon {
+    Daemon(
+        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .arg("run")
+            .arg("-c")
+            .arg(config)
+            .spawn()
+            .expect("start the daemon"),
+    )
+}
+
+/// A copy of the rule file `rules`, written into `dir`, whose groups are evaluated every
+/// `interval` (e.g. "2s") instead of their own: the same rules on a test's clock.
+pub fn rules_every(rules: &std::path::Path, interval: &str, dir: &TempDir) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(rules).unwrap();
+    let mut groups = 0;
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| match l.strip_suffix(l.trim_start()) {
+            Some(indent) if l.trim_start().starts_with("interval: ") => {
+                groups += 1;
+                format!("{indent}interval: {interval}")
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    assert!(groups > 0, "{} sets no group interval", rules.display());
+    let name = rules.file_name().unwrap().to_str().unwrap();
+    dir.write(&[(name, &out.join("\n"))]);
+    dir.path().join(name)
+}
+
 /// The body at `url`, or "" when nothing answers (yet).
 pub async fn get(url: &str) -> String {
     match reqwest::get(url).await {

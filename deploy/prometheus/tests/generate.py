@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Generates the promtool rule tests in this folder from scenarios written as per-minute
-observations (what llm-canary would record), so the histograms are realistic cumulative
-buckets. Run it after changing a scenario: python3 generate.py; then promtool test rules *.yml.
+"""Generates the promtool rule tests in this folder from scenarios written as per-step
+observations and probe runs (what llm-canary would record, as Prometheus scrapes it off the
+Pushgateway), so histograms are realistic cumulative buckets and timestamps move run by run. Run it after changing a scenario: python3 generate.py; then promtool test rules *.yml.
 The expected alerts are written here, by hand, next to the scenario that should (or should
 not) raise them."""
 
 import json
 import os
 
-BUCKETS = ["0.1", "0.2", "0.3", "0.5", "0.75", "1", "2", "+Inf"]
+# DESIGN's TTFT and end-to-end buckets.
+BUCKETS = ["0.01", "0.025", "0.05", "0.075", "0.1", "0.15", "0.2", "0.3", "0.5", "0.75", "1", "1.5", "2", "3", "5", "7.5",
+           "10", "20", "30", "60", "+Inf"]
 BASE = dict(target="chat-7b", probe="capital", model="chat-7b-v3", model_version="1", cluster="c1", env="prod",
             instance="canary-1", job="llm_canary", region="eu")
 ALERT_LABELS = ["target", "model", "model_version", "cluster", "env"]
@@ -18,10 +20,19 @@ def labels(d):
     return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(d.items())) + "}"
 
 
+STALE = "stale"  # a series that disappeared from the scraped gateway: Prometheus marks it stale
+
+
 def compress(values):
-    """Per-minute values -> promtool's expanding notation ('a+bxn' runs, '_' for missing)."""
+    """Per-step values -> promtool's expanding notation ('a+bxn' runs, '_' for missing)."""
+    def num(v):
+        return v is not None and v != STALE
     out, i = [], 0
     while i < len(values):
+        if values[i] == STALE:
+            out.append(STALE)
+            i += 1
+            continue
         if values[i] is None:
             j = i
             while j < len(values) and values[j] is None:
@@ -30,9 +41,9 @@ def compress(values):
             i = j
             continue
         j = i + 1
-        if j < len(values) and values[j] is not None:
+        if j < len(values) and num(values[j]):
             d = values[j] - values[i]
-            while j + 1 < len(values) and values[j + 1] is not None and values[j + 1] - values[j] == d:
+            while j + 1 < len(values) and num(values[j + 1]) and values[j + 1] - values[j] == d:
                 j += 1
             n = j - i
             out.append(f"{fmt(values[i])}+{fmt(d)}x{n}" if n > 0 else fmt(values[i]))
@@ -47,18 +58,18 @@ def fmt(x):
     return str(int(x)) if float(x).is_integer() else repr(round(x, 6))
 
 
-def histogram(name, obs, **extra):
-    """obs: per minute, a TTFT in seconds or None (no run that minute)."""
-    lab = dict(BASE, **extra)
+def histogram(name, obs, buckets=BUCKETS, base=BASE, **extra):
+    """obs: per step, a TTFT in seconds, a list of them, or None (no run in that step)."""
+    lab = dict(base, **extra)
     series = []
-    counts = {b: 0 for b in BUCKETS}
-    vals = {b: [] for b in BUCKETS}
+    counts = {b: 0 for b in buckets}
+    vals = {b: [] for b in buckets}
     for o in obs:
-        for b in BUCKETS:
-            if o is not None and (b == "+Inf" or o <= float(b)):
-                counts[b] += 1
+        step = [] if o is None else o if isinstance(o, list) else [o]
+        for b in buckets:
+            counts[b] += sum(1 for x in step if b == "+Inf" or x <= float(b))
             vals[b].append(counts[b])
-    for b in BUCKETS:
+    for b in buckets:
         series.append({"series": f"{name}_bucket" + labels(dict(lab, le=b)), "values": compress(vals[b])})
     return series
 
@@ -102,6 +113,24 @@ def links(name, target="chat-7b"):
     return {**runbook(name), "dashboard_url": f"{DASHBOARD}?var-target={target}"}
 
 
+def ttft_alert(name, value, baseline, ratio, target="chat-7b"):
+    """The P0 on the p99 (LLMCanaryTTFTP99FarAboveBaseline) or the P1 on the p95
+    (LLMCanaryTTFTAboveBaseline) as it reads for `target`'s probe capital."""
+    p99 = name == "LLMCanaryTTFTP99FarAboveBaseline"
+    what = "p99 is more than 4x" if p99 else "p95 is above"
+    return alert({"severity": "P0" if p99 else "P1", "probe": "capital", "target": target},
+                 summary=f"{target} time to first token {what} its baseline (capital)",
+                 description=f"TTFT {'p99' if p99 else 'p95'} {value} vs baseline {baseline} on chat-7b-v3 1 (c1).",
+                 value=value, baseline=baseline, ratio=ratio, **links(name, target))
+
+
+def failing_alert():
+    return alert({"severity": "P0"},
+                 summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
+                 description=f"Only 0% of probe runs succeeded over the last 3 minutes (baseline: 100%). Outcomes: {DASHBOARD}?var-target=chat-7b",
+                 value="0%", baseline="100%", **links("LLMCanaryTargetFailing"))
+
+
 def basic():
     tests = []
     H = 180  # three hours of minutes
@@ -122,11 +151,7 @@ def basic():
         "alert_rule_test": [
             {"eval_time": "59m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
             {"eval_time": "62m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
-            {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [alert(
-                {"severity": "P0"},
-                summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
-                description="Only 0% of probe runs succeeded over the last 3 minutes (baseline: 100%). Outcomes: https://grafana.example.com/d/llm-canary/llm-canary?var-target=chat-7b",
-                value="0%", baseline="100%", **links("LLMCanaryTargetFailing"))]},
+            {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [failing_alert()]},
             {"eval_time": "130m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
         ],
     })
@@ -142,21 +167,17 @@ def basic():
         "interval": "1m",
         "input_series": histogram("llm_canary_ttft_seconds", obs),
         "alert_rule_test": [
+            # The blip pages neither the P1 nor the P0 (its p99 is the one slow answer).
+            {"eval_time": "93m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
+            {"eval_time": "95m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
+            # The regression at 120m pages P0 three minutes later.
+            {"eval_time": "122m30s", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": []},
+            {"eval_time": "123m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTP99FarAboveBaseline", "1.495s", "193.3ms", "7.7x")]},
             {"eval_time": "100m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
             {"eval_time": "125m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
-            {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P1", "probe": "capital"},
-                summary="chat-7b time to first token p95 is above its baseline (capital)",
-                description="TTFT p95 1.95s vs baseline 300.4ms on chat-7b-v3 1 (c1).",
-                value="1.95s", baseline="300.4ms", ratio="6.49x",
-                **links("LLMCanaryTTFTAboveBaseline"))]},
+            {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTAboveBaseline", "1.475s", "240.8ms", "6.12x")]},
             {"eval_time": "178m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []},
-            {"eval_time": "137m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P0", "probe": "capital"},
-                summary="chat-7b time to first token p99 is more than 4x its baseline (capital)",
-                description="TTFT p99 1.99s vs baseline 312.3ms on chat-7b-v3 1 (c1).",
-                value="1.99s", baseline="312.3ms", ratio="6.4x",
-                **links("LLMCanaryTTFTP99FarAboveBaseline"))]},
+            {"eval_time": "137m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTP99FarAboveBaseline", "1.495s", "248.5ms", "6.0x")]},
         ],
     })
 
@@ -293,7 +314,223 @@ def basic():
                      "dashboard_url": DASHBOARD}}]},
         ],
     })
+    tests += worst_case() + root_cause()
     write("alerts_test.yml", "30s", tests)
+
+
+def sample(name, value, **lab):
+    """An expected sample of a recording rule (or of `name` None: an expression)."""
+    keys = {k: BASE[k] for k in ["target", "probe", "model", "model_version", "cluster", "env"]}
+    keys.update(lab)
+    keys = {k: v for k, v in keys.items() if v is not None}
+    if name:
+        keys["__name__"] = name
+    return {"labels": labels(keys), "value": value}
+
+
+def worst_case():
+    """A probe answering every second (15 answers per 15 s scrape): at 10m one 20-second answer
+    (TTFT 19.5 s, end to end 20 s), at 15m one that decodes slowly (end to end 25 s)."""
+    steps = 80
+    ttft = [[0.18] * 15 for _ in range(steps)]
+    e2e = [[1.2] * 15 for _ in range(steps)]
+    ttft[40][-1], e2e[40][-1] = 19.5, 20.0
+    ttft[60][-1], e2e[60][-1] = 0.9, 25.0
+
+    def expr(e, t, value):
+        return {"expr": e, "eval_time": t, "exp_samples": [sample(None if " " in e else e, value)]}
+
+    def slow(alertname, limit, value):
+        what = {"LLMCanaryTTFTWorstCaseSlow": ("to its first token", "time to first token"),
+                "LLMCanaryE2EWorstCaseSlow": ("end to end", "end-to-end time")}[alertname]
+        return alert({"severity": "P1", "probe": "capital"},
+                     summary=f"chat-7b: an answer took more than {limit} {what[0]} (capital)",
+                     description=f"The slowest {what[1]} of the last 2 minutes was at most {value} (its histogram bucket's upper bound; limit {limit}) on chat-7b-v3 1 (c1).",
+                     value=value, baseline=f"{limit} limit", **links(alertname))
+    return [{
+        "name": "one 20-second answer among fast ones shows in the 2-minute max, not in the p99, and pages P1",
+        "interval": "15s",
+        "input_series": histogram("llm_canary_ttft_seconds", ttft) + histogram("llm_canary_e2e_seconds", e2e),
+        "promql_expr_test": [
+            expr("llm_canary:ttft_seconds:max_2m", "9m30s", 0.2),
+            expr("llm_canary:ttft_seconds:max_2m", "10m30s", 20),
+            expr("llm_canary:ttft_seconds:p99_2m <= bool 0.2", "10m30s", 1),
+            expr("llm_canary:e2e_seconds:max_2m", "10m30s", 20),
+            expr("llm_canary:e2e_seconds:p99_2m <= bool 1.5", "10m30s", 1),
+            # Out of the window 2 minutes later.
+            expr("llm_canary:ttft_seconds:max_2m", "12m30s", 0.2),
+            expr("llm_canary:e2e_seconds:max_2m", "15m30s", 30),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "9m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
+            {"eval_time": "10m", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": [slow("LLMCanaryTTFTWorstCaseSlow", "10s", "20s")]},
+            {"eval_time": "12m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
+            # Exactly 20 s is not over the 20 s limit; 25 s is.
+            {"eval_time": "10m30s", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": []},
+            {"eval_time": "15m", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": [slow("LLMCanaryE2EWorstCaseSlow", "20s", "30s")]},
+            {"eval_time": "15m30s", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": []},
+            {"eval_time": "17m30s", "alertname": "LLMCanaryE2EWorstCaseSlow", "exp_alerts": []},
+        ],
+    }]
+
+
+# Bucket bounds the servers use for their queue time (a subset of each one's own).
+VLLM_QUEUE = ["0.3", "0.5", "0.8", "1", "1.5", "2", "2.5", "5", "10", "+Inf"]
+SGLANG_QUEUE = ["0.1", "0.2", "0.5", "1", "2", "3", "4", "5", "10", "+Inf"]
+
+
+def root_cause():
+    """Two targets matched to their servers by `server_job`, in three phases (0-40m, 40-60m,
+    from 60m). vLLM: busy (12 running, no queue); quiet (1 running, no queue: not false busy);
+    false busy (1 running, 20 waiting 2 s each, KV cache at 10 %). SGLang: busy; busy for real
+    (14 of its peak 16 running, queue 3 s); short of KV cache (6 running, queue 3 s, KV 97 %)."""
+    steps = 80
+    phase = lambda t: 0 if t < 40 else 1 if t < 60 else 2
+    vllm = {"job": "vllm-chat-7b", "instance": "10.0.0.1:8000", "model_name": "chat-7b-v3"}
+    sgl = {"job": "sglang-chat-13b", "instance": "10.0.0.2:30000"}
+
+    def server(name, base, *by_phase):
+        return {"series": name + labels(base), "values": compress([by_phase[phase(t)] for t in range(steps)])}
+    ours = [gauge("llm_canary_probe_success", [1] * steps, server_job="vllm-chat-7b"),
+            gauge("llm_canary_probe_success", [1] * steps, target="chat-13b", server_job="sglang-chat-13b")]
+    series = ours + [
+        server("vllm:num_requests_running", vllm, 12, 1, 1),
+        server("vllm:num_requests_waiting", vllm, 0, 0, 20),
+        server("vllm:kv_cache_usage_perc", vllm, 0.6, 0.1, 0.1),
+        server("sglang:num_running_reqs", sgl, 16, 14, 6),
+        server("sglang:num_queue_reqs", sgl, 0, 10, 30),
+        server("sglang:token_usage", sgl, 0.5, 0.6, 0.97),
+    ] + histogram("vllm:request_queue_time_seconds",
+                  [([0.02] * 100, [0.02] * 10, [2.0] * 20)[phase(t)] for t in range(steps)], buckets=VLLM_QUEUE, base=vllm) \
+      + histogram("sglang:queue_time_seconds",
+                  [([0.05] * 80, [3.0] * 40, [3.0] * 20)[phase(t)] for t in range(steps)], buckets=SGLANG_QUEUE, base=sgl)
+
+    def both(name, t, v7, v13):
+        return {"expr": name, "eval_time": t, "exp_samples": [
+            sample(name, v7, probe=None, server_job="vllm-chat-7b"),
+            sample(name, v13, probe=None, target="chat-13b", server_job="sglang-chat-13b")]}
+    return [{
+        "name": "the server's figures on our targets, and false busy told from busy and from a full KV cache",
+        "interval": "1m",
+        "input_series": series,
+        "promql_expr_test": [
+            both("llm_canary:server_false_busy", "30m", 0, 0),
+            both("llm_canary:server_false_busy", "59m", 0, 0),
+            # Within 2 minutes of the queue building up.
+            both("llm_canary:server_false_busy", "62m", 1, 0),
+            both("llm_canary:server_false_busy", "75m", 1, 0),
+            both("llm_canary:server_queue_time_seconds:p95_5m", "70m", 1.975, 2.95),
+            both("llm_canary:server_requests_running", "70m", 1, 6),
+            both("llm_canary:server_requests_running:max_1h", "70m", 12, 16),
+            both("llm_canary:server_requests_waiting", "70m", 20, 30),
+            both("llm_canary:server_kv_cache_usage:ratio", "70m", 0.1, 0.97),
+        ],
+    }]
+
+
+def probe_runs(interval, fails, horizon, scrape=10, restart=None, **extra):
+    """What the agent pushes for one (probe, target) pair whose runs start every `interval`
+    seconds from 0, as Prometheus scrapes it off the gateway every `scrape` seconds until
+    `horizon` (each run visible from its start time: the push follows within seconds).
+    `fails(t)`: whether the run starting at t fails. `restart`: when the agent restarts; its new
+    registry has no success until the next one, so the gateway drops that series."""
+    last_run, last_success, success, ok, failed = [], [], [], [], []
+    r = s = None
+    n_ok = n_failed = 0
+    for i in range(horizon // scrape + 1):
+        t = i * scrape
+        if restart is not None and t - scrape < restart <= t:
+            s = None
+        for run in range(0 if r is None else r + interval, t + 1, interval):
+            r = run
+            if fails(run):
+                n_failed += 1
+            else:
+                n_ok += 1
+                s = run
+        last_run.append(r)
+        gone = s is None and last_success and last_success[-1] not in (None, STALE)
+        last_success.append(STALE if gone else s)
+        success.append(0 if fails(r) else 1)
+        ok.append(n_ok)
+        failed.append(n_failed)
+    return [
+        gauge("llm_canary_last_run_timestamp_seconds", last_run, **extra),
+        gauge("llm_canary_last_success_timestamp_seconds", last_success, **extra),
+        gauge("llm_canary_probe_success", success, **extra),
+        gauge("llm_canary_probe_runs_total", ok, outcome="ok", **extra),
+        gauge("llm_canary_probe_runs_total", failed, outcome="connect_error", **extra),
+    ]
+
+
+def down_alert(seconds, target="chat-7b"):
+    ago = f"{seconds // 60}m {seconds % 60}s"
+    return alert({"severity": "P0", "target": target},
+                 summary=f"{target} (chat-7b-v3 1, c1) is down: no probe succeeded for {ago}",
+                 description=f"No probe run on {target} succeeded for {ago} (limit 3m), and its last runs failed. Outcomes: {DASHBOARD}?var-target={target}",
+                 value=f"{ago} without success", baseline="3m", **links("LLMCanaryTargetDown", target))
+
+
+def down():
+    """The hard-down page at probe intervals of 10 s, 1 min and 5 min. The target goes down at
+    t0 = 10m5s, just after a successful run at 10m, and comes back at 25m."""
+    tests = []
+    at = lambda seconds: f"{seconds}s"
+    never = lambda t: False
+
+    def check(times, expected):
+        return [{"eval_time": at(t), "alertname": "LLMCanaryTargetDown", "exp_alerts": expected} for t in times]
+
+    for interval, name in [(10, "10 s"), (60, "1 min"), (300, "5 min")]:
+        series = probe_runs(interval, lambda t: 605 <= t < 1500, 1600)
+        if interval <= 90:
+            # 3 minutes after the last success (10m), at the evaluation on that second.
+            fire, quiet = 780, [750]
+        else:
+            # Runs at 15m (fails: one failure never pages) and 20m (fails again: page).
+            fire, quiet = 1200, [750, 900, 1170]
+        # The success ratio alert, beside it: pending after 1m55s, firing after 4m55s; never
+        # with probes sparser than its 3-minute window (no run in it, no ratio).
+        ratio = [{"eval_time": at(t), "alertname": "LLMCanaryTargetFailing", "exp_alerts": e}
+                 for t, e in ([(870, []), (900, [failing_alert()])] if interval <= 90 else [(1470, [])])]
+        tests.append({
+            "name": f"target down, probes every {name}: pages at {fire - 605}s after t0 and resolves with the first success",
+            "interval": "10s",
+            "input_series": series,
+            "alert_rule_test": check(quiet, []) + check([fire], [down_alert(fire - 600)])
+            + check([1470], [down_alert(870)]) + check([1500, 1530], []) + ratio,
+        })
+        # One bad minute (at 10 s: six failed runs; at 1 and 5 min: one) never pages.
+        tests.append({
+            "name": f"one bad minute does not page, probes every {name}",
+            "interval": "10s",
+            "input_series": probe_runs(interval, lambda t: 900 <= t < 960, 1600),
+            "alert_rule_test": check(range(900, 1530, 30), []),
+        })
+
+    # The target, not a probe, is down: one probe failing while another succeeds is no page.
+    tests.append({
+        "name": "one probe failing while another succeeds is not target down",
+        "interval": "10s",
+        "input_series": probe_runs(60, lambda t: t >= 605, 1600) + probe_runs(60, never, 1600, probe="capital-zh"),
+        "alert_rule_test": check([780, 1200, 1590], []),
+    })
+    # An agent restarted while the target is down has no success in its registry: the page
+    # still counts from the last success before the restart.
+    tests.append({
+        "name": "an agent restart while the target is down does not reset the clock",
+        "interval": "10s",
+        "input_series": probe_runs(10, lambda t: t >= 605, 1000, restart=700),
+        "alert_rule_test": check([750], []) + check([780], [down_alert(180)]),
+    })
+    # A target down since the agent's first run pages 3 minutes after it (not at its second).
+    tests.append({
+        "name": "a target down since the agent started pages 3 minutes after its first run",
+        "interval": "10s",
+        "input_series": probe_runs(60, lambda t: True, 600),
+        "alert_rule_test": check([60, 150], []) + check([180], [down_alert(181)]),
+    })
+    write("down_test.yml", "30s", tests)
 
 
 def weekly():
@@ -309,22 +546,22 @@ def weekly():
     last = (days - 1) * 1440
     for t in range(last + 14 * 60, last + 16 * 60):
         regress[t] = 0.9
+    # Only DESIGN's buckets from 0.1 to 1 s: those below hold nothing and those above hold
+    # everything here, so they change no quantile, and three weeks of them would double
+    # promtool's minute.
+    near = BUCKETS[BUCKETS.index("0.1"):BUCKETS.index("1") + 1] + ["+Inf"]
     tests = [{
         "name": "no page at the daily peak; a real regression at the peak pages",
         "interval": "1m",
-        "input_series": histogram("llm_canary_ttft_seconds", normal) + histogram("llm_canary_ttft_seconds", regress, target="chat-13b"),
+        "input_series": histogram("llm_canary_ttft_seconds", normal, buckets=near)
+        + histogram("llm_canary_ttft_seconds", regress, buckets=near, target="chat-13b"),
         "alert_rule_test": [
             # Through the peak of the last day (13:00-19:00): normal week over week, no page.
             {"eval_time": f"{days - 1}d{hm}", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": []}
             for hm in ["13h10m", "13h25m", "13h40m", "18h50m"]
         ] + [
             # The regression at 14:00 on chat-13b pages by 14:20.
-            {"eval_time": f"{days - 1}d14h20m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [alert(
-                {"severity": "P1", "probe": "capital", "target": "chat-13b"},
-                summary="chat-13b time to first token p95 is above its baseline (capital)",
-                description="TTFT p95 987.5ms vs baseline 490ms on chat-7b-v3 1 (c1).",
-                value="987.5ms", baseline="490ms", ratio="2.02x",
-                **links("LLMCanaryTTFTAboveBaseline", "chat-13b"))]},
+            {"eval_time": f"{days - 1}d14h20m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [ttft_alert("LLMCanaryTTFTAboveBaseline", "987.5ms", "490ms", "2.02x", target="chat-13b")]},
         ],
     }]
     write("weekly_test.yml", "5m", tests)
@@ -333,4 +570,5 @@ def weekly():
 if __name__ == "__main__":
     os.chdir(os.path.dirname(os.path.abspath(__file__)))
     basic()
+    down()
     weekly()

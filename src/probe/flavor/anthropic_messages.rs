@@ -78,6 +78,32 @@ pub fn event(kind: &str, v: &Value) -> Delta {
     d
 }
 
+/// A whole message: its content blocks, stop reason and usage.
+pub fn whole(v: &Value) -> Delta {
+    if v["type"] == "error" {
+        return event("error", v);
+    }
+    let mut d = Delta {
+        finish_reason: v["stop_reason"].as_str().map(finish_reason),
+        output_tokens: v["usage"]["output_tokens"].as_u64(),
+        model: super::non_empty(&v["model"]),
+        done: true,
+        ..Delta::default()
+    };
+    for block in v["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => d.text.push_str(text_of(&block["text"])),
+            Some("thinking") => d.reasoning_chars += text_of(&block["thinking"]).chars().count(),
+            Some("tool_use") => {
+                d.text.push_str(text_of(&block["name"]));
+                d.text.push_str(&block["input"].to_string());
+            }
+            _ => {}
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,6 +93,15 @@ pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
     }
 }
 
+/// What a whole, non-streamed answer carried (a server that ignored `stream: true`).
+pub fn whole(api: Api, v: &Value) -> Delta {
+    match api {
+        Api::OpenaiResponses => openai_responses::whole(v),
+        Api::AnthropicMessages => anthropic_messages::whole(v),
+        _ => event(api, "message", v),
+    }
+}
+
 /// The chunk both OpenAI chat and completions send: an error object, usage (in the last chunk
 /// with `stream_options.include_usage`), llama.cpp's `timings`, and `choices[0]`.
 fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {

@@ -64,6 +64,40 @@ pub fn event(kind: &str, v: &Value) -> Delta {
     d
 }
 
+/// A whole response object: its output items, status and usage.
+pub fn whole(v: &Value) -> Delta {
+    if v["status"] == "failed" {
+        return Delta {
+            error: Some(error_message(&v["error"])),
+            ..Delta::default()
+        };
+    }
+    let mut d = event(
+        "response.completed",
+        &json!({"type": "response.completed", "response": v}),
+    );
+    for item in v["output"].as_array().into_iter().flatten() {
+        match item["type"].as_str() {
+            Some("message") => {
+                for c in item["content"].as_array().into_iter().flatten() {
+                    d.text.push_str(text_of(&c["text"]));
+                }
+            }
+            Some("function_call") => {
+                d.text.push_str(text_of(&item["name"]));
+                d.text.push_str(text_of(&item["arguments"]));
+            }
+            Some("reasoning") => {
+                for part in item["summary"].as_array().into_iter().flatten() {
+                    d.reasoning_chars += text_of(&part["text"]).chars().count();
+                }
+            }
+            _ => {}
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +151,17 @@ mod tests {
         assert_eq!(d.error.as_deref(), Some("boom"));
         let d = event("error", &json!({"type":"error","message":"rate limited"}));
         assert_eq!(d.error.as_deref(), Some("rate limited"));
+    }
+
+    #[test]
+    fn a_whole_response() {
+        let d = whole(
+            &json!({"object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},
+            "output":[{"type":"message","content":[{"type":"output_text","text":"Paris"}]}],"usage":{"output_tokens":3}}),
+        );
+        assert_eq!(
+            (d.text.as_str(), d.finish_reason.as_deref(), d.output_tokens),
+            ("Paris", Some("length"), Some(3))
+        );
     }
 }

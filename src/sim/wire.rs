@@ -1,0 +1,371 @@
+//! How the simulated replica speaks each API flavor: the same scripted answer framed as OpenAI
+//! chat or completions chunks, OpenAI Responses events, Anthropic Messages events, or Ollama's
+//! NDJSON lines — each with its own opening, deltas (answer and reasoning), finish, usage, end
+//! marker and in-stream error, as the real servers send them.
+
+use serde_json::{json, Value};
+
+/// The flavor a request spoke, from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Chat,
+    Completions,
+    Responses,
+    Messages,
+    Ollama,
+}
+
+/// One event to write: its SSE name (none for OpenAI chunks and NDJSON) and data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Out {
+    pub name: Option<&'static str>,
+    pub data: Value,
+}
+
+fn out(name: &'static str, data: Value) -> Out {
+    Out {
+        name: Some(name),
+        data,
+    }
+}
+
+fn plain(data: Value) -> Out {
+    Out { name: None, data }
+}
+
+/// What one piece of the answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PieceKind {
+    Answer,
+    Reasoning,
+}
+
+/// The figures the closing events report.
+pub struct Usage {
+    pub prompt: usize,
+    pub completion: usize,
+    pub reasoning: usize,
+}
+
+impl Wire {
+    /// The flavor served at `route` (after any `/s/<scenario>` prefix).
+    pub fn from_route(route: &str) -> Option<Wire> {
+        Some(match route {
+            "/v1/chat/completions" => Wire::Chat,
+            "/v1/completions" => Wire::Completions,
+            "/v1/responses" => Wire::Responses,
+            "/v1/messages" => Wire::Messages,
+            "/api/chat" => Wire::Ollama,
+            _ => return None,
+        })
+    }
+
+    pub fn ndjson(self) -> bool {
+        self == Wire::Ollama
+    }
+
+    pub fn content_type(self) -> &'static str {
+        if self.ndjson() {
+            "application/x-ndjson"
+        } else {
+            "text/event-stream"
+        }
+    }
+
+    /// The prompt's text, from the body this flavor takes.
+    pub fn prompt(self, body: &Value) -> String {
+        let joined = |v: &Value| {
+            v.as_array()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|x| x["content"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default()
+        };
+        match self {
+            Wire::Completions => body["prompt"].as_str().unwrap_or_default().to_string(),
+            Wire::Responses => match &body["input"] {
+                Value::String(s) => s.clone(),
+                v => joined(v),
+            },
+            Wire::Messages => {
+                let system = body["system"].as_str().unwrap_or_default();
+                let messages = joined(&body["messages"]);
+                if system.is_empty() {
+                    messages
+                } else {
+                    format!("{system}\n{messages}")
+                }
+            }
+            Wire::Chat | Wire::Ollama => joined(&body["messages"]),
+        }
+    }
+
+    /// The token limit the body asks for.
+    pub fn max_tokens(self, body: &Value) -> Option<u64> {
+        match self {
+            Wire::Responses => body["max_output_tokens"].as_u64(),
+            Wire::Ollama => body["options"]["num_predict"].as_u64(),
+            _ => body["max_tokens"].as_u64(),
+        }
+    }
+
+    /// Whether the body asks for a stream (Ollama streams unless told not to).
+    pub fn stream(self, body: &Value) -> bool {
+        let default = self == Wire::Ollama;
+        body["stream"].as_bool().unwrap_or(default)
+    }
+
+    /// Whether the closing events carry usage: OpenAI's chunk flavors only when asked.
+    pub fn sends_usage(self, body: &Value) -> bool {
+        match self {
+            Wire::Chat | Wire::Completions => body["stream_options"]["include_usage"]
+                .as_bool()
+                .unwrap_or(false),
+            _ => true,
+        }
+    }
+
+    /// What comes before the first token: vLLM's role-only chunk, the Responses `created`
+    /// event, Anthropic's `message_start` (output_tokens counted from 1, as Anthropic does)
+    /// and a `ping`.
+    pub fn opening(self, model: &str, role_chunk: bool) -> Vec<Out> {
+        match self {
+            Wire::Chat if role_chunk => vec![plain(
+                json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": model, "system_fingerprint": FINGERPRINT,
+                       "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]}),
+            )],
+            Wire::Responses => vec![out(
+                "response.created",
+                json!({"type": "response.created", "response": {"id": "resp-sim", "status": "in_progress", "model": model}}),
+            )],
+            Wire::Messages => vec![
+                out(
+                    "message_start",
+                    json!({"type": "message_start", "message": {"id": "msg-sim", "type": "message", "role": "assistant", "model": model,
+                           "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+                ),
+                out("ping", json!({"type": "ping"})),
+            ],
+            _ => vec![],
+        }
+    }
+
+    /// Anthropic opens a content block before its first delta, and closes it when the kind
+    /// of content changes.
+    pub fn block_change(self, from: Option<PieceKind>, to: PieceKind, index: usize) -> Vec<Out> {
+        if self != Wire::Messages || from == Some(to) {
+            return vec![];
+        }
+        let mut v = Vec::new();
+        if from.is_some() {
+            v.push(out(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index - 1}),
+            ));
+        }
+        let block = match to {
+            PieceKind::Answer => json!({"type": "text", "text": ""}),
+            PieceKind::Reasoning => json!({"type": "thinking", "thinking": ""}),
+        };
+        v.push(out(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": block}),
+        ));
+        v
+    }
+
+    /// One token of the answer or of the reasoning.
+    pub fn piece(self, model: &str, kind: PieceKind, text: &str, block: usize) -> Out {
+        let answer = kind == PieceKind::Answer;
+        match self {
+            Wire::Chat => {
+                let field = if answer {
+                    "content"
+                } else {
+                    "reasoning_content"
+                };
+                plain(
+                    json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": model, "system_fingerprint": FINGERPRINT,
+                           "choices": [{"index": 0, "delta": {field: text}, "logprobs": null, "finish_reason": null}]}),
+                )
+            }
+            Wire::Completions => plain(
+                json!({"id": "cmpl-sim", "object": "text_completion", "created": 0, "model": model,
+                       "choices": [{"index": 0, "text": if answer { text } else { "" }, "logprobs": null, "finish_reason": null}]}),
+            ),
+            Wire::Responses if answer => out(
+                "response.output_text.delta",
+                json!({"type": "response.output_text.delta", "item_id": "msg-sim", "output_index": 0, "content_index": 0, "delta": text}),
+            ),
+            Wire::Responses => out(
+                "response.reasoning_text.delta",
+                json!({"type": "response.reasoning_text.delta", "item_id": "rs-sim", "output_index": 0, "content_index": 0, "delta": text}),
+            ),
+            Wire::Messages => {
+                let delta = if answer {
+                    json!({"type": "text_delta", "text": text})
+                } else {
+                    json!({"type": "thinking_delta", "thinking": text})
+                };
+                out(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": block, "delta": delta}),
+                )
+            }
+            Wire::Ollama => {
+                let field = if answer { "content" } else { "thinking" };
+                plain(
+                    json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", field: text}, "done": false}),
+                )
+            }
+        }
+    }
+
+    /// The events after the last token: the finish reason (OpenAI's `stop`/`length` in each
+    /// flavor's own words), usage when sent, the server's timings (`timings`, llama.cpp's, on
+    /// the chunk flavors) and the end marker. `None` data with no name is OpenAI's `[DONE]`.
+    pub fn closing(
+        self,
+        model: &str,
+        finish: &str,
+        usage: Option<&Usage>,
+        timings: Option<Value>,
+        block: usize,
+    ) -> Vec<Option<Out>> {
+        let length = finish == "length";
+        match self {
+            Wire::Chat | Wire::Completions => {
+                let mut last = match self {
+                    Wire::Chat => {
+                        json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "created": 0, "model": model, "system_fingerprint": FINGERPRINT,
+                                         "choices": [{"index": 0, "delta": {}, "logprobs": null, "finish_reason": finish}]})
+                    }
+                    _ => {
+                        json!({"id": "cmpl-sim", "object": "text_completion", "created": 0, "model": model,
+                                "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": finish}]})
+                    }
+                };
+                if let Some(t) = timings {
+                    last["timings"] = t;
+                }
+                let mut v = vec![Some(plain(last))];
+                if let Some(u) = usage {
+                    v.push(Some(plain(
+                        json!({"id": "sim", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
+                               "usage": {"prompt_tokens": u.prompt, "completion_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+                                         "completion_tokens_details": {"reasoning_tokens": u.reasoning}}}),
+                    )));
+                }
+                v.push(None);
+                v
+            }
+            Wire::Responses => {
+                let usage = usage.map(|u| json!({"input_tokens": u.prompt, "output_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+                                                  "output_tokens_details": {"reasoning_tokens": u.reasoning}}));
+                let (name, status, details) = if length {
+                    (
+                        "response.incomplete",
+                        "incomplete",
+                        json!({"reason": "max_output_tokens"}),
+                    )
+                } else {
+                    ("response.completed", "completed", Value::Null)
+                };
+                vec![Some(out(
+                    name,
+                    json!({"type": name, "response": {"id": "resp-sim", "status": status, "model": model, "incomplete_details": details, "usage": usage}}),
+                ))]
+            }
+            Wire::Messages => {
+                let stop = if length { "max_tokens" } else { "end_turn" };
+                let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}});
+                if let Some(u) = usage {
+                    // Cumulative, as Anthropic sends it: the whole count, not what came since
+                    // message_start's 1.
+                    delta["usage"] = json!({"output_tokens": u.completion});
+                }
+                vec![
+                    Some(out(
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": block}),
+                    )),
+                    Some(out("message_delta", delta)),
+                    Some(out("message_stop", json!({"type": "message_stop"}))),
+                ]
+            }
+            Wire::Ollama => {
+                let mut last = json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": ""},
+                                      "done": true, "done_reason": if length { "length" } else { "stop" }});
+                if let Some(u) = usage {
+                    last["prompt_eval_count"] = json!(u.prompt);
+                    last["eval_count"] = json!(u.completion);
+                }
+                if let Some(t) = timings {
+                    for k in [
+                        "total_duration",
+                        "load_duration",
+                        "prompt_eval_duration",
+                        "eval_duration",
+                    ] {
+                        last[k] = t[k].clone();
+                    }
+                }
+                vec![Some(plain(last))]
+            }
+        }
+    }
+
+    /// An error reported inside a stream that already started with a 200.
+    pub fn error(self, message: &str) -> Out {
+        match self {
+            Wire::Chat | Wire::Completions => {
+                plain(json!({"error": {"message": message, "type": "server_error", "code": 500}}))
+            }
+            Wire::Responses => out(
+                "error",
+                json!({"type": "error", "code": "server_error", "message": message}),
+            ),
+            Wire::Messages => out(
+                "error",
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
+            ),
+            Wire::Ollama => plain(json!({"error": message})),
+        }
+    }
+
+    /// A whole answer, for a request that did not ask to stream.
+    pub fn whole(self, model: &str, text: &str, finish: &str, usage: &Usage) -> Value {
+        let length = finish == "length";
+        match self {
+            Wire::Chat => {
+                json!({"id": "sim", "object": "chat.completion", "model": model, "system_fingerprint": FINGERPRINT,
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+                                 "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion, "total_tokens": usage.prompt + usage.completion}})
+            }
+            Wire::Completions => json!({"id": "sim", "object": "text_completion", "model": model,
+                                        "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+                                        "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion, "total_tokens": usage.prompt + usage.completion}}),
+            Wire::Responses => {
+                json!({"id": "resp-sim", "object": "response", "status": if length { "incomplete" } else { "completed" }, "model": model,
+                                      "incomplete_details": if length { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+                                      "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}],
+                                      "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}})
+            }
+            Wire::Messages => {
+                json!({"id": "msg-sim", "type": "message", "role": "assistant", "model": model,
+                                     "content": [{"type": "text", "text": text}], "stop_reason": if length { "max_tokens" } else { "end_turn" },
+                                     "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}})
+            }
+            Wire::Ollama => {
+                json!({"model": model, "message": {"role": "assistant", "content": text}, "done": true,
+                                   "done_reason": if length { "length" } else { "stop" }, "eval_count": usage.completion})
+            }
+        }
+    }
+}
+
+/// The build the sim reports as its `system_fingerprint`.
+pub const FINGERPRINT: &str = concat!("llm-canary-sim-", env!("CARGO_PKG_VERSION"));
