@@ -312,6 +312,23 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says() {
             "{name}: {state}"
         );
     }
+    for (target, says) in [
+        ("failing", ">down 0.00%</text>"),
+        ("nightly", ">maintenance</text>"),
+        ("slow", ">up 100.00%</text>"),
+    ] {
+        let r = reqwest::get(d.url(&format!("/badge/{target}.svg")))
+            .await
+            .unwrap();
+        assert_eq!(r.headers()["content-type"], "image/svg+xml");
+        let svg = r.text().await.unwrap();
+        assert!(
+            svg.contains(says) && svg.contains(&format!(">{target}</text>")),
+            "{svg}"
+        );
+    }
+    let r = reqwest::get(d.url("/badge/nope.svg")).await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
     let metrics = get(&d.url("/metrics")).await;
     for (t, on) in [
         ("deploying", 1.0),
