@@ -1,8 +1,10 @@
 //! Footprint of the daemon (prints figures; not a timed test). Run: `cargo bench --bench daemon`.
 //!
 //! Starts `llm-canary run` (release build) with 100 (probe, target) pairs firing every 15 s
-//! against the sim (in this process), and samples the daemon's RSS and CPU time from /proc:
-//! idle RSS before the first fire, peak and final RSS while probing, and average CPU use.
+//! against the sim (in this process), over a week of history for every pair in a rotated
+//! results log (the status page's memory full), and samples the daemon's RSS and CPU time from
+//! /proc: idle RSS once the history is rebuilt and before the first fire, peak and final RSS
+//! while probing (with the status page and its JSON fetched every 10 s), and average CPU use.
 //! `LLM_CANARY_BENCH_SECS` sets the probing time (default 600).
 //!
 //! Soak mode (`scripts/soak`): `LLM_CANARY_SOAK=1` fires 20 pairs every second instead, and
@@ -32,6 +34,38 @@ fn open_fds(pid: u32) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
 }
 
+/// A week of one pair's history: every 5 minutes for the last day, hourly before that, so
+/// every slot of the status history holds something.
+fn seed_history(out: &mut String, probe: &str, target: &str, now: i64) {
+    let mut at: Vec<i64> = (0..288).map(|i| now - 300 * (i + 1)).collect();
+    at.extend((24..168).map(|h| now - 3600 * h - 60));
+    at.sort();
+    for (i, t) in at.into_iter().enumerate() {
+        let ok = i % 11 != 0;
+        let ts = jiff::Timestamp::from_second(t).unwrap();
+        out.push_str(&format!(
+            "{{\"probe\":\"{probe}\",\"target\":\"{target}\",\"request_id\":\"seed-{i}\",\"started_at\":\"{ts}\",\"outcome\":\"{}\",\"success\":{ok},\"http_status\":{},\"ttft_ms\":{},\"tokens_per_second\":85.5,\"warmup\":false,\"maintenance\":false,\"trace_id\":\"{t:032x}\",\"error\":{}}}\n",
+            if ok { "ok" } else { "http_error" },
+            if ok { 200 } else { 503 },
+            40 + i % 50,
+            if ok { "null".to_string() } else { format!("\"HTTP 503 overloaded: the replica is draining ({i})\"") },
+        ));
+    }
+}
+
+/// One plain HTTP/1.0 GET; the body's length (0 when nothing answers).
+fn fetch(port: u16, path: &str) -> usize {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return 0;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = write!(s, "GET {path} HTTP/1.0\r\nHost: bench\r\n\r\n");
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    buf.len()
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -54,9 +88,15 @@ fn main() {
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("probes")).unwrap();
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
-    let mut agent = String::from(
-        // One results file large enough for the whole run: rotation would hide runs from the count.
-        "agent: {name: bench, concurrency: 16, results_log: results.jsonl, results_log_max_bytes: 4294967296}\ntargets:\n",
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut agent = format!(
+        // One results file large enough for the whole run: rotation would hide runs from the
+        // count. The week of history sits in the rotated file before it.
+        "agent: {{name: bench, concurrency: 16, listen: \"127.0.0.1:{port}\", results_log: results.jsonl, results_log_max_bytes: 4294967296}}\ntargets:\n",
     );
     for t in 0..n_targets {
         agent.push_str(&format!("  - {{name: t{t}, base_url: \"{}\", model: m, server: vllm, labels: {{model_version: \"1\"}}}}\n", sim.base_url("healthy")));
@@ -70,6 +110,16 @@ fn main() {
         .unwrap();
     }
     std::fs::write(dir.join("prompts/q.txt"), "What is the capital of France?").unwrap();
+    let now = jiff::Timestamp::now().as_second();
+    let mut history = String::new();
+    for p in 0..n_probes {
+        for t in 0..n_targets {
+            seed_history(&mut history, &format!("p{p}"), &format!("t{t}"), now);
+        }
+    }
+    std::fs::write(dir.join("results.jsonl.1"), &history).unwrap();
+    let seeded = history.lines().count();
+    drop(history);
 
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
         .args(["run", "-c"])
@@ -79,8 +129,16 @@ fn main() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    std::thread::sleep(Duration::from_millis(500));
+    // Idle: the history is rebuilt (the endpoints answer only after it) and nothing has fired.
+    let rebuilt = Instant::now();
+    while fetch(port, "/healthz") == 0 && rebuilt.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rebuild_secs = rebuilt.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(300));
+    let fired = std::fs::metadata(dir.join("results.jsonl")).map_or(0, |m| m.len()) > 0;
     let idle = status_kib(pid, "VmRSS:").unwrap_or(0);
+    let (mut page_bytes, mut json_bytes, mut last_fetch) = (0, 0, Instant::now());
     let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
     let start = Instant::now();
     let started_at = jiff::Timestamp::now();
@@ -88,6 +146,11 @@ fn main() {
     let (mut after_warmup, mut fds_after_warmup, mut fds_max) = (None, None, 0);
     while start.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_millis(250));
+        if last_fetch.elapsed() >= Duration::from_secs(10) {
+            page_bytes = fetch(port, "/");
+            json_bytes = fetch(port, "/api/v1/status");
+            last_fetch = Instant::now();
+        }
         if let Some(r) = status_kib(pid, "VmRSS:") {
             peak = peak.max(r);
             last = r;
@@ -113,6 +176,12 @@ fn main() {
         "daemon, {} pairs firing \"{schedule}\" for {wall:.0} s: {} runs ({ok} ok)",
         n_targets * n_probes,
         runs.lines().count()
+    );
+    println!(
+        "  status history: {seeded} runs of a week rebuilt in {rebuild_secs:.1} s (to the first answer){}; status page {:.0} KiB, JSON {:.0} KiB",
+        if fired { ", a run had fired already" } else { "" },
+        page_bytes as f64 / 1024.0,
+        json_bytes as f64 / 1024.0
     );
     println!(
         "  idle RSS {:.1} MiB; while probing: peak {:.1} MiB, at the end {:.1} MiB",

@@ -21,8 +21,13 @@
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: the result record of one run.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
-//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints and push loop.
-//! - [`sinks`]: the metrics registry, the Pushgateway client and the results log.
+//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push loop and endpoints: the
+//!   status page, JSON status and badges (`status` judges, `status_page` renders), `/probe`
+//!   (one configured pair now), and the admin endpoints behind the token guard.
+//! - [`sinks`]: the metrics registry, the Pushgateway client, the results log and the status
+//!   page's fixed-size history (rebuilt from the results log at start).
+//! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
+//!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
@@ -43,6 +48,7 @@ pub mod config;
 pub mod daemon;
 pub mod gate;
 pub mod listener;
+pub mod maintenance;
 pub mod outcome;
 pub mod probe;
 pub mod report;

@@ -52,6 +52,9 @@ pub struct ProbeResult {
     pub output_changed: bool,
     /// The trace id of the W3C `traceparent` the request carried.
     pub trace_id: String,
+    /// The run fell in a maintenance window of its target (configured or announced): it is
+    /// measured and recorded as usual, and alerts hold.
+    pub maintenance: bool,
     /// Chunks that carried generated content, and response body bytes read.
     pub content_chunks: usize,
     pub response_bytes: usize,
@@ -113,6 +116,7 @@ impl ProbeResult {
             output_sha256: None,
             output_changed: false,
             trace_id: String::new(),
+            maintenance: false,
             finish_reason: None,
             output_chars: None,
             repetition_score: None,

@@ -70,6 +70,16 @@ pub fn clip(s: &str) -> String {
     out
 }
 
+/// The sentence for a name the config does not have, with the ones it has: a typo shows.
+pub fn unknown_name<'a>(
+    what: &str,
+    name: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> String {
+    let known: Vec<&str> = known.into_iter().collect();
+    format!("unknown {what} {name:?} (known: {})", known.join(", "))
+}
+
 /// A short, printable excerpt of foreign bytes for an error message.
 pub fn snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]);

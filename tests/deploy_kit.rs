@@ -37,7 +37,7 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 54 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 59 rules found"), "{out}");
 }
 
 #[test]

@@ -5,6 +5,21 @@ use std::fmt::Write;
 
 use crate::config::Config;
 
+/// The next `n` fire times of `cron` in `tz`, for people.
+fn next_fires(
+    cron: &crate::schedule::Cron,
+    tz: &jiff::tz::TimeZone,
+    now: &jiff::Timestamp,
+    n: usize,
+) -> String {
+    let next: Vec<String> = cron
+        .upcoming(&now.to_zoned(tz.clone()), n)
+        .iter()
+        .map(|z| z.to_string())
+        .collect();
+    next.join(", ")
+}
+
 pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -25,25 +40,36 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
         match &p.schedule {
             Some(cron) => {
-                let from = now.to_zoned(p.timezone.clone());
-                let next: Vec<String> = cron
-                    .upcoming(&from, 3)
-                    .iter()
-                    .map(|z| z.to_string())
-                    .collect();
                 let cadence = super::cadence::describe(cron.as_str())
                     .map_or(String::new(), |words| format!(" ({words})"));
                 let _ = writeln!(
                     s,
                     "  schedule {:?}{cadence}: next {}",
                     cron.as_str(),
-                    next.join(", ")
+                    next_fires(cron, &p.timezone, now, 3)
                 );
             }
             None => {
-                let _ = writeln!(s, "  no schedule: runs only with `once` and `gate`");
+                let _ = writeln!(
+                    s,
+                    "  no schedule: runs only with `once`, `gate` and the daemon's /probe"
+                );
             }
         }
+    }
+    for w in &cfg.maintenance {
+        let _ = writeln!(
+            s,
+            "maintenance of {} for {} from {:?}: next {}",
+            w.targets.join(", "),
+            crate::util::human_duration(w.duration),
+            w.schedule.as_str(),
+            next_fires(&w.schedule, &w.timezone, now, 2)
+        );
+    }
+    if cfg.agent.admin_token.is_none() && cfg.agent.listen.is_some_and(|a| !a.ip().is_loopback()) {
+        // Not a warning: a scrape-only agent needs no admin endpoint; said so it is no surprise.
+        let _ = writeln!(s, "admin endpoints (POST /-/reload, /-/maintenance): off, as agent.listen is not loopback-only and no admin token is set (agent.admin_token_env or admin_token_file); SIGHUP still reloads");
     }
     for w in &cfg.warnings {
         let _ = writeln!(s, "warning: {w}");

@@ -21,10 +21,7 @@ fn check_known<'a>(
         .iter()
         .find(|n| !known.clone().any(|k| k == n.as_str()))
     {
-        bail!(
-            "unknown {what} {n:?} (known: {})",
-            known.collect::<Vec<_>>().join(", ")
-        );
+        bail!(crate::util::unknown_name(what, n, known));
     }
     Ok(())
 }
@@ -72,7 +69,13 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     };
     let mut runner = Runner::new(opts.concurrency.unwrap_or(cfg.agent.concurrency));
     runner.show_output = opts.show_output;
-    let results = Arc::new(runner).run_all(pairs).await;
+    let mut results = Arc::new(runner).run_all(pairs).await;
+    // Only the config's windows: announced ones live in a daemon.
+    let announced = crate::maintenance::Announced::default();
+    for r in &mut results {
+        r.maintenance =
+            crate::maintenance::active(cfg, &announced, &r.target, r.started_at).is_some();
+    }
     for r in &results {
         tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, request_id = %r.request_id, "probe run finished");
     }

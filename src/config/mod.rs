@@ -6,6 +6,7 @@
 pub mod duration;
 pub mod error;
 pub mod gate;
+mod maintenance;
 mod probe;
 mod probe_files;
 pub mod raw;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use serde_saphyr::{Location, Spanned};
 
 pub use error::{ConfigError, FieldPath};
+pub use maintenance::MaintenanceWindow;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 
@@ -34,6 +36,8 @@ pub struct Config {
     pub push: Option<Push>,
     pub targets: Vec<Arc<Target>>,
     pub probes: Vec<Arc<Probe>>,
+    /// Recurring maintenance windows (`maintenance:`).
+    pub maintenance: Vec<MaintenanceWindow>,
     /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
     pub warnings: Vec<String>,
 }
@@ -47,6 +51,9 @@ pub struct AgentSettings {
     pub results_log: Option<ResultsLogSettings>,
     pub shutdown_grace: Duration,
     pub shard: Option<(u32, u32)>,
+    /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
+    /// is loopback-only).
+    pub admin_token: Option<Secret>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +176,48 @@ fn check_labels(
     Ok(())
 }
 
+/// Target names as listed at `field` (a probe's or a window's `targets`): each must exist;
+/// repeats are dropped.
+fn target_names(
+    src: &Source,
+    field: &FieldPath,
+    list: &[Spanned<String>],
+    targets: &[Arc<Target>],
+) -> Result<Vec<String>, ConfigError> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        if !targets.iter().any(|x| x.name == t.value) {
+            return Err(src.err(
+                &field.index(i),
+                t.referenced,
+                format!("unknown target {:?}", t.value),
+            ));
+        }
+        if !names.contains(&t.value) {
+            names.push(t.value.clone());
+        }
+    }
+    Ok(names)
+}
+
+/// A `timezone:` value (UTC when absent).
+fn time_zone(
+    src: &Source,
+    field: &FieldPath,
+    tz: Option<&Spanned<String>>,
+) -> Result<jiff::tz::TimeZone, ConfigError> {
+    let Some(tz) = tz else {
+        return Ok(jiff::tz::TimeZone::UTC);
+    };
+    jiff::tz::TimeZone::get(&tz.value).map_err(|_| {
+        src.err(
+            field,
+            tz.referenced,
+            format!("unknown time zone {:?}", tz.value),
+        )
+    })
+}
+
 /// Target and probe names become label values: keep them short and plain.
 fn check_name(
     src: &Source,
@@ -265,12 +314,19 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             "no probe files (*.yaml) found",
         ));
     }
+    let maintenance = maintenance::load(
+        &src,
+        &root.key("maintenance"),
+        raw.maintenance.unwrap_or_default(),
+        &targets,
+    )?;
     Ok(Config {
         path: path.to_path_buf(),
         agent,
         push,
         targets,
         probes,
+        maintenance,
         warnings,
     })
 }
@@ -348,6 +404,14 @@ fn load_agent(
         results_log,
         shutdown_grace: a.shutdown_grace.map_or(Duration::from_secs(10), |d| d.0),
         shard,
+        admin_token: read_secret(
+            src,
+            at,
+            a.admin_token_env,
+            a.admin_token_file,
+            base,
+            "admin_token",
+        )?,
     })
 }
 

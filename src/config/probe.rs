@@ -221,33 +221,9 @@ fn load_probe(
 ) -> Result<Probe, ConfigError> {
     super::check_name(src, &at.key("name"), &r.name, "probe")?;
     let name = r.name.value.clone();
-    let timezone = match &r.timezone {
-        Some(tz) => TimeZone::get(&tz.value).map_err(|_| {
-            src.err(
-                &at.key("timezone"),
-                tz.referenced,
-                format!("unknown time zone {:?}", tz.value),
-            )
-        })?,
-        None => TimeZone::UTC,
-    };
-    let target_names: Vec<String> = match r.targets {
-        Some(list) => {
-            let mut names = Vec::new();
-            for (i, t) in list.into_iter().enumerate() {
-                if !targets.iter().any(|x| x.name == t.value) {
-                    return Err(src.err(
-                        &at.key("targets").index(i),
-                        t.referenced,
-                        format!("unknown target {:?}", t.value),
-                    ));
-                }
-                if !names.contains(&t.value) {
-                    names.push(t.value);
-                }
-            }
-            names
-        }
+    let timezone = super::time_zone(src, &at.key("timezone"), r.timezone.as_ref())?;
+    let target_names: Vec<String> = match &r.targets {
+        Some(list) => super::target_names(src, &at.key("targets"), list, targets)?,
         None => targets.iter().map(|t| t.name.clone()).collect(),
     };
     let prompt = match prompts.get(&r.prompt.value) {

@@ -21,6 +21,19 @@ pub struct RawMain {
     pub targets: Spanned<Vec<RawTarget>>,
     pub probes_dir: Option<String>,
     pub prompts_dir: Option<String>,
+    pub maintenance: Option<Vec<RawMaintenance>>,
+}
+
+/// A recurring maintenance window: from each fire time of `schedule` (in `timezone`), for
+/// `duration`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMaintenance {
+    pub targets: Spanned<Vec<Spanned<String>>>,
+    pub schedule: CronSpec,
+    pub timezone: Option<Spanned<String>>,
+    pub duration: Spanned<Dur>,
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -35,6 +48,8 @@ pub struct RawAgent {
     pub results_log_keep: Option<Spanned<i64>>,
     pub shutdown_grace: Option<Dur>,
     pub shard: Option<Spanned<String>>,
+    pub admin_token_env: Option<Spanned<String>>,
+    pub admin_token_file: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,14 +1,15 @@
-//! The agent's own HTTP endpoints on `agent.listen`: `/metrics` (the registry, to scrape beside
-//! or instead of pushing), `/healthz` (liveness and the last push's status) and
-//! `POST /-/reload`, served by hyper behind the shared [`Door`] (cap, accept backoff, idle
-//! timeout) with its header read timeout.
+//! The agent's own HTTP endpoints on `agent.listen`: the status page `/`, `/api/v1/status`,
+//! `/badge/<target>.svg`, `/metrics` (the registry, to scrape beside or instead of pushing),
+//! `/healthz` (liveness and the last push's status), `/probe` (one pair now), and the mutating
+//! `POST /-/reload` and `POST /-/maintenance` behind the admin guard; served by hyper behind the
+//! shared [`Door`] (cap, accept backoff, idle timeout) with its header read timeout.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -16,8 +17,14 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Agent, ReloadError, ReloadReply};
+use super::{admin, on_demand, status, status_page, Agent, ReloadError, ReloadReply};
 use crate::listener::Door;
+
+/// `POST /-/maintenance`'s body at most: a target name, a duration and a short reason.
+const MAX_BODY: usize = 4096;
+
+const TEXT: &str = "text/plain; charset=utf-8";
+const JSON: &str = "application/json";
 
 /// Per connection, the request head and any read-ahead live in this much buffer at most: our
 /// requests are a line and a few headers (hyper's floor is 8 KiB).
@@ -48,10 +55,54 @@ pub async fn serve(door: Door, agent: Arc<Agent>, reload: mpsc::Sender<ReloadRep
 
 async fn route(
     req: Request<Incoming>,
-    agent: &Agent,
+    agent: &Arc<Agent>,
     reload: &mpsc::Sender<ReloadReply>,
 ) -> Response<Full<Bytes>> {
-    match (req.method(), req.uri().path()) {
+    let path = req.uri().path().to_string();
+    if req.method() == Method::POST {
+        if let Err(refused) = admin::authorize(agent, req.headers()) {
+            tracing::warn!(%path, reason = %refused, "admin request refused");
+            let mut r = reply(StatusCode::UNAUTHORIZED, TEXT, format!("{refused}\n"));
+            r.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    }
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/") => {
+            let now = jiff::Timestamp::now();
+            let head = status::head(agent, now);
+            let page = status_page::render(&head, status::targets(agent, now));
+            let mut r = reply(StatusCode::OK, "text/html; charset=utf-8", page);
+            r.headers_mut()
+                .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
+        }
+        (&Method::GET, "/api/v1/status") => {
+            let now = jiff::Timestamp::now();
+            let head = status::head(agent, now);
+            reply(
+                StatusCode::OK,
+                JSON,
+                status::json(&head, status::targets(agent, now)),
+            )
+        }
+        (&Method::GET, p) if p.starts_with("/badge/") && p.ends_with(".svg") => {
+            let name = &p["/badge/".len()..p.len() - ".svg".len()];
+            match status::target(agent, name, jiff::Timestamp::now()) {
+                Some(t) => {
+                    let mut r = reply(StatusCode::OK, "image/svg+xml", status_page::badge(&t));
+                    r.headers_mut()
+                        .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                    r
+                }
+                None => reply(StatusCode::NOT_FOUND, TEXT, "no such target\n"),
+            }
+        }
+        (&Method::GET, "/probe") => match on_demand::probe(agent, req.uri().query()).await {
+            Ok(body) => reply(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", body),
+            Err(e) => reply(StatusCode::BAD_REQUEST, TEXT, format!("{e}\n")),
+        },
         (&Method::GET, "/metrics") => reply(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
@@ -65,7 +116,7 @@ async fn route(
                 "runs_in_flight": agent.in_flight.lock().expect("in-flight lock").len(),
                 "push": if agent.cfg().push.is_some() { serde_json::to_value(&status).unwrap_or_default() } else { json!(null) },
             });
-            reply(StatusCode::OK, "application/json", body.to_string())
+            reply(StatusCode::OK, JSON, body.to_string())
         }
         (&Method::POST, "/-/reload") => {
             let (tx, rx) = oneshot::channel();
@@ -74,20 +125,53 @@ async fn route(
                 Err(_) => Err(ReloadError::ShuttingDown),
             };
             match outcome {
-                Ok(()) => reply(StatusCode::OK, "text/plain", "config reloaded\n"),
+                Ok(()) => reply(StatusCode::OK, TEXT, "config reloaded\n"),
                 Err(e) => reply(
                     StatusCode::BAD_REQUEST,
-                    "text/plain",
+                    TEXT,
                     format!("config reload refused: {e}\n"),
                 ),
             }
         }
+        (&Method::POST, "/-/maintenance") => {
+            let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(_) => {
+                    return reply(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        TEXT,
+                        format!("the body is limited to {MAX_BODY} bytes\n"),
+                    )
+                }
+            };
+            announce(agent, &body)
+        }
         _ => reply(
             StatusCode::NOT_FOUND,
-            "text/plain",
-            "not found: try /metrics, /healthz, POST /-/reload\n",
+            TEXT,
+            "not found: try /, /api/v1/status, /badge/<target>.svg, /metrics, /healthz, /probe?target=T&probe=P, POST /-/reload, POST /-/maintenance\n",
         ),
     }
+}
+
+/// Opens (or ends) a target's announced maintenance window.
+fn announce(agent: &Agent, body: &[u8]) -> Response<Full<Bytes>> {
+    let cfg = agent.cfg();
+    let known: Vec<&str> = cfg.targets.iter().map(|t| t.name.as_str()).collect();
+    let a = match admin::announcement(body, &known) {
+        Ok(a) => a,
+        Err(e) => return reply(StatusCode::BAD_REQUEST, TEXT, format!("{e}\n")),
+    };
+    let window = agent.announced.announce(
+        &a.target,
+        a.duration,
+        a.reason.clone(),
+        jiff::Timestamp::now(),
+    );
+    agent.maintenance_wake.notify_one();
+    tracing::info!(target_name = %a.target, duration = ?a.duration, reason = ?a.reason, "maintenance window announced");
+    let body = json!({"target": a.target, "maintenance": window});
+    reply(StatusCode::OK, JSON, body.to_string())
 }
 
 fn reply(

@@ -1,12 +1,17 @@
 //! The daemon (`llm-canary run`): every (probe, target) pair fires on its cron schedule, with a
 //! global concurrency limit, optional jitter and no overlap (a pair still in flight when its next
 //! fire time comes is skipped and counted). Results go to the metrics registry (served on
-//! /metrics, pushed to the Pushgateway) and the results log. SIGHUP or `POST /-/reload` reloads
-//! the config; SIGTERM/SIGINT stops scheduling, lets in-flight runs finish within the grace
-//! period, pushes once more and exits.
+//! /metrics, pushed to the Pushgateway), the results log and the status page's history. Runs in
+//! a maintenance window are flagged, and `llm_canary_maintenance` follows the windows. SIGHUP or
+//! `POST /-/reload` reloads the config; SIGTERM/SIGINT stops scheduling, lets in-flight runs
+//! finish within the grace period, pushes once more and exits.
 
+mod admin;
 mod endpoints;
+mod on_demand;
 mod pusher;
+pub mod status;
+pub mod status_page;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -18,9 +23,11 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::config::{self, Config, Probe, Target};
 use crate::listener::{descriptor_budget, Door, Limits};
+use crate::maintenance::{self, Announced};
 use crate::runner::{Pair, Runner};
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::results_log::ResultsLog;
+use crate::sinks::status_history::{Run, StatusHistory};
 
 type PairKey = (String, String);
 
@@ -56,6 +63,12 @@ pub struct Agent {
     push_wake: Notify,
     push_status: Mutex<PushStatus>,
     results_log: Mutex<Option<ResultsLog>>,
+    history: StatusHistory,
+    announced: Announced,
+    /// Wakes the maintenance loop when a window is announced or the config changed.
+    maintenance_wake: Notify,
+    /// The listener accepts only loopback connections: admin requests need no token.
+    loopback_only: bool,
 }
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -76,6 +89,14 @@ impl Agent {
 
     fn push_status(&self) -> PushStatus {
         self.push_status.lock().expect("push status lock").clone()
+    }
+
+    /// Marks the pair in flight; false when a run of it already is.
+    fn claim(&self, key: &PairKey) -> bool {
+        self.in_flight
+            .lock()
+            .expect("in-flight lock")
+            .insert(key.clone())
     }
 }
 
@@ -121,6 +142,13 @@ fn open_log(cfg: &Config) -> Option<ResultsLog> {
     }
 }
 
+fn pair_keys(cfg: &Config) -> Vec<PairKey> {
+    scheduled_pairs(cfg)
+        .iter()
+        .map(|(p, t)| (p.name.clone(), t.name.clone()))
+        .collect()
+}
+
 /// Why results of this config would reach no Prometheus: no `agent.listen` to scrape and no
 /// `push:` to push to. A daemon like that probes and keeps what it learns to itself, which
 /// nobody notices until an outage goes unseen, so `check` and `run` both say so.
@@ -144,6 +172,8 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         tracing::warn!(config = %path.display(), "{why}");
     }
     let metrics = Metrics::new(&cfg);
+    let history = StatusHistory::default();
+    history.retain_pairs(&pair_keys(&cfg));
     let agent = Arc::new(Agent {
         path,
         runner: Arc::new(Runner::new(cfg.agent.concurrency)),
@@ -154,7 +184,22 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         idle: Notify::new(),
         push_wake: Notify::new(),
         push_status: Mutex::new(PushStatus::default()),
+        history,
+        announced: Announced::default(),
+        maintenance_wake: Notify::new(),
+        loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
     });
+    if let Some(settings) = cfg.agent.results_log.clone() {
+        // Before the first run, so the page shows the past at once; off the runtime thread.
+        let a = agent.clone();
+        let started = Instant::now();
+        let (taken, bad) = tokio::task::spawn_blocking(move || {
+            a.history.rebuild(&settings, jiff::Timestamp::now())
+        })
+        .await
+        .unwrap_or_default();
+        tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
+    }
     let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadReply>(4);
     // The probes' descriptors come first: the endpoints get a share of what the reserve leaves.
     let budget = descriptor_budget(
@@ -178,11 +223,12 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
             .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
         let door = Door::new(listener, Limits::with_cap(budget.cap));
         let limits = door.limits();
-        tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, "serving /metrics, /healthz and /-/reload");
+        tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = agent.loopback_only, "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
         tokio::spawn(endpoints::serve(door, agent.clone(), reload_tx.clone()));
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let pusher = tokio::spawn(pusher::run(agent.clone(), stop_rx.clone()));
+    tokio::spawn(maintenance_loop(agent.clone(), stop_rx.clone()));
     let mut generation = start_schedules(&agent, &cfg, 0);
     tracing::info!(agent = %cfg.agent.name, pairs = scheduled_pairs(&cfg).len(), "daemon started");
 
@@ -278,6 +324,14 @@ fn reload(
                 metrics.remove_pair(&v);
             }
         }
+        for t in &old.targets {
+            let same = new
+                .target(&t.name)
+                .is_some_and(|n| metrics.target_values(n) == metrics.target_values(t));
+            if !same {
+                metrics.remove_target(t);
+            }
+        }
     } else {
         tracing::warn!("static label names changed: every series starts afresh");
         *agent.metrics.write().expect("metrics lock") = Metrics::new(&new);
@@ -286,6 +340,9 @@ fn reload(
         *agent.results_log.lock().expect("results log lock") = open_log(&new);
     }
     *agent.cfg.write().expect("config lock") = new.clone();
+    agent.history.retain_pairs(&pair_keys(&new));
+    agent.announced.prune(&new, jiff::Timestamp::now());
+    agent.maintenance_wake.notify_one();
     // Old loops stop; runs in flight finish and are recorded.
     let next = generation.1 + 1;
     generation.0.send_replace(next);
@@ -330,12 +387,7 @@ async fn pair_loop(
         }
         last_fire = Some(next.timestamp());
         let key = (probe.name.clone(), target.name.clone());
-        if !agent
-            .in_flight
-            .lock()
-            .expect("in-flight lock")
-            .insert(key.clone())
-        {
+        if !agent.claim(&key) {
             tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
             agent.metrics().skipped(&probe.name, &target);
             continue;
@@ -344,19 +396,24 @@ async fn pair_loop(
     }
 }
 
+/// One run of a claimed pair (by its schedule or by `/probe`), recorded everywhere; the claim
+/// ends when its line is written.
 async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: PairKey) {
     let gauge = agent.metrics().runs_in_flight.clone();
     gauge.inc();
-    let r = agent.runner.run_one(&probe, &target).await;
+    let mut r = agent.runner.run_one(&probe, &target).await;
     gauge.dec();
-    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, "probe run finished");
-    // A pair that left the config while it ran is not recorded: its series were retired.
     let cfg = agent.cfg();
+    r.maintenance =
+        maintenance::active(&cfg, &agent.announced, &target.name, r.started_at).is_some();
+    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, "probe run finished");
+    // A pair that left the config while it ran is not recorded: its series were retired.
     if scheduled_pairs(&cfg)
         .iter()
         .any(|(p, t)| p.name == probe.name && t.name == target.name)
     {
         agent.metrics().record(&r, &target);
+        agent.history.record(&Run::from(&r));
     }
     // Disk writes leave the (single) runtime thread, so a slow disk never delays a probe's
     // timestamps; the run counts as finished once its line is written.
@@ -377,6 +434,31 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     agent.in_flight.lock().expect("in-flight lock").remove(&key);
     agent.idle.notify_waiters();
     agent.push_wake.notify_one();
+}
+
+/// Keeps `llm_canary_maintenance` in step with the windows: set for every target, then asleep
+/// until the next window starts or ends, a window is announced, or the config changes.
+async fn maintenance_loop(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
+    // A bound on the sleep, in case the wall clock jumps.
+    const LONGEST: Duration = Duration::from_secs(300);
+    loop {
+        let cfg = agent.cfg();
+        let now = jiff::Timestamp::now();
+        let metrics = agent.metrics();
+        for t in &cfg.targets {
+            let on = maintenance::active(&cfg, &agent.announced, &t.name, now).is_some();
+            metrics.set_maintenance(t, on);
+        }
+        agent.push_wake.notify_one();
+        let wait = maintenance::next_change(&cfg, &agent.announced, now)
+            .and_then(|next| Duration::try_from(next.duration_since(now)).ok())
+            .map_or(LONGEST, |d| d.min(LONGEST));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = agent.maintenance_wake.notified() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
 }
 
 /// SIGHUP as a stream; on platforms without it, a stream that never yields.

@@ -118,6 +118,7 @@ pub async fn run(
         target_changed: false,
         output_sha256,
         output_changed: false,
+        maintenance: false,
         trace_id,
         content_chunks: seen.chunks,
         response_bytes: seen.bytes_read,

@@ -53,6 +53,8 @@ pub struct Metrics {
     info_of: Mutex<HashMap<Vec<String>, [String; 2]>>,
     skipped: IntCounterVec,
     aborted: IntCounterVec,
+    /// Per target (no probe label): 1 while it is in a maintenance window.
+    maintenance: GaugeVec,
     pub push_failures: IntCounter,
     pub last_push_success: Gauge,
     pub last_push_failure: Gauge,
@@ -84,6 +86,7 @@ impl Metrics {
         let mut with_identity = pair.clone();
         with_identity.extend(["reported_model", "fingerprint"]);
         let counter = |n: &str, help: &str| IntCounterVec::new(Opts::new(name(n), help), &pair);
+        let per_target = &pair[1..];
 
         macro_rules! reg {
             ($m:expr) => {{
@@ -126,6 +129,7 @@ impl Metrics {
             info_of: Mutex::new(HashMap::new()),
             skipped: reg!(counter("skipped_runs_total", "Scheduled runs skipped because the previous run of the pair was still in flight.")),
             aborted: reg!(counter("aborted_runs_total", "Runs still in flight when the shutdown grace period ended.")),
+            maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
             last_push_failure: reg!(Gauge::new(name("last_push_failure_timestamp_seconds"), "When the last push failed (Unix time).")),
@@ -151,13 +155,36 @@ impl Metrics {
 
     /// The variable label values of one (probe, target) pair, in family order.
     pub fn pair_values(&self, probe: &str, target: &Target) -> Vec<String> {
-        let mut v = vec![probe.to_string(), target.name.clone(), target.model.clone()];
+        let mut v = vec![probe.to_string()];
+        v.extend(self.target_values(target));
+        v
+    }
+
+    /// The label values of a target's own series (no probe), in family order.
+    pub fn target_values(&self, target: &Target) -> Vec<String> {
+        let mut v = vec![target.name.clone(), target.model.clone()];
         v.extend(
             self.target_keys
                 .iter()
                 .map(|k| target.labels.get(k).cloned().unwrap_or_default()),
         );
         v
+    }
+
+    /// Sets `llm_canary_maintenance` of `target`.
+    pub fn set_maintenance(&self, target: &Target, on: bool) {
+        let v = self.target_values(target);
+        self.maintenance
+            .with_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>())
+            .set(if on { 1.0 } else { 0.0 });
+    }
+
+    /// Drops the series of a target that left the config (or changed its labels).
+    pub fn remove_target(&self, target: &Target) {
+        let v = self.target_values(target);
+        let _ = self
+            .maintenance
+            .remove_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>());
     }
 
     pub fn record(&self, r: &ProbeResult, target: &Target) {
@@ -314,12 +341,35 @@ impl Metrics {
 
     /// The whole registry in the Prometheus text format.
     pub fn encode(&self) -> Vec<u8> {
-        let mut buf = Vec::new();
-        TextEncoder::new()
-            .encode(&self.registry.gather(), &mut buf)
-            .expect("encoding into memory cannot fail");
-        buf
+        encode(&self.registry.gather())
     }
+
+    /// One pair's series (those labelled with its probe and target, and its target's own), for
+    /// `/probe`: what blackbox_exporter answers for one module and target.
+    pub fn encode_pair(&self, probe: &str, target: &str) -> Vec<u8> {
+        let mut families = self.registry.gather();
+        for f in &mut families {
+            f.mut_metric().retain(|m| {
+                let value = |k: &str| {
+                    m.get_label()
+                        .iter()
+                        .find(|l| l.name() == k)
+                        .map(|l| l.value())
+                };
+                value("target") == Some(target) && value("probe").is_none_or(|p| p == probe)
+            });
+        }
+        families.retain(|f| !f.get_metric().is_empty());
+        encode(&families)
+    }
+}
+
+fn encode(families: &[prometheus::proto::MetricFamily]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    TextEncoder::new()
+        .encode(families, &mut buf)
+        .expect("encoding into memory cannot fail");
+    buf
 }
 
 /// Pair label values with more appended.

@@ -21,6 +21,17 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The log's files, oldest first: `.N` ... `.1`, then the current one (those that exist).
+pub fn log_files(settings: &Settings) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = (1..=settings.keep)
+        .rev()
+        .map(|n| rotated(&settings.path, n))
+        .filter(|p| p.exists())
+        .collect();
+    out.push(settings.path.clone());
+    out
+}
+
 impl ResultsLog {
     pub fn open(settings: &Settings) -> std::io::Result<ResultsLog> {
         if let Some(dir) = settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -121,7 +121,6 @@ pub async fn prometheus_with_rules(
     rule_files: &[std::path::PathBuf],
     history: Option<&str>,
 ) -> Service {
-    let bin = binary("prometheus", "prometheus");
     let dir = TempDir::new("prom");
     if let Some(text) = history {
         dir.write(&[("history.om", text)]);
@@ -147,7 +146,17 @@ pub async fn prometheus_with_rules(
         rules.join(", "),
         list.join(", ")
     );
-    dir.write(&[("prometheus.yml", &config)]);
+    start_prometheus(dir, &config).await
+}
+
+/// Prometheus on a whole `prometheus.yml` of the test's own.
+pub async fn prometheus_with_config(config: &str) -> Service {
+    start_prometheus(TempDir::new("prom"), config).await
+}
+
+async fn start_prometheus(dir: TempDir, config: &str) -> Service {
+    let bin = binary("prometheus", "prometheus");
+    dir.write(&[("prometheus.yml", config)]);
     let port = free_port();
     let child = Command::new(bin)
         .arg(format!(

@@ -1,0 +1,562 @@
+//! The status page's memory: per (probe, target) pair, a fixed amount of history, filled from
+//! each result and rebuilt from the results log at start (so a restart does not blank the page).
+//!
+//! Per pair, whatever the probe rate:
+//! - a day of 5-minute slots (288 × 12 bytes): runs, failures and maintenance runs, TTFT p50 and
+//!   p95 of the slot's runs (warm-ups left out), and the mean decode speed;
+//! - a week of 1-hour slots (168 × 6 bytes): runs, failures and maintenance runs;
+//! - the outcomes of the last 5 runs, the last run, and the last 5 failures (their error text
+//!   clipped to 200 characters);
+//! - the open slot's TTFT samples (at most 64: past that a uniform sample of the slot's runs).
+//!
+//! That is about 4.6 KiB a pair (460 KiB for 100 pairs) plus up to ~2 KiB of failure text.
+//! Two resolutions, not a week of 5-minute slots (2016 × 6 bytes, 12 KiB a pair): the daemon's
+//! idle budget is 8 MiB for 100 pairs, and a weekly uptime needs no 5-minute detail.
+//!
+//! Runs in a maintenance window count apart: uptime is successes over runs outside windows.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::BufRead;
+use std::sync::Mutex;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::config::ResultsLogSettings;
+use crate::result::ProbeResult;
+use crate::sinks::results_log::log_files;
+use crate::util::clip;
+
+pub const FINE_SECONDS: i64 = 300;
+pub const FINE_SLOTS: usize = 288;
+pub const COARSE_SECONDS: i64 = 3600;
+pub const COARSE_SLOTS: usize = 168;
+/// The runs the state (up, degraded, down) is judged on.
+pub const RECENT_RUNS: u8 = 5;
+pub const FAILURES_KEPT: usize = 5;
+const OPEN_SAMPLES: usize = 64;
+
+/// What the history needs of one run, from a result or from a line of the results log.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Run {
+    pub probe: String,
+    pub target: String,
+    pub started_at: Timestamp,
+    pub outcome: String,
+    pub success: bool,
+    #[serde(default)]
+    pub maintenance: bool,
+    #[serde(default)]
+    pub warmup: bool,
+    pub ttft_ms: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    #[serde(default)]
+    pub request_id: String,
+    #[serde(default)]
+    pub trace_id: String,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl From<&ProbeResult> for Run {
+    fn from(r: &ProbeResult) -> Run {
+        Run {
+            probe: r.probe.clone(),
+            target: r.target.clone(),
+            // As the record has it, so the page says the same before and after a restart.
+            started_at: r
+                .started_at
+                .round(jiff::Unit::Millisecond)
+                .unwrap_or(r.started_at),
+            outcome: r.outcome.as_str().to_string(),
+            success: r.success,
+            maintenance: r.maintenance,
+            warmup: r.warmup,
+            ttft_ms: r.figures.ttft_ms,
+            tokens_per_second: r.figures.tokens_per_second,
+            http_status: r.http_status,
+            request_id: r.request_id.clone(),
+            trace_id: r.trace_id.clone(),
+            error: r.error.clone(),
+        }
+    }
+}
+
+/// A positive figure on a log scale in 16 bits (0 = none): 0.03% steps from `MIN` to `MAX`,
+/// far finer than any figure is shown.
+struct LogScale;
+
+impl LogScale {
+    const MIN: f64 = 1e-3;
+    const MAX: f64 = 1e7;
+
+    fn encode(v: Option<f64>) -> u16 {
+        match v {
+            Some(v) if v.is_finite() && v > 0.0 => {
+                let v = v.clamp(Self::MIN, Self::MAX);
+                let x = (v / Self::MIN).ln() / (Self::MAX / Self::MIN).ln();
+                1 + (x * 65534.0).round() as u16
+            }
+            _ => 0,
+        }
+    }
+
+    fn decode(c: u16) -> Option<f64> {
+        (c > 0).then(|| Self::MIN * (Self::MAX / Self::MIN).powf(f64::from(c - 1) / 65534.0))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    runs: u16,
+    failed: u16,
+    maintenance: u16,
+}
+
+impl Counts {
+    fn add(&mut self, run: &Run) {
+        if run.maintenance {
+            self.maintenance = self.maintenance.saturating_add(1);
+        } else {
+            self.runs = self.runs.saturating_add(1);
+            self.failed = self.failed.saturating_add(u16::from(!run.success));
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Fine {
+    counts: Counts,
+    ttft_p50: u16,
+    ttft_p95: u16,
+    tps: u16,
+}
+
+/// `N` slots of consecutive bucket numbers ending at `head`.
+#[derive(Debug)]
+struct Ring<T, const N: usize> {
+    slots: [T; N],
+    head: Option<i64>,
+}
+
+impl<T: Copy + Default, const N: usize> Ring<T, N> {
+    fn new() -> Self {
+        Ring {
+            slots: [T::default(); N],
+            head: None,
+        }
+    }
+
+    fn index(b: i64) -> usize {
+        b.rem_euclid(N as i64) as usize
+    }
+
+    /// The slot of bucket `b`, moving the ring forward (and clearing what it passes) when `b`
+    /// is newer than the head; `None` when `b` is older than the ring holds.
+    fn slot_mut(&mut self, b: i64) -> Option<&mut T> {
+        match self.head {
+            Some(h) if b < h - (N as i64 - 1) => return None,
+            Some(h) if b > h => {
+                for x in (h + 1).max(b - N as i64 + 1)..=b {
+                    self.slots[Self::index(x)] = T::default();
+                }
+                self.head = Some(b);
+            }
+            Some(_) => {}
+            None => {
+                self.head = Some(b);
+            }
+        }
+        Some(&mut self.slots[Self::index(b)])
+    }
+
+    /// Bucket `b`'s slot, empty when the ring does not hold it.
+    fn get(&self, b: i64) -> T {
+        match self.head {
+            Some(h) if b <= h && b > h - N as i64 => self.slots[Self::index(b)],
+            _ => T::default(),
+        }
+    }
+}
+
+/// The 5-minute slot still filling: its TTFT samples and decode speeds.
+#[derive(Debug)]
+struct Open {
+    bucket: i64,
+    seen: u32,
+    ttft: Vec<f32>,
+    tps_sum: f64,
+    tps_n: u32,
+}
+
+impl Open {
+    fn starting(bucket: i64) -> Open {
+        Open {
+            bucket,
+            seen: 0,
+            ttft: Vec::new(),
+            tps_sum: 0.0,
+            tps_n: 0,
+        }
+    }
+
+    fn add(&mut self, run: &Run) {
+        if let (Some(t), false) = (run.ttft_ms, run.warmup) {
+            self.seen += 1;
+            if self.ttft.len() < OPEN_SAMPLES {
+                self.ttft.push(t as f32);
+            } else {
+                // Reservoir sampling keeps a uniform sample of the slot's runs.
+                let i = fastrand::usize(..self.seen as usize);
+                if i < OPEN_SAMPLES {
+                    self.ttft[i] = t as f32;
+                }
+            }
+        }
+        if let Some(tps) = run.tokens_per_second.filter(|v| v.is_finite()) {
+            self.tps_sum += tps;
+            self.tps_n += 1;
+        }
+    }
+
+    /// (p50, p95, mean decode speed), encoded.
+    fn figures(&self) -> (u16, u16, u16) {
+        let mut v = self.ttft.clone();
+        v.sort_by(f32::total_cmp);
+        let q = |q: f64| {
+            let rank = ((q * v.len() as f64).ceil() as usize).max(1);
+            v.get(rank - 1).map(|x| f64::from(*x))
+        };
+        let tps = (self.tps_n > 0).then(|| self.tps_sum / f64::from(self.tps_n));
+        (
+            LogScale::encode(q(0.5)),
+            LogScale::encode(q(0.95)),
+            LogScale::encode(tps),
+        )
+    }
+}
+
+/// A failed run, as the page lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub started_at: Timestamp,
+    pub outcome: String,
+    pub http_status: Option<u16>,
+    pub request_id: String,
+    pub trace_id: String,
+    pub error: Option<String>,
+    pub maintenance: bool,
+}
+
+#[derive(Debug)]
+struct PairHistory {
+    fine: Ring<Fine, FINE_SLOTS>,
+    coarse: Ring<Counts, COARSE_SLOTS>,
+    open: Open,
+    /// Bit i: the i-th most recent run failed; `recent_n` runs known (at most RECENT_RUNS).
+    recent_bits: u8,
+    recent_n: u8,
+    last: Option<(Timestamp, String, bool)>,
+    failures: VecDeque<Failure>,
+}
+
+impl PairHistory {
+    fn new() -> Box<PairHistory> {
+        Box::new(PairHistory {
+            fine: Ring::new(),
+            coarse: Ring::new(),
+            open: Open::starting(i64::MIN),
+            recent_bits: 0,
+            recent_n: 0,
+            last: None,
+            failures: VecDeque::with_capacity(FAILURES_KEPT),
+        })
+    }
+
+    fn add(&mut self, run: &Run) {
+        let secs = run.started_at.as_second();
+        let b = secs.div_euclid(FINE_SECONDS);
+        let Some(slot) = self.fine.slot_mut(b) else {
+            return;
+        };
+        slot.counts.add(run);
+        if let Some(c) = self.coarse.slot_mut(secs.div_euclid(COARSE_SECONDS)) {
+            c.add(run);
+        }
+        // A pair's runs never overlap, so they arrive in the order they started; a late one
+        // (older than the open slot) still counts, but its slot's samples are gone.
+        if b > self.open.bucket {
+            self.open = Open::starting(b);
+        }
+        if b == self.open.bucket {
+            self.open.add(run);
+            let (p50, p95, tps) = self.open.figures();
+            if let Some(slot) = self.fine.slot_mut(b) {
+                (slot.ttft_p50, slot.ttft_p95, slot.tps) = (p50, p95, tps);
+            }
+        }
+        self.recent_bits = (self.recent_bits << 1) | u8::from(!run.success);
+        self.recent_bits &= (1u8 << RECENT_RUNS) - 1;
+        self.recent_n = (self.recent_n + 1).min(RECENT_RUNS);
+        self.last = Some((run.started_at, run.outcome.clone(), run.success));
+        if !run.success {
+            if self.failures.len() == FAILURES_KEPT {
+                self.failures.pop_front();
+            }
+            self.failures.push_back(Failure {
+                started_at: run.started_at,
+                outcome: run.outcome.clone(),
+                http_status: run.http_status,
+                request_id: clip(&run.request_id),
+                trace_id: clip(&run.trace_id),
+                error: run.error.as_deref().map(clip),
+                maintenance: run.maintenance,
+            });
+        }
+    }
+}
+
+/// Runs, failures and maintenance runs over a span.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Tally {
+    pub runs: u32,
+    pub failed: u32,
+    pub maintenance: u32,
+}
+
+impl From<Counts> for Tally {
+    fn from(c: Counts) -> Tally {
+        Tally {
+            runs: u32::from(c.runs),
+            failed: u32::from(c.failed),
+            maintenance: u32::from(c.maintenance),
+        }
+    }
+}
+
+impl std::iter::Sum for Tally {
+    fn sum<I: Iterator<Item = Tally>>(iter: I) -> Tally {
+        iter.fold(Tally::default(), |a, b| Tally {
+            runs: a.runs + b.runs,
+            failed: a.failed + b.failed,
+            maintenance: a.maintenance + b.maintenance,
+        })
+    }
+}
+
+impl Tally {
+    /// Successes over runs outside maintenance; `None` without such runs.
+    pub fn uptime(&self) -> Option<f64> {
+        (self.runs > 0).then(|| f64::from(self.runs - self.failed) / f64::from(self.runs))
+    }
+}
+
+/// Consecutive slots of equal length, oldest first, in columns (compact in JSON). The week's
+/// series carries counts only.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub start: Timestamp,
+    pub step_seconds: i64,
+    pub runs: Vec<u16>,
+    pub failed: Vec<u16>,
+    pub maintenance: Vec<u16>,
+    // f32: the figures are good to 0.03% and shown to three digits; a snapshot of 100 pairs
+    // is then 1 MB smaller while the page renders.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ttft_p50_ms: Vec<Option<f32>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ttft_p95_ms: Vec<Option<f32>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tokens_per_second: Vec<Option<f32>>,
+}
+
+impl Series {
+    fn new(first_bucket: i64, step_seconds: i64, len: usize) -> Series {
+        Series {
+            start: Timestamp::from_second(first_bucket * step_seconds).unwrap_or_default(),
+            step_seconds,
+            runs: Vec::with_capacity(len),
+            failed: Vec::with_capacity(len),
+            maintenance: Vec::with_capacity(len),
+            ttft_p50_ms: Vec::new(),
+            ttft_p95_ms: Vec::new(),
+            tokens_per_second: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, c: Counts) {
+        self.runs.push(c.runs);
+        self.failed.push(c.failed);
+        self.maintenance.push(c.maintenance);
+    }
+
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Slot `i`'s counts.
+    pub fn tally(&self, i: usize) -> Tally {
+        Tally {
+            runs: u32::from(self.runs[i]),
+            failed: u32::from(self.failed[i]),
+            maintenance: u32::from(self.maintenance[i]),
+        }
+    }
+
+    /// The counts of the last `n` slots.
+    pub fn last(&self, n: usize) -> Tally {
+        (self.len().saturating_sub(n)..self.len())
+            .map(|i| self.tally(i))
+            .sum()
+    }
+}
+
+/// A decoded figure to a tenth (of a millisecond, of a token per second): finer than shown.
+fn tenth(c: u16) -> Option<f32> {
+    LogScale::decode(c).map(|v| ((v * 10.0).round() / 10.0) as f32)
+}
+
+/// One pair's history as of an instant: plain data for the page, the JSON and the badge.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairSnapshot {
+    pub probe: String,
+    pub target: String,
+    /// Of the last `recent_runs` runs (at most RECENT_RUNS), how many failed.
+    pub recent_runs: u8,
+    pub recent_failed: u8,
+    pub last_run: Option<Timestamp>,
+    pub last_outcome: Option<String>,
+    pub last_1h: Tally,
+    pub last_24h: Tally,
+    pub last_7d: Tally,
+    /// The last 24 hours in 5-minute slots, with figures.
+    pub day: Series,
+    /// The last 7 days in 1-hour slots, counts only.
+    pub week: Series,
+    /// Newest first.
+    pub failures: Vec<Failure>,
+}
+
+impl PairHistory {
+    fn snapshot(&self, probe: &str, target: &str, now: Timestamp) -> PairSnapshot {
+        let nb = now.as_second().div_euclid(FINE_SECONDS);
+        let mut day = Series::new(nb - FINE_SLOTS as i64 + 1, FINE_SECONDS, FINE_SLOTS);
+        for b in nb - FINE_SLOTS as i64 + 1..=nb {
+            let f = self.fine.get(b);
+            day.push(f.counts);
+            day.ttft_p50_ms.push(tenth(f.ttft_p50));
+            day.ttft_p95_ms.push(tenth(f.ttft_p95));
+            day.tokens_per_second.push(tenth(f.tps));
+        }
+        let cb = now.as_second().div_euclid(COARSE_SECONDS);
+        let mut week = Series::new(cb - COARSE_SLOTS as i64 + 1, COARSE_SECONDS, COARSE_SLOTS);
+        for b in cb - COARSE_SLOTS as i64 + 1..=cb {
+            week.push(self.coarse.get(b));
+        }
+        PairSnapshot {
+            probe: probe.to_string(),
+            target: target.to_string(),
+            recent_runs: self.recent_n,
+            recent_failed: self.recent_bits.count_ones() as u8,
+            last_run: self.last.as_ref().map(|l| l.0),
+            last_outcome: self.last.as_ref().map(|l| l.1.clone()),
+            last_1h: day.last(12),
+            last_24h: day.last(FINE_SLOTS),
+            last_7d: week.last(COARSE_SLOTS),
+            day,
+            week,
+            failures: self.failures.iter().rev().cloned().collect(),
+        }
+    }
+}
+
+/// Every configured pair's history.
+#[derive(Debug, Default)]
+pub struct StatusHistory {
+    pairs: Mutex<HashMap<(String, String), Box<PairHistory>>>,
+}
+
+impl StatusHistory {
+    /// Keeps exactly these (probe, target) pairs: new ones start empty, others are dropped.
+    pub fn retain_pairs(&self, pairs: &[(String, String)]) {
+        let mut map = self.pairs.lock().expect("history lock");
+        map.retain(|k, _| pairs.contains(k));
+        for k in pairs {
+            map.entry(k.clone()).or_insert_with(PairHistory::new);
+        }
+    }
+
+    /// Takes in one run of a pair this history keeps.
+    pub fn record(&self, run: &Run) {
+        let mut map = self.pairs.lock().expect("history lock");
+        if let Some(h) = map.get_mut(&(run.probe.clone(), run.target.clone())) {
+            h.add(run);
+        }
+    }
+
+    /// Replays the results log (rotated files oldest first), skipping what is older than the
+    /// history holds; returns the runs taken in and the lines that did not parse.
+    pub fn rebuild(&self, settings: &ResultsLogSettings, now: Timestamp) -> (usize, usize) {
+        let oldest = now.as_second() - COARSE_SECONDS * COARSE_SLOTS as i64;
+        let (mut taken, mut bad) = (0, 0);
+        let mut line = String::new();
+        for path in log_files(settings) {
+            let Ok(file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let mut reader = std::io::BufReader::new(file);
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot read the results log");
+                        break;
+                    }
+                }
+                match serde_json::from_str::<Run>(&line) {
+                    Ok(run) if run.started_at.as_second() >= oldest => {
+                        self.record(&run);
+                        taken += 1;
+                    }
+                    Ok(_) => {}
+                    Err(_) => bad += 1,
+                }
+            }
+        }
+        (taken, bad)
+    }
+
+    /// Every pair's history as of `now`, sorted by target then probe.
+    pub fn snapshot(&self, now: Timestamp) -> Vec<PairSnapshot> {
+        self.snapshot_where(now, |_| true)
+    }
+
+    /// The history of `target`'s pairs as of `now`, sorted by probe: the page takes one target
+    /// at a time, so a snapshot of every pair never sits in memory at once.
+    pub fn snapshot_target(&self, target: &str, now: Timestamp) -> Vec<PairSnapshot> {
+        self.snapshot_where(now, |t| t == target)
+    }
+
+    fn snapshot_where(&self, now: Timestamp, keep: impl Fn(&str) -> bool) -> Vec<PairSnapshot> {
+        let map = self.pairs.lock().expect("history lock");
+        let mut out: Vec<PairSnapshot> = map
+            .iter()
+            .filter(|((_, t), _)| keep(t))
+            .map(|((p, t), h)| h.snapshot(p, t, now))
+            .collect();
+        out.sort_by(|a, b| (&a.target, &a.probe).cmp(&(&b.target, &b.probe)));
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "status_history_tests.rs"]
+mod tests;

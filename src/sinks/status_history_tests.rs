@@ -1,0 +1,200 @@
+//! Tests of the status history: slots, uptime windows, the recent-runs state input, failures,
+//! and the rebuild from a rotated results log.
+
+use super::*;
+use crate::sinks::results_log::ResultsLog;
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+fn run(at: &str, success: bool, ttft: Option<f64>) -> Run {
+    Run {
+        probe: "p".into(),
+        target: "t".into(),
+        started_at: ts(at),
+        outcome: if success { "ok" } else { "http_error" }.into(),
+        success,
+        maintenance: false,
+        warmup: false,
+        ttft_ms: ttft,
+        tokens_per_second: ttft.map(|_| 50.0),
+        http_status: Some(if success { 200 } else { 500 }),
+        request_id: "req".into(),
+        trace_id: "trace".into(),
+        error: (!success).then(|| "HTTP 500: <b>boom</b>".into()),
+    }
+}
+
+fn history() -> StatusHistory {
+    let h = StatusHistory::default();
+    h.retain_pairs(&[("p".into(), "t".into())]);
+    h
+}
+
+#[test]
+fn the_log_scale_keeps_figures_to_a_thousandth() {
+    for v in [0.01, 0.7, 3.0, 250.0, 1234.5, 60_000.0] {
+        let back = LogScale::decode(LogScale::encode(Some(v))).unwrap();
+        assert!((back / v - 1.0).abs() < 3e-4, "{v} -> {back}");
+    }
+    assert_eq!(LogScale::encode(None), 0);
+    assert_eq!(LogScale::encode(Some(0.0)), 0);
+    assert_eq!(LogScale::decode(0), None);
+}
+
+#[test]
+fn the_ring_moves_forward_and_forgets_what_falls_out() {
+    let mut r: Ring<u16, 4> = Ring::new();
+    *r.slot_mut(10).unwrap() = 1;
+    *r.slot_mut(11).unwrap() = 2;
+    assert_eq!((r.get(10), r.get(11), r.get(12)), (1, 2, 0));
+    *r.slot_mut(13).unwrap() = 4;
+    assert_eq!(r.get(12), 0, "skipped slots are cleared");
+    assert!(r.slot_mut(9).is_none(), "older than the ring holds");
+    *r.slot_mut(20).unwrap() = 7;
+    assert_eq!((r.get(13), r.get(17), r.get(20)), (0, 0, 7));
+    *r.slot_mut(18).unwrap() += 1;
+    assert_eq!(r.get(18), 1, "a late run within the ring still counts");
+}
+
+#[test]
+fn uptime_windows_count_whole_slots_and_leave_maintenance_out() {
+    let h = history();
+    // Two days ago: a failure (7 d only). An hour and a half ago: a failure (24 h, 7 d).
+    h.record(&run("2025-03-08T12:00:00Z", false, None));
+    h.record(&run("2025-03-10T10:30:00Z", false, None));
+    for m in 0..10 {
+        h.record(&run(
+            &format!("2025-03-10T11:{:02}:10Z", 30 + m),
+            true,
+            Some(100.0),
+        ));
+    }
+    let mut in_window = run("2025-03-10T11:45:00Z", false, None);
+    in_window.maintenance = true;
+    h.record(&in_window);
+    let s = &h.snapshot(ts("2025-03-10T12:00:00Z"))[0];
+    assert_eq!(
+        (s.last_1h.runs, s.last_1h.failed, s.last_1h.maintenance),
+        (10, 0, 1)
+    );
+    assert_eq!((s.last_24h.runs, s.last_24h.failed), (11, 1));
+    assert_eq!((s.last_7d.runs, s.last_7d.failed), (12, 2));
+    assert_eq!(s.last_1h.uptime(), Some(1.0));
+    assert_eq!(s.last_7d.uptime(), Some(10.0 / 12.0));
+    assert_eq!(Tally::default().uptime(), None);
+    assert_eq!(s.day.len(), FINE_SLOTS);
+    assert_eq!(s.week.len(), COARSE_SLOTS);
+    // The failure in the window is listed too, flagged.
+    assert_eq!(s.failures.len(), 3);
+    assert!(s.failures[0].maintenance);
+    assert_eq!(s.failures[1].started_at, ts("2025-03-10T10:30:00Z"));
+}
+
+#[test]
+fn slots_carry_ttft_quantiles_without_warmups_and_the_mean_decode_speed() {
+    let h = history();
+    for (i, t) in [10.0, 20.0, 30.0, 40.0, 1000.0].iter().enumerate() {
+        h.record(&run(&format!("2025-03-10T11:5{i}:00Z"), true, Some(*t)));
+    }
+    let mut cold = run("2025-03-10T11:54:30Z", true, Some(9000.0));
+    cold.warmup = true;
+    h.record(&cold);
+    let s = &h.snapshot(ts("2025-03-10T11:54:59Z"))[0];
+    let d = &s.day;
+    let last = FINE_SLOTS - 1;
+    // Within the log scale's 0.03%, to a tenth.
+    let near =
+        |v: Option<f32>, want: f64| (f64::from(v.unwrap()) - want).abs() <= want * 3e-4 + 0.05;
+    assert!(near(d.ttft_p50_ms[last], 30.0), "{:?}", d.ttft_p50_ms[last]);
+    assert!(
+        near(d.ttft_p95_ms[last], 1000.0),
+        "{:?}",
+        d.ttft_p95_ms[last]
+    );
+    assert!(near(d.tokens_per_second[last], 50.0));
+    assert_eq!(d.tally(last).runs, 6);
+    assert_eq!(d.ttft_p50_ms[last - 1], None);
+    assert_eq!(d.start, ts("2025-03-09T11:55:00Z"));
+}
+
+#[test]
+fn the_recent_runs_and_failures_are_bounded() {
+    let h = history();
+    for i in 0..12 {
+        h.record(&run(&format!("2025-03-10T11:00:{i:02}Z"), i % 4 != 0, None));
+    }
+    let s = &h.snapshot(ts("2025-03-10T11:01:00Z"))[0];
+    // Runs 7..=11: run 8 failed.
+    assert_eq!((s.recent_runs, s.recent_failed), (5, 1));
+    assert_eq!(s.failures.len(), 3);
+    for i in 12..30 {
+        h.record(&run(&format!("2025-03-10T11:00:{i:02}Z"), false, None));
+    }
+    let s = &h.snapshot(ts("2025-03-10T11:01:00Z"))[0];
+    assert_eq!((s.recent_runs, s.recent_failed), (5, 5));
+    assert_eq!(s.failures.len(), FAILURES_KEPT);
+    assert_eq!(s.failures[0].started_at, ts("2025-03-10T11:00:29Z"));
+    assert_eq!(s.last_outcome.as_deref(), Some("http_error"));
+}
+
+#[test]
+fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut r = ProbeResult::example();
+    (r.probe, r.target) = ("p".into(), "t".into());
+    let line = r.to_json_line().len() as u64 + 1;
+    let settings = ResultsLogSettings {
+        path: tmp.path().join("results.jsonl"),
+        max_bytes: (line + 10) * 3,
+        keep: 3,
+    };
+    let mut log = ResultsLog::open(&settings).unwrap();
+    for i in 0..8 {
+        r.started_at = ts(&format!("2025-03-10T11:0{i}:00Z"));
+        r.success = i != 3;
+        r.request_id = format!("req-{i}");
+        log.append(&r).unwrap();
+    }
+    r.started_at = ts("2025-01-01T00:00:00Z");
+    log.append(&r).unwrap();
+    std::fs::write(
+        tmp.path().join("results.jsonl.1"),
+        format!(
+            "{}not json\n",
+            std::fs::read_to_string(tmp.path().join("results.jsonl.1")).unwrap()
+        ),
+    )
+    .unwrap();
+    assert!(log_files(&settings).len() > 1, "the log rotated");
+    let h = history();
+    let (taken, bad) = h.rebuild(&settings, ts("2025-03-10T12:00:00Z"));
+    assert_eq!((taken, bad), (8, 1));
+    let s = &h.snapshot(ts("2025-03-10T12:00:00Z"))[0];
+    assert_eq!((s.last_24h.runs, s.last_24h.failed), (8, 1));
+    assert_eq!(s.failures[0].request_id, "req-3");
+    assert_eq!(s.last_run, Some(ts("2025-03-10T11:07:00Z")), "in order");
+}
+
+#[test]
+fn pairs_that_leave_are_dropped_and_unknown_ones_ignored() {
+    let h = history();
+    let mut other = run("2025-03-10T11:00:00Z", true, None);
+    other.probe = "q".into();
+    h.record(&other);
+    assert_eq!(h.snapshot(ts("2025-03-10T11:01:00Z")).len(), 1);
+    h.retain_pairs(&[("q".into(), "t".into())]);
+    let s = h.snapshot(ts("2025-03-10T11:01:00Z"));
+    assert_eq!(
+        (s.len(), s[0].probe.as_str(), s[0].last_run),
+        (1, "q", None)
+    );
+}
+
+#[test]
+fn a_pair_history_stays_within_its_stated_size() {
+    // The README states about 4.6 KiB a pair; the fixed part is what the rings take.
+    let fixed = std::mem::size_of::<PairHistory>();
+    assert!(fixed <= 4700, "{fixed} bytes");
+}
