@@ -3,11 +3,13 @@
 //! are compiled once, cross-references resolved, secrets read. Any error is one
 //! [`ConfigError`] naming file, line, column and field.
 
+mod auth;
 pub mod duration;
 pub mod error;
 pub mod gate;
 mod probe;
 pub mod raw;
+mod remote_write;
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use serde_saphyr::{Location, Spanned};
 pub use error::{ConfigError, FieldPath};
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
+pub use remote_write::RemoteWriteSettings;
 
 use crate::secret::Secret;
 
@@ -31,6 +34,7 @@ pub struct Config {
     pub path: PathBuf,
     pub agent: AgentSettings,
     pub push: Option<Push>,
+    pub remote_write: Option<RemoteWriteSettings>,
     pub targets: Vec<Arc<Target>>,
     pub probes: Vec<Arc<Probe>>,
     /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
@@ -232,6 +236,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         .push
         .map(|p| load_push(&src, &root.key("push"), p, base))
         .transpose()?;
+    let remote_write = raw
+        .remote_write
+        .map(|r| remote_write::load(&src, &root.key("remote_write"), r, base))
+        .transpose()?;
 
     let at = root.key("targets");
     if raw.targets.value.is_empty() {
@@ -268,6 +276,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         path: path.to_path_buf(),
         agent,
         push,
+        remote_write,
         targets,
         probes,
         warnings,
@@ -417,47 +426,14 @@ fn load_push(
             ))
         }
     }
-    // Where the password was given, for the error if nobody goes with it.
-    let password_at = match (&p.password_env, &p.password_file) {
-        (Some(s), _) => Some((at.key("password_env"), s.referenced)),
-        (None, Some(s)) => Some((at.key("password_file"), s.referenced)),
-        (None, None) => None,
+    let keys = auth::AuthKeys {
+        username: p.username,
+        password_env: p.password_env,
+        password_file: p.password_file,
+        bearer_token_env: p.bearer_token_env,
+        bearer_token_file: p.bearer_token_file,
     };
-    let password = read_secret(src, at, p.password_env, p.password_file, base, "password")?;
-    let bearer = read_secret(
-        src,
-        at,
-        p.bearer_token_env,
-        p.bearer_token_file,
-        base,
-        "bearer_token",
-    )?;
-    let auth = match (p.username, password, bearer) {
-        (Some(u), _, Some(_)) => {
-            return Err(src.err(
-                &at.key("username"),
-                u.referenced,
-                "set username and password, or a bearer token, not both",
-            ))
-        }
-        (Some(u), Some(password), None) => Some(PushAuth::Basic {
-            username: u.value,
-            password,
-        }),
-        (Some(u), None, None) => {
-            return Err(src.err(
-                &at.key("username"),
-                u.referenced,
-                "username needs password_env or password_file",
-            ))
-        }
-        (None, Some(_), _) => {
-            let (field, loc) = password_at.unwrap_or((url_field, p.url.referenced));
-            return Err(src.err(&field, loc, "a push password needs a username"));
-        }
-        (None, None, Some(token)) => Some(PushAuth::Bearer(token)),
-        (None, None, None) => None,
-    };
+    let auth = auth::load(src, at, keys, base, "push", (url_field, p.url.referenced))?;
 
     let job = match p.job {
         Some(j) if j.value.is_empty() => {

@@ -3,10 +3,12 @@
 //! fire time comes is skipped and counted). Results go to the metrics registry (served on
 //! /metrics, pushed to the Pushgateway) and the results log. SIGHUP or `POST /-/reload` reloads
 //! the config; SIGTERM/SIGINT stops scheduling, lets in-flight runs finish within the grace
-//! period, pushes once more and exits.
+//! period, pushes once more and exits. With `remote_write:`, the registry is also sampled on
+//! its interval and written to a remote-write receiver.
 
 mod endpoints;
 mod pusher;
+mod remote_writer;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -164,6 +166,17 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let pusher = tokio::spawn(pusher::run(agent.clone(), stop_rx.clone()));
+    let writer = remote_writer::RemoteWriter::new();
+    let sampler = tokio::spawn(remote_writer::sample_loop(
+        agent.clone(),
+        writer.clone(),
+        stop_rx.clone(),
+    ));
+    let sender = tokio::spawn(remote_writer::send_loop(
+        agent.clone(),
+        writer.clone(),
+        stop_rx.clone(),
+    ));
     let mut generation = start_schedules(&agent, &cfg, 0);
     tracing::info!(agent = %cfg.agent.name, pairs = scheduled_pairs(&cfg).len(), "daemon started");
 
@@ -217,8 +230,11 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         }
     }
     let _ = stop_tx.send(true);
-    let _ = pusher.await;
-    pusher::final_push(&agent).await;
+    let _ = tokio::join!(pusher, sampler, sender);
+    tokio::join!(
+        pusher::final_push(&agent),
+        remote_writer::final_flush(&agent, &writer)
+    );
     Ok(())
 }
 

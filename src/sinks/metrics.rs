@@ -5,6 +5,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
+use prometheus::core::Collector;
+use prometheus::proto::MetricFamily;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -28,6 +30,11 @@ pub const TOKEN_BUCKETS: [f64; 13] = [
 
 pub struct Metrics {
     registry: Registry,
+    /// The same collectors as the registry's, to read one family at a time (remote-write),
+    /// never the whole registry at once.
+    collectors: Vec<Box<dyn Collector>>,
+    /// The agent's static labels, which the registry adds to every series it gathers.
+    static_labels: Vec<(String, String)>,
     /// The target label keys this registry was built for (series labels are fixed per family).
     target_keys: Vec<String>,
     probe_success: GaugeVec,
@@ -59,7 +66,23 @@ pub struct Metrics {
     pub runs_in_flight: IntGauge,
     pub reload_successful: IntGauge,
     pub reload_success_time: Gauge,
+    pub remote_write: RemoteWriteMetrics,
 }
+
+/// The remote-write queue's health.
+pub struct RemoteWriteMetrics {
+    pub samples_sent: IntCounter,
+    /// By `reason`: `queue_full` (an outage outlasted the queue) or `rejected` (the receiver
+    /// refused the request with a 4xx; resending would not help).
+    pub samples_dropped: IntCounterVec,
+    pub failures: IntCounter,
+    pub queue_samples: IntGauge,
+    pub last_success: Gauge,
+}
+
+/// Why remote-write samples were dropped (the `reason` label).
+pub const DROPPED_QUEUE_FULL: &str = "queue_full";
+pub const DROPPED_REJECTED: &str = "rejected";
 
 fn name(n: &str) -> String {
     format!("{PREFIX}{n}")
@@ -85,12 +108,14 @@ impl Metrics {
         with_identity.extend(["reported_model", "fingerprint"]);
         let counter = |n: &str, help: &str| IntCounterVec::new(Opts::new(name(n), help), &pair);
 
+        let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
         macro_rules! reg {
             ($m:expr) => {{
                 let m = $m.expect("metric definitions are static and valid");
                 registry
                     .register(Box::new(m.clone()))
                     .expect("metric names are unique");
+                collectors.push(Box::new(m.clone()));
                 m
             }};
         }
@@ -132,9 +157,21 @@ impl Metrics {
             runs_in_flight: reg!(IntGauge::new(name("runs_in_flight"), "Probe runs in flight now.")),
             reload_successful: reg!(IntGauge::new(name("config_last_reload_successful"), "1 if the last config load or reload succeeded.")),
             reload_success_time: reg!(Gauge::new(name("config_last_reload_success_timestamp_seconds"), "When the config was last loaded successfully (Unix time).")),
+            remote_write: RemoteWriteMetrics {
+                samples_sent: reg!(IntCounter::new(name("remote_write_samples_sent_total"), "Samples the remote-write receiver accepted.")),
+                samples_dropped: reg!(IntCounterVec::new(Opts::new(name("remote_write_samples_dropped_total"), "Samples never delivered: queue_full when an outage outlasted the queue, rejected when the receiver refused them."), &["reason"])),
+                failures: reg!(IntCounter::new(name("remote_write_failures_total"), "Failed remote-write requests (each retry counts).")),
+                queue_samples: reg!(IntGauge::new(name("remote_write_queue_samples"), "Samples waiting in the remote-write queue.")),
+                last_success: reg!(Gauge::new(name("remote_write_last_success_timestamp_seconds"), "When a remote-write request last succeeded (Unix time).")),
+            },
+            static_labels: cfg.agent.labels.clone().into_iter().collect(),
+            collectors,
             target_keys,
             registry,
         };
+        for reason in [DROPPED_QUEUE_FULL, DROPPED_REJECTED] {
+            m.remote_write.samples_dropped.with_label_values(&[reason]);
+        }
         m.reload_successful.set(1);
         m.reload_success_time.set(now_seconds());
         Arc::new(m)
@@ -310,6 +347,20 @@ impl Metrics {
             lo.push(o.as_str());
             let _ = self.runs.remove_label_values(&lo);
         }
+    }
+
+    /// Hands every metric family to `f`, one collector at a time, so a large registry is never
+    /// copied whole. The agent's static labels are not in them: see [`Metrics::static_labels`].
+    pub fn each_family(&self, mut f: impl FnMut(&MetricFamily)) {
+        for c in &self.collectors {
+            for mf in c.collect() {
+                f(&mf);
+            }
+        }
+    }
+
+    pub fn static_labels(&self) -> &[(String, String)] {
+        &self.static_labels
     }
 
     /// The whole registry in the Prometheus text format.

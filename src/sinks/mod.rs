@@ -1,6 +1,7 @@
-//! Where results go: the metrics registry (scraped on /metrics and pushed to a Pushgateway) and
-//! the results log. Sinks turn results into output; nothing here measures anything.
+//! Where results go: the metrics registry (scraped on /metrics, pushed to a Pushgateway,
+//! written to a remote-write receiver) and the results log. Sinks turn results into output; nothing here measures anything.
 
 pub mod metrics;
 pub mod push;
+pub mod remote_write;
 pub mod results_log;
