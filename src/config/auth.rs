@@ -71,3 +71,16 @@ pub(super) fn load(
         (None, None, None) => Ok(None),
     }
 }
+
+/// Why an output's `url` is refused. A URL holding credentials is not echoed: they are
+/// secrets, and errors are printed and logged.
+pub(super) fn bad_url(what: &str, raw: &str) -> String {
+    let has_credentials = reqwest::Url::parse(raw)
+        .map(|u| !u.username().is_empty() || u.password().is_some())
+        .unwrap_or(false);
+    if has_credentials {
+        format!("{what} url must not hold credentials: set username with password_env or password_file, or a bearer token")
+    } else {
+        format!("{what} url {raw:?} must be an http(s) URL without credentials")
+    }
+}

@@ -419,10 +419,7 @@ fn load_push(
             return Err(src.err(
                 &url_field,
                 p.url.referenced,
-                format!(
-                    "push url {:?} must be an http(s) URL without credentials",
-                    p.url.value
-                ),
+                auth::bad_url("push", &p.url.value),
             ))
         }
     }

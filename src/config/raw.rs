@@ -73,6 +73,7 @@ pub struct RawRemoteWrite {
 pub struct RawQueue {
     pub max_samples: Option<Spanned<i64>>,
     pub max_samples_per_send: Option<Spanned<i64>>,
+    pub max_backoff: Option<Spanned<Dur>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

@@ -25,6 +25,9 @@ pub struct RemoteWriteSettings {
     pub max_samples: usize,
     /// Samples in one request.
     pub max_samples_per_send: usize,
+    /// The longest wait between retries while the receiver fails (Prometheus's default, 5s:
+    /// a receiver back from an outage is written to before the queue turns over).
+    pub max_backoff: Duration,
     pub auth: Option<PushAuth>,
 }
 
@@ -67,10 +70,7 @@ pub(super) fn load(
             return Err(src.err(
                 &url_field,
                 r.url.referenced,
-                format!(
-                    "remote_write url {:?} must be an http(s) URL without credentials",
-                    r.url.value
-                ),
+                auth::bad_url("remote_write", &r.url.value),
             ))
         }
     }
@@ -121,6 +121,13 @@ pub(super) fn load(
         timeout: nonzero(src, at, "timeout", r.timeout, Duration::from_secs(10))?,
         max_samples,
         max_samples_per_send,
+        max_backoff: nonzero(
+            src,
+            &queue_at,
+            "max_backoff",
+            queue.max_backoff,
+            Duration::from_secs(5),
+        )?,
         auth,
     })
 }

@@ -14,7 +14,6 @@ use crate::sinks::metrics::{now_seconds, DROPPED_QUEUE_FULL, DROPPED_REJECTED};
 use crate::sinks::push;
 use crate::sinks::remote_write::{self, Queue, Sampler, SendError};
 
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often an agent without `remote_write:` looks again (a reload may add it).
 const UNCONFIGURED_RECHECK: Duration = Duration::from_secs(15);
 
@@ -147,31 +146,30 @@ pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch
     let mut failures = 0u32;
     loop {
         let wake = rw.wake.notified();
-        let sent = match agent.cfg().remote_write.clone() {
+        let settings = agent.cfg().remote_write.clone();
+        let sent = match &settings {
             Some(s) => {
                 tokio::select! {
-                    r = rw.send_one(&agent, &client, &s) => r,
+                    r = rw.send_one(&agent, &client, s) => r,
                     _ = stop.wait_for(|s| *s) => return,
                 }
             }
             None => None,
         };
-        let pause = match sent {
-            None => {
+        let pause = match (sent, &settings) {
+            (None, _) | (_, None) => {
                 tokio::select! {
                     _ = wake => continue,
                     _ = stop.wait_for(|s| *s) => return,
                 }
             }
-            Some(Err(SendError::Retry { .. })) => {
+            (Some(Err(e @ SendError::Retry { .. })), Some(s)) => {
                 failures = failures.saturating_add(1);
-                let pause = push::backoff(failures - 1, MAX_BACKOFF);
-                if let Some(Err(e)) = &sent {
-                    tracing::warn!(error = %e, failures, retry_in = ?pause, queued = rw.queue().samples(), "remote write failed; samples stay queued");
-                }
+                let pause = push::backoff(failures - 1, s.max_backoff);
+                tracing::warn!(error = %e, failures, retry_in = ?pause, queued = rw.queue().samples(), "remote write failed; samples stay queued");
                 pause
             }
-            Some(_) => {
+            (Some(_), Some(_)) => {
                 if failures > 0 {
                     tracing::info!(failures, "remote write recovered");
                 }

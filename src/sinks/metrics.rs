@@ -206,7 +206,13 @@ impl Metrics {
         self.probe_success
             .with_label_values(&l)
             .set(if r.success { 1.0 } else { 0.0 });
-        let started = r.started_at.as_millisecond() as f64 / 1000.0;
+        // Rounded as the results log writes it, so a run's time is the same in both.
+        let started = r
+            .started_at
+            .round(jiff::Unit::Millisecond)
+            .unwrap_or(r.started_at)
+            .as_millisecond() as f64
+            / 1000.0;
         self.last_run.with_label_values(&l).set(started);
         if r.success {
             self.last_success.with_label_values(&l).set(started);
