@@ -15,6 +15,14 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         cfg.targets.len(),
         cfg.probes.len()
     );
+    if let Some((i, n)) = cfg.agent.shard {
+        let all: usize = cfg.probes.iter().map(|p| p.targets.len()).sum();
+        let _ = writeln!(
+            s,
+            "shard {i}/{n}: {} of {all} (probe, target) pairs",
+            crate::daemon::scheduled_pairs(cfg).len()
+        );
+    }
     for p in &cfg.probes {
         let _ = writeln!(
             s,

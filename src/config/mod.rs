@@ -5,6 +5,7 @@
 
 mod auth;
 pub mod duration;
+pub mod env;
 pub mod error;
 pub mod gate;
 mod probe;
@@ -292,10 +293,14 @@ fn load_agent(
     let mut labels = BTreeMap::new();
     if let Some(l) = a.labels {
         check_labels(src, &at.key("labels"), &l)?;
-        labels = l.value;
+        for (k, v) in l.value {
+            let v = env::expand(src, &at.key("labels").key(&k), l.referenced, &v)?;
+            labels.insert(k, v);
+        }
     }
     let name = match a.name {
-        Some(n) => {
+        Some(mut n) => {
+            n.value = env::expand(src, &at.key("name"), n.referenced, &n.value)?;
             check_name(src, &at.key("name"), &n, "agent")?;
             n.value
         }
@@ -316,7 +321,8 @@ fn load_agent(
         None => None,
     };
     let shard = match a.shard {
-        Some(s) => {
+        Some(mut s) => {
+            s.value = env::expand(src, &at.key("shard"), s.referenced, &s.value)?;
             let parsed = s
                 .value
                 .split_once('/')
