@@ -2,7 +2,8 @@
 //! `agent.labels` values and `agent.shard` — so every replica of a StatefulSet can share one
 //! ConfigMap and take its identity from its pod (`shard: "${SHARD}"`, `replica: "${REPLICA}"`).
 //! Nowhere else: like Prometheus's external labels, and so a secret can never be expanded into
-//! a value that is printed or becomes a label. `$$` is a literal `$`.
+//! a value that is printed or becomes a label. `${NAME:-default}` takes the default when NAME
+//! is unset or empty (as in a shell); `$$` is a literal `$`.
 
 use serde_saphyr::Location;
 
@@ -15,7 +16,8 @@ pub enum ExpandError {
     Malformed,
 }
 
-/// Expands `${NAME}` with `lookup`; an unset or empty variable is an error, not "".
+/// Expands `${NAME}` and `${NAME:-default}` with `lookup`; an unset or empty variable without
+/// a default is an error, not "".
 pub fn expand_with(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
@@ -30,7 +32,10 @@ pub fn expand_with(
             rest = r;
         } else if let Some(r) = after.strip_prefix('{') {
             let end = r.find('}').ok_or(ExpandError::Malformed)?;
-            let name = &r[..end];
+            let (name, default) = match r[..end].split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (&r[..end], None),
+            };
             let valid = name
                 .chars()
                 .next()
@@ -39,8 +44,9 @@ pub fn expand_with(
             if !valid {
                 return Err(ExpandError::Malformed);
             }
-            match lookup(name) {
-                Some(v) if !v.is_empty() => out.push_str(&v),
+            match (lookup(name), default) {
+                (Some(v), _) if !v.is_empty() => out.push_str(&v),
+                (_, Some(d)) => out.push_str(d),
                 _ => return Err(ExpandError::Unset(name.to_string())),
             }
             rest = &r[end + 1..];
@@ -69,7 +75,7 @@ pub(super) fn expand(
         ExpandError::Malformed => src.err(
             field,
             loc,
-            format!("{text:?}: write ${{NAME}} for an environment variable, $$ for a literal $"),
+            format!("{text:?}: write ${{NAME}} or ${{NAME:-default}} for an environment variable, $$ for a literal $"),
         ),
     })
 }
@@ -94,6 +100,10 @@ mod tests {
         assert_eq!(expand_with("canary-${POD_INDEX}", env).unwrap(), "canary-2");
         assert_eq!(expand_with("plain", env).unwrap(), "plain");
         assert_eq!(expand_with("cost$$5 $x", env).unwrap(), "cost$5 $x");
+        assert_eq!(expand_with("${SHARD:-1/1}", env).unwrap(), "2/3");
+        assert_eq!(expand_with("${NOPE:-1/1}", env).unwrap(), "1/1");
+        assert_eq!(expand_with("${EMPTY:-a}", env).unwrap(), "a");
+        assert_eq!(expand_with("${NOPE:-}x", env).unwrap(), "x");
     }
 
     #[test]
@@ -106,7 +116,7 @@ mod tests {
             expand_with("${EMPTY}", env),
             Err(ExpandError::Unset("EMPTY".into()))
         );
-        for bad in ["${SHARD", "${}", "${1X}", "${A-B}"] {
+        for bad in ["${SHARD", "${}", "${1X}", "${A-B}", "${:-x}"] {
             assert_eq!(expand_with(bad, env), Err(ExpandError::Malformed), "{bad}");
         }
     }
