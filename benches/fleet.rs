@@ -177,7 +177,7 @@ fn run_mode(rt: &tokio::runtime::Runtime, sim: &Sim, mode: &str, secs: u64) {
     let mut server_ttft: HashMap<String, f64> = HashMap::new();
     let mut next_harvest = Instant::now() + Duration::from_secs(60);
     // The sim keeps its last 10,000 requests: read them every minute, before they roll over.
-    let mut harvest = |server_ttft: &mut HashMap<String, f64>| {
+    let harvest = |server_ttft: &mut HashMap<String, f64>| {
         let text = get(rt, &format!("http://{}/_sim/requests", sim.addr())).unwrap_or_default();
         let seen: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
         for s in seen {
