@@ -206,7 +206,7 @@ fn shard(out: &str) -> (u64, u64, usize, usize) {
         .find(|l| l.starts_with("shard "))
         .unwrap_or_else(|| panic!("no shard line in {out}"));
     let w: Vec<&str> = line
-        .split(|c: char| c == ' ' || c == '/' || c == ':')
+        .split([' ', '/', ':'])
         .collect();
     // "shard 2/3: 1 of 1 (probe, target) pairs"
     (
