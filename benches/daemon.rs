@@ -118,21 +118,7 @@ fn main() {
     }
     if soak {
         // Every pair fires once a second: count the whole seconds of the window each one missed.
-        let mut per_pair: std::collections::HashMap<
-            (String, String),
-            std::collections::BTreeSet<i64>,
-        > = Default::default();
-        for l in runs.lines() {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
-            per_pair
-                .entry((
-                    v["probe"].as_str().unwrap().into(),
-                    v["target"].as_str().unwrap().into(),
-                ))
-                .or_default()
-                .insert(t.as_second());
-        }
+        let per_pair = support::fired_seconds(&runs);
         let (from, to) = (
             started_at.as_second() + 2,
             started_at.as_second() + wall as i64 - 2,

@@ -12,7 +12,7 @@
 //! `LLM_CANARY_BENCH_SECS` sets the probing time per mode (default 120; the README's figures
 //! are 600); `LLM_CANARY_FLEET_MODE=push` or `remote-write` runs one mode only.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -219,19 +219,11 @@ fn run_mode(rt: &tokio::runtime::Runtime, sim: &Sim, mode: &str, secs: u64) {
     loads.push(load_average());
 
     let runs = std::fs::read_to_string(dir.join("results.jsonl")).unwrap_or_default();
-    let mut fired: HashMap<(String, String), BTreeSet<i64>> = HashMap::new();
+    let fired = support::fired_seconds(&runs);
     let (mut ok, mut errors) = (0, Vec::new());
     for l in runs.lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
         ok += usize::from(v["outcome"] == "ok");
-        let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
-        fired
-            .entry((
-                v["probe"].as_str().unwrap().into(),
-                v["target"].as_str().unwrap().into(),
-            ))
-            .or_default()
-            .insert(t.as_second());
         if let (Some(ours), Some(theirs)) = (
             v["ttft_ms"].as_f64(),
             v["request_id"].as_str().and_then(|id| server_ttft.get(id)),

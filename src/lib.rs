@@ -20,8 +20,10 @@
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: the result record of one run.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
-//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints and push loop.
-//! - [`sinks`]: the metrics registry, the Pushgateway client and the results log.
+//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its endpoints, push loop and
+//!   remote-write loops.
+//! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
+//!   queue) and the results log.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.

@@ -7,11 +7,11 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::services::binary;
-use common::TempDir;
+use common::{root, run, TempDir};
 use serde_json::Value;
 
 const LAYOUTS: [&str; 5] = [
@@ -21,21 +21,6 @@ const LAYOUTS: [&str; 5] = [
     "deploy/kubernetes/regions/eu-west",
     "deploy/kubernetes/regions/us-east",
 ];
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
-    text
-}
 
 fn kubectl() -> String {
     binary(
@@ -205,9 +190,7 @@ fn shard(out: &str) -> (u64, u64, usize, usize) {
         .lines()
         .find(|l| l.starts_with("shard "))
         .unwrap_or_else(|| panic!("no shard line in {out}"));
-    let w: Vec<&str> = line
-        .split([' ', '/', ':'])
-        .collect();
+    let w: Vec<&str> = line.split([' ', '/', ':']).collect();
     // "shard 2/3: 1 of 1 (probe, target) pairs"
     (
         w[1].parse().unwrap(),

@@ -9,23 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::services::{self, binary, eventually, get};
-use common::TempDir;
+use common::{root, run, TempDir};
 use llm_canary::sim::Sim;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
-    text
-}
 
 /// `promtool <args> <file>` on a file of deploy/prometheus/, and what it printed.
 fn promtool(args: &[&str], file: &str) -> String {

@@ -2,6 +2,8 @@
 //! file descriptors.
 #![allow(dead_code)]
 
+use std::collections::{BTreeSet, HashMap};
+
 /// A `VmRSS:`-style field of /proc/<pid>/status, in KiB.
 pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -28,4 +30,20 @@ pub fn load_average() -> String {
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "?".into())
+}
+
+/// The whole seconds at which each (probe, target) pair started a run, from a results log.
+pub fn fired_seconds(results_log: &str) -> HashMap<(String, String), BTreeSet<i64>> {
+    let mut out: HashMap<(String, String), BTreeSet<i64>> = HashMap::new();
+    for l in results_log.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
+        out.entry((
+            v["probe"].as_str().unwrap().into(),
+            v["target"].as_str().unwrap().into(),
+        ))
+        .or_default()
+        .insert(t.as_second());
+    }
+    out
 }

@@ -1,5 +1,6 @@
-//! HTTP auth for the agent's outputs (`push:` and `remote_write:`): basic or bearer, with the
-//! secret read from an environment variable or a file, never from the config text.
+//! What the agent's outputs (`push:` and `remote_write:`) share: the URL's rules, and HTTP
+//! auth, basic or bearer, with the secret read from an environment variable or a file, never
+//! from the config text.
 
 use std::path::Path;
 
@@ -72,9 +73,31 @@ pub(super) fn load(
     }
 }
 
+/// An output's `url` (the mapping at `at`), without a trailing slash: http(s), a host, no
+/// credentials.
+pub(super) fn url(
+    src: &Source,
+    at: &FieldPath,
+    url: &Spanned<String>,
+    what: &str,
+) -> Result<String, ConfigError> {
+    let text = url.value.trim().trim_end_matches('/').to_string();
+    match reqwest::Url::parse(&text) {
+        Ok(u)
+            if matches!(u.scheme(), "http" | "https")
+                && u.host().is_some()
+                && u.username().is_empty()
+                && u.password().is_none() =>
+        {
+            Ok(text)
+        }
+        _ => Err(src.err(&at.key("url"), url.referenced, bad_url(what, &url.value))),
+    }
+}
+
 /// Why an output's `url` is refused. A URL holding credentials is not echoed: they are
 /// secrets, and errors are printed and logged.
-pub(super) fn bad_url(what: &str, raw: &str) -> String {
+fn bad_url(what: &str, raw: &str) -> String {
     let has_credentials = reqwest::Url::parse(raw)
         .map(|u| !u.username().is_empty() || u.password().is_some())
         .unwrap_or(false);

@@ -417,18 +417,7 @@ fn load_push(
     p: raw::RawPush,
     base: &Path,
 ) -> Result<Push, ConfigError> {
-    let url_field = at.key("url");
-    let url = p.url.value.trim_end_matches('/').to_string();
-    match reqwest::Url::parse(&url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.password().is_none() => {}
-        _ => {
-            return Err(src.err(
-                &url_field,
-                p.url.referenced,
-                auth::bad_url("push", &p.url.value),
-            ))
-        }
-    }
+    let url = auth::url(src, at, &p.url, "push")?;
     let keys = auth::AuthKeys {
         username: p.username,
         password_env: p.password_env,
@@ -436,7 +425,14 @@ fn load_push(
         bearer_token_env: p.bearer_token_env,
         bearer_token_file: p.bearer_token_file,
     };
-    let auth = auth::load(src, at, keys, base, "push", (url_field, p.url.referenced))?;
+    let auth = auth::load(
+        src,
+        at,
+        keys,
+        base,
+        "push",
+        (at.key("url"), p.url.referenced),
+    )?;
 
     let job = match p.job {
         Some(j) if j.value.is_empty() => {

@@ -58,22 +58,7 @@ pub(super) fn load(
     r: raw::RawRemoteWrite,
     base: &Path,
 ) -> Result<RemoteWriteSettings, ConfigError> {
-    let url_field = at.key("url");
-    let url = r.url.value.trim().to_string();
-    match reqwest::Url::parse(&url) {
-        Ok(u)
-            if matches!(u.scheme(), "http" | "https")
-                && u.host().is_some()
-                && u.username().is_empty()
-                && u.password().is_none() => {}
-        _ => {
-            return Err(src.err(
-                &url_field,
-                r.url.referenced,
-                auth::bad_url("remote_write", &r.url.value),
-            ))
-        }
-    }
+    let url = auth::url(src, at, &r.url, "remote_write")?;
     let keys = AuthKeys {
         username: r.username,
         password_env: r.password_env,
@@ -87,7 +72,7 @@ pub(super) fn load(
         keys,
         base,
         "remote_write",
-        (url_field, r.url.referenced),
+        (at.key("url"), r.url.referenced),
     )?;
     let job = match r.job {
         Some(j) if j.value.is_empty() => {

@@ -3,6 +3,7 @@
 //! a sender drains the queue oldest first, retrying with backoff while the receiver is away.
 //! Sampling never waits for the sender, so an outage costs queue space, not schedule.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,8 @@ const UNCONFIGURED_RECHECK: Duration = Duration::from_secs(15);
 pub struct RemoteWriter {
     queue: Mutex<Queue>,
     wake: Notify,
+    /// Whether the queue was found too small for the registry (said once).
+    warned_small: AtomicBool,
 }
 
 impl RemoteWriter {
@@ -28,6 +31,7 @@ impl RemoteWriter {
         Arc::new(RemoteWriter {
             queue: Mutex::new(Queue::new(0)),
             wake: Notify::new(),
+            warned_small: AtomicBool::new(false),
         })
     }
 
@@ -35,22 +39,27 @@ impl RemoteWriter {
         self.queue.lock().expect("remote-write queue lock")
     }
 
-    /// Samples the registry into the queue now.
+    /// Samples the registry into the queue now. The queue is locked one batch at a time, so
+    /// the sender drains it while a large registry is still being sampled.
     fn sample(&self, agent: &Agent, settings: &RemoteWriteSettings) {
         let metrics = agent.metrics();
         let mut extra = metrics.static_labels().to_vec();
         extra.push(("job".into(), settings.job.clone()));
         extra.push(("instance".into(), agent.cfg().agent.name.clone()));
         let timestamp_ms = jiff::Timestamp::now().as_millisecond();
-        let mut q = self.queue();
-        let mut dropped = q.set_max(settings.max_samples);
+        let mut dropped = self.queue().set_max(settings.max_samples);
+        let mut total = 0;
         let mut sampler = Sampler::new(
             &extra,
             timestamp_ms,
             settings.max_samples_per_send,
-            |body, n| dropped += q.push(body, n),
+            |body, n| {
+                total += n;
+                dropped += self.queue().push(body, n);
+                self.wake.notify_one();
+            },
         );
-        metrics.each_family(|mf| sampler.family(mf));
+        metrics.each_family(|mf| sampler.family(&mf));
         sampler.finish();
         let rw = &metrics.remote_write;
         if dropped > 0 {
@@ -59,13 +68,15 @@ impl RemoteWriter {
                 .inc_by(dropped as u64);
             tracing::warn!(
                 dropped,
+                samples = total,
                 max_samples = settings.max_samples,
                 "remote-write queue full: the oldest samples were dropped"
             );
         }
-        rw.queue_samples.set(q.samples() as i64);
-        drop(q);
-        self.wake.notify_one();
+        if total > settings.max_samples / 2 && !self.warned_small.swap(true, Ordering::Relaxed) {
+            tracing::warn!(samples = total, max_samples = settings.max_samples, "remote_write.queue.max_samples holds fewer than two samplings of the registry: the shortest outage loses data; raise it");
+        }
+        rw.queue_samples.set(self.queue().samples() as i64);
     }
 
     /// Sends the oldest batch once. `None`: nothing to send.
@@ -113,7 +124,10 @@ pub async fn sample_loop(
         let settings = agent.cfg().remote_write.clone();
         let wait = match &settings {
             Some(s) => {
-                rw.sample(&agent, s);
+                // Off the runtime's one thread: sampling a large registry takes milliseconds
+                // that would otherwise delay the timestamps of probe runs in flight.
+                let (a, w, s2) = (agent.clone(), rw.clone(), s.clone());
+                let _ = tokio::task::spawn_blocking(move || w.sample(&a, &s2)).await;
                 // The next tick keeps the grid; a tick missed by a slow sample is skipped.
                 next += s.interval;
                 let now = Instant::now();

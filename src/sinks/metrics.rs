@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use prometheus::core::Collector;
-use prometheus::proto::MetricFamily;
+use prometheus::proto::{LabelPair, MetricFamily};
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -29,9 +29,8 @@ pub const TOKEN_BUCKETS: [f64; 13] = [
 ];
 
 pub struct Metrics {
-    registry: Registry,
-    /// The same collectors as the registry's, to read one family at a time (remote-write),
-    /// never the whole registry at once.
+    /// Every collector, read one family at a time (the text format, remote-write), never the
+    /// whole registry at once. A `Registry` checks at construction that names are unique.
     collectors: Vec<Box<dyn Collector>>,
     /// The agent's static labels, which the registry adds to every series it gathers.
     static_labels: Vec<(String, String)>,
@@ -167,7 +166,6 @@ impl Metrics {
             static_labels: cfg.agent.labels.clone().into_iter().collect(),
             collectors,
             target_keys,
-            registry,
         };
         for reason in [DROPPED_QUEUE_FULL, DROPPED_REJECTED] {
             m.remote_write.samples_dropped.with_label_values(&[reason]);
@@ -357,10 +355,10 @@ impl Metrics {
 
     /// Hands every metric family to `f`, one collector at a time, so a large registry is never
     /// copied whole. The agent's static labels are not in them: see [`Metrics::static_labels`].
-    pub fn each_family(&self, mut f: impl FnMut(&MetricFamily)) {
+    pub fn each_family(&self, mut f: impl FnMut(MetricFamily)) {
         for c in &self.collectors {
             for mf in c.collect() {
-                f(&mf);
+                f(mf);
             }
         }
     }
@@ -369,12 +367,33 @@ impl Metrics {
         &self.static_labels
     }
 
-    /// The whole registry in the Prometheus text format.
+    /// The whole registry in the Prometheus text format, one family at a time: what the
+    /// registry's own gather() would copy whole (a thousand pairs make over 100,000 series)
+    /// is never in memory at once, only the text.
     pub fn encode(&self) -> Vec<u8> {
         let mut buf = Vec::new();
-        TextEncoder::new()
-            .encode(&self.registry.gather(), &mut buf)
-            .expect("encoding into memory cannot fail");
+        let encoder = TextEncoder::new();
+        self.each_family(|mut mf| {
+            if mf.get_metric().is_empty() {
+                return;
+            }
+            let mut metrics = mf.take_metric();
+            for m in &mut metrics {
+                let mut labels = m.take_label();
+                for (k, v) in &self.static_labels {
+                    let mut l = LabelPair::default();
+                    l.set_name(k.clone());
+                    l.set_value(v.clone());
+                    labels.push(l);
+                }
+                labels.sort_by(|a, b| a.name().cmp(b.name()));
+                m.set_label(labels);
+            }
+            mf.set_metric(metrics);
+            encoder
+                .encode(&[mf], &mut buf)
+                .expect("encoding into memory cannot fail");
+        });
         buf
     }
 }
