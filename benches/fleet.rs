@@ -125,7 +125,8 @@ fn start_output(
     let section = if mode == "push" {
         format!("push: {{url: \"{base}\", min_interval: 5s}}\n")
     } else {
-        format!("remote_write: {{url: \"{base}/api/v1/write\", interval: 15s}}\n")
+        // One sampling is about 116,000 samples: the queue holds four.
+        format!("remote_write: {{url: \"{base}/api/v1/write\", interval: 15s, queue: {{max_samples: 500000}}}}\n")
     };
     (p, section, base)
 }
