@@ -28,14 +28,7 @@ async fn push_now(agent: &Agent, client: &reqwest::Client) -> Pushed {
         return Pushed::NotConfigured;
     };
     let metrics = agent.metrics();
-    // Encoding a large registry takes milliseconds: off the runtime's one thread, where they
-    // would delay the timestamps of probe runs in flight.
-    let m = metrics.clone();
-    let Ok(body) = tokio::task::spawn_blocking(move || m.encode()).await else {
-        // Never an empty PUT: it would wipe this agent's group on the gateway.
-        tracing::error!("encoding the registry failed; no push");
-        return Pushed::Failed;
-    };
+    let body = metrics.encode_yielding().await;
     let result = push::put(client, settings, &cfg.agent.name, body).await;
     let mut status = agent.push_status.lock().expect("push status lock");
     match result {

@@ -15,6 +15,8 @@ use crate::sinks::metrics::{now_seconds, DROPPED_QUEUE_FULL, DROPPED_REJECTED};
 use crate::sinks::push;
 use crate::sinks::remote_write::{self, Queue, Sampler, SendError};
 
+/// Metrics (a histogram is ~23 series) sampled between two chances for other tasks to run.
+const METRICS_PER_STEP: usize = 100;
 /// How often an agent without `remote_write:` looks again (a reload may add it).
 const UNCONFIGURED_RECHECK: Duration = Duration::from_secs(15);
 
@@ -39,9 +41,10 @@ impl RemoteWriter {
         self.queue.lock().expect("remote-write queue lock")
     }
 
-    /// Samples the registry into the queue now. The queue is locked one batch at a time, so
-    /// the sender drains it while a large registry is still being sampled.
-    fn sample(&self, agent: &Agent, settings: &RemoteWriteSettings) {
+    /// Samples the registry into the queue now, giving way to other tasks every
+    /// [`METRICS_PER_STEP`] metrics (the daemon's one thread also stamps probe runs in
+    /// flight) and locking the queue one batch at a time, so the sender drains it meanwhile.
+    async fn sample(&self, agent: &Agent, settings: &RemoteWriteSettings) {
         let metrics = agent.metrics();
         let mut extra = metrics.static_labels().to_vec();
         extra.push(("job".into(), settings.job.clone()));
@@ -59,7 +62,17 @@ impl RemoteWriter {
                 self.wake.notify_one();
             },
         );
-        metrics.each_family(|mf| sampler.family(&mf));
+        for c in metrics.collectors() {
+            for mut mf in c.collect() {
+                let mut rest = mf.take_metric();
+                while !rest.is_empty() {
+                    let mut part = mf.clone();
+                    part.set_metric(rest.drain(..rest.len().min(METRICS_PER_STEP)).collect());
+                    sampler.family(&part);
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
         sampler.finish();
         let rw = &metrics.remote_write;
         if dropped > 0 {
@@ -124,10 +137,7 @@ pub async fn sample_loop(
         let settings = agent.cfg().remote_write.clone();
         let wait = match &settings {
             Some(s) => {
-                // Off the runtime's one thread: sampling a large registry takes milliseconds
-                // that would otherwise delay the timestamps of probe runs in flight.
-                let (a, w, s2) = (agent.clone(), rw.clone(), s.clone());
-                let _ = tokio::task::spawn_blocking(move || w.sample(&a, &s2)).await;
+                rw.sample(&agent, s).await;
                 // The next tick keeps the grid; a tick missed by a slow sample is skipped.
                 next += s.interval;
                 let now = Instant::now();
@@ -204,7 +214,7 @@ pub async fn final_flush(agent: &Agent, rw: &RemoteWriter) {
     let Some(settings) = agent.cfg().remote_write.clone() else {
         return;
     };
-    rw.sample(agent, &settings);
+    rw.sample(agent, &settings).await;
     let client = push::client();
     let deadline = tokio::time::Instant::now() + settings.timeout;
     loop {

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use prometheus::core::Collector;
-use prometheus::proto::{LabelPair, MetricFamily};
+use prometheus::proto::LabelPair;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -353,29 +353,22 @@ impl Metrics {
         }
     }
 
-    /// Hands every metric family to `f`, one collector at a time, so a large registry is never
-    /// copied whole. The agent's static labels are not in them: see [`Metrics::static_labels`].
-    pub fn each_family(&self, mut f: impl FnMut(MetricFamily)) {
-        for c in &self.collectors {
-            for mf in c.collect() {
-                f(mf);
-            }
-        }
+    /// Every collector, to be read one at a time, never the whole registry at once. The
+    /// agent's static labels are not in what they collect: see [`Metrics::static_labels`].
+    pub fn collectors(&self) -> impl Iterator<Item = &dyn Collector> {
+        self.collectors.iter().map(|c| c.as_ref())
     }
 
     pub fn static_labels(&self) -> &[(String, String)] {
         &self.static_labels
     }
 
-    /// The whole registry in the Prometheus text format, one family at a time: what the
-    /// registry's own gather() would copy whole (a thousand pairs make over 100,000 series)
-    /// is never in memory at once, only the text.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut buf = Vec::new();
-        let encoder = TextEncoder::new();
-        self.each_family(|mut mf| {
+    /// One collector's families in the text format, with the agent's labels added (sorted)
+    /// as the registry's gather() would.
+    fn encode_collector(&self, c: &dyn Collector, buf: &mut Vec<u8>) {
+        for mut mf in c.collect() {
             if mf.get_metric().is_empty() {
-                return;
+                continue;
             }
             let mut metrics = mf.take_metric();
             for m in &mut metrics {
@@ -390,10 +383,33 @@ impl Metrics {
                 m.set_label(labels);
             }
             mf.set_metric(metrics);
-            encoder
-                .encode(&[mf], &mut buf)
+            TextEncoder::new()
+                .encode(&[mf], buf)
                 .expect("encoding into memory cannot fail");
-        });
+        }
+    }
+
+    /// The whole registry in the Prometheus text format, one collector at a time: what the
+    /// registry's gather() would copy whole (a thousand pairs make over 100,000 series) is
+    /// never in memory at once, only the text.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for c in self.collectors() {
+            self.encode_collector(c, &mut buf);
+        }
+        buf
+    }
+
+    /// The same, giving way to other tasks between collectors: on the daemon's one thread, the
+    /// text of a large registry would otherwise delay the timestamps of probe runs in flight.
+    /// (A blocking thread would not: each one the pool starts keeps its own malloc arena, and
+    /// with it the memory of the largest text it wrote.)
+    pub async fn encode_yielding(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for c in self.collectors() {
+            self.encode_collector(c, &mut buf);
+            tokio::task::yield_now().await;
+        }
         buf
     }
 }
