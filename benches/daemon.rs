@@ -15,24 +15,8 @@ use std::time::{Duration, Instant};
 
 use llm_canary::sim::Sim;
 
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = s.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// utime + stime of a process, in seconds.
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().ok()? + f[12].parse::<f64>().ok()?;
-    Some(ticks / 100.0) // USER_HZ is 100 on Linux
-}
-
-fn open_fds(pid: u32) -> Option<usize> {
-    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
-}
+mod support;
+use support::{cpu_seconds, open_fds, status_kib};
 
 /// A week of one pair's history: every 5 minutes for the last day, hourly before that, so
 /// every slot of the status history holds something.
@@ -203,21 +187,7 @@ fn main() {
     }
     if soak {
         // Every pair fires once a second: count the whole seconds of the window each one missed.
-        let mut per_pair: std::collections::HashMap<
-            (String, String),
-            std::collections::BTreeSet<i64>,
-        > = Default::default();
-        for l in runs.lines() {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
-            per_pair
-                .entry((
-                    v["probe"].as_str().unwrap().into(),
-                    v["target"].as_str().unwrap().into(),
-                ))
-                .or_default()
-                .insert(t.as_second());
-        }
+        let per_pair = support::fired_seconds(&runs);
         let (from, to) = (
             started_at.as_second() + 2,
             started_at.as_second() + wall as i64 - 2,

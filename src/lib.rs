@@ -21,11 +21,12 @@
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: the result record of one run.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
-//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push loop and endpoints: the
-//!   status page, JSON status and badges (`status` judges, `status_page` renders), `/probe`
-//!   (one configured pair now), and the admin endpoints behind the token guard.
-//! - [`sinks`]: the metrics registry, the Pushgateway client, the results log and the status
-//!   page's fixed-size history (rebuilt from the results log at start).
+//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
+//!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
+//!   renders), `/probe` (one configured pair now), and the admin endpoints behind the token guard.
+//! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
+//!   queue), the results log and the status page's fixed-size history (rebuilt from the results
+//!   log at start).
 //! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept

@@ -9,23 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::services::{self, binary, eventually, get};
-use common::TempDir;
+use common::{root, run, TempDir};
 use llm_canary::sim::Sim;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
-    text
-}
 
 /// `promtool <args> <file>` on a file of deploy/prometheus/, and what it printed.
 fn promtool(args: &[&str], file: &str) -> String {
@@ -161,58 +146,29 @@ fn every_manifest_parses_and_kubernetes_objects_validate() {
         Path::new(&validator).exists(),
         "{validator} is missing: scripts/test installs it (python3 -m venv .venv-tools && .venv-tools/bin/pip install kubernetes-validate)"
     );
+    // The manifests one by one; tests/deploy_fleet.rs renders and validates every layout.
     let k8s = root().join("deploy/kubernetes");
     let manifests = [
-        "namespace.yaml",
-        "configmap.yaml",
+        "common/namespace.yaml",
+        "common/service.yaml",
+        "common/networkpolicy.yaml",
+        "common/pushgateway.yaml",
         "deployment.yaml",
-        "service.yaml",
-        "networkpolicy.yaml",
-        "pushgateway.yaml",
     ];
     let out = run(Command::new(&validator)
         .arg("--strict")
         .args(manifests.iter().map(|m| k8s.join(m))));
     assert_eq!(out.matches("passed").count(), 7, "{out}");
-    // The kustomization lists exactly these.
-    let kust: serde_json::Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(k8s.join("kustomization.yaml")).unwrap())
-            .unwrap();
-    let listed: Vec<&str> = kust["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    assert_eq!(listed, manifests);
 }
 
 #[test]
-fn the_configmap_holds_a_valid_agent_config() {
-    let cm: serde_json::Value = serde_saphyr::from_str(
-        &std::fs::read_to_string(root().join("deploy/kubernetes/configmap.yaml")).unwrap(),
-    )
-    .unwrap();
-    let dep: serde_json::Value = serde_saphyr::from_str(
-        &std::fs::read_to_string(root().join("deploy/kubernetes/deployment.yaml")).unwrap(),
-    )
-    .unwrap();
-    let dir = TempDir::new("cm");
-    // Lay the keys out as the Deployment's volume items do.
-    let items = dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"]
-        .as_array()
-        .unwrap();
-    for item in items {
-        let key = item["key"].as_str().unwrap();
-        dir.write(&[(
-            item["path"].as_str().unwrap(),
-            cm["data"][key].as_str().unwrap(),
-        )]);
-    }
+fn the_kubernetes_config_is_a_valid_agent_config() {
+    // As the pods mount it: the config folder beside the probes folder.
+    let common = root().join("deploy/kubernetes/common");
     let out = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
         .arg("check")
         .arg("-c")
-        .arg(dir.path().join("llm-canary.yaml"))
+        .arg(common.join("config/llm-canary.yaml"))
         .env("SHADOW_API_KEY", "test")
         .output()
         .unwrap();
@@ -221,6 +177,10 @@ fn the_configmap_holds_a_valid_agent_config() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let dep: serde_json::Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(root().join("deploy/kubernetes/deployment.yaml")).unwrap(),
+    )
+    .unwrap();
     // The container's limits are the daemon's budget.
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["resources"]["limits"]["memory"], "64Mi");

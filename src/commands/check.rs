@@ -30,6 +30,23 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         cfg.targets.len(),
         cfg.probes.len()
     );
+    if !cfg.agent.labels.is_empty() {
+        let labels: Vec<String> = cfg
+            .agent
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(s, "agent labels: {}", labels.join(", "));
+    }
+    if let Some((i, n)) = cfg.agent.shard {
+        let all: usize = cfg.probes.iter().map(|p| p.targets.len()).sum();
+        let _ = writeln!(
+            s,
+            "shard {i}/{n}: {} of {all} (probe, target) pairs",
+            crate::daemon::scheduled_pairs(cfg).len()
+        );
+    }
     for p in &cfg.probes {
         let _ = writeln!(
             s,

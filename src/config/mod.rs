@@ -3,13 +3,16 @@
 //! are compiled once, cross-references resolved, secrets read. Any error is one
 //! [`ConfigError`] naming file, line, column and field.
 
+mod auth;
 pub mod duration;
+pub mod env;
 pub mod error;
 pub mod gate;
 mod maintenance;
 mod probe;
 mod probe_files;
 pub mod raw;
+mod remote_write;
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
@@ -23,6 +26,7 @@ pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
+pub use remote_write::RemoteWriteSettings;
 
 use crate::secret::Secret;
 
@@ -34,6 +38,7 @@ pub struct Config {
     pub path: PathBuf,
     pub agent: AgentSettings,
     pub push: Option<Push>,
+    pub remote_write: Option<RemoteWriteSettings>,
     pub targets: Vec<Arc<Target>>,
     pub probes: Vec<Arc<Probe>>,
     /// Recurring maintenance windows (`maintenance:`).
@@ -282,6 +287,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         .push
         .map(|p| load_push(&src, &root.key("push"), p, base))
         .transpose()?;
+    let remote_write = raw
+        .remote_write
+        .map(|r| remote_write::load(&src, &root.key("remote_write"), r, base))
+        .transpose()?;
 
     let at = root.key("targets");
     if raw.targets.value.is_empty() {
@@ -324,6 +333,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         path: path.to_path_buf(),
         agent,
         push,
+        remote_write,
         targets,
         probes,
         maintenance,
@@ -340,10 +350,14 @@ fn load_agent(
     let mut labels = BTreeMap::new();
     if let Some(l) = a.labels {
         check_labels(src, &at.key("labels"), &l)?;
-        labels = l.value;
+        for (k, v) in l.value {
+            let v = env::expand(src, &at.key("labels").key(&k), l.referenced, &v)?;
+            labels.insert(k, v);
+        }
     }
     let name = match a.name {
-        Some(n) => {
+        Some(mut n) => {
+            n.value = env::expand(src, &at.key("name"), n.referenced, &n.value)?;
             check_name(src, &at.key("name"), &n, "agent")?;
             n.value
         }
@@ -364,7 +378,8 @@ fn load_agent(
         None => None,
     };
     let shard = match a.shard {
-        Some(s) => {
+        Some(mut s) => {
+            s.value = env::expand(src, &at.key("shard"), s.referenced, &s.value)?;
             let parsed = s
                 .value
                 .split_once('/')
@@ -469,62 +484,22 @@ fn load_push(
     p: raw::RawPush,
     base: &Path,
 ) -> Result<Push, ConfigError> {
-    let url_field = at.key("url");
-    let url = p.url.value.trim_end_matches('/').to_string();
-    match reqwest::Url::parse(&url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.password().is_none() => {}
-        _ => {
-            return Err(src.err(
-                &url_field,
-                p.url.referenced,
-                format!(
-                    "push url {:?} must be an http(s) URL without credentials",
-                    p.url.value
-                ),
-            ))
-        }
-    }
-    // Where the password was given, for the error if nobody goes with it.
-    let password_at = match (&p.password_env, &p.password_file) {
-        (Some(s), _) => Some((at.key("password_env"), s.referenced)),
-        (None, Some(s)) => Some((at.key("password_file"), s.referenced)),
-        (None, None) => None,
+    let url = auth::url(src, at, &p.url, "push")?;
+    let keys = auth::AuthKeys {
+        username: p.username,
+        password_env: p.password_env,
+        password_file: p.password_file,
+        bearer_token_env: p.bearer_token_env,
+        bearer_token_file: p.bearer_token_file,
     };
-    let password = read_secret(src, at, p.password_env, p.password_file, base, "password")?;
-    let bearer = read_secret(
+    let auth = auth::load(
         src,
         at,
-        p.bearer_token_env,
-        p.bearer_token_file,
+        keys,
         base,
-        "bearer_token",
+        "push",
+        (at.key("url"), p.url.referenced),
     )?;
-    let auth = match (p.username, password, bearer) {
-        (Some(u), _, Some(_)) => {
-            return Err(src.err(
-                &at.key("username"),
-                u.referenced,
-                "set username and password, or a bearer token, not both",
-            ))
-        }
-        (Some(u), Some(password), None) => Some(PushAuth::Basic {
-            username: u.value,
-            password,
-        }),
-        (Some(u), None, None) => {
-            return Err(src.err(
-                &at.key("username"),
-                u.referenced,
-                "username needs password_env or password_file",
-            ))
-        }
-        (None, Some(_), _) => {
-            let (field, loc) = password_at.unwrap_or((url_field, p.url.referenced));
-            return Err(src.err(&field, loc, "a push password needs a username"));
-        }
-        (None, None, Some(token)) => Some(PushAuth::Bearer(token)),
-        (None, None, None) => None,
-    };
 
     let job = match p.job {
         Some(j) if j.value.is_empty() => {

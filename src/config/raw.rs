@@ -18,6 +18,7 @@ pub struct RawMain {
     #[serde(default)]
     pub agent: RawAgent,
     pub push: Option<RawPush>,
+    pub remote_write: Option<RawRemoteWrite>,
     pub targets: Spanned<Vec<RawTarget>>,
     pub probes_dir: Option<String>,
     pub prompts_dir: Option<String>,
@@ -65,6 +66,29 @@ pub struct RawPush {
     pub password_file: Option<Spanned<String>>,
     pub bearer_token_env: Option<Spanned<String>>,
     pub bearer_token_file: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRemoteWrite {
+    pub url: Spanned<String>,
+    pub job: Option<Spanned<String>>,
+    pub interval: Option<Spanned<Dur>>,
+    pub timeout: Option<Spanned<Dur>>,
+    pub queue: Option<RawQueue>,
+    pub username: Option<Spanned<String>>,
+    pub password_env: Option<Spanned<String>>,
+    pub password_file: Option<Spanned<String>>,
+    pub bearer_token_env: Option<Spanned<String>>,
+    pub bearer_token_file: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQueue {
+    pub max_samples: Option<Spanned<i64>>,
+    pub max_samples_per_send: Option<Spanned<i64>>,
+    pub max_backoff: Option<Spanned<Dur>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

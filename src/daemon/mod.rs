@@ -1,15 +1,17 @@
 //! The daemon (`llm-canary run`): every (probe, target) pair fires on its cron schedule, with a
 //! global concurrency limit, optional jitter and no overlap (a pair still in flight when its next
 //! fire time comes is skipped and counted). Results go to the metrics registry (served on
-//! /metrics, pushed to the Pushgateway), the results log and the status page's history. Runs in
-//! a maintenance window are flagged, and `llm_canary_maintenance` follows the windows. SIGHUP or
-//! `POST /-/reload` reloads the config; SIGTERM/SIGINT stops scheduling, lets in-flight runs
-//! finish within the grace period, pushes once more and exits.
+//! /metrics, pushed to the Pushgateway, written to a remote-write receiver with `remote_write:`),
+//! the results log and the status page's history. Runs in a maintenance window are flagged, and
+//! `llm_canary_maintenance` follows the windows. SIGHUP or `POST /-/reload` reloads the config;
+//! SIGTERM/SIGINT stops scheduling, lets in-flight runs finish within the grace period, pushes
+//! once more and exits.
 
 mod admin;
 mod endpoints;
 mod on_demand;
 mod pusher;
+mod remote_writer;
 pub mod status;
 pub mod status_page;
 
@@ -153,7 +155,7 @@ fn pair_keys(cfg: &Config) -> Vec<PairKey> {
 /// `push:` to push to. A daemon like that probes and keeps what it learns to itself, which
 /// nobody notices until an outage goes unseen, so `check` and `run` both say so.
 pub fn unexported(cfg: &Config) -> Option<String> {
-    if cfg.agent.listen.is_some() || cfg.push.is_some() {
+    if cfg.agent.listen.is_some() || cfg.push.is_some() || cfg.remote_write.is_some() {
         return None;
     }
     let kept = match &cfg.agent.results_log {
@@ -229,6 +231,17 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
     let (stop_tx, stop_rx) = watch::channel(false);
     let pusher = tokio::spawn(pusher::run(agent.clone(), stop_rx.clone()));
     tokio::spawn(maintenance_loop(agent.clone(), stop_rx.clone()));
+    let writer = remote_writer::RemoteWriter::new();
+    let sampler = tokio::spawn(remote_writer::sample_loop(
+        agent.clone(),
+        writer.clone(),
+        stop_rx.clone(),
+    ));
+    let sender = tokio::spawn(remote_writer::send_loop(
+        agent.clone(),
+        writer.clone(),
+        stop_rx.clone(),
+    ));
     let mut generation = start_schedules(&agent, &cfg, 0);
     tracing::info!(agent = %cfg.agent.name, pairs = scheduled_pairs(&cfg).len(), "daemon started");
 
@@ -282,8 +295,11 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         }
     }
     let _ = stop_tx.send(true);
-    let _ = pusher.await;
-    pusher::final_push(&agent).await;
+    let _ = tokio::join!(pusher, sampler, sender);
+    tokio::join!(
+        pusher::final_push(&agent),
+        remote_writer::final_flush(&agent, &writer)
+    );
     Ok(())
 }
 

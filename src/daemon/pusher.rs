@@ -28,7 +28,8 @@ async fn push_now(agent: &Agent, client: &reqwest::Client) -> Pushed {
         return Pushed::NotConfigured;
     };
     let metrics = agent.metrics();
-    let result = push::put(client, settings, &cfg.agent.name, metrics.encode()).await;
+    let body = metrics.encode_yielding().await;
+    let result = push::put(client, settings, &cfg.agent.name, body).await;
     let mut status = agent.push_status.lock().expect("push status lock");
     match result {
         Ok(()) => {

@@ -5,6 +5,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
+use prometheus::core::Collector;
+use prometheus::proto::LabelPair;
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -27,7 +29,11 @@ pub const TOKEN_BUCKETS: [f64; 13] = [
 ];
 
 pub struct Metrics {
-    registry: Registry,
+    /// Every collector, read one family at a time (the text format, remote-write), never the
+    /// whole registry at once. A `Registry` checks at construction that names are unique.
+    collectors: Vec<Box<dyn Collector>>,
+    /// The agent's static labels, which the registry adds to every series it gathers.
+    static_labels: Vec<(String, String)>,
     /// The target label keys this registry was built for (series labels are fixed per family).
     target_keys: Vec<String>,
     probe_success: GaugeVec,
@@ -61,7 +67,23 @@ pub struct Metrics {
     pub runs_in_flight: IntGauge,
     pub reload_successful: IntGauge,
     pub reload_success_time: Gauge,
+    pub remote_write: RemoteWriteMetrics,
 }
+
+/// The remote-write queue's health.
+pub struct RemoteWriteMetrics {
+    pub samples_sent: IntCounter,
+    /// By `reason`: `queue_full` (an outage outlasted the queue) or `rejected` (the receiver
+    /// refused the request with a 4xx; resending would not help).
+    pub samples_dropped: IntCounterVec,
+    pub failures: IntCounter,
+    pub queue_samples: IntGauge,
+    pub last_success: Gauge,
+}
+
+/// Why remote-write samples were dropped (the `reason` label).
+pub const DROPPED_QUEUE_FULL: &str = "queue_full";
+pub const DROPPED_REJECTED: &str = "rejected";
 
 fn name(n: &str) -> String {
     format!("{PREFIX}{n}")
@@ -88,12 +110,14 @@ impl Metrics {
         let counter = |n: &str, help: &str| IntCounterVec::new(Opts::new(name(n), help), &pair);
         let per_target = &pair[1..];
 
+        let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
         macro_rules! reg {
             ($m:expr) => {{
                 let m = $m.expect("metric definitions are static and valid");
                 registry
                     .register(Box::new(m.clone()))
                     .expect("metric names are unique");
+                collectors.push(Box::new(m.clone()));
                 m
             }};
         }
@@ -136,9 +160,20 @@ impl Metrics {
             runs_in_flight: reg!(IntGauge::new(name("runs_in_flight"), "Probe runs in flight now.")),
             reload_successful: reg!(IntGauge::new(name("config_last_reload_successful"), "1 if the last config load or reload succeeded.")),
             reload_success_time: reg!(Gauge::new(name("config_last_reload_success_timestamp_seconds"), "When the config was last loaded successfully (Unix time).")),
+            remote_write: RemoteWriteMetrics {
+                samples_sent: reg!(IntCounter::new(name("remote_write_samples_sent_total"), "Samples the remote-write receiver accepted.")),
+                samples_dropped: reg!(IntCounterVec::new(Opts::new(name("remote_write_samples_dropped_total"), "Samples never delivered: queue_full when an outage outlasted the queue, rejected when the receiver refused them."), &["reason"])),
+                failures: reg!(IntCounter::new(name("remote_write_failures_total"), "Failed remote-write requests (each retry counts).")),
+                queue_samples: reg!(IntGauge::new(name("remote_write_queue_samples"), "Samples waiting in the remote-write queue.")),
+                last_success: reg!(Gauge::new(name("remote_write_last_success_timestamp_seconds"), "When a remote-write request last succeeded (Unix time).")),
+            },
+            static_labels: cfg.agent.labels.clone().into_iter().collect(),
+            collectors,
             target_keys,
-            registry,
         };
+        for reason in [DROPPED_QUEUE_FULL, DROPPED_REJECTED] {
+            m.remote_write.samples_dropped.with_label_values(&[reason]);
+        }
         m.reload_successful.set(1);
         m.reload_success_time.set(now_seconds());
         Arc::new(m)
@@ -196,7 +231,13 @@ impl Metrics {
         self.probe_success
             .with_label_values(&l)
             .set(if r.success { 1.0 } else { 0.0 });
-        let started = r.started_at.as_millisecond() as f64 / 1000.0;
+        // Rounded as the results log writes it, so a run's time is the same in both.
+        let started = r
+            .started_at
+            .round(jiff::Unit::Millisecond)
+            .unwrap_or(r.started_at)
+            .as_millisecond() as f64
+            / 1000.0;
         self.last_run.with_label_values(&l).set(started);
         if r.success {
             self.last_success.with_label_values(&l).set(started);
@@ -339,17 +380,83 @@ impl Metrics {
         }
     }
 
-    /// The whole registry in the Prometheus text format.
+    /// Every collector, to be read one at a time, never the whole registry at once. The
+    /// agent's static labels are not in what they collect: see [`Metrics::static_labels`].
+    pub fn collectors(&self) -> impl Iterator<Item = &dyn Collector> {
+        self.collectors.iter().map(|c| c.as_ref())
+    }
+
+    pub fn static_labels(&self) -> &[(String, String)] {
+        &self.static_labels
+    }
+
+    /// One collector's families in the text format, with the agent's labels added (sorted)
+    /// as the registry's gather() would.
+    fn encode_collector(&self, c: &dyn Collector, buf: &mut Vec<u8>) {
+        self.encode_collector_where(c, buf, |_| true)
+    }
+
+    /// The same, keeping only the series `keep` accepts.
+    fn encode_collector_where(
+        &self,
+        c: &dyn Collector,
+        buf: &mut Vec<u8>,
+        keep: impl Fn(&prometheus::proto::Metric) -> bool,
+    ) {
+        for mut mf in c.collect() {
+            mf.mut_metric().retain(&keep);
+            if mf.get_metric().is_empty() {
+                continue;
+            }
+            let mut metrics = mf.take_metric();
+            for m in &mut metrics {
+                let mut labels = m.take_label();
+                for (k, v) in &self.static_labels {
+                    let mut l = LabelPair::default();
+                    l.set_name(k.clone());
+                    l.set_value(v.clone());
+                    labels.push(l);
+                }
+                labels.sort_by(|a, b| a.name().cmp(b.name()));
+                m.set_label(labels);
+            }
+            mf.set_metric(metrics);
+            TextEncoder::new()
+                .encode(&[mf], buf)
+                .expect("encoding into memory cannot fail");
+        }
+    }
+
+    /// The whole registry in the Prometheus text format, one collector at a time: what the
+    /// registry's gather() would copy whole (a thousand pairs make over 100,000 series) is
+    /// never in memory at once, only the text.
     pub fn encode(&self) -> Vec<u8> {
-        encode(&self.registry.gather())
+        let mut buf = Vec::new();
+        for c in self.collectors() {
+            self.encode_collector(c, &mut buf);
+        }
+        buf
+    }
+
+    /// The same, giving way to other tasks between collectors: on the daemon's one thread, the
+    /// text of a large registry would otherwise delay the timestamps of probe runs in flight.
+    /// (A blocking thread would not: each one the pool starts keeps its own malloc arena, and
+    /// with it the memory of the largest text it wrote.)
+    pub async fn encode_yielding(&self) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for c in self.collectors() {
+            self.encode_collector(c, &mut buf);
+            tokio::task::yield_now().await;
+        }
+        buf
     }
 
     /// One pair's series (those labelled with its probe and target, and its target's own), for
     /// `/probe`: what blackbox_exporter answers for one module and target.
     pub fn encode_pair(&self, probe: &str, target: &str) -> Vec<u8> {
-        let mut families = self.registry.gather();
-        for f in &mut families {
-            f.mut_metric().retain(|m| {
+        let mut buf = Vec::new();
+        for c in self.collectors() {
+            self.encode_collector_where(c, &mut buf, |m| {
                 let value = |k: &str| {
                     m.get_label()
                         .iter()
@@ -359,17 +466,8 @@ impl Metrics {
                 value("target") == Some(target) && value("probe").is_none_or(|p| p == probe)
             });
         }
-        families.retain(|f| !f.get_metric().is_empty());
-        encode(&families)
+        buf
     }
-}
-
-fn encode(families: &[prometheus::proto::MetricFamily]) -> Vec<u8> {
-    let mut buf = Vec::new();
-    TextEncoder::new()
-        .encode(families, &mut buf)
-        .expect("encoding into memory cannot fail");
-    buf
 }
 
 /// Pair label values with more appended.

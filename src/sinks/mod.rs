@@ -1,8 +1,9 @@
-//! Where results go: the metrics registry (scraped on /metrics and pushed to a Pushgateway), the
-//! results log, and the status page's history. Sinks turn results into output; nothing here
-//! measures anything.
+//! Where results go: the metrics registry (scraped on /metrics, pushed to a Pushgateway, written
+//! to a remote-write receiver), the results log, and the status page's history. Sinks turn
+//! results into output; nothing here measures anything.
 
 pub mod metrics;
 pub mod push;
+pub mod remote_write;
 pub mod results_log;
 pub mod status_history;

@@ -42,8 +42,9 @@ pub fn group_url(push: &Push, instance: &str) -> String {
     )
 }
 
-fn authorize(req: reqwest::RequestBuilder, push: &Push) -> reqwest::RequestBuilder {
-    match &push.auth {
+/// Basic or bearer auth on a request to one of the agent's outputs.
+pub fn authorize(req: reqwest::RequestBuilder, auth: Option<&PushAuth>) -> reqwest::RequestBuilder {
+    match auth {
         Some(PushAuth::Basic { username, password }) => {
             req.basic_auth(username, Some(password.expose()))
         }
@@ -91,7 +92,7 @@ pub async fn put(
         .timeout(push.timeout)
         .header(reqwest::header::CONTENT_TYPE, "text/plain; version=0.0.4")
         .body(body);
-    send(authorize(req, push), &url).await
+    send(authorize(req, push.auth.as_ref()), &url).await
 }
 
 /// Deletes this agent's group (on shutdown, when `delete_on_shutdown`).
@@ -102,7 +103,10 @@ pub async fn delete(
 ) -> Result<(), PushError> {
     let url = group_url(push, instance);
     send(
-        authorize(client.delete(&url).timeout(push.timeout), push),
+        authorize(
+            client.delete(&url).timeout(push.timeout),
+            push.auth.as_ref(),
+        ),
         &url,
     )
     .await

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::Command;
 
 use llm_canary::config::{self, Config};
 use llm_canary::sim::Sim;
@@ -105,3 +106,20 @@ pub fn closed_port() -> u16 {
 pub mod daemon;
 pub mod llama;
 pub mod services;
+
+/// The repository's root (where deploy/ is).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `cmd`, which must succeed; returns what it printed (stdout, then stderr).
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}

@@ -21,6 +21,13 @@ impl Service {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Stops it as an operator would (SIGTERM) and waits: Prometheus then writes out what its
+    /// write-ahead log still buffers, which a kill would lose.
+    pub fn stop(mut self) {
+        signal(self.child.id(), "TERM");
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for Service {
@@ -146,38 +153,97 @@ pub async fn prometheus_with_rules(
         rules.join(", "),
         list.join(", ")
     );
-    start_prometheus(dir, &config).await
+    dir.write(&[("prometheus.yml", &config)]);
+    let child = start_prometheus(
+        &dir.path().join("prometheus.yml"),
+        &dir.path().join("data"),
+        free_port(),
+        &[],
+    );
+    let s = Service {
+        port: child.1,
+        child: child.0,
+        _dir: Some(dir),
+    };
+    wait_ready(&format!("{}/-/ready", s.url()), Duration::from_secs(30)).await;
+    s
 }
 
 /// Prometheus on a whole `prometheus.yml` of the test's own.
 pub async fn prometheus_with_config(config: &str) -> Service {
-    start_prometheus(TempDir::new("prom"), config).await
+    let dir = TempDir::new("prom");
+    dir.write(&[("prometheus.yml", config)]);
+    let (child, port) = start_prometheus(
+        &dir.path().join("prometheus.yml"),
+        &dir.path().join("data"),
+        free_port(),
+        &[],
+    );
+    let s = Service {
+        port,
+        child,
+        _dir: Some(dir),
+    };
+    wait_ready(&format!("{}/-/ready", s.url()), Duration::from_secs(30)).await;
+    s
 }
 
-async fn start_prometheus(dir: TempDir, config: &str) -> Service {
-    let bin = binary("prometheus", "prometheus");
-    dir.write(&[("prometheus.yml", config)]);
-    let port = free_port();
-    let child = Command::new(bin)
-        .arg(format!(
-            "--config.file={}",
-            dir.path().join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
+/// Prometheus with `config` on `port`, storing in `data`; it also accepts remote writes, so a
+/// test can point an agent's `remote_write:` at `/api/v1/write`.
+fn start_prometheus(
+    config: &std::path::Path,
+    data: &std::path::Path,
+    port: u16,
+    extra: &[String],
+) -> (Child, u16) {
+    let child = Command::new(binary("prometheus", "prometheus"))
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", data.display()))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--web.enable-remote-write-receiver")
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start Prometheus");
+    (child, port)
+}
+
+/// A remote-write receiver: Prometheus without scrape jobs on `port`, storing in `dir/data`
+/// (the folder outlives the process, so a test can stop it and start another on the same
+/// data), behind `web_config` (`--web.config.file`, e.g. basic auth) if given. Ready when
+/// `/-/ready` answers `ready_auth`'s request.
+pub async fn receiver_on(
+    dir: &std::path::Path,
+    port: u16,
+    web_config: Option<&std::path::Path>,
+    ready_auth: Option<(&str, &str)>,
+) -> Service {
+    std::fs::write(dir.join("prometheus.yml"), "global: {}\n").unwrap();
+    let extra: Vec<String> = web_config
+        .map(|w| format!("--web.config.file={}", w.display()))
+        .into_iter()
+        .collect();
+    let (child, port) =
+        start_prometheus(&dir.join("prometheus.yml"), &dir.join("data"), port, &extra);
     let s = Service {
         child,
         port,
-        _dir: Some(dir),
+        _dir: None,
     };
-    wait_ready(&format!("{}/-/ready", s.url()), Duration::from_secs(30)).await;
+    let url = format!("{}/-/ready", s.url());
+    let client = reqwest::Client::new();
+    eventually("the receiver to be ready", Duration::from_secs(30), || {
+        let mut req = client.get(&url);
+        if let Some((u, p)) = ready_auth {
+            req = req.basic_auth(u, Some(p));
+        }
+        async move {
+            let r = req.send().await.ok()?;
+            r.status().is_success().then_some(())
+        }
+    })
+    .await;
     s
 }
 

@@ -1,0 +1,49 @@
+//! What the daemon benchmarks read about a process from /proc: resident set, CPU time, open
+//! file descriptors.
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, HashMap};
+
+/// A `VmRSS:`-style field of /proc/<pid>/status, in KiB.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// utime + stime of a process, in seconds.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().ok()? + f[12].parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
+pub fn open_fds(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
+/// The 1-minute load average, to say what else ran while a figure was taken.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The whole seconds at which each (probe, target) pair started a run, from a results log.
+pub fn fired_seconds(results_log: &str) -> HashMap<(String, String), BTreeSet<i64>> {
+    let mut out: HashMap<(String, String), BTreeSet<i64>> = HashMap::new();
+    for l in results_log.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
+        out.entry((
+            v["probe"].as_str().unwrap().into(),
+            v["target"].as_str().unwrap().into(),
+        ))
+        .or_default()
+        .insert(t.as_second());
+    }
+    out
+}

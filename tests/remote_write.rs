@@ -1,0 +1,368 @@
+//! `remote_write:` against a real receiver (Debian's Prometheus with
+//! `--web.enable-remote-write-receiver`): what the store holds matches the results log, an
+//! outage shorter than the queue loses nothing, a longer one drops the oldest samples and
+//! counts them.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::daemon::Daemon;
+use common::services::{self, eventually, get, sample, signal, Service};
+use common::TempDir;
+use llm_canary::sim::Sim;
+
+const PROBE: &str = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ntimeouts: {ttft: 5s, stall: 5s, total: 20s}\nchecks: {expect: \"(?i)paris\"}\n";
+
+const USER: &str = "canary";
+const PASSWORD: &str = "s3cret-test";
+/// bcrypt of PASSWORD (cost 4, the cheapest), as Prometheus's web config wants it; made with
+/// python3 -c "import crypt; print(crypt.crypt('s3cret-test', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))"
+const PASSWORD_BCRYPT: &str = "$2b$04$yEaYGxehxLxwEv0YfmHhAe5MQpXqdG9TiUfOMiRs6V8IDZ5dgX.Cu";
+
+/// The receiver's folder (data and web config), kept across its restarts.
+struct Store {
+    dir: TempDir,
+    port: u16,
+    auth: bool,
+}
+
+impl Store {
+    fn new(auth: bool) -> Store {
+        let dir = TempDir::new("rw-store");
+        dir.write(&[(
+            "web.yml",
+            &format!("basic_auth_users:\n  {USER}: {PASSWORD_BCRYPT}\n"),
+        )]);
+        Store {
+            dir,
+            port: services::free_port(),
+            auth,
+        }
+    }
+
+    async fn start(&self) -> Service {
+        let web = self.dir.path().join("web.yml");
+        services::receiver_on(
+            self.dir.path(),
+            self.port,
+            self.auth.then_some(web.as_path()),
+            self.auth.then_some((USER, PASSWORD)),
+        )
+        .await
+    }
+
+    fn write_url(&self) -> String {
+        format!("http://127.0.0.1:{}/api/v1/write", self.port)
+    }
+
+    /// `data.result` of an instant query (a range selector gives every raw sample).
+    async fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        let mut req = reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{}/api/v1/query", self.port))
+            .query(&[("query", expr)]);
+        if self.auth {
+            req = req.basic_auth(USER, Some(PASSWORD));
+        }
+        let body = req.send().await.unwrap().text().await.unwrap();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["status"], "success", "{expr}: {v}");
+        v["data"]["result"].as_array().unwrap().clone()
+    }
+
+    /// Every stored (time in ms, value) of the one series `selector` names, over the last 10m.
+    async fn samples(&self, selector: &str) -> Vec<(i64, f64)> {
+        let r = self.query(&format!("{selector}[10m]")).await;
+        assert_eq!(r.len(), 1, "{selector}: {r:?}");
+        r[0]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let t = (p[0].as_f64().unwrap() * 1000.0).round() as i64;
+                (t, p[1].as_str().unwrap().parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+fn start_agent(store: &Store, sim: &Sim, queue: &str, auth: &str) -> Daemon {
+    let port = services::free_port();
+    let yaml = format!(
+        "agent:\n  name: canary-rw\n  labels: {{region: test}}\n  listen: 127.0.0.1:{port}\n  results_log: results.jsonl\n\
+         remote_write:\n  url: \"{}\"\n  interval: 250ms\n  timeout: 2s\n  queue: {queue}\n{auth}\
+         targets:\n  - {{name: sim-a, base_url: \"{}\", model: m-a, server: vllm, labels: {{model_version: \"7\", cluster: c1}}}}\n",
+        store.write_url(),
+        sim.base_url("healthy")
+    );
+    Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml),
+            ("rw-password", PASSWORD),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    )
+}
+
+/// The results log: (started_at in ms, the whole record).
+fn results(d: &Daemon) -> Vec<(i64, serde_json::Value)> {
+    std::fs::read_to_string(d.dir.path().join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let t: jiff::Timestamp = v["started_at"].as_str().unwrap().parse().unwrap();
+            (t.as_millisecond(), v)
+        })
+        .collect()
+}
+
+async fn own(d: &Daemon, metric: &str, having: &[&str]) -> f64 {
+    sample(&get(&d.url("/metrics")).await, metric, having).unwrap_or(-1.0)
+}
+
+/// SIGTERM and the exit code: the daemon samples once more and flushes its queue.
+async fn terminate(d: &mut Daemon) -> Option<i32> {
+    signal(d.child.id(), "TERM");
+    let child = &mut d.child;
+    eventually("the daemon to exit", Duration::from_secs(30), || {
+        let r = child.try_wait().unwrap();
+        async move { r }
+    })
+    .await
+    .code()
+}
+
+async fn runs_beyond(d: &Daemon, n: usize, what: &str) {
+    eventually(what, Duration::from_secs(40), || async {
+        (results(d).len() >= n).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_shorter_than_the_queue_loses_nothing() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let store = Store::new(true);
+    let receiver = store.start().await;
+    let auth = format!("  username: {USER}\n  password_file: rw-password\n");
+    let mut d = start_agent(&store, &sim, "{max_samples: 100000}", &auth);
+
+    let stored_runs = "llm_canary_probe_runs_total{outcome=\"ok\",target=\"sim-a\"}";
+    eventually(
+        "three runs in the store",
+        Duration::from_secs(40),
+        || async {
+            let r = store.query(stored_runs).await;
+            let v: f64 = r.first()?["value"][1].as_str()?.parse().ok()?;
+            (v >= 3.0).then_some(())
+        },
+    )
+    .await;
+
+    // The receiver goes away while runs go on; the agent counts failures and keeps samples.
+    receiver.stop();
+    let at_outage = results(&d).len();
+    runs_beyond(&d, at_outage + 4, "four runs during the outage").await;
+    let failures = own(&d, "llm_canary_remote_write_failures_total", &[]).await;
+    let queued = own(&d, "llm_canary_remote_write_queue_samples", &[]).await;
+    assert!(
+        failures >= 1.0 && queued > 0.0,
+        "failures {failures}, queued {queued}\n{}",
+        d.log()
+    );
+
+    // A new receiver on the same port and data: the queue drains.
+    let _receiver = store.start().await;
+    eventually("the queue to drain", Duration::from_secs(60), || async {
+        (own(&d, "llm_canary_remote_write_queue_samples", &[]).await == 0.0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        own(
+            &d,
+            "llm_canary_remote_write_samples_dropped_total",
+            &["queue_full"]
+        )
+        .await,
+        0.0
+    );
+    assert_eq!(terminate(&mut d).await, Some(0), "{}", d.log());
+
+    // Every run in the results log is in the store: its start time as the last-run gauge,
+    // and the run counter reaching the number of runs.
+    let runs = results(&d);
+    assert!(runs.len() >= at_outage + 4);
+    let stamps = store
+        .samples("llm_canary_last_run_timestamp_seconds{target=\"sim-a\"}")
+        .await;
+    let stored: std::collections::BTreeSet<i64> = stamps
+        .iter()
+        .map(|(_, v)| (v * 1000.0).round() as i64)
+        .collect();
+    let missing: Vec<i64> = runs
+        .iter()
+        .map(|(t, _)| *t)
+        .filter(|t| !stored.contains(t))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "runs not in the store: {missing:?} of {:?}\nstored: {stamps:?}\n{}",
+        runs.iter().map(|r| r.0).collect::<Vec<_>>(),
+        d.log()
+    );
+    let counts = store.samples(stored_runs).await;
+    assert_eq!(counts.last().unwrap().1 as usize, runs.len());
+    let measured = runs
+        .iter()
+        .filter(|(_, r)| r["warmup"] == false && r["ttft_ms"].is_number())
+        .count();
+    let ttft_count = store
+        .samples("llm_canary_ttft_seconds_count{target=\"sim-a\"}")
+        .await;
+    assert_eq!(ttft_count.last().unwrap().1 as usize, measured);
+
+    // The agent's and the target's labels, job and instance, on the written series.
+    let series = store
+        .query("llm_canary_ttft_seconds_bucket{le=\"+Inf\"}")
+        .await;
+    let m = &series[0]["metric"];
+    for (k, v) in [
+        ("job", "llm_canary"),
+        ("instance", "canary-rw"),
+        ("region", "test"),
+        ("probe", "p"),
+        ("target", "sim-a"),
+        ("model", "m-a"),
+        ("model_version", "7"),
+        ("cluster", "c1"),
+    ] {
+        assert_eq!(m[k].as_str(), Some(v), "{k} on {m}");
+    }
+    // The store saw the outage too: the failures counter, written after it.
+    let stored_failures = store
+        .samples("llm_canary_remote_write_failures_total")
+        .await;
+    assert!(stored_failures.last().unwrap().1 >= 1.0);
+    println!(
+        "outage of {} runs: {} runs in the log, {} in the store, {} failed requests",
+        runs.len() - at_outage,
+        runs.len(),
+        runs.len() - missing.len(),
+        stored_failures.last().unwrap().1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_longer_than_the_queue_drops_the_oldest_and_counts_them() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let store = Store::new(false);
+    let receiver = store.start().await;
+    // One sample of the registry is about 140 samples: the queue holds about four, a second's
+    // worth; retries come at most 250 ms apart, so the receiver's return is seen in time.
+    let max = 600.0;
+    let mut d = start_agent(
+        &store,
+        &sim,
+        "{max_samples: 600, max_samples_per_send: 50, max_backoff: 250ms}",
+        "",
+    );
+    eventually("two runs in the store", Duration::from_secs(40), || async {
+        let r = store
+            .query("llm_canary_probe_runs_total{outcome=\"ok\"}")
+            .await;
+        let v: f64 = r.first()?["value"][1].as_str()?.parse().ok()?;
+        (v >= 2.0).then_some(())
+    })
+    .await;
+
+    receiver.stop();
+    let outage = jiff::Timestamp::now().as_millisecond();
+    let since = Instant::now();
+    // The queue never holds more than its bound while it overflows.
+    eventually("drops counted", Duration::from_secs(40), || async {
+        let queued = own(&d, "llm_canary_remote_write_queue_samples", &[]).await;
+        assert!(queued <= max, "queue {queued} above {max}");
+        let dropped = own(
+            &d,
+            "llm_canary_remote_write_samples_dropped_total",
+            &["queue_full"],
+        )
+        .await;
+        (dropped > 0.0 && since.elapsed() > Duration::from_secs(4)).then_some(())
+    })
+    .await;
+    let _receiver = store.start().await;
+    // The outage lasts until the new receiver is ready.
+    let restart = jiff::Timestamp::now().as_millisecond();
+    eventually("the queue to drain", Duration::from_secs(60), || async {
+        (own(&d, "llm_canary_remote_write_queue_samples", &[]).await == 0.0).then_some(())
+    })
+    .await;
+    eventually(
+        "a run after the outage",
+        Duration::from_secs(30),
+        || async {
+            results(&d)
+                .iter()
+                .any(|(t, _)| *t > restart + 1_000)
+                .then_some(())
+        },
+    )
+    .await;
+    let dropped = own(
+        &d,
+        "llm_canary_remote_write_samples_dropped_total",
+        &["queue_full"],
+    )
+    .await;
+    let failures = own(&d, "llm_canary_remote_write_failures_total", &[]).await;
+    assert_eq!(terminate(&mut d).await, Some(0), "{}", d.log());
+
+    // The oldest samples of the outage are gone: fewer snapshots than intervals...
+    let info = store.samples("llm_canary_build_info").await;
+    let during = info
+        .iter()
+        .filter(|(t, _)| *t > outage && *t < restart)
+        .count();
+    let intervals = ((restart - outage) / 250) as usize;
+    assert!(
+        during + 4 < intervals,
+        "{during} of {intervals} outage snapshots stored"
+    );
+    // ...while the newest were kept: the store holds a snapshot from the outage's last second
+    // that already counts drops.
+    let stored_drops = store
+        .samples("llm_canary_remote_write_samples_dropped_total{reason=\"queue_full\"}")
+        .await;
+    assert!(
+        stored_drops
+            .iter()
+            .any(|(t, v)| *v > 0.0 && *t <= restart && *t > restart - 2_000),
+        "no late outage snapshot with drops in {stored_drops:?} (restart at {restart})"
+    );
+    // Runs after the outage are all there.
+    let stored: Vec<i64> = store
+        .samples("llm_canary_last_run_timestamp_seconds{target=\"sim-a\"}")
+        .await
+        .iter()
+        .map(|(_, v)| (v * 1000.0).round() as i64)
+        .collect();
+    let after: Vec<i64> = results(&d)
+        .iter()
+        .map(|(t, _)| *t)
+        .filter(|t| *t > restart + 1_000)
+        .collect();
+    assert!(!after.is_empty(), "no run after the outage");
+    assert!(
+        after.iter().all(|t| stored.contains(t)),
+        "{after:?} vs {stored:?}"
+    );
+    println!(
+        "outage of {:.1} s with a 600-sample queue: {dropped} samples dropped and counted, {failures} failed requests, {during} of {intervals} outage snapshots kept",
+        (restart - outage) as f64 / 1000.0
+    );
+}
