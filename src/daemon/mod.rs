@@ -191,15 +191,12 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         maintenance_wake: Notify::new(),
         loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
     });
-    if let Some(settings) = cfg.agent.results_log.clone() {
-        // Before the first run, so the page shows the past at once; off the runtime thread.
-        let a = agent.clone();
+    if let Some(settings) = &cfg.agent.results_log {
+        // Before the first run, so the page shows the past at once. On the runtime's own
+        // thread: nothing else runs yet, and a blocking-pool thread would leave its own
+        // allocator arena behind in the daemon's resident set.
         let started = Instant::now();
-        let (taken, bad) = tokio::task::spawn_blocking(move || {
-            a.history.rebuild(&settings, jiff::Timestamp::now())
-        })
-        .await
-        .unwrap_or_default();
+        let (taken, bad) = agent.history.rebuild(settings, jiff::Timestamp::now());
         tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
     }
     let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadReply>(4);
