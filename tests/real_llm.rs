@@ -7,11 +7,10 @@ mod common;
 
 use std::process::Command;
 
-use common::llama::LlamaServer;
+use common::llama::{load_written, run_named, LlamaServer};
 use common::TempDir;
-use llm_canary::config::{self, Config};
+use llm_canary::config::Config;
 use llm_canary::outcome::Outcome;
-use llm_canary::result::ProbeResult;
 use llm_canary::runner::Runner;
 
 /// Prompts this model answers well (found by trying; see the README), lists among them.
@@ -66,7 +65,6 @@ const WEATHER_TOOL: &str = r#"[{"type": "function", "function": {
                  "properties": {"city": {"type": "string", "description": "The city name"}}}}}]"#;
 
 fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
-    let dir = TempDir::new("llama");
     let mut agent = String::from("targets:\n");
     for (name, url, api) in targets {
         agent.push_str(&format!("  - {{name: {name}, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp, api: {api}}}\n"));
@@ -114,18 +112,7 @@ fn setup(targets: &[(&str, &str, &str)]) -> (TempDir, Config) {
             "name: apple-stop\ntargets: [chat]\nprompt: apple.txt\nmax_tokens: 400\ntemperature: 0\nchecks: {allow_truncation: true, stop_on_repetition: true}\n".into(),
         ));
     }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    dir.write(&refs);
-    let cfg = config::load(&dir.path().join("llm-canary.yaml")).unwrap();
-    (dir, cfg)
-}
-
-async fn run(runner: &Runner, cfg: &Config, probe: &str, target: &str) -> ProbeResult {
-    let p = cfg.probes.iter().find(|p| p.name == probe).unwrap();
-    runner.run_one(p, cfg.target(target).unwrap()).await
+    load_written("llama", &files)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,7 +133,7 @@ async fn real_server_figures_agree_with_its_own_timings() {
         ("boiling", "chat"),
         ("complete", "completions"),
     ] {
-        let r = run(&runner, &cfg, probe, target).await;
+        let r = run_named(&runner, &cfg, probe, target).await;
         assert_eq!(
             r.outcome,
             Outcome::Ok,
@@ -186,7 +173,7 @@ async fn real_server_figures_agree_with_its_own_timings() {
     }
     assert_eq!(checked, 5);
 
-    let short = run(&runner, &cfg, "short", "chat").await;
+    let short = run_named(&runner, &cfg, "short", "chat").await;
     assert_eq!(short.outcome, Outcome::Truncated, "{:?}", short.error);
     assert_eq!(short.finish_reason.as_deref(), Some("length"));
 }
@@ -197,7 +184,7 @@ async fn real_loops_are_caught_and_good_answers_raise_no_alarm() {
     let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
     let runner = Runner::new(1);
     for (probe, _) in LOOPING {
-        let r = run(&runner, &cfg, probe, "chat").await;
+        let r = run_named(&runner, &cfg, probe, "chat").await;
         assert_eq!(
             r.outcome,
             Outcome::Repetition,
@@ -209,7 +196,7 @@ async fn real_loops_are_caught_and_good_answers_raise_no_alarm() {
     let mut alarms = Vec::new();
     for i in 0..20 {
         let (probe, _, _) = GOOD[i % GOOD.len()];
-        let r = run(&runner, &cfg, probe, "chat").await;
+        let r = run_named(&runner, &cfg, probe, "chat").await;
         if r.outcome != Outcome::Ok {
             alarms.push(format!("{probe}: {} {:?}", r.outcome, r.repetition));
         }
@@ -293,7 +280,7 @@ async fn a_tool_call_probe_against_the_real_server() {
     let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
     let mut runner = Runner::new(1);
     runner.show_output = true;
-    let r = run(&runner, &cfg, "weather", "chat").await;
+    let r = run_named(&runner, &cfg, "weather", "chat").await;
     println!(
         "tool-call probe: outcome {}, finish {:?}, error {:?}, failed {:?}, ttft {:?} ms\noutput: {:?}",
         r.outcome, r.finish_reason, r.error, r.failed_checks, r.figures.ttft_ms, r.output
@@ -325,7 +312,7 @@ async fn a_tool_call_probe_against_the_real_server() {
 async fn a_real_loop_is_stopped_early() {
     let llama = LlamaServer::start(2).await;
     let (_dir, cfg) = setup(&[("chat", &llama.url(), "openai-chat")]);
-    let r = run(&Runner::new(1), &cfg, "apple-stop", "chat").await;
+    let r = run_named(&Runner::new(1), &cfg, "apple-stop", "chat").await;
     println!(
         "stopped early: {} after {} chunks, {:?} ({:?})",
         r.stopped_early,

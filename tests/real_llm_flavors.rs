@@ -7,11 +7,11 @@ mod common;
 
 use std::process::Command;
 
-use common::llama::LlamaServer;
+use common::llama::{load_written, run_named, LlamaServer};
 use common::TempDir;
-use llm_canary::config::{self, Config};
+use llm_canary::config::Config;
 use llm_canary::outcome::Outcome;
-use llm_canary::result::{ProbeResult, TokensSource};
+use llm_canary::result::TokensSource;
 use llm_canary::runner::Runner;
 
 const FLAVORS: [&str; 3] = ["openai-chat", "openai-responses", "anthropic-messages"];
@@ -47,7 +47,6 @@ const PROBES: [(&str, &str, u32, &str); 5] = [
 ];
 
 fn setup(url: &str) -> (TempDir, Config) {
-    let dir = TempDir::new("llama-flavors");
     let mut agent = String::from("targets:\n");
     for api in FLAVORS {
         agent.push_str(&format!("  - {{name: {api}, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp, api: {api}}}\n"));
@@ -63,18 +62,7 @@ fn setup(url: &str) -> (TempDir, Config) {
             format!("name: {name}\nprompt: {name}.txt\nmax_tokens: {max_tokens}\ntemperature: 0\nchecks: {checks}\n"),
         ));
     }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    dir.write(&refs);
-    let cfg = config::load(&dir.path().join("llm-canary.yaml")).unwrap();
-    (dir, cfg)
-}
-
-async fn run(runner: &Runner, cfg: &Config, probe: &str, target: &str) -> ProbeResult {
-    let p = cfg.probes.iter().find(|p| p.name == probe).unwrap();
-    runner.run_one(p, cfg.target(target).unwrap()).await
+    load_written("llama-flavors", &files)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +72,7 @@ async fn responses_and_messages_against_the_real_server() {
     let runner = Runner::new(1);
     for api in FLAVORS {
         for probe in ["sky", "boiling"] {
-            let r = run(&runner, &cfg, probe, api).await;
+            let r = run_named(&runner, &cfg, probe, api).await;
             assert_eq!(
                 r.outcome,
                 Outcome::Ok,
@@ -115,7 +103,7 @@ async fn responses_and_messages_against_the_real_server() {
         }
         // Prompt processing is in every flavor's TTFT: the prefix cache answered none of them.
         for probe in ["apple", "capital-zh"] {
-            let r = run(&runner, &cfg, probe, api).await;
+            let r = run_named(&runner, &cfg, probe, api).await;
             assert_eq!(
                 r.outcome,
                 Outcome::Repetition,
@@ -138,7 +126,7 @@ async fn decode_speed_is_within_three_percent_of_the_servers_on_every_answer() {
     let mut worst: f64 = 0.0;
     for probe in ["hi", "sky", "boiling", "apple"] {
         for _ in 0..3 {
-            let r = run(&runner, &cfg, probe, "openai-chat").await;
+            let r = run_named(&runner, &cfg, probe, "openai-chat").await;
             assert!(!r.outcome.is_transport(), "{probe}: {:?}", r.error);
             let t = r.server_timings.as_ref().expect("llama.cpp sends timings");
             let theirs = t["predicted_per_second"].as_f64().unwrap();
@@ -224,7 +212,7 @@ async fn cache_busting_per_flavor_on_llama_cpp() {
         };
         let mut v = Vec::new();
         for _ in 0..4 {
-            let r = run(&runner, &cfg, "sky", target).await;
+            let r = run_named(&runner, &cfg, "sky", target).await;
             assert!(!r.outcome.is_transport(), "{target}: {:?}", r.error);
             v.push(r.figures.ttft_ms.unwrap());
         }

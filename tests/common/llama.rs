@@ -7,7 +7,31 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use llm_canary::config::{self, Config};
+use llm_canary::result::ProbeResult;
+use llm_canary::runner::Runner;
+
 use super::services::{free_port, wait_ready};
+use super::TempDir;
+
+/// Writes `files` (path, text) into a fresh folder and loads its `llm-canary.yaml`: the real
+/// suites build their configs from prompts that suit the model.
+pub fn load_written(tag: &str, files: &[(String, String)]) -> (TempDir, Config) {
+    let dir = TempDir::new(tag);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    dir.write(&refs);
+    let cfg = config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+    (dir, cfg)
+}
+
+/// One run of the probe named `probe` on the target named `target`.
+pub async fn run_named(runner: &Runner, cfg: &Config, probe: &str, target: &str) -> ProbeResult {
+    let p = cfg.probes.iter().find(|p| p.name == probe).unwrap();
+    runner.run_one(p, cfg.target(target).unwrap()).await
+}
 
 pub struct LlamaServer {
     child: Child,
