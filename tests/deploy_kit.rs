@@ -723,6 +723,15 @@ async fn every_dashboard_query_parses_and_returns_data() {
         }
     }
     assert!(exprs.len() >= 25, "{}", exprs.len());
+    // The change annotations (a new serving build, a changed temperature-0 answer) must parse;
+    // this daemon sees no change, so they have no data to show.
+    let annotations = dash["annotations"]["list"].as_array().unwrap();
+    assert_eq!(annotations.len(), 2);
+    for a in annotations {
+        let e = substitute(a["expr"].as_str().unwrap());
+        let v = query(e.clone()).await;
+        assert_eq!(v["status"], "success", "annotation {e} does not parse: {v}");
+    }
     for (title, expr) in &exprs {
         let e = substitute(expr);
         let v = query(e.clone()).await;

@@ -54,6 +54,7 @@ pub struct Metrics {
     server_ttft: GaugeVec,
     target_info: GaugeVec,
     target_changes: IntCounterVec,
+    last_change: GaugeVec,
     output_changes: IntCounterVec,
     /// The (reported_model, fingerprint) each pair's `target_info` series carries now.
     info_of: Mutex<HashMap<Vec<String>, [String; 2]>>,
@@ -149,6 +150,7 @@ impl Metrics {
             server_ttft: reg!(gauge("server_ttft_seconds", "The server's own time to first token for the last run, when its response carries it.")),
             target_info: reg!(GaugeVec::new(Opts::new(name("target_info"), "1, labelled with the model name and build fingerprint the target reported last."), &with_identity)),
             target_changes: reg!(counter("target_changes_total", "Times the target's reported build fingerprint changed.")),
+            last_change: reg!(gauge("target_last_change_timestamp_seconds", "When the target's reported build fingerprint last changed (Unix time): what alert texts say 'serving build changed N minutes ago' from.")),
             output_changes: reg!(counter("output_changes_total", "Times a temperature-0 probe's output differed from its previous one.")),
             info_of: Mutex::new(HashMap::new()),
             skipped: reg!(counter("skipped_runs_total", "Scheduled runs skipped because the previous run of the pair was still in flight.")),
@@ -266,6 +268,7 @@ impl Metrics {
         }
         if r.target_changed {
             self.target_changes.with_label_values(&l).inc();
+            self.last_change.with_label_values(&l).set(started);
         }
         if r.output_changed {
             self.output_changes.with_label_values(&l).inc();
@@ -350,6 +353,7 @@ impl Metrics {
             &self.last_success,
             &self.warmup_ttft,
             &self.server_ttft,
+            &self.last_change,
         ] {
             let _ = g.remove_label_values(&l);
         }
