@@ -484,3 +484,61 @@ fn with<'a>(pair: &[&'a str], more: &'a [String]) -> Vec<&'a str> {
 pub fn now_seconds() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(
+            dir.path().join("llm-canary.yaml"),
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, labels: {model_version: \"7\"}}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("probes/p.yaml"), "name: p\nprompt: q.txt\n").unwrap();
+        std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
+        let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+        (dir, cfg)
+    }
+
+    #[test]
+    fn a_build_change_shows_in_the_series() {
+        let (_dir, cfg) = config();
+        let m = Metrics::new(&cfg);
+        let target = cfg.targets[0].clone();
+        let mut r = ProbeResult::example();
+        r.reported_model = Some("m".into());
+        r.fingerprint = Some("build-a".into());
+        m.record(&r, &target);
+        r.fingerprint = Some("build-b".into());
+        (r.target_changed, r.output_changed) = (true, true);
+        m.record(&r, &target);
+        let text = String::from_utf8(m.encode()).unwrap();
+        let line = |name: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(name))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(
+            line("llm_canary_target_changes_total").ends_with(" 1"),
+            "{text}"
+        );
+        assert!(
+            line("llm_canary_output_changes_total").ends_with(" 1"),
+            "{text}"
+        );
+        // One info series, for what the target reports now.
+        let info = line("llm_canary_target_info");
+        assert_eq!(info.lines().count(), 1, "{info}");
+        assert!(info.contains("fingerprint=\"build-b\""), "{info}");
+        assert!(info.contains("model_version=\"7\""), "{info}");
+        assert!(
+            line("llm_canary_target_last_change_timestamp_seconds").ends_with(" 0"),
+            "{text}"
+        );
+    }
+}
