@@ -51,13 +51,9 @@ fn fetch(port: u16, path: &str) -> usize {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(secs) = support::bench_secs(600) else {
         return;
-    }
-    let secs: u64 = std::env::var("LLM_CANARY_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(600);
+    };
     let soak = std::env::var_os("LLM_CANARY_SOAK").is_some();
     let (n_targets, n_probes, schedule) = if soak {
         (4, 5, "* * * * * *")

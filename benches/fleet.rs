@@ -291,13 +291,9 @@ fn run_mode(rt: &tokio::runtime::Runtime, sim: &Sim, mode: &str, secs: u64) {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(secs) = support::bench_secs(120) else {
         return;
-    }
-    let secs: u64 = std::env::var("LLM_CANARY_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(120);
+    };
     let modes = match std::env::var("LLM_CANARY_FLEET_MODE").as_deref() {
         Ok("push") => vec!["push"],
         Ok("remote-write") => vec!["remote-write"],

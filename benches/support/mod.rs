@@ -47,3 +47,17 @@ pub fn fired_seconds(results_log: &str) -> HashMap<(String, String), BTreeSet<i6
     }
     out
 }
+
+/// The probing time: `LLM_CANARY_BENCH_SECS`, else `default`. `None` when cargo only lists the
+/// benchmarks (`--list`), which must not start anything.
+pub fn bench_secs(default: u64) -> Option<u64> {
+    if std::env::args().any(|a| a == "--list") {
+        return None;
+    }
+    Some(
+        std::env::var("LLM_CANARY_BENCH_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default),
+    )
+}
