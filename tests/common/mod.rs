@@ -86,18 +86,6 @@ pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDi
     (dir, cfg)
 }
 
-/// Runs a tool to success and returns what it printed (stdout, then stderr).
-pub fn run_tool(cmd: &mut std::process::Command) -> String {
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
-    text
-}
-
 /// A local port with nothing listening on it.
 pub fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
