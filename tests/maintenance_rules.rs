@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::run as run;
+use common::run;
 use common::services::binary;
 
 fn root() -> &'static Path {
