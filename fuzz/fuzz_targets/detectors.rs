@@ -14,6 +14,12 @@ fuzz_target!(|text: &str| {
         repetition: Some(repetition::Thresholds::default()),
         ..CheckSpec::default()
     };
-    let v = checks::judge(&spec, text, Some("length"));
+    let answer = checks::Answer {
+        text,
+        finish_reason: Some("length"),
+        tool_calls: &[],
+        stopped_early: false,
+    };
+    let v = checks::judge(&spec, &answer);
     assert_eq!(v.output_chars, text.chars().count());
 });

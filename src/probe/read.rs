@@ -224,7 +224,7 @@ pub async fn read(
 /// A response body as a stream of reads.
 fn body_of(
     resp: reqwest::Response,
-) -> impl Stream<Item = Result<impl AsRef<[u8]>, reqwest::Error>> + Unpin {
+) -> impl Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin {
     Box::pin(futures_util::stream::unfold(resp, |mut resp| async move {
         match resp.chunk().await {
             Ok(Some(b)) => Some((Ok(b), resp)),
@@ -384,7 +384,7 @@ impl Reader {
     async fn non_streamed<S, B, E>(&mut self, body: S) -> Result<Instant, Failure>
     where
         S: Stream<Item = Result<B, E>> + Unpin,
-        B: AsRef<[u8]>,
+        B: Into<bytes::Bytes>,
         E: std::error::Error + 'static,
     {
         // One document may be one line: only the body cap applies.

@@ -206,7 +206,7 @@ impl<S> Body<S> {
 impl<S, B, E> Stream for Body<S>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
+    B: Into<bytes::Bytes>,
     E: std::error::Error + 'static,
 {
     type Item = Result<Read, BodyError>;
@@ -233,11 +233,13 @@ where
                     // The arrival is read before anything is done with the bytes.
                     let at = Instant::now();
                     self.progress.stamp(at);
-                    if let Err(e) = self.admit(bytes.as_ref()) {
+                    // Reqwest hands over `Bytes`: kept as they are, not copied.
+                    let bytes: Bytes = bytes.into();
+                    if let Err(e) = self.admit(&bytes) {
                         self.ended = true;
                         return Poll::Ready(Some(Err(e)));
                     }
-                    self.rest = Bytes::copy_from_slice(bytes.as_ref());
+                    self.rest = bytes;
                 }
                 Poll::Ready(Some(Err(e))) => {
                     self.ended = true;
@@ -261,8 +263,13 @@ where
 /// ready, so it can be drained without a runtime.
 pub fn reads<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
-) -> impl Stream<Item = Result<&'a [u8], std::convert::Infallible>> + Unpin {
-    futures_util::stream::iter(chunks.into_iter().map(Ok))
+) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Unpin {
+    futures_util::stream::iter(
+        chunks
+            .into_iter()
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Drains a stream that never waits (such as [`reads`]) without a runtime.

@@ -65,7 +65,7 @@ impl<S> NdjsonReader<S> {
 impl<S, B, E> Stream for NdjsonReader<S>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
+    B: Into<bytes::Bytes>,
     E: std::error::Error + 'static,
 {
     type Item = Result<Event, BodyError>;

@@ -52,7 +52,7 @@ impl<S> SseReader<S> {
 impl<S, B, E> Stream for SseReader<S>
 where
     S: Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
+    B: Into<bytes::Bytes>,
     E: std::error::Error + 'static,
 {
     type Item = Result<Event, SseError>;
