@@ -31,9 +31,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Every outcome, `ok` first, transport then content in precedence order.
-    pub const ALL: [Outcome; 19] = [
-        Outcome::Ok,
+    /// The transport outcomes, decided before any content check.
+    pub const TRANSPORT: [Outcome; 9] = [
         Outcome::ConnectError,
         Outcome::HttpError,
         Outcome::TimeoutTtft,
@@ -43,16 +42,24 @@ impl Outcome {
         Outcome::StreamInterrupted,
         Outcome::MalformedStream,
         Outcome::Oversized,
-        Outcome::EmptyOutput,
-        Outcome::Repetition,
-        Outcome::Truncated,
-        Outcome::FormatError,
-        Outcome::ToolCallError,
-        Outcome::TooShort,
-        Outcome::TooLong,
-        Outcome::PatternMismatch,
-        Outcome::ForbiddenPattern,
     ];
+
+    /// Every outcome, `ok` first, transport then content in precedence order: built from the
+    /// two lists, so a new outcome is written down once.
+    pub const ALL: [Outcome; 19] = {
+        let mut all = [Outcome::Ok; 19];
+        let mut i = 0;
+        while i < Self::TRANSPORT.len() {
+            all[1 + i] = Self::TRANSPORT[i];
+            i += 1;
+        }
+        let mut j = 0;
+        while j < Self::CONTENT_PRECEDENCE.len() {
+            all[1 + Self::TRANSPORT.len() + j] = Self::CONTENT_PRECEDENCE[j];
+            j += 1;
+        }
+        all
+    };
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -83,18 +90,7 @@ impl Outcome {
     }
 
     pub fn is_transport(self) -> bool {
-        matches!(
-            self,
-            Outcome::ConnectError
-                | Outcome::HttpError
-                | Outcome::TimeoutTtft
-                | Outcome::Stall
-                | Outcome::TimeoutTotal
-                | Outcome::StreamError
-                | Outcome::StreamInterrupted
-                | Outcome::MalformedStream
-                | Outcome::Oversized
-        )
+        Self::TRANSPORT.contains(&self)
     }
 
     /// DESIGN's precedence of content outcomes, highest first: when several checks fail, the
