@@ -18,7 +18,7 @@ pub mod status_page;
 use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch, Notify};
@@ -28,6 +28,7 @@ use crate::listener::{descriptor_budget, Door, Limits};
 use crate::maintenance::{self, Announced};
 use crate::runner::{Pair, Runner};
 use crate::sinks::metrics::{now_seconds, Metrics};
+use crate::sinks::push;
 use crate::sinks::results_log::ResultsLog;
 use crate::sinks::status_history::{Run, StatusHistory};
 
@@ -71,6 +72,9 @@ pub struct Agent {
     maintenance_wake: Notify,
     /// The listener accepts only loopback connections: admin requests need no token.
     loopback_only: bool,
+    /// One client for the Pushgateway and the remote-write receiver, built on first use: its
+    /// TLS root store is about 200 KB, which a daemon that sends to neither never holds.
+    sink_client: OnceLock<reqwest::Client>,
 }
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -87,6 +91,10 @@ impl Agent {
 
     pub fn metrics(&self) -> Arc<Metrics> {
         self.metrics.read().expect("metrics lock").clone()
+    }
+
+    fn sink_client(&self) -> &reqwest::Client {
+        self.sink_client.get_or_init(push::client)
     }
 
     fn push_status(&self) -> PushStatus {
@@ -190,6 +198,7 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         announced: Announced::default(),
         maintenance_wake: Notify::new(),
         loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
+        sink_client: OnceLock::new(),
     });
     if let Some(settings) = &cfg.agent.results_log {
         // Before the first run, so the page shows the past at once. On the runtime's own
@@ -375,7 +384,8 @@ async fn pair_loop(
     mut stop: watch::Receiver<u64>,
     gen: u64,
 ) {
-    let Some(cron) = probe.schedule.clone() else {
+    // Borrowed, not cloned: a parsed schedule holds about 5 KB, once per probe, not per pair.
+    let Some(cron) = probe.schedule.as_ref() else {
         return;
     };
     let mut last_fire: Option<jiff::Timestamp> = None;

@@ -52,7 +52,6 @@ async fn push_now(agent: &Agent, client: &reqwest::Client) -> Pushed {
 }
 
 pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
-    let client = push::client();
     let mut last: Option<Instant> = None;
     let mut failures = 0u32;
     loop {
@@ -78,7 +77,7 @@ pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
             }
         }
         last = Some(Instant::now());
-        match push_now(&agent, &client).await {
+        match push_now(&agent, agent.sink_client()).await {
             Pushed::Ok => failures = 0,
             Pushed::Failed => failures = failures.saturating_add(1),
             Pushed::NotConfigured => {}
@@ -92,10 +91,10 @@ pub async fn final_push(agent: &Agent) {
     let Some(settings) = cfg.push.as_ref() else {
         return;
     };
-    let client = push::client();
-    push_now(agent, &client).await;
+    let client = agent.sink_client();
+    push_now(agent, client).await;
     if settings.delete_on_shutdown {
-        match push::delete(&client, settings, &cfg.agent.name).await {
+        match push::delete(client, settings, &cfg.agent.name).await {
             Ok(()) => tracing::info!("deleted this agent's group from the Pushgateway"),
             Err(e) => tracing::warn!(error = %e, "could not delete this agent's group"),
         }

@@ -166,7 +166,6 @@ pub async fn sample_loop(
 
 /// Drains the queue until `stop`, backing off while the receiver fails.
 pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch::Receiver<bool>) {
-    let client = push::client();
     let mut failures = 0u32;
     loop {
         let wake = rw.wake.notified();
@@ -174,7 +173,7 @@ pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch
         let sent = match &settings {
             Some(s) => {
                 tokio::select! {
-                    r = rw.send_one(&agent, &client, s) => r,
+                    r = rw.send_one(&agent, agent.sink_client(), s) => r,
                     _ = stop.wait_for(|s| *s) => return,
                 }
             }
@@ -215,10 +214,10 @@ pub async fn final_flush(agent: &Agent, rw: &RemoteWriter) {
         return;
     };
     rw.sample(agent, &settings).await;
-    let client = push::client();
+    let client = agent.sink_client();
     let deadline = tokio::time::Instant::now() + settings.timeout;
     loop {
-        let step = tokio::time::timeout_at(deadline, rw.send_one(agent, &client, &settings));
+        let step = tokio::time::timeout_at(deadline, rw.send_one(agent, client, &settings));
         match step.await {
             Ok(Some(Ok(()))) | Ok(Some(Err(SendError::Rejected { .. }))) => continue,
             Ok(None) => return,
