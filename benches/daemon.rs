@@ -118,6 +118,9 @@ fn main() {
     std::thread::sleep(Duration::from_millis(300));
     let fired = std::fs::metadata(dir.join("results.jsonl")).map_or(0, |m| m.len()) > 0;
     let idle = status_kib(pid, "VmRSS:").unwrap_or(0);
+    // Mapped code and libraries (file-backed) against the heap and stacks (anonymous).
+    let idle_file = status_kib(pid, "RssFile:").unwrap_or(0);
+    let idle_anon = status_kib(pid, "RssAnon:").unwrap_or(0);
     let (mut page_bytes, mut json_bytes, mut last_fetch) = (0, 0, Instant::now());
     let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
     let start = Instant::now();
@@ -164,8 +167,10 @@ fn main() {
         json_bytes as f64 / 1024.0
     );
     println!(
-        "  idle RSS {:.1} MiB; while probing: peak {:.1} MiB, at the end {:.1} MiB",
+        "  idle RSS {:.1} MiB (file-backed {:.1}, anonymous {:.1}); while probing: peak {:.1} MiB, at the end {:.1} MiB",
         idle as f64 / 1024.0,
+        idle_file as f64 / 1024.0,
+        idle_anon as f64 / 1024.0,
         peak as f64 / 1024.0,
         last as f64 / 1024.0
     );
