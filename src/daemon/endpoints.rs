@@ -103,10 +103,12 @@ async fn route(
             Ok(body) => reply(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", body),
             Err(e) => reply(StatusCode::BAD_REQUEST, TEXT, format!("{e}\n")),
         },
+        // A scrape of a large registry gives way between collectors, as a push does: on the
+        // daemon's one thread it must not hold back the arrival stamps of runs in flight.
         (&Method::GET, "/metrics") => reply(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            agent.metrics().encode(),
+            agent.metrics().encode_yielding().await,
         ),
         (&Method::GET, "/healthz") => {
             let status = agent.push_status();
