@@ -70,6 +70,7 @@ impl Warm {
 
 impl Runner {
     pub fn new(concurrency: usize) -> Self {
+        crate::checks::lists::compile_now();
         Runner {
             clients: Clients::default(),
             limit: Arc::new(Semaphore::new(concurrency.max(1))),

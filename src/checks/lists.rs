@@ -33,6 +33,13 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("the marker pattern compiles")
 });
 
+/// Compiles the marker pattern now. Its first use would otherwise compile it inside a run's
+/// judging, on a runtime thread, while other threads wanting it wait: a few milliseconds in
+/// which the arrival stamps of other runs in flight are late.
+pub fn compile_now() {
+    LazyLock::force(&MARKER);
+}
+
 /// `line` without its enumeration marker, or the line itself when the marker is all it holds
 /// (`1.` alone, or a bare number while counting).
 pub fn strip_marker(line: &str) -> &str {
