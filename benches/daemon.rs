@@ -101,6 +101,11 @@ fn main() {
     let seeded = history.lines().count();
     drop(history);
 
+    // Start just after a fire instant of "*/15", so that idle is measured before the first fire.
+    if !soak {
+        let into = jiff::Timestamp::now().as_millisecond().rem_euclid(15_000);
+        std::thread::sleep(Duration::from_millis((15_000 - into + 200) as u64));
+    }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
         .args(["run", "-c"])
         .arg(dir.join("llm-canary.yaml"))
@@ -122,6 +127,8 @@ fn main() {
     let idle_file = status_kib(pid, "RssFile:").unwrap_or(0);
     let idle_anon = status_kib(pid, "RssAnon:").unwrap_or(0);
     let (mut page_bytes, mut json_bytes, mut last_fetch) = (0, 0, Instant::now());
+    // The daemon's CPU time spent answering the page and the JSON, apart from probing.
+    let mut fetch_cpu = 0.0;
     let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
     let start = Instant::now();
     let started_at = jiff::Timestamp::now();
@@ -130,8 +137,10 @@ fn main() {
     while start.elapsed() < Duration::from_secs(secs) {
         std::thread::sleep(Duration::from_millis(250));
         if last_fetch.elapsed() >= Duration::from_secs(10) {
+            let before = cpu_seconds(pid).unwrap_or(0.0);
             page_bytes = fetch(port, "/");
             json_bytes = fetch(port, "/api/v1/status");
+            fetch_cpu += cpu_seconds(pid).unwrap_or(0.0) - before;
             last_fetch = Instant::now();
         }
         if let Some(r) = status_kib(pid, "VmRSS:") {
@@ -175,7 +184,7 @@ fn main() {
         last as f64 / 1024.0
     );
     println!(
-        "  CPU {cpu:.2} s = {:.3} % of one core on average",
+        "  CPU {cpu:.2} s = {:.3} % of one core on average, of which answering the page and the JSON {fetch_cpu:.2} s",
         100.0 * cpu / wall
     );
     if let (Some(w), Some(f)) = (after_warmup, fds_after_warmup) {
