@@ -143,6 +143,25 @@ fn reader_throughput() {
     );
 }
 
+/// A hostile server's line that never ends: the time to refuse 1 MiB of it (the line cap), by
+/// the size of the reads it comes in. The parser must see the line once, not at every read.
+fn endless_line() {
+    let caps = StreamCaps {
+        max_line: 1 << 20,
+        max_body: 8 << 20,
+    };
+    let mut body = b"data: {\"choices\":[{\"delta\":{\"content\":\"".to_vec();
+    body.extend(std::iter::repeat_n(b'x', 2 << 20));
+    for size in [4096, 16384, 65536] {
+        let start = Instant::now();
+        let refused = stream::sse::decode(body.chunks(size), caps).is_err();
+        println!(
+            "endless line in {size}-byte reads: refused {refused} after {:.2} ms of one core",
+            start.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -152,5 +171,6 @@ fn main() {
     ttft_error(&sim_rt, &sim, 50, 10);
     once_rss(&sim);
     reader_throughput();
+    endless_line();
     std::thread::sleep(Duration::from_millis(10));
 }
