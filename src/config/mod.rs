@@ -538,6 +538,17 @@ fn load_target(
                 ));
             }
         }
+        // International domain names are not converted (no IDNA tables in the binary).
+        Err(url::ParseError::IdnaError) => {
+            return Err(src.err(
+                &url_field,
+                t.base_url.referenced,
+                format!(
+                    "base_url {:?} has a host name that is not ASCII: write it in its xn-- (punycode) form",
+                    t.base_url.value
+                ),
+            ))
+        }
         _ => {
             return Err(src.err(
                 &url_field,
