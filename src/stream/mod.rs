@@ -134,22 +134,12 @@ pub struct Body<S> {
     ended: bool,
 }
 
-/// Where the first one or two whole lines of `bytes` end (a `\r\n` counts once), or `None`
-/// when no line ends in it.
-fn line_cut(bytes: &[u8]) -> Option<usize> {
-    let mut ends = 0;
-    let mut cut = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        let end = b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
-        if end {
-            cut = Some(i + 1);
-            ends += 1;
-            if ends == 2 {
-                break;
-            }
-        }
-    }
-    cut
+/// Where each line of `bytes` ends (the index after its end), `\r\n` counting once: a `\r`
+/// ends a line unless a `\n` follows it in the same bytes.
+fn line_ends(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    (0..bytes.len())
+        .filter(|&i| bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
+        .map(|i| i + 1)
 }
 
 impl<S> Body<S> {
@@ -246,7 +236,7 @@ where
             }
             if !self.rest.is_empty() {
                 // Two whole lines at a time: an event's data line and the blank line after it.
-                if let Some(cut) = line_cut(&self.rest) {
+                if let Some(cut) = line_ends(&self.rest).take(2).last() {
                     return Poll::Ready(Some(Ok(Read::Bytes(self.rest.split_to(cut)))));
                 }
                 if self.finished {
@@ -277,11 +267,12 @@ where
                         continue;
                     }
                     // Only the new bytes are searched for the end of the held-back line.
-                    match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+                    let end = line_ends(&bytes).next();
+                    match end {
                         None => self.partial.extend_from_slice(&bytes),
-                        Some(i) => {
-                            self.partial.extend_from_slice(&bytes[..=i]);
-                            self.rest = bytes.slice(i + 1..);
+                        Some(cut) => {
+                            self.partial.extend_from_slice(&bytes[..cut]);
+                            self.rest = bytes.slice(cut..);
                             let line = self.partial.split().freeze();
                             return Poll::Ready(Some(Ok(Read::Bytes(line))));
                         }
