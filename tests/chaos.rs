@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::procfs;
 use llm_canary::runner::Runner;
 use llm_canary::sim::Sim;
 
@@ -40,47 +41,6 @@ const FAULTS: [(&str, &str); 25] = [
     ("split", "ok"),
     ("crlf", "ok"),
 ];
-
-fn rss_kib() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .unwrap()
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// Busy and stolen CPU time of the whole machine, and this process's own, in clock ticks
-/// (/proc/stat and /proc/self/stat): what other work ran beside the test, for the report.
-fn cpu_ticks() -> (u64, u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    let f: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .skip(1)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    // user nice system idle iowait irq softirq steal
-    let busy = f[0] + f[1] + f[2] + f[5] + f[6];
-    let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after_comm = &own[own.rfind(')').unwrap() + 2..];
-    let o: Vec<u64> = after_comm
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .map(|v| v.parse().unwrap())
-        .collect();
-    (busy, f[7], o[0] + o[1])
-}
 
 /// The machine's own scheduling noise, apart from the agent's work: a thread that sleeps 1 ms
 /// at a time and records how late it wakes, until `stop`. When the whole virtual machine is
@@ -132,12 +92,17 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
         "timeouts: {connect: 1s, ttft: 700ms, stall: 700ms, total: 2500ms}",
     );
     let (_dir, cfg) = common::config(&sim, &refs, &probe);
+    let pid = std::process::id();
+    let open_fds = || procfs::open_fds(pid).unwrap();
     let fds_before = open_fds();
 
     let runner = Arc::new(Runner::new(50));
     let stop_sensor = Arc::new(AtomicBool::new(false));
     let sensor = noise_sensor(stop_sensor.clone());
-    let ticks0 = cpu_ticks();
+    let ((busy0, stolen0), own0) = (
+        procfs::machine_cpu_seconds().unwrap(),
+        procfs::cpu_seconds(pid).unwrap(),
+    );
     let start = Instant::now();
     let (mut rounds, mut runs, mut wrong) = (0, 0, Vec::new());
     let mut errors_ms = Vec::new();
@@ -165,11 +130,14 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
                 errors_ms.push(sim.first_token_error_ms(r).unwrap());
             }
         }
-        rss.push(rss_kib());
+        rss.push(procfs::status_kib(pid, "VmRSS:").unwrap());
         rounds += 1;
     }
     drop(runner);
-    let ticks1 = cpu_ticks();
+    let ((busy1, stolen1), own1) = (
+        procfs::machine_cpu_seconds().unwrap(),
+        procfs::cpu_seconds(pid).unwrap(),
+    );
     stop_sensor.store(true, Ordering::Relaxed);
     let mut noise_ms = sensor.join().unwrap();
 
@@ -187,13 +155,13 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
     noise_ms.sort_by(f64::total_cmp);
     let p = |q: f64| llm_canary::timeline::nearest_rank(&errors_ms, q);
     let noise_p99 = llm_canary::timeline::nearest_rank(&noise_ms, 0.99);
-    // A tick is 1/100 s (USER_HZ): t ticks over s seconds are t / s % of one core.
-    let share = |t: u64| t as f64 / start.elapsed().as_secs_f64();
-    let others = (ticks1.0 - ticks0.0).saturating_sub(ticks1.2 - ticks0.2);
+    // CPU seconds over the run as a percentage of one core.
+    let share = |secs: f64| 100.0 * secs / start.elapsed().as_secs_f64();
+    let others = ((busy1 - busy0) - (own1 - own0)).max(0.0);
     println!(
         "machine beside the test: other processes {:.1} % of a core, stolen by the host {:.1} %",
         share(others),
-        share(ticks1.1 - ticks0.1)
+        share(stolen1 - stolen0)
     );
     let (first, peak) = (rss[0], *rss.iter().max().unwrap());
     println!(

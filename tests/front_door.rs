@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::daemon::Daemon;
@@ -46,21 +45,11 @@ fn start(sim: &Sim) -> Daemon {
 impl Daemon {
     /// utime + stime of the daemon (prlimit execs it, so the pid is the same), in seconds.
     fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        let rest: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
-        let ticks: u64 = rest[11].parse::<u64>().unwrap() + rest[12].parse::<u64>().unwrap();
-        ticks as f64 / clock_ticks()
+        common::procfs::cpu_seconds(self.child.id()).unwrap()
     }
 
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: f64 = status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap();
-        kib / 1024.0
+        common::procfs::status_kib(self.child.id(), "VmRSS:").unwrap() as f64 / 1024.0
     }
 
     async fn runs(&self, outcome: &str) -> f64 {
@@ -71,15 +60,6 @@ impl Daemon {
         )
         .unwrap_or(0.0)
     }
-}
-
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
 }
 
 /// Connects and sends half a request head, never the blank line that ends it.

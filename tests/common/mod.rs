@@ -93,6 +93,7 @@ pub fn closed_port() -> u16 {
 }
 pub mod daemon;
 pub mod llama;
+pub mod procfs;
 pub mod services;
 
 /// The repository's root (where deploy/ is).
