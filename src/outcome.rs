@@ -61,6 +61,14 @@ impl Outcome {
         all
     };
 
+    /// The outcome's place in [`Outcome::ALL`].
+    pub fn index(self) -> usize {
+        Outcome::ALL
+            .iter()
+            .position(|o| *o == self)
+            .expect("ALL lists every outcome")
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",

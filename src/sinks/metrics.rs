@@ -15,6 +15,7 @@ use prometheus::{
 use crate::config::{Config, Target};
 use crate::outcome::Outcome;
 use crate::result::ProbeResult;
+use crate::sinks::pair_series::{PairSeries, Slot};
 
 pub const PREFIX: &str = "llm_canary_";
 
@@ -36,30 +37,17 @@ pub struct Metrics {
     static_labels: Vec<(String, String)>,
     /// The target label keys this registry was built for (series labels are fixed per family).
     target_keys: Vec<String>,
-    probe_success: GaugeVec,
-    runs: IntCounterVec,
+    /// The pairs' counters and gauges; `slots` says which is which.
+    pair: PairSeries,
+    slots: PairSlots,
     ttft: HistogramVec,
     answer_ttft: HistogramVec,
     e2e: HistogramVec,
     tpot: HistogramVec,
     itl: HistogramVec,
-    tokens_per_second: GaugeVec,
-    last_ttft: GaugeVec,
-    last_e2e: GaugeVec,
-    output_tokens: GaugeVec,
-    repetition_score: GaugeVec,
-    last_run: GaugeVec,
-    last_success: GaugeVec,
-    warmup_ttft: GaugeVec,
-    server_ttft: GaugeVec,
     target_info: GaugeVec,
-    target_changes: IntCounterVec,
-    last_change: GaugeVec,
-    output_changes: IntCounterVec,
     /// The (reported_model, fingerprint) each pair's `target_info` series carries now.
     info_of: Mutex<HashMap<Vec<String>, [String; 2]>>,
-    skipped: IntCounterVec,
-    aborted: IntCounterVec,
     /// Per target (no probe label): 1 while it is in a maintenance window.
     maintenance: GaugeVec,
     pub push_failures: IntCounter,
@@ -69,6 +57,27 @@ pub struct Metrics {
     pub reload_successful: IntGauge,
     pub reload_success_time: Gauge,
     pub remote_write: RemoteWriteMetrics,
+}
+
+/// Where each of a pair's counters and gauges is in [`PairSeries`].
+struct PairSlots {
+    probe_success: Slot,
+    /// By outcome, in the order of `Outcome::ALL`.
+    runs: Slot,
+    tokens_per_second: Slot,
+    last_ttft: Slot,
+    last_e2e: Slot,
+    output_tokens: Slot,
+    repetition_score: Slot,
+    last_run: Slot,
+    last_success: Slot,
+    warmup_ttft: Slot,
+    server_ttft: Slot,
+    target_changes: Slot,
+    last_change: Slot,
+    output_changes: Slot,
+    skipped: Slot,
+    aborted: Slot,
 }
 
 /// The remote-write queue's health.
@@ -104,11 +113,8 @@ impl Metrics {
                 .expect("agent labels are validated label names");
         let mut pair: Vec<&str> = vec!["probe", "target", "model"];
         pair.extend(target_keys.iter().map(String::as_str));
-        let mut with_outcome = pair.clone();
-        with_outcome.push("outcome");
         let mut with_identity = pair.clone();
         with_identity.extend(["reported_model", "fingerprint"]);
-        let counter = |n: &str, help: &str| IntCounterVec::new(Opts::new(name(n), help), &pair);
         let per_target = &pair[1..];
 
         let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
@@ -122,7 +128,6 @@ impl Metrics {
                 m
             }};
         }
-        let gauge = |n: &str, help: &str| GaugeVec::new(Opts::new(name(n), help), &pair);
         let hist = |n: &str, help: &str, b: &[f64]| {
             HistogramVec::new(HistogramOpts::new(name(n), help).buckets(b.to_vec()), &pair)
         };
@@ -131,30 +136,35 @@ impl Metrics {
             &["version"]
         ));
         build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        let mut b = PairSeries::builder(&pair);
+        let slots = PairSlots {
+            probe_success: b.gauge(name("probe_success"), "1 if the last run of this probe on this target was ok, else 0."),
+            runs: b.counter_by(name("probe_runs_total"), "Probe runs by outcome.", "outcome", Outcome::ALL.map(Outcome::as_str)),
+            tokens_per_second: b.gauge(name("output_tokens_per_second"), "Decode speed of the last run."),
+            last_ttft: b.gauge(name("last_ttft_seconds"), "Time to first token of the last (non-warm-up) run."),
+            last_e2e: b.gauge(name("last_e2e_seconds"), "End-to-end time of the last completed (non-warm-up) run."),
+            output_tokens: b.gauge(name("output_tokens"), "Output tokens of the last run."),
+            repetition_score: b.gauge(name("repetition_score"), "Degeneration score (0..1) of the last run's output."),
+            last_run: b.gauge(name("last_run_timestamp_seconds"), "When the last run started (Unix time)."),
+            last_success: b.gauge(name("last_success_timestamp_seconds"), "When the last ok run started (Unix time)."),
+            warmup_ttft: b.gauge(name("warmup_ttft_seconds"), "Time to first token of the last cold start (first ok run after start or after the target was unreachable)."),
+            server_ttft: b.gauge(name("server_ttft_seconds"), "The server's own time to first token for the last run, when its response carries it."),
+            target_changes: b.counter(name("target_changes_total"), "Times the target's reported build fingerprint changed."),
+            last_change: b.gauge(name("target_last_change_timestamp_seconds"), "When the target's reported build fingerprint last changed (Unix time): what alert texts say 'serving build changed N minutes ago' from."),
+            output_changes: b.counter(name("output_changes_total"), "Times a temperature-0 probe's output differed from its previous one."),
+            skipped: b.counter(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."),
+            aborted: b.counter(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."),
+        };
         let m = Metrics {
-            probe_success: reg!(gauge("probe_success", "1 if the last run of this probe on this target was ok, else 0.")),
-            runs: reg!(IntCounterVec::new(Opts::new(name("probe_runs_total"), "Probe runs by outcome."), &with_outcome)),
+            pair: reg!(b.build()),
+            slots,
             ttft: reg!(hist("ttft_seconds", "Time to first generated token (warm-up runs excluded).", &LATENCY_BUCKETS)),
             answer_ttft: reg!(hist("answer_ttft_seconds", "Time to the first token of the answer, after any reasoning (warm-up runs excluded).", &LATENCY_BUCKETS)),
             e2e: reg!(hist("e2e_seconds", "Request start to end of stream, for completed streams (warm-up runs excluded).", &LATENCY_BUCKETS)),
             tpot: reg!(hist("time_per_output_token_seconds", "Decode time per output token after the first (warm-up runs excluded).", &TOKEN_BUCKETS)),
             itl: reg!(hist("inter_token_latency_seconds", "Gaps between successive content chunks (warm-up runs excluded).", &TOKEN_BUCKETS)),
-            tokens_per_second: reg!(gauge("output_tokens_per_second", "Decode speed of the last run.")),
-            last_ttft: reg!(gauge("last_ttft_seconds", "Time to first token of the last (non-warm-up) run.")),
-            last_e2e: reg!(gauge("last_e2e_seconds", "End-to-end time of the last completed (non-warm-up) run.")),
-            output_tokens: reg!(gauge("output_tokens", "Output tokens of the last run.")),
-            repetition_score: reg!(gauge("repetition_score", "Degeneration score (0..1) of the last run's output.")),
-            last_run: reg!(gauge("last_run_timestamp_seconds", "When the last run started (Unix time).")),
-            last_success: reg!(gauge("last_success_timestamp_seconds", "When the last ok run started (Unix time).")),
-            warmup_ttft: reg!(gauge("warmup_ttft_seconds", "Time to first token of the last cold start (first ok run after start or after the target was unreachable).")),
-            server_ttft: reg!(gauge("server_ttft_seconds", "The server's own time to first token for the last run, when its response carries it.")),
             target_info: reg!(GaugeVec::new(Opts::new(name("target_info"), "1, labelled with the model name and build fingerprint the target reported last."), &with_identity)),
-            target_changes: reg!(counter("target_changes_total", "Times the target's reported build fingerprint changed.")),
-            last_change: reg!(gauge("target_last_change_timestamp_seconds", "When the target's reported build fingerprint last changed (Unix time): what alert texts say 'serving build changed N minutes ago' from.")),
-            output_changes: reg!(counter("output_changes_total", "Times a temperature-0 probe's output differed from its previous one.")),
             info_of: Mutex::new(HashMap::new()),
-            skipped: reg!(counter("skipped_runs_total", "Scheduled runs skipped because the previous run of the pair was still in flight.")),
-            aborted: reg!(counter("aborted_runs_total", "Runs still in flight when the shutdown grace period ended.")),
             maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
@@ -227,12 +237,6 @@ impl Metrics {
     pub fn record(&self, r: &ProbeResult, target: &Target) {
         let values = self.pair_values(&r.probe, target);
         let l: Vec<&str> = values.iter().map(String::as_str).collect();
-        let mut lo = l.clone();
-        lo.push(r.outcome.as_str());
-        self.runs.with_label_values(&lo).inc();
-        self.probe_success
-            .with_label_values(&l)
-            .set(if r.success { 1.0 } else { 0.0 });
         // Rounded as the results log writes it, so a run's time is the same in both.
         let started = r
             .started_at
@@ -240,20 +244,40 @@ impl Metrics {
             .unwrap_or(r.started_at)
             .as_millisecond() as f64
             / 1000.0;
-        self.last_run.with_label_values(&l).set(started);
-        if r.success {
-            self.last_success.with_label_values(&l).set(started);
-        }
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
-        if let Some(n) = r.output_tokens {
-            self.output_tokens.with_label_values(&l).set(n as f64);
-        }
-        if let Some(s) = r.repetition_score {
-            self.repetition_score.with_label_values(&l).set(s);
-        }
-        if let Some(t) = secs(r.server_ttft_ms) {
-            self.server_ttft.with_label_values(&l).set(t);
-        }
+        let s = &self.slots;
+        self.pair.update(&values, |v| {
+            v.inc(s.runs.nth(r.outcome.index()));
+            v.set(s.probe_success, if r.success { 1.0 } else { 0.0 });
+            v.set(s.last_run, started);
+            if r.success {
+                v.set(s.last_success, started);
+            }
+            if r.target_changed {
+                v.inc(s.target_changes);
+                v.set(s.last_change, started);
+            }
+            if r.output_changed {
+                v.inc(s.output_changes);
+            }
+            let ttft = secs(r.figures.ttft_ms);
+            // A transport failure has no meaningful end-to-end time (a timeout or a reset).
+            let e2e = secs(r.figures.e2e_ms).filter(|_| !r.outcome.is_transport());
+            let figures = [
+                (s.output_tokens, r.output_tokens.map(|n| n as f64)),
+                (s.repetition_score, r.repetition_score),
+                (s.server_ttft, secs(r.server_ttft_ms)),
+                (s.tokens_per_second, r.figures.tokens_per_second),
+                (s.warmup_ttft, ttft.filter(|_| r.warmup)),
+                (s.last_ttft, ttft.filter(|_| !r.warmup)),
+                (s.last_e2e, e2e.filter(|_| !r.warmup)),
+            ];
+            for (slot, x) in figures {
+                if let Some(x) = x {
+                    v.set(slot, x);
+                }
+            }
+        });
         if let Some(fp) = &r.fingerprint {
             let identity = [r.reported_model.clone().unwrap_or_default(), fp.clone()];
             let mut info_of = self.info_of.lock().expect("info lock");
@@ -266,20 +290,7 @@ impl Metrics {
                     .set(1.0);
             }
         }
-        if r.target_changed {
-            self.target_changes.with_label_values(&l).inc();
-            self.last_change.with_label_values(&l).set(started);
-        }
-        if r.output_changed {
-            self.output_changes.with_label_values(&l).inc();
-        }
-        if let Some(tps) = r.figures.tokens_per_second {
-            self.tokens_per_second.with_label_values(&l).set(tps);
-        }
         if r.warmup {
-            if let Some(t) = secs(r.figures.ttft_ms) {
-                self.warmup_ttft.with_label_values(&l).set(t);
-            }
             return;
         }
         if let Some(t) = secs(r.figures.answer_ttft_ms) {
@@ -287,13 +298,10 @@ impl Metrics {
         }
         if let Some(t) = secs(r.figures.ttft_ms) {
             self.ttft.with_label_values(&l).observe(t);
-            self.last_ttft.with_label_values(&l).set(t);
         }
-        // A transport failure has no meaningful end-to-end time (it is a timeout or a reset).
         if !r.outcome.is_transport() {
             if let Some(t) = secs(r.figures.e2e_ms) {
                 self.e2e.with_label_values(&l).observe(t);
-                self.last_e2e.with_label_values(&l).set(t);
             }
         }
         if let Some(t) = secs(r.figures.tpot_ms) {
@@ -309,54 +317,37 @@ impl Metrics {
 
     /// Creates a pair's counters at zero, so rates and ratios exist before anything happens.
     pub fn init_pair(&self, probe: &str, target: &Target) {
-        let v = self.pair_values(probe, target);
-        let l: Vec<&str> = v.iter().map(String::as_str).collect();
-        for c in [
-            &self.skipped,
-            &self.aborted,
-            &self.target_changes,
-            &self.output_changes,
-        ] {
-            c.with_label_values(&l);
-        }
-        let mut lo = l.clone();
-        lo.push(Outcome::Ok.as_str());
-        self.runs.with_label_values(&lo);
+        let s = &self.slots;
+        self.pair.update(&self.pair_values(probe, target), |v| {
+            for slot in [
+                s.runs.nth(Outcome::Ok.index()),
+                s.skipped,
+                s.aborted,
+                s.target_changes,
+                s.output_changes,
+            ] {
+                v.init(slot);
+            }
+        });
     }
 
     pub fn skipped(&self, probe: &str, target: &Target) {
-        let v = self.pair_values(probe, target);
-        self.skipped
-            .with_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>())
-            .inc();
+        let slot = self.slots.skipped;
+        self.pair
+            .update(&self.pair_values(probe, target), |v| v.inc(slot));
     }
 
     pub fn aborted(&self, probe: &str, target: &Target) {
-        let v = self.pair_values(probe, target);
-        self.aborted
-            .with_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>())
-            .inc();
+        let slot = self.slots.aborted;
+        self.pair
+            .update(&self.pair_values(probe, target), |v| v.inc(slot));
     }
 
     /// Drops every series of a pair (a probe or target that left the config): retired series
     /// disappear from /metrics and, with the next PUT, from the Pushgateway.
     pub fn remove_pair(&self, values: &[String]) {
         let l: Vec<&str> = values.iter().map(String::as_str).collect();
-        for g in [
-            &self.probe_success,
-            &self.tokens_per_second,
-            &self.last_ttft,
-            &self.last_e2e,
-            &self.output_tokens,
-            &self.repetition_score,
-            &self.last_run,
-            &self.last_success,
-            &self.warmup_ttft,
-            &self.server_ttft,
-            &self.last_change,
-        ] {
-            let _ = g.remove_label_values(&l);
-        }
+        self.pair.remove(values);
         if let Some(old) = self.info_of.lock().expect("info lock").remove(values) {
             let _ = self.target_info.remove_label_values(&with(&l, &old));
         }
@@ -368,19 +359,6 @@ impl Metrics {
             &self.itl,
         ] {
             let _ = h.remove_label_values(&l);
-        }
-        for c in [
-            &self.skipped,
-            &self.aborted,
-            &self.target_changes,
-            &self.output_changes,
-        ] {
-            let _ = c.remove_label_values(&l);
-        }
-        for o in Outcome::ALL {
-            let mut lo = l.clone();
-            lo.push(o.as_str());
-            let _ = self.runs.remove_label_values(&lo);
         }
     }
 

@@ -3,6 +3,7 @@
 //! results into output; nothing here measures anything.
 
 pub mod metrics;
+pub mod pair_series;
 pub mod push;
 pub mod remote_write;
 pub mod results_log;
