@@ -249,6 +249,7 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         stop_rx.clone(),
     ));
     let mut generation = start_schedules(&agent, &cfg, 0);
+    release_freed_memory();
     tracing::info!(agent = %cfg.agent.name, pairs = scheduled_pairs(&cfg).len(), "daemon started");
 
     let mut hup = hangup();
@@ -310,6 +311,20 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
 }
 
 /// Spawns one scheduling loop per pair; returns the generation switch that stops them.
+/// Gives the system back the memory that start-up (or a reload) used and freed: reading the
+/// config, compiling its patterns, rebuilding the status history from a week of results log.
+/// glibc's allocator keeps freed memory in its heap for reuse and returns only what lies at the
+/// heap's top, so without this the daemon idles at its start-up peak: 0.25 MiB more with 100
+/// pairs (`cargo bench --bench daemon`). Runs reuse what stays; no trim after them.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointer and only walks the allocator's own free lists; glibc
+    // locks each arena while it does.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 fn start_schedules(agent: &Arc<Agent>, cfg: &Config, gen: u64) -> (watch::Sender<u64>, u64) {
     let (tx, rx) = watch::channel(gen);
     let metrics = agent.metrics();
@@ -369,6 +384,7 @@ fn reload(
     let next = generation.1 + 1;
     generation.0.send_replace(next);
     *generation = start_schedules(agent, &new, next);
+    release_freed_memory();
     let m = agent.metrics();
     m.reload_successful.set(1);
     m.reload_success_time.set(now_seconds());
