@@ -282,7 +282,10 @@ mod tests {
         s.remove(&p);
         let t = text(&s);
         assert!(!t.contains("probe=\"p\""), "{t}");
-        assert!(!t.contains("skipped_total"), "an empty family is left out:\n{t}");
+        assert!(
+            !t.contains("skipped_total"),
+            "an empty family is left out:\n{t}"
+        );
         assert!(t.contains("up{probe=\"q\",target=\"t\"} 0.5"), "{t}");
     }
 }
