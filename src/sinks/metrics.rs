@@ -155,8 +155,15 @@ impl Metrics {
             skipped: b.counter(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."),
             aborted: b.counter(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."),
         };
+        let pair = b.build().expect("metric definitions are static and valid");
+        for f in pair.families() {
+            registry
+                .register(Box::new(f.clone()))
+                .expect("metric names are unique");
+            collectors.push(Box::new(f));
+        }
         let m = Metrics {
-            pair: reg!(b.build()),
+            pair,
             slots,
             ttft: reg!(hist("ttft_seconds", "Time to first generated token (warm-up runs excluded).", &LATENCY_BUCKETS)),
             answer_ttft: reg!(hist("answer_ttft_seconds", "Time to the first token of the answer, after any reasoning (warm-up runs excluded).", &LATENCY_BUCKETS)),

@@ -168,64 +168,78 @@ impl PairSeries {
     }
 }
 
-impl Collector for PairSeries {
+/// One family of a [`PairSeries`], read on its own: the metrics text and remote-write give way
+/// to other tasks between collectors, so a family is one step of that work, as a `GaugeVec`
+/// was (16 families of 1,000 pairs read at once held the daemon's thread for the lot).
+#[derive(Clone)]
+pub struct PairFamily {
+    series: Arc<Inner>,
+    i: usize,
+}
+
+impl PairSeries {
+    /// Each family as its own collector, in the order they were declared.
+    pub fn families(&self) -> impl Iterator<Item = PairFamily> + '_ {
+        (0..self.0.families.len()).map(|i| PairFamily {
+            series: self.0.clone(),
+            i,
+        })
+    }
+}
+
+impl Collector for PairFamily {
     fn desc(&self) -> Vec<&Desc> {
-        self.0.families.iter().map(|f| &f.desc).collect()
+        vec![&self.series.families[self.i].desc]
     }
 
+    /// The family's series; nothing when it has none (the text format has no empty family).
     fn collect(&self) -> Vec<MetricFamily> {
-        let pairs = self.pairs();
+        let f = &self.series.families[self.i];
+        let pairs = self.series.pairs.lock().expect("pair series lock");
         let label = |k: &String, v: &String| {
             let mut l = LabelPair::default();
             l.set_name(k.clone());
             l.set_value(v.clone());
             l
         };
-        self.0
-            .families
-            .iter()
-            .filter_map(|f| {
-                let mut metrics = Vec::new();
-                for (pair, values) in pairs.iter() {
-                    for i in 0..f.extra.len().max(1) {
-                        let slot = usize::from(f.first) + i;
-                        if values.present & (1 << slot) == 0 {
-                            continue;
-                        }
-                        let mut labels: Vec<LabelPair> = f
-                            .desc
-                            .variable_labels
-                            .iter()
-                            .zip(pair.iter().chain(f.extra.get(i)))
-                            .map(|(k, v)| label(k, v))
-                            .collect();
-                        labels.sort();
-                        let mut m = Metric::default();
-                        m.set_label(labels);
-                        if f.kind == MetricType::COUNTER {
-                            let mut c = Counter::default();
-                            c.set_value(values.v[slot]);
-                            m.set_counter(c);
-                        } else {
-                            let mut g = Gauge::default();
-                            g.set_value(values.v[slot]);
-                            m.set_gauge(g);
-                        }
-                        metrics.push(m);
-                    }
+        let mut metrics = Vec::new();
+        for (pair, values) in pairs.iter() {
+            for i in 0..f.extra.len().max(1) {
+                let slot = usize::from(f.first) + i;
+                if values.present & (1 << slot) == 0 {
+                    continue;
                 }
-                // A family without series is left out: the text format has no empty family.
-                if metrics.is_empty() {
-                    return None;
+                let mut labels: Vec<LabelPair> = f
+                    .desc
+                    .variable_labels
+                    .iter()
+                    .zip(pair.iter().chain(f.extra.get(i)))
+                    .map(|(k, v)| label(k, v))
+                    .collect();
+                labels.sort();
+                let mut m = Metric::default();
+                m.set_label(labels);
+                if f.kind == MetricType::COUNTER {
+                    let mut c = Counter::default();
+                    c.set_value(values.v[slot]);
+                    m.set_counter(c);
+                } else {
+                    let mut g = Gauge::default();
+                    g.set_value(values.v[slot]);
+                    m.set_gauge(g);
                 }
-                let mut mf = MetricFamily::default();
-                mf.set_name(f.desc.fq_name.clone());
-                mf.set_help(f.desc.help.clone());
-                mf.set_field_type(f.kind);
-                mf.set_metric(metrics);
-                Some(mf)
-            })
-            .collect()
+                metrics.push(m);
+            }
+        }
+        if metrics.is_empty() {
+            return Vec::new();
+        }
+        let mut mf = MetricFamily::default();
+        mf.set_name(f.desc.fq_name.clone());
+        mf.set_help(f.desc.help.clone());
+        mf.set_field_type(f.kind);
+        mf.set_metric(metrics);
+        vec![mf]
     }
 }
 
@@ -235,8 +249,8 @@ mod tests {
 
     fn text(c: &PairSeries) -> String {
         let mut buf = Vec::new();
-        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &c.collect(), &mut buf)
-            .unwrap();
+        let families: Vec<MetricFamily> = c.families().flat_map(|f| f.collect()).collect();
+        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &families, &mut buf).unwrap();
         String::from_utf8(buf).unwrap()
     }
 
