@@ -310,7 +310,6 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
     Ok(())
 }
 
-/// Spawns one scheduling loop per pair; returns the generation switch that stops them.
 /// Gives the system back the memory that start-up (or a reload) used and freed: reading the
 /// config, compiling its patterns, rebuilding the status history from a week of results log.
 /// glibc's allocator keeps freed memory in its heap for reuse and returns only what lies at the
@@ -325,6 +324,7 @@ fn release_freed_memory() {
     }
 }
 
+/// Spawns one scheduling loop per pair; returns the generation switch that stops them.
 fn start_schedules(agent: &Arc<Agent>, cfg: &Config, gen: u64) -> (watch::Sender<u64>, u64) {
     let (tx, rx) = watch::channel(gen);
     let metrics = agent.metrics();
