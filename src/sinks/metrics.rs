@@ -339,13 +339,14 @@ impl Metrics {
     }
 
     pub fn skipped(&self, probe: &str, target: &Target) {
-        let slot = self.slots.skipped;
-        self.pair
-            .update(&self.pair_values(probe, target), |v| v.inc(slot));
+        self.inc(probe, target, self.slots.skipped);
     }
 
     pub fn aborted(&self, probe: &str, target: &Target) {
-        let slot = self.slots.aborted;
+        self.inc(probe, target, self.slots.aborted);
+    }
+
+    fn inc(&self, probe: &str, target: &Target, slot: Slot) {
         self.pair
             .update(&self.pair_values(probe, target), |v| v.inc(slot));
     }

@@ -27,6 +27,9 @@ impl Slot {
 
 struct Family {
     desc: Desc,
+    /// The label names in the order a series carries them (sorted, as the crate's are), each
+    /// with its place among the pair's values followed by the extra label's.
+    order: Vec<(String, usize)>,
     kind: MetricType,
     /// The extra label's values (empty: no extra label), in slot order from `first`.
     extra: Vec<String>,
@@ -54,11 +57,14 @@ impl Builder {
         assert!(self.slots <= 64, "at most 64 series a pair");
         let mut labels = self.labels.clone();
         labels.extend(label.map(str::to_string));
+        let mut order: Vec<(String, usize)> = labels.iter().cloned().zip(0..).collect();
+        order.sort();
         let desc = Desc::new(name, help.to_string(), labels, Default::default());
         if let Ok(families) = &mut self.families {
             match desc {
                 Ok(desc) => families.push(Family {
                     desc,
+                    order,
                     kind,
                     extra,
                     first,
@@ -110,6 +116,12 @@ struct Inner {
     pairs: Mutex<BTreeMap<Box<[String]>, Values>>,
 }
 
+impl Inner {
+    fn pairs(&self) -> MutexGuard<'_, BTreeMap<Box<[String]>, Values>> {
+        self.pairs.lock().expect("pair series lock")
+    }
+}
+
 /// One pair's numbers.
 pub struct Values {
     /// Bit i: slot i has a series.
@@ -146,7 +158,7 @@ impl PairSeries {
 
     /// Changes the pair's numbers (under one lock), making its entry if it has none.
     pub fn update(&self, pair: &[String], f: impl FnOnce(&mut Values)) {
-        let mut pairs = self.pairs();
+        let mut pairs = self.0.pairs();
         if let Some(values) = pairs.get_mut(pair) {
             return f(values);
         }
@@ -158,13 +170,9 @@ impl PairSeries {
         pairs.insert(pair.into(), values);
     }
 
-    fn pairs(&self) -> MutexGuard<'_, BTreeMap<Box<[String]>, Values>> {
-        self.0.pairs.lock().expect("pair series lock")
-    }
-
     /// Drops every series of the pair (it left the config).
     pub fn remove(&self, pair: &[String]) {
-        self.pairs().remove(pair);
+        self.0.pairs().remove(pair);
     }
 }
 
@@ -195,13 +203,7 @@ impl Collector for PairFamily {
     /// The family's series; nothing when it has none (the text format has no empty family).
     fn collect(&self) -> Vec<MetricFamily> {
         let f = &self.series.families[self.i];
-        let pairs = self.series.pairs.lock().expect("pair series lock");
-        let label = |k: &String, v: &String| {
-            let mut l = LabelPair::default();
-            l.set_name(k.clone());
-            l.set_value(v.clone());
-            l
-        };
+        let pairs = self.series.pairs();
         let mut metrics = Vec::new();
         for (pair, values) in pairs.iter() {
             for i in 0..f.extra.len().max(1) {
@@ -209,14 +211,18 @@ impl Collector for PairFamily {
                 if values.present & (1 << slot) == 0 {
                     continue;
                 }
-                let mut labels: Vec<LabelPair> = f
-                    .desc
-                    .variable_labels
+                let labels = f
+                    .order
                     .iter()
-                    .zip(pair.iter().chain(f.extra.get(i)))
-                    .map(|(k, v)| label(k, v))
+                    .map(|(name, at)| {
+                        let mut l = LabelPair::default();
+                        l.set_name(name.clone());
+                        // Past the pair's values: the extra label's.
+                        let value = pair.get(*at).unwrap_or_else(|| &f.extra[i]);
+                        l.set_value(value.clone());
+                        l
+                    })
                     .collect();
-                labels.sort();
                 let mut m = Metric::default();
                 m.set_label(labels);
                 if f.kind == MetricType::COUNTER {
