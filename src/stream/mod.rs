@@ -137,8 +137,8 @@ pub struct Body<S> {
 /// Where each line of `bytes` ends (the index after its end), `\r\n` counting once: a `\r`
 /// ends a line unless a `\n` follows it in the same bytes.
 fn line_ends(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    (0..bytes.len())
-        .filter(|&i| bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
+    memchr::memchr2_iter(b'\n', b'\r', bytes)
+        .filter(|&i| bytes[i] == b'\n' || bytes.get(i + 1) != Some(&b'\n'))
         .map(|i| i + 1)
 }
 
