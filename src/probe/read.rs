@@ -452,6 +452,7 @@ impl Reader {
             ));
         }
         let generated = d.is_generated();
+        let finished = d.finish_reason.is_some();
         let seen = &mut self.seen;
         if d.output_tokens.is_some() {
             seen.usage_tokens = d.output_tokens;
@@ -489,7 +490,9 @@ impl Reader {
             seen.timeline.finish = Some(at);
         }
         self.done |= d.done;
-        if !seen.timeline.content.is_empty() {
+        // Only content (or the finish) restarts the stall clock: a ping or a bookkeeping event
+        // between chunks is no chunk, and a stream kept alive by them still stalls.
+        if generated || (finished && !seen.timeline.content.is_empty()) {
             self.last_event = Some(at);
         }
         let tokens = seen.usage_tokens.unwrap_or(0).max(seen.chunks as u64);

@@ -15,6 +15,9 @@ use super::scenarios::{Kind, Scenario};
 use super::serve::json_bytes;
 use super::wire::{Call, Ending, Out, PieceKind, Usage, Wire};
 use super::State;
+
+/// How often a Messages stream pings while it stalls.
+const PING_EVERY: Duration = Duration::from_millis(250);
 use crate::listener::Tracked;
 
 /// The longest a scenario keeps a connection open on purpose (no answer, or keep-alives only).
@@ -361,7 +364,17 @@ impl Generation {
                     _ => {}
                 }
             }
-            sleep_until((self.t0 + ttft + offset + itl * i as u32).into()).await;
+            let due = self.t0 + ttft + offset + itl * i as u32;
+            if kind == Kind::Stall && i == 3 && self.wire == Wire::Messages {
+                // Anthropic's servers keep a quiet stream alive with pings: they are not chunks,
+                // so the gap is still a stall.
+                while Instant::now() + PING_EVERY < due {
+                    sleep_until((Instant::now() + PING_EVERY).into()).await;
+                    w.write(&self.frame_raw(Some("ping"), "{\"type\": \"ping\"}"))
+                        .await?;
+                }
+            }
+            sleep_until(due.into()).await;
             // A new kind of content opens the next content block (Anthropic's framing).
             if block.is_some_and(|b| b != piece.kind) {
                 index += 1;
