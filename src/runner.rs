@@ -2,16 +2,19 @@
 //! successful run of a pair after start, or after its target was unreachable (to any probe), is
 //! flagged `warmup` (a cold start, reported apart from the latency figures). It also notices
 //! change from outside: a target whose build fingerprint differs from the one it showed
-//! before, and a temperature-0 probe whose output differs from its previous one.
+//! before (what its answers say, and what its model list says, asked in the background at most
+//! every five minutes: [`probe::identity`]), and a temperature-0 probe whose output differs from
+//! its previous one.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tokio::sync::Semaphore;
 
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
-use crate::probe::{self, Clients};
+use crate::probe::{self, identity, Clients};
 use crate::result::ProbeResult;
 
 pub type Pair = (Arc<Probe>, Arc<Target>);
@@ -21,23 +24,42 @@ pub struct Runner {
     limit: Arc<Semaphore>,
     warm: Mutex<Warm>,
     changes: Mutex<Changes>,
+    identities: Arc<Mutex<Identities>>,
     pub show_output: bool,
 }
 
-/// The last fingerprint each target showed, and the last output of each deterministic pair.
+/// Each target's last model-list answer, by name and address, and when it was asked.
+type Identities = HashMap<(String, String), (Instant, Option<String>)>;
+
+/// The last fingerprint and model-list entry each target showed, and the last output of each
+/// deterministic pair.
 #[derive(Default)]
 struct Changes {
     fingerprints: HashMap<String, String>,
+    identities: HashMap<String, String>,
     outputs: HashMap<(String, String), String>,
 }
 
 impl Changes {
-    /// Flags `r.target_changed` and `r.output_changed`; the first sighting is no change.
-    fn note(&mut self, deterministic: bool, r: &mut ProbeResult) {
+    /// Flags `r.target_changed` and `r.output_changed`, and adds the target's model-list entry
+    /// (when known) to its fingerprint. The first sighting of each is no change: a model list
+    /// answered after the first runs adds to the fingerprint without counting as a new build.
+    fn note(&mut self, deterministic: bool, identity: Option<String>, r: &mut ProbeResult) {
+        let mut changed = false;
         if let Some(fp) = &r.fingerprint {
             let before = self.fingerprints.insert(r.target.clone(), fp.clone());
-            r.target_changed = before.is_some_and(|b| &b != fp);
+            changed |= before.is_some_and(|b| &b != fp);
         }
+        // Not asked yet at this address: the target's last answer stands.
+        if let Some(id) = identity.or_else(|| self.identities.get(&r.target).cloned()) {
+            let before = self.identities.insert(r.target.clone(), id.clone());
+            changed |= before.is_some_and(|b| b != id);
+            r.fingerprint = Some(match r.fingerprint.take() {
+                Some(fp) => format!("{fp}; models {id}"),
+                None => format!("models {id}"),
+            });
+        }
+        r.target_changed = changed;
         if let (true, Some(hash)) = (deterministic, &r.output_sha256) {
             let key = (r.probe.clone(), r.target.clone());
             let before = self.outputs.insert(key, hash.clone());
@@ -76,6 +98,7 @@ impl Runner {
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
             warm: Mutex::new(Warm::default()),
             changes: Mutex::new(Changes::default()),
+            identities: Arc::default(),
             show_output: false,
         }
     }
@@ -90,11 +113,56 @@ impl Runner {
         let client = self.clients.get(probe.timeouts.connect);
         let mut result = probe::run(&client, probe, target, self.show_output).await;
         self.mark_warmup(&mut result);
+        let identity = self.identity(&client, target);
+        // A prompt with a fresh prefix each run is not the same question twice.
+        let deterministic =
+            probe.temperature == Some(0.0) && probe.cache_bust != crate::config::CacheBust::Prefix;
         self.changes
             .lock()
             .expect("the change map is never poisoned")
-            .note(probe.temperature == Some(0.0), &mut result);
+            .note(deterministic, identity, &mut result);
         result
+    }
+
+    /// The target's last model-list answer; asks again in the background when it is older than
+    /// [`identity::EVERY`] (or was never asked), so no run waits for it.
+    fn identity(&self, client: &reqwest::Client, target: &Target) -> Option<String> {
+        let key = (target.name.clone(), target.base_url.clone());
+        let now = Instant::now();
+        let mut map = self
+            .identities
+            .lock()
+            .expect("the identity map is never poisoned");
+        let (asked, last) = map.get(&key).cloned().unwrap_or((now, None));
+        if map.contains_key(&key) && now < asked + identity::EVERY {
+            return last;
+        }
+        // Marked asked now, so runs meanwhile do not ask again; the answer replaces it.
+        map.insert(key.clone(), (now, last.clone()));
+        let (client, target, map) = (client.clone(), target.clone(), self.identities.clone());
+        let last_known = last.clone();
+        tokio::spawn(async move {
+            let headers = probe::request::target_headers(&target);
+            // A server that does not answer this time keeps its last answer.
+            let answer = identity::ask(&client, &target, headers)
+                .await
+                .or(last_known);
+            let mut map = map.lock().expect("the identity map is never poisoned");
+            map.insert(key, (now, answer));
+        });
+        last
+    }
+
+    /// Asks `target` for its model list now and keeps the answer (tests, and `calibrate`).
+    pub async fn identify(&self, target: &Target) -> Option<String> {
+        let client = self.clients.get(std::time::Duration::from_secs(3));
+        let answer = identity::ask(&client, target, probe::request::target_headers(target)).await;
+        let key = (target.name.clone(), target.base_url.clone());
+        self.identities
+            .lock()
+            .expect("the identity map is never poisoned")
+            .insert(key, (Instant::now(), answer.clone()));
+        answer
     }
 
     fn mark_warmup(&self, r: &mut ProbeResult) {
@@ -160,7 +228,7 @@ mod tests {
     fn a_new_fingerprint_or_a_new_deterministic_output_is_a_change() {
         let mut c = Changes::default();
         let mut note = |det, mut r: ProbeResult| {
-            c.note(det, &mut r);
+            c.note(det, None, &mut r);
             (r.target_changed, r.output_changed)
         };
         assert_eq!(
@@ -195,5 +263,22 @@ mod tests {
             note(false, result("c", "t", Some("b2"), Some("2"))),
             (false, false)
         );
+    }
+
+    #[test]
+    fn a_new_model_list_entry_is_a_change_and_joins_the_fingerprint() {
+        let mut c = Changes::default();
+        let mut note = |id: Option<&str>| {
+            let mut r = result("a", "t", Some("b1"), Some("x"));
+            c.note(true, id.map(str::to_string), &mut r);
+            (r.fingerprint.unwrap(), r.target_changed)
+        };
+        // Not asked yet, then the first answer: no change, the entry joins the fingerprint.
+        assert_eq!(note(None), ("b1".to_string(), false));
+        assert_eq!(note(Some("m1")), ("b1; models m1".to_string(), false));
+        assert_eq!(note(Some("m1")), ("b1; models m1".to_string(), false));
+        // New weights behind the same name and build string.
+        assert_eq!(note(Some("m2")), ("b1; models m2".to_string(), true));
+        assert_eq!(note(Some("m2")), ("b1; models m2".to_string(), false));
     }
 }

@@ -388,3 +388,76 @@ async fn server_timings_and_server_ttft() {
         assert!(r.figures.ttft_ms.unwrap() >= server, "{}", t.name);
     }
 }
+
+/// A model swapped behind an unchanged name: the answers still echo the same name and build,
+/// the server's model list names new weights. The run after the list says so is a change, in
+/// the result and in the metrics; a temperature-0 answer that differs is an output change.
+#[tokio::test]
+async fn a_new_build_behind_the_same_name_is_a_change() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let probe = "name: p\nprompt: q.txt\ntemperature: 0\nmax_tokens: 64\n\
+        timeouts: {connect: 1s, ttft: 700ms, stall: 700ms, total: 3s}\nchecks: {min_chars: 1}\n";
+    let targets = [
+        ("t", "healthy", "server: vllm"),
+        ("next", "healthy,build=next", "server: vllm"),
+        ("looping", "repetition,build=next", "server: vllm"),
+    ];
+    let (_dir, cfg) = common::config(&sim, &targets, probe);
+    // One target named t, at three addresses in turn; its model is one the sim lists.
+    let as_t = |i: usize| {
+        let mut t = (*cfg.targets[i]).clone();
+        (t.name, t.model) = ("t".into(), "healthy".into());
+        Arc::new(t)
+    };
+    let (before, after, looping) = (as_t(0), as_t(1), as_t(2));
+    let p = &cfg.probes[0];
+    let runner = Runner::new(1);
+    let metrics = llm_canary::sinks::metrics::Metrics::new(&cfg);
+    let run = |r: llm_canary::result::ProbeResult| {
+        metrics.record(&r, &before);
+        r
+    };
+
+    let first = run(runner.run_one(p, &before).await);
+    let listed = runner
+        .identify(&before)
+        .await
+        .expect("the sim lists its models");
+    let second = run(runner.run_one(p, &before).await);
+    assert_eq!(second.outcome, Outcome::Ok, "{:?}", second.error);
+    let fp = second.fingerprint.clone().unwrap();
+    assert!(fp.ends_with(&format!("; models {listed}")), "{fp}");
+    assert!(
+        fp.starts_with(first.fingerprint.as_deref().unwrap()),
+        "{fp}"
+    );
+    assert!(!second.target_changed && !second.output_changed);
+
+    runner
+        .identify(&after)
+        .await
+        .expect("the sim lists its models");
+    let third = run(runner.run_one(p, &after).await);
+    assert!(third.target_changed, "{:?} after {fp}", third.fingerprint);
+    assert!(!third.output_changed, "the same canned answer");
+    assert_ne!(third.fingerprint, second.fingerprint);
+
+    let fourth = run(runner.run_one(p, &looping).await);
+    assert!(fourth.output_changed && !fourth.target_changed);
+
+    let text = String::from_utf8(metrics.encode()).unwrap();
+    let value = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or("");
+        line.rsplit(' ').next().unwrap_or("").to_string()
+    };
+    assert_eq!(value("llm_canary_target_changes_total{"), "1", "{text}");
+    assert_eq!(value("llm_canary_output_changes_total{"), "1", "{text}");
+    let info = text
+        .lines()
+        .find(|l| l.starts_with("llm_canary_target_info{"))
+        .unwrap();
+    assert!(
+        info.contains(&format!("fingerprint=\"{}\"", third.fingerprint.unwrap())),
+        "{info}"
+    );
+}

@@ -4,6 +4,7 @@
 //! only knows its path, body and event shape. A run never touches metrics or output.
 
 pub mod flavor;
+pub mod identity;
 pub mod read;
 pub mod request;
 

@@ -64,30 +64,48 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
         }
     }
     let mut headers = HeaderMap::new();
-    let mut put = |k: &str, v: &str| {
-        if let (Ok(k), Ok(v)) = (
-            HeaderName::from_bytes(k.as_bytes()),
-            HeaderValue::from_str(v),
-        ) {
-            headers.insert(k, v);
-        }
-    };
-    put("content-type", "application/json");
-    put("accept", "text/event-stream");
+    put(&mut headers, "content-type", "application/json");
+    put(&mut headers, "accept", "text/event-stream");
     if probe.cache_bust != CacheBust::Off {
-        put("cache-control", "no-cache");
+        put(&mut headers, "cache-control", "no-cache");
     }
-    for (k, v) in &target.headers {
-        put(k, v);
-    }
+    headers.extend(target_headers(target));
     // After the configured headers: every request's id and trace must be its own.
-    put("x-request-id", &request_id);
+    put(&mut headers, "x-request-id", &request_id);
     let (traceparent, trace_id) = trace_context();
-    put("traceparent", &traceparent);
-    // Anthropic's own API takes its key in x-api-key with a version header; every other
-    // server (vLLM and llama.cpp serving /v1/messages too) takes a bearer token.
+    put(&mut headers, "traceparent", &traceparent);
+    Request {
+        url: format!("{}{}", target.base_url, flavor::path(target.api)),
+        headers,
+        body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
+        request_id,
+        trace_id,
+    }
+}
+
+fn put(headers: &mut HeaderMap, k: &str, v: &str) {
+    if let (Ok(k), Ok(v)) = (
+        HeaderName::from_bytes(k.as_bytes()),
+        HeaderValue::from_str(v),
+    ) {
+        headers.insert(k, v);
+    }
+}
+
+/// What every request to `target` carries: its configured headers and its key. Anthropic's
+/// own API takes the key in x-api-key with a version header; every other server (vLLM and
+/// llama.cpp serving /v1/messages too) takes a bearer token.
+pub fn target_headers(target: &Target) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (k, v) in &target.headers {
+        put(&mut headers, k, v);
+    }
     if target.server == ServerKind::Anthropic {
-        put("anthropic-version", flavor::anthropic_messages::VERSION);
+        put(
+            &mut headers,
+            "anthropic-version",
+            flavor::anthropic_messages::VERSION,
+        );
     }
     if let Some(key) = &target.api_key {
         let (name, value) = match target.server {
@@ -105,13 +123,7 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
             headers.insert(name, v);
         }
     }
-    Request {
-        url: format!("{}{}", target.base_url, flavor::path(target.api)),
-        headers,
-        body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
-        request_id,
-        trace_id,
-    }
+    headers
 }
 
 /// HTTP clients, one per connect timeout. Connections are not pooled: every run opens its own,

@@ -253,6 +253,9 @@ pub struct Scenario {
     pub warm: Duration,
     /// Scales the timings the sim reports about itself (its /metrics): 1 is honest.
     pub skew: f64,
+    /// The weights its model list names (`/v1/models`' `root`): a new build behind the same
+    /// model names.
+    pub build: String,
 }
 
 impl Scenario {
@@ -283,6 +286,7 @@ impl Scenario {
             every: 1,
             warm: Duration::ZERO,
             skew: 1.0,
+            build: "base".into(),
         };
         for p in parts {
             let (k, v) = p
@@ -294,6 +298,10 @@ impl Scenario {
                     .ok()
                     .filter(|x: &f64| x.is_finite() && *x > 0.0)
                     .ok_or_else(|| format!("skew={v}: a positive number"))?;
+                continue;
+            }
+            if k == "build" {
+                s.build = v.to_string();
                 continue;
             }
             if k == "every" {
@@ -313,7 +321,7 @@ impl Scenario {
                 "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build)"
                     ))
                 }
             }

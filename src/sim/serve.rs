@@ -53,6 +53,12 @@ async fn reply_json(sock: &mut Tracked, status: u16, v: &Value) -> std::io::Resu
     http::respond(sock, status, "application/json", &[], &json_bytes(v)).await
 }
 
+/// The build a scenario's model lists name (`build=`), `base` by default.
+fn build_of(spec: Option<&str>) -> String {
+    spec.and_then(|s| Scenario::parse(s).ok())
+        .map_or_else(|| "base".to_string(), |s| s.build)
+}
+
 /// Serves one request; returns whether the connection may be reused.
 async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::Result<bool> {
     let t0 = Instant::now();
@@ -75,11 +81,30 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
             return Ok(true);
         }
         ("GET", "/v1/models") => {
+            // The weights behind every name, as vLLM lists them (`root`); `build=` swaps them.
+            let build = build_of(scenario_spec.as_deref());
             let data: Vec<Value> = CATALOG
                 .iter()
-                .map(|(n, _, _)| json!({"id": n, "object": "model", "owned_by": "llm-canary-sim"}))
+                .map(|(n, _, _)| {
+                    json!({"id": n, "object": "model", "owned_by": "llm-canary-sim",
+                    "root": format!("/models/{build}/{n}"), "created": fastrand::u32(..)})
+                })
                 .collect();
             reply_json(sock, 200, &json!({"object": "list", "data": data})).await?;
+            return Ok(true);
+        }
+        ("GET", "/api/tags") => {
+            // Ollama's list: the weights' digest follows the build.
+            let build = build_of(scenario_spec.as_deref());
+            let digest = crate::probe::sha256_hex(&build);
+            let models: Vec<Value> = CATALOG
+                .iter()
+                .map(|(n, _, _)| {
+                    json!({"name": format!("{n}:latest"), "model": format!("{n}:latest"),
+                    "digest": digest, "modified_at": "2026-01-01T00:00:00Z"})
+                })
+                .collect();
+            reply_json(sock, 200, &json!({"models": models})).await?;
             return Ok(true);
         }
         ("GET", "/_sim/requests") => {
