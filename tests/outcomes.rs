@@ -365,6 +365,11 @@ async fn server_timings_and_server_ttft() {
     let targets = [
         ("chat", "llama-cpp,ttft=120ms", "server: llama-cpp"),
         (
+            "responses",
+            "llama-cpp,ttft=120ms",
+            "api: openai-responses, server: llama-cpp",
+        ),
+        (
             "ollama",
             "llama-cpp,ttft=120ms",
             "api: ollama, server: ollama",
@@ -376,16 +381,30 @@ async fn server_timings_and_server_ttft() {
         let r = runner.run_one(&cfg.probes[0], t).await;
         assert_eq!(r.outcome, Outcome::Ok, "{}: {:?}", t.name, r.error);
         let timings = r.server_timings.as_ref().expect("server timings");
-        let key = if t.name == "chat" {
-            "prompt_ms"
-        } else {
+        let key = if t.name == "ollama" {
             "prompt_eval_duration"
+        } else {
+            "prompt_ms"
         };
         assert!(timings.get(key).is_some(), "{}: {timings}", t.name);
         let server = r.server_ttft_ms.expect("server ttft");
         assert!((server - 120.0).abs() < 1.0, "{}: {server}", t.name);
         // Ours includes the server's and the trip to it.
         assert!(r.figures.ttft_ms.unwrap() >= server, "{}", t.name);
+        // The server's figure is published beside ours.
+        let metrics = llm_canary::sinks::metrics::Metrics::new(&cfg);
+        metrics.record(&r, t);
+        let text = String::from_utf8(metrics.encode()).unwrap();
+        let gauge: f64 = text
+            .lines()
+            .find(|l| l.starts_with("llm_canary_server_ttft_seconds{"))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no server TTFT gauge in\n{text}", t.name));
+        assert!(
+            (gauge - server / 1000.0).abs() < 1e-9,
+            "{}: {gauge}",
+            t.name
+        );
     }
 }
 

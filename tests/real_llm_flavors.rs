@@ -70,6 +70,9 @@ async fn responses_and_messages_against_the_real_server() {
     let llama = LlamaServer::start(1).await;
     let (_dir, cfg) = setup(&llama.url());
     let runner = Runner::new(1);
+    // What chat said to each prompt (temperature 0): Messages, which sends no timings, must
+    // have said the same in as many tokens.
+    let mut chat = std::collections::HashMap::new();
     for api in FLAVORS {
         for probe in ["sky", "boiling"] {
             let r = run_named(&runner, &cfg, probe, api).await;
@@ -87,11 +90,29 @@ async fn responses_and_messages_against_the_real_server() {
                 "{probe} over {api}"
             );
             let ttft = r.figures.ttft_ms.unwrap();
-            if let Some(server) = r.server_ttft_ms {
+            if api == "anthropic-messages" {
+                let (tokens, sha) = &chat[probe];
+                assert_eq!(
+                    (&r.output_tokens, &r.output_sha256),
+                    (tokens, sha),
+                    "{probe} over {api}: not what chat said"
+                );
+            } else {
+                // llama.cpp sends its timings on chat and on Responses' response.completed.
+                let t = r.server_timings.as_ref().expect("llama.cpp's timings");
+                let server = r.server_ttft_ms.expect("the server's TTFT");
                 assert!(
                     ttft >= server,
                     "{probe} over {api}: our TTFT {ttft} below the server's {server}"
                 );
+                assert_eq!(
+                    r.output_tokens,
+                    t["predicted_n"].as_u64(),
+                    "{probe} over {api}: our count is not the server's"
+                );
+            }
+            if api == "openai-chat" {
+                chat.insert(probe, (r.output_tokens, r.output_sha256.clone()));
             }
             println!(
                 "{probe} over {api}: {} tokens, TTFT {ttft:.1} ms (server {:?}), {:.1} tok/s, fingerprint {:?}",

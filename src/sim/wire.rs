@@ -379,10 +379,12 @@ impl Wire {
                         json!({"type": "response.output_item.done", "output_index": block, "item": item}),
                     )));
                 }
-                v.push(Some(out(
-                    name,
-                    json!({"type": name, "response": {"id": "resp-sim", "status": status, "model": model, "incomplete_details": details, "usage": usage, "output": output}}),
-                )));
+                let mut last = json!({"type": name, "response": {"id": "resp-sim", "status": status, "model": model, "incomplete_details": details, "usage": usage, "output": output}});
+                // llama.cpp's timings beside the response, as its /v1/responses sends them.
+                if let Some(t) = timings {
+                    last["timings"] = t;
+                }
+                v.push(Some(out(name, last)));
                 v
             }
             Wire::Messages => {

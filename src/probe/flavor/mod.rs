@@ -196,10 +196,16 @@ fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
     let mut d = v["choices"].get(0).map(choice).unwrap_or_default();
     d.output_tokens = v["usage"]["completion_tokens"].as_u64();
     d.reasoning_tokens = v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64();
-    d.server_timings = v.get("timings").filter(|t| t.is_object()).cloned();
+    d.server_timings = llama_timings(v);
     d.model = non_empty(&v["model"]);
     d.fingerprint = non_empty(&v["system_fingerprint"]);
     d
+}
+
+/// llama.cpp's own `timings` object beside an event (chat, completions, and Responses'
+/// `response.completed`).
+fn llama_timings(v: &Value) -> Option<Value> {
+    v.get("timings").filter(|t| t.is_object()).cloned()
 }
 
 /// A non-empty string field, owned.

@@ -86,7 +86,7 @@ mod tests {
         assert!(d.is_generated());
         assert_eq!(d.reasoning_chars, 3);
         let d = event(
-            &json!({"message":{"role":"assistant","content":""},"done":true,"done_reason":"length","eval_count":64,"eval_duration":1000000,"prompt_eval_duration":5000}),
+            &json!({"message":{"role":"assistant","content":""},"done":true,"done_reason":"length","eval_count":64,"eval_duration":1000000,"prompt_eval_count":12,"prompt_eval_duration":5000}),
         );
         assert!(d.done);
         assert_eq!(
@@ -95,7 +95,9 @@ mod tests {
         );
         assert_eq!(
             d.server_timings,
-            Some(json!({"eval_count":64,"eval_duration":1000000,"prompt_eval_duration":5000}))
+            Some(
+                json!({"eval_count":64,"eval_duration":1000000,"prompt_eval_count":12,"prompt_eval_duration":5000})
+            )
         );
         let d = event(
             &json!({"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},"done":false}),

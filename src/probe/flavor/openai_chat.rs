@@ -75,6 +75,9 @@ mod tests {
         let d = delta(&json!({"delta":{"reasoning_content":"hmm"}}));
         assert!(d.is_generated());
         assert_eq!(d.text, "");
+        // vLLM's newer field name.
+        let d = delta(&json!({"delta":{"reasoning":"hmm, well"}}));
+        assert_eq!((d.is_generated(), d.reasoning_chars), (true, 9));
         let d =
             delta(&json!({"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}}));
         assert_eq!(d.text, "{\"a\"");

@@ -55,6 +55,8 @@ pub fn event(kind: &str, v: &Value) -> Delta {
         "response.completed" | "response.incomplete" => {
             let r = &v["response"];
             d.done = true;
+            // llama.cpp puts its own timings beside the response, as in chat.
+            d.server_timings = super::llama_timings(v);
             d.output_tokens = r["usage"]["output_tokens"].as_u64();
             d.reasoning_tokens = r["usage"]["output_tokens_details"]["reasoning_tokens"].as_u64();
             let called = r["output"]
@@ -152,9 +154,14 @@ mod tests {
     fn completed_incomplete_failed() {
         let d = event(
             "x",
-            &json!({"type":"response.completed","response":{"status":"completed","usage":{"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4}}}}),
+            &json!({"type":"response.completed","response":{"status":"completed","usage":{"output_tokens":9,"output_tokens_details":{"reasoning_tokens":4}}},
+            "timings":{"prompt_ms":41.5,"predicted_n":9}}),
         );
         assert!(d.done);
+        assert_eq!(
+            d.server_timings,
+            Some(json!({"prompt_ms":41.5,"predicted_n":9}))
+        );
         assert_eq!(
             (
                 d.output_tokens,
