@@ -30,8 +30,24 @@ pub use remote_write::RemoteWriteSettings;
 
 use crate::secret::Secret;
 
-/// Label names the agent sets itself; static labels may not take them.
-pub const RESERVED_LABELS: [&str; 6] = ["probe", "target", "model", "outcome", "instance", "job"];
+/// Label names the agent sets itself, or that a metric carries of its own (a histogram's `le`,
+/// a summary's `quantile`, `target_info`'s, `build_info`'s and the remote-write drops'); static
+/// labels may not take them: a series with a label twice is refused by Prometheus and by every
+/// remote-write store.
+pub const RESERVED_LABELS: [&str; 12] = [
+    "probe",
+    "target",
+    "model",
+    "outcome",
+    "instance",
+    "job",
+    "le",
+    "quantile",
+    "reported_model",
+    "fingerprint",
+    "version",
+    "reason",
+];
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -195,7 +211,11 @@ fn target_names(
             return Err(src.err(
                 &field.index(i),
                 t.referenced,
-                format!("unknown target {:?}", t.value),
+                crate::util::unknown_name(
+                    "target",
+                    &t.value,
+                    targets.iter().map(|x| x.name.as_str()),
+                ),
             ));
         }
         if !names.contains(&t.value) {
