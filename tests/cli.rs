@@ -77,7 +77,7 @@ async fn once_exit_codes_and_json_lines() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 2);
-    const FIELDS: [&str; 26] = [
+    const FIELDS: [&str; 39] = [
         "probe",
         "target",
         "model",
@@ -104,6 +104,19 @@ async fn once_exit_codes_and_json_lines() {
         "error",
         "server_timings",
         "content_chunks",
+        "labels",
+        "answer_ttft_ms",
+        "reasoning_tokens",
+        "server_ttft_ms",
+        "reported_model",
+        "fingerprint",
+        "target_changed",
+        "output_sha256",
+        "output_changed",
+        "trace_id",
+        "maintenance",
+        "response_bytes",
+        "stopped_early",
     ];
     for l in &lines {
         for f in FIELDS {
@@ -141,7 +154,7 @@ async fn once_exit_codes_and_json_lines() {
     )
     .await;
     assert_eq!(unknown.status.code(), Some(2));
-    assert!(text(&unknown.stderr).contains("unknown probe \"nope\""));
+    assert!(text(&unknown.stderr).contains("unknown probe \"nope\" (known: p)"));
 
     let shown = run(
         vec![
@@ -496,8 +509,8 @@ async fn the_sims_slow_scenarios_are_what_its_list_says() {
         ),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    let got: Vec<String> = once_json(&dir)
-        .await
+    let records = once_json(&dir).await;
+    let got: Vec<String> = records
         .iter()
         .map(|v| format!("{} {} {}", v["probe"], v["target"], v["outcome"]))
         .collect();
@@ -508,7 +521,8 @@ async fn the_sims_slow_scenarios_are_what_its_list_says() {
             r#""default" "slow-first-token" "ok""#,
             r#""tight" "stall" "stall""#,
             r#""tight" "slow-first-token" "timeout_ttft""#,
-        ]
+        ],
+        "{records:#?}"
     );
 }
 
