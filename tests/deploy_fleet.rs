@@ -1,8 +1,9 @@
-//! The Kubernetes layouts in `deploy/kubernetes/` (one agent, the fleet, HA, regions) rendered
-//! with `kubectl kustomize` and validated with kubernetes-validate; every pod's view of its
-//! config (the ConfigMaps it mounts, the environment the StatefulSet gives it) checked with
-//! `llm-canary check`; the fleet's Prometheus rules with promtool; and the commands of
-//! INSTALL.md's Kubernetes section that can run here, run.
+//! The Kubernetes layouts in `deploy/kubernetes/` (one agent, the fleet, HA, remote-write,
+//! regions) rendered with `kubectl kustomize` and validated with kubernetes-validate; every
+//! pod's view of its config (the ConfigMaps and Secrets it mounts, the environment the
+//! StatefulSet gives it) checked with `llm-canary check`; the fleet's Prometheus rules with
+//! promtool; the Pushgateway's scrape job; and the commands of INSTALL.md's Kubernetes section
+//! that can run here, run.
 
 mod common;
 
@@ -14,10 +15,11 @@ use common::services::binary;
 use common::{root, run, TempDir};
 use serde_json::Value;
 
-const LAYOUTS: [&str; 5] = [
+const LAYOUTS: [&str; 6] = [
     "deploy/kubernetes",
     "deploy/kubernetes/fleet",
     "deploy/kubernetes/fleet-ha",
+    "deploy/kubernetes/fleet-remote-write",
     "deploy/kubernetes/regions/eu-west",
     "deploy/kubernetes/regions/us-east",
 ];
@@ -55,7 +57,8 @@ fn s(v: &Value) -> &str {
 }
 
 /// One pod as Kubernetes would start it: its name, its resolved environment, the files its
-/// ConfigMap volumes mount (laid out under a folder standing for `/etc/llm-canary`).
+/// ConfigMap and Secret volumes mount (laid out under a folder standing for `/etc/llm-canary`;
+/// a Secret's keys, made in the cluster, hold a placeholder).
 struct Pod {
     name: String,
     env: BTreeMap<String, String>,
@@ -104,6 +107,16 @@ fn pod(docs: &[Value], template: &Value, name: &str, index: Option<u64>) -> Pod 
             .iter()
             .find(|v| v["name"] == mount["name"])
             .unwrap();
+        if let Some(items) = vol["secret"]["items"].as_array() {
+            let path = s(&mount["mountPath"]);
+            let at = path.strip_prefix("/etc/llm-canary/").unwrap_or_else(|| {
+                panic!("{name} mounts a Secret outside /etc/llm-canary: {path}")
+            });
+            for item in items {
+                dir.write(&[(&format!("{at}/{}", s(&item["path"])), "placeholder")]);
+            }
+            continue;
+        }
         let Some(cm) = vol["configMap"]["name"].as_str() else {
             continue;
         };
@@ -305,6 +318,144 @@ fn the_single_agent_and_each_region_name_themselves() {
 }
 
 #[test]
+fn every_pod_of_every_layout_checks_and_its_shards_cover_every_pair() {
+    for layout in LAYOUTS {
+        let (_, docs) = render(layout);
+        let pods = pods(&docs);
+        assert!(!pods.is_empty(), "{layout}: no agent pod");
+        // Per Deployment or StatefulSet: the pairs its pods own, and all the pairs.
+        let mut per_set: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (set, p) in &pods {
+            let (_, _, mine, all) = shard(&check(p));
+            let e = per_set.entry(set.clone()).or_insert((0, all));
+            e.0 += mine;
+            assert_eq!(e.1, all, "{layout}: {}", p.name);
+        }
+        for (set, (mine, all)) in per_set {
+            assert_eq!(
+                mine, all,
+                "{layout}: {set}'s pods own every pair exactly once"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_remote_write_fleet_writes_to_the_store_and_does_not_push() {
+    let (_, docs) = render("deploy/kubernetes/fleet-remote-write");
+    let read = |path: &str| -> Value {
+        serde_saphyr::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
+    };
+    let mut fleet = read("deploy/kubernetes/common/config/llm-canary.yaml");
+    let mut own = read("deploy/kubernetes/fleet-remote-write/config/llm-canary.yaml");
+    // The pods mount this layout's config, not the fleet's.
+    let mounted: Value = kind(&docs, "ConfigMap")
+        .into_iter()
+        .find(|m| s(&m["metadata"]["name"]).starts_with("llm-canary-config-"))
+        .map(|m| serde_saphyr::from_str::<Value>(s(&m["data"]["llm-canary.yaml"])).unwrap())
+        .expect("the config's ConfigMap");
+    assert_eq!(mounted, own);
+    // The fleet's config, with remote_write: in place of push: (every pod's check, above, reads
+    // the password from the Secret volume where password_file points).
+    assert!(fleet["push"].is_object() && own["push"].is_null(), "{own}");
+    let remote = own.as_object_mut().unwrap().remove("remote_write");
+    assert!(
+        remote.as_ref().is_some_and(|r| r["url"].is_string()
+            && r["password_file"].is_string()
+            && r["queue"]["max_samples"].is_number()),
+        "{remote:?}"
+    );
+    fleet.as_object_mut().unwrap().remove("push");
+    assert_eq!(own, fleet, "all but the output is the fleet's config");
+    // Nothing pushes, so no Pushgateway is deployed.
+    assert!(
+        docs.iter().all(|d| d["metadata"]["name"] != "pushgateway"),
+        "the remote-write fleet deploys a Pushgateway"
+    );
+}
+
+#[test]
+fn the_two_replicas_of_a_shard_never_share_a_node() {
+    let (_, docs) = render("deploy/kubernetes/fleet-ha");
+    let sets = kind(&docs, "StatefulSet");
+    assert_eq!(sets.len(), 2, "replica a and b");
+    for set in &sets {
+        let name = s(&set["metadata"]["name"]);
+        let spread = set["spec"]["template"]["spec"]["topologySpreadConstraints"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} has no topologySpreadConstraints"));
+        let c = spread
+            .iter()
+            .find(|c| c["topologyKey"] == "kubernetes.io/hostname")
+            .unwrap_or_else(|| panic!("{name} spreads over no node"));
+        assert_eq!(c["whenUnsatisfiable"], "DoNotSchedule", "{name}");
+        assert_eq!(c["maxSkew"], 1, "{name}");
+        // Counted per pod index (the shard), whichever replica.
+        assert_eq!(
+            c["matchLabelKeys"],
+            serde_json::json!(["apps.kubernetes.io/pod-index"]),
+            "{name}"
+        );
+        assert!(c["labelSelector"]["matchExpressions"].is_null(), "{name}");
+        let selector = c["labelSelector"]["matchLabels"].as_object().unwrap();
+        for other in &sets {
+            let labels = &other["spec"]["template"]["metadata"]["labels"];
+            for (k, v) in selector {
+                assert_eq!(
+                    &labels[k], v,
+                    "{name}'s spread must count {}'s pods too",
+                    other["metadata"]["name"]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_pushgateway_scrape_job_keeps_the_pushed_labels() {
+    let scrape_yml = root().join("deploy/prometheus/scrape.yml");
+    let scrape: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&scrape_yml).unwrap()).unwrap();
+    let jobs = scrape["scrape_configs"].as_array().unwrap();
+    // The job that scrapes the Pushgateway the manifests deploy, by its Service's name.
+    let (_, docs) = render("deploy/kubernetes");
+    let svc = kind(&docs, "Service")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == "pushgateway")
+        .expect("the Pushgateway's Service");
+    let address = format!(
+        "pushgateway.{}.svc:{}",
+        s(&svc["metadata"]["namespace"]),
+        svc["spec"]["ports"][0]["port"]
+    );
+    let gateway: Vec<&Value> = jobs
+        .iter()
+        .filter(|j| {
+            j["static_configs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c["targets"].as_array().into_iter().flatten())
+                .any(|t| t == address.as_str())
+        })
+        .collect();
+    assert_eq!(gateway.len(), 1, "one job scrapes {address}: {jobs:?}");
+    // Without it the agents' job and instance become exported_job and exported_instance, and
+    // the dead man's switch (push_time_seconds{job="llm_canary"}) sees no agent.
+    assert_eq!(
+        gateway[0]["honor_labels"], true,
+        "the Pushgateway's job must keep honor_labels: true"
+    );
+    // The agents push: a job scraping them too would count every run twice (it ships
+    // commented out).
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let out = run(Command::new(binary("promtool", "prometheus"))
+        .args(["check", "config"])
+        .arg(&scrape_yml));
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
 fn fleet_rules_check_and_their_unit_tests_pass() {
     let promtool = binary("promtool", "prometheus");
     let dir = root().join("deploy/prometheus");
@@ -318,24 +469,25 @@ fn fleet_rules_check_and_their_unit_tests_pass() {
     assert!(out.contains("SUCCESS"), "{out}");
 }
 
-/// The `sh` block of INSTALL.md's "On Kubernetes" section, one command per line.
+/// The `sh` blocks of INSTALL.md's "On Kubernetes" section (the single agent, the fleets),
+/// one command per line.
 fn install_commands() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("deploy/INSTALL.md")).unwrap();
     let section = text
         .split("\n## ")
         .find(|s| s.starts_with("On Kubernetes"))
         .expect("INSTALL.md has an \"On Kubernetes\" section");
-    let block = section
+    let commands: Vec<String> = section
         .split("```sh\n")
-        .nth(1)
-        .and_then(|b| b.split("```").next())
-        .expect("a sh block");
-    block
-        .lines()
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .flat_map(str::lines)
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_string)
-        .collect()
+        .collect();
+    assert!(!commands.is_empty(), "no sh block in \"On Kubernetes\"");
+    commands
 }
 
 #[test]

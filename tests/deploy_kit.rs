@@ -48,7 +48,13 @@ fn prometheus_weekly_baseline_unit_tests() {
 #[test]
 fn the_rule_tests_are_what_the_generator_writes() {
     let dir = root().join("deploy/prometheus/tests");
-    let files = ["alerts_test.yml", "down_test.yml", "weekly_test.yml"];
+    let files = [
+        "alerts_test.yml",
+        "down_test.yml",
+        "fleet_test.yml",
+        "build_change_test.yml",
+        "weekly_test.yml",
+    ];
     let before: Vec<String> = files
         .iter()
         .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
@@ -108,6 +114,16 @@ fn alertmanager_config_routes_and_templates() {
             "the message lacks {field:?}:\n{rendered}"
         );
     }
+    // The inhibitions, on a running Alertmanager: amtool posts a down target's alerts and reads
+    // back that its failing-ratio and fleet down alerts are inhibited, another target's not.
+    let out = run(Command::new("python3")
+        .arg(am.join("tests/inhibit_test.py"))
+        .env("AMTOOL", &amtool)
+        .env(
+            "ALERTMANAGER",
+            binary("prometheus-alertmanager", "prometheus-alertmanager"),
+        ));
+    assert!(out.contains("SUCCESS"), "{out}");
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -394,15 +410,37 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
         readme.contains(&shipped),
         "the README's daemon section shows deploy/prometheus/prometheus.yml as it is"
     );
+    // As shipped: the gateway job keeps the pushed labels; the agents' job (agents that do not
+    // push) has no need to; the model servers' job is a commented example, so the file loads
+    // without servers that do not exist here.
+    let parsed: serde_json::Value = serde_saphyr::from_str(&shipped).unwrap();
+    let jobs = parsed["scrape_configs"].as_array().unwrap();
+    let job = |name: &str| {
+        jobs.iter()
+            .find(|j| j["job_name"] == name)
+            .unwrap_or_else(|| panic!("prometheus.yml has no job {name}"))
+    };
+    assert_eq!(job("pushgateway")["honor_labels"], true);
+    assert!(job("llm_canary_agent")["honor_labels"].is_null());
+    assert_eq!(jobs.len(), 2, "the model servers' job ships commented out");
+    assert!(
+        shipped.contains("# - job_name: vllm-chat-7b") && shipped.contains("`server_job`"),
+        "prometheus.yml shows a model server's job named as its targets' server_job label"
+    );
+
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let gw = services::pushgateway().await;
-    let (agent_port, prom_port) = (services::free_port(), services::free_port());
+    let (pusher_port, scraped_port, prom_port) = (
+        services::free_port(),
+        services::free_port(),
+        services::free_port(),
+    );
     let alertmanager = common::closed_port();
     // The file as shipped, with this machine's ports and a test's pace.
     let mut config = shipped.clone();
     for (from, to) in [
         ("pushgateway:9091", format!("127.0.0.1:{}", gw.port)),
-        ("canary-eu-1:9464", format!("127.0.0.1:{agent_port}")),
+        ("canary-us-1:9464", format!("127.0.0.1:{scraped_port}")),
         ("alertmanager:9093", format!("127.0.0.1:{alertmanager}")),
         ("scrape_interval: 15s", "scrape_interval: 1s".into()),
         ("evaluation_interval: 30s", "evaluation_interval: 1s".into()),
@@ -425,20 +463,34 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
         .arg(dir.path().join("prometheus.yml")));
     assert!(checked.contains("SUCCESS"), "{checked}");
 
-    // One agent, pushing and listening, so each job has its target.
-    let _agent = common::daemon::Daemon::start(
-        &[
-            ("llm-canary.yaml", &format!(
-                "agent: {{name: canary-eu-1, listen: \"127.0.0.1:{agent_port}\"}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{}\", model: m1, server: vllm, labels: {{model_version: \"1\"}}}}\n",
-                gw.url(),
-                sim.base_url("healthy")
-            )),
-            ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\n"),
-            ("prompts/q.txt", common::PROMPT),
-        ],
-        agent_port,
-        &[],
-    );
+    // Two agents, as INSTALL.md and prometheus.yml have them: canary-eu-1 pushes and listens
+    // (its /healthz and status page, for people; no scrape target), canary-us-1 only listens
+    // and is scraped by the agents' job.
+    let agent = |name: &str, port: u16, push: bool| {
+        let push = if push {
+            format!("push: {{url: \"{}\", min_interval: 300ms}}\n", gw.url())
+        } else {
+            String::new()
+        };
+        format!(
+            "agent: {{name: {name}, listen: \"127.0.0.1:{port}\"}}\n{push}targets:\n  - {{name: t1, base_url: \"{}\", model: m1, server: vllm, labels: {{model_version: \"1\"}}}}\n",
+            sim.base_url("healthy")
+        )
+    };
+    let probe = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\n";
+    let start = |name: &str, port: u16, push: bool| {
+        common::daemon::Daemon::start(
+            &[
+                ("llm-canary.yaml", &agent(name, port, push)),
+                ("probes/p.yaml", probe),
+                ("prompts/q.txt", common::PROMPT),
+            ],
+            port,
+            &[],
+        )
+    };
+    let _pusher = start("canary-eu-1", pusher_port, true);
+    let _scraped = start("canary-us-1", scraped_port, false);
     let _prom = Killed(
         Command::new(binary("prometheus", "prometheus"))
             .arg(format!(
@@ -461,37 +513,82 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
         let url = format!("{prom}{path}");
         async move { serde_json::from_str::<serde_json::Value>(&get(&url).await).ok() }
     };
+    let query = |q: String| {
+        let api = &api;
+        async move {
+            let v = api(format!("/api/v1/query?query={}", urlencode(&q))).await?;
+            v["data"]["result"].as_array().cloned()
+        }
+    };
 
-    let pools = eventually("both jobs up", Duration::from_secs(60), || async {
+    // Two targets, both up: the gateway and the agent that does not push. The pushing agent is
+    // none (its /metrics would repeat what it pushes).
+    let targets = eventually("both jobs up", Duration::from_secs(60), || async {
         let v = api("/api/v1/targets".into()).await?;
-        let mut up: Vec<String> = v["data"]["activeTargets"]
-            .as_array()?
-            .iter()
-            .filter(|t| t["health"] == "up")
-            .map(|t| t["scrapePool"].as_str().unwrap_or_default().to_string())
-            .collect();
-        up.sort();
-        (up == ["llm_canary_agent", "pushgateway"]).then_some(up)
+        let targets = v["data"]["activeTargets"].as_array()?.clone();
+        let all_up = {
+            let mut up: Vec<&str> = targets
+                .iter()
+                .filter(|t| t["health"] == "up")
+                .filter_map(|t| t["scrapePool"].as_str())
+                .collect();
+            up.sort();
+            up == ["llm_canary_agent", "pushgateway"]
+        };
+        (all_up && targets.len() == 2).then_some(targets)
     })
     .await;
-    println!("up: {pools:?}");
-    // honor_labels kept what the agent pushed under; the agent's own job holds its series too.
-    for query in [
-        "push_time_seconds{job=\"llm_canary\",instance=\"canary-eu-1\"}",
-        "llm_canary_probe_success{job=\"llm_canary\",instance=\"canary-eu-1\",target=\"t1\"}",
-        "llm_canary_probe_success{job=\"llm_canary_agent\",target=\"t1\",model_version=\"1\"}",
+    let gateway = targets
+        .iter()
+        .find(|t| t["scrapePool"] == "pushgateway")
+        .unwrap();
+    assert_eq!(gateway["labels"]["job"], "pushgateway", "{gateway}");
+    assert_eq!(
+        gateway["labels"]["instance"],
+        format!("127.0.0.1:{}", gw.port),
+        "{gateway}"
+    );
+    // honor_labels matters: the gateway's series keep the job and instance the agent pushed
+    // under, not the scrape target's (above), and nothing is renamed to exported_*.
+    for q in [
+        "push_time_seconds{job=\"llm_canary\",instance=\"canary-eu-1\"}".to_string(),
+        "llm_canary_probe_success{job=\"llm_canary\",instance=\"canary-eu-1\",target=\"t1\"}"
+            .to_string(),
+        format!("llm_canary_probe_success{{job=\"llm_canary_agent\",instance=\"127.0.0.1:{scraped_port}\",target=\"t1\",model_version=\"1\"}}"),
     ] {
-        let q = query.to_string();
-        eventually(query, Duration::from_secs(60), || {
+        eventually(&q, Duration::from_secs(60), || {
             let q = q.clone();
-            let api = &api;
-            async move {
-                let v = api(format!("/api/v1/query?query={}", urlencode(&q))).await?;
-                v["data"]["result"].as_array()?.first().cloned()
-            }
+            let query = &query;
+            async move { query(q).await?.first().cloned() }
         })
         .await;
     }
+    for q in ["{exported_job!=\"\"}", "{exported_instance!=\"\"}"] {
+        let found = query(q.to_string()).await.unwrap();
+        assert!(found.is_empty(), "{q}: {found:?}");
+    }
+    // Each agent's runs are counted once: one series per agent, each by its own path.
+    let mut seen: Vec<(String, String)> = query("llm_canary_probe_success{target=\"t1\"}".into())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let label = |k: &str| r["metric"][k].as_str().unwrap_or_default().to_string();
+            (label("job"), label("instance"))
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("llm_canary".to_string(), "canary-eu-1".to_string()),
+            (
+                "llm_canary_agent".to_string(),
+                format!("127.0.0.1:{scraped_port}")
+            ),
+        ],
+        "every agent's series reach Prometheus once"
+    );
     // The rules file beside it is loaded, and alerts have somewhere to go.
     let v = api("/api/v1/rules".into()).await.unwrap();
     let files: Vec<&str> = v["data"]["groups"]
