@@ -556,3 +556,24 @@ fn the_shipped_configs_are_valid() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// A content failure says what failed and on what text, in the table and in the record.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pattern_mismatch_names_the_pattern_and_shows_the_text() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let (dir, _) = common::config(&sim, &[("wrong", "mismatch", "")], common::PROBE);
+    let cfg = dir.path().join("llm-canary.yaml").display().to_string();
+    let table = run(vec!["once".into(), "-c".into(), cfg.clone()], vec![]).await;
+    assert_eq!(table.status.code(), Some(1));
+    let table = text(&table.stdout);
+    assert!(
+        table.contains("pattern_mismatch") && table.contains("expect /(?i)paris/ did not match \""),
+        "{table}"
+    );
+    let records = once_json(&dir).await;
+    let error = records[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("expect /(?i)paris/ did not match \"") && error.len() > 40,
+        "{error}"
+    );
+}

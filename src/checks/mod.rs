@@ -56,19 +56,40 @@ pub struct Judgement {
     pub failed: Vec<Outcome>,
     pub output_chars: usize,
     pub repetition: Option<repetition::Report>,
-    /// Why the JSON or tool-call check failed, in one sentence each.
+    /// Why the JSON, tool-call and pattern checks failed, in one sentence each.
     pub format_error: Option<String>,
     pub tool_call_error: Option<String>,
+    pub expect_error: Option<String>,
+    pub forbid_error: Option<String>,
 }
 
 impl Judgement {
-    /// The sentence that explains the run's outcome, for the checks that have one.
+    /// The sentence that explains the run's failure: that of the first failed check (in
+    /// precedence order) that has one. A JSON answer cut by `max_tokens` is `truncated`, and
+    /// still says where its JSON broke.
     pub fn explanation(&self) -> Option<String> {
-        match Outcome::first_content_failure(&self.failed) {
+        self.failed.iter().find_map(|o| match o {
             Outcome::FormatError => self.format_error.clone(),
             Outcome::ToolCallError => self.tool_call_error.clone(),
+            Outcome::PatternMismatch => self.expect_error.clone(),
+            Outcome::ForbiddenPattern => self.forbid_error.clone(),
             _ => None,
-        }
+        })
+    }
+}
+
+/// The start of a text for a message: one line, at most `n` characters.
+fn glimpse(text: &str, n: usize) -> String {
+    let flat: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    match flat.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
     }
 }
 
@@ -119,10 +140,30 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     if spec.max_chars.is_some_and(|max| output_chars > max) {
         failed.push(Outcome::TooLong);
     }
-    if spec.expect.as_ref().is_some_and(|re| !re.is_match(text)) {
+    let expect_error = spec
+        .expect
+        .as_ref()
+        .filter(|re| !re.is_match(text))
+        .map(|re| format!("expect /{re}/ did not match {:?}", glimpse(text, 80)));
+    if expect_error.is_some() {
         failed.push(Outcome::PatternMismatch);
     }
-    if spec.forbid.as_ref().is_some_and(|re| re.is_match(text)) {
+    let forbid_error = spec.forbid.as_ref().and_then(|re| {
+        let m = re.find(text)?;
+        // A little of what comes before the match, from a word's start.
+        let mut from = text.floor_char_boundary(m.start().saturating_sub(30));
+        if from > 0 {
+            from = text[from..m.start()]
+                .find(char::is_whitespace)
+                .map_or(m.start(), |i| from + i);
+        }
+        Some(format!(
+            "forbid /{re}/ matched {:?} in {:?}",
+            glimpse(m.as_str(), 40),
+            glimpse(&text[from..], 80)
+        ))
+    });
+    if forbid_error.is_some() {
         failed.push(Outcome::ForbiddenPattern);
     }
     Judgement {
@@ -131,6 +172,8 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         repetition,
         format_error,
         tool_call_error,
+        expect_error,
+        forbid_error,
     }
 }
 
@@ -162,6 +205,47 @@ mod tests {
         let v = judge(&spec(), &text("The capital of France is Paris.", "stop"));
         assert!(v.failed.is_empty(), "{:?}", v.failed);
         assert_eq!(v.output_chars, 31);
+    }
+
+    #[test]
+    fn pattern_failures_name_the_pattern_and_show_the_text() {
+        let v = judge(
+            &spec(),
+            &text("As an AI model, I say\nthe capital is Berlin.", "stop"),
+        );
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some(
+                r#"expect /(?i)paris/ did not match "As an AI model, I say the capital is Berlin.""#
+            )
+        );
+        assert_eq!(
+            v.forbid_error.as_deref(),
+            Some(
+                r#"forbid /(?i)as an ai/ matched "As an AI" in "As an AI model, I say the capital is Berlin.""#
+            )
+        );
+        // Long texts are cut; the forbidden match is shown with what comes just before it.
+        let long = format!("{} as an AI I cannot.", "word ".repeat(40));
+        let forbid = judge(&spec(), &text(&long, "stop")).forbid_error.unwrap();
+        assert!(
+            forbid.ends_with(r#"in "word word word word word word as an AI I cannot.""#),
+            "{forbid}"
+        );
+        let expect = judge(&spec(), &text(&"x ".repeat(100), "stop"))
+            .expect_error
+            .unwrap();
+        assert!(expect.ends_with("…\""), "{expect}");
+        // Cut by max_tokens: the outcome is truncated, and the sentence still says why the JSON
+        // broke.
+        let json = CheckSpec {
+            json: true,
+            ..CheckSpec::default()
+        };
+        let v = judge(&json, &text("{\"city\": \"Par", "length"));
+        assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::FormatError]);
+        assert_eq!(v.explanation(), v.format_error);
+        assert!(v.format_error.is_some());
     }
 
     #[test]
