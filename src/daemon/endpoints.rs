@@ -171,7 +171,7 @@ fn announce(agent: &Agent, body: &[u8]) -> Response<Full<Bytes>> {
         jiff::Timestamp::now(),
     );
     agent.maintenance_wake.notify_one();
-    tracing::info!(target_name = %a.target, duration = ?a.duration, reason = ?a.reason, "maintenance window announced");
+    tracing::info!(target_name = %a.target, duration = %crate::util::human_duration(a.duration), reason = a.reason.as_deref().unwrap_or(""), "maintenance window announced");
     let body = json!({"target": a.target, "maintenance": window});
     reply(StatusCode::OK, JSON, body.to_string())
 }
