@@ -1,7 +1,8 @@
 //! The API flavors llama.cpp's server speaks beside chat — OpenAI Responses and Anthropic
 //! Messages — against the real server with SmolLM2-135M, and the figures a user cross-checks:
 //! our decode speed against the server's own on every answer, short ones included, and
-//! `calibrate` reading the server's timings. Run with `scripts/test-real-llm`.
+//! `calibrate` reading the server's timings and its `--metrics` counters. Run with
+//! `scripts/test-real-llm`.
 
 mod common;
 
@@ -194,15 +195,28 @@ async fn calibrate_prints_both_sides_for_llama_cpp() {
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    // Agreement depends on this machine; what must hold is that both sides are printed.
+    // Agreement depends on this machine; what must hold is that both sides are printed, from
+    // each response's timings and from the server's `--metrics` counters.
     assert!(matches!(out.status.code(), Some(0 | 1)), "{stdout}");
-    assert!(stdout.contains("per-response timings"), "{stdout}");
-    for figure in ["ttft", "tpot"] {
+    assert!(
+        stdout.contains("per-response timings and counter deltas from http://"),
+        "{stdout}"
+    );
+    for (figure, from) in [
+        ("ttft", "timings.prompt_ms"),
+        ("ttft", "llamacpp:prompt_seconds_total"),
+        ("tpot", "timings.predicted_per_second"),
+        ("tpot", "llamacpp:tokens_predicted_seconds_total"),
+    ] {
         assert!(
-            stdout.lines().any(|l| l.starts_with(figure)),
-            "{figure} missing:\n{stdout}"
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{figure} ")) && l.ends_with(from)),
+            "{figure} from {from} missing:\n{stdout}"
         );
     }
+    // Nothing else used the server: every sample's counters were ours.
+    assert!(!stdout.contains("left out"), "{stdout}");
 }
 
 /// What cache busting does in each flavor on llama.cpp: `cache_prompt: false` is honoured over

@@ -11,6 +11,7 @@ use tokio::time::sleep_until;
 
 use super::answers;
 use super::http::{self, Chunked};
+use super::metrics::Observation;
 use super::scenarios::{Kind, Scenario};
 use super::serve::json_bytes;
 use super::wire::{Call, Ending, Out, PieceKind, Usage, Wire};
@@ -143,6 +144,29 @@ impl Generation {
         }
     }
 
+    /// Reports a request on the sim's /metrics, as the server it plays would: `writes` are the
+    /// instants its content left (the first is its first token). Called before the last bytes
+    /// go out, so a client that scrapes as soon as its answer ends finds it counted.
+    fn report(&self, st: &State, writes: &[Instant], usage: &Usage) {
+        let Some(first) = writes.first() else {
+            return;
+        };
+        let secs = |at: Instant| at.saturating_duration_since(self.t0).as_secs_f64();
+        let gaps: Vec<f64> = writes
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64())
+            .collect();
+        st.served.observe(&Observation {
+            model: &self.model,
+            ttft: secs(*first),
+            e2e: secs(Instant::now()),
+            gaps: &gaps,
+            prompt_tokens: usage.prompt,
+            output_tokens: usage.completion,
+            skew: self.scenario.skew,
+        });
+    }
+
     /// Serialises one event the way this scenario's server would: SSE (named or not, CRLF or
     /// LF, with or without the space after `data:`), or one NDJSON line.
     fn frame(&self, ev: &Out) -> Vec<u8> {
@@ -273,6 +297,7 @@ impl Generation {
                 call: call.as_ref(),
             };
             let body = self.wire.whole(&self.model, &text, &end);
+            self.report(st, &[Instant::now()], &usage);
             http::respond(sock, 200, "application/json", &extra, &json_bytes(&body)).await?;
             if let Some(id) = &self.request_id {
                 st.record_first_write(id, Instant::now());
@@ -343,7 +368,8 @@ impl Generation {
             _ => {}
         }
 
-        let mut first = true;
+        // When each piece of content left: the first token, then the gaps between them.
+        let mut writes: Vec<Instant> = Vec::with_capacity(pieces.len());
         let mut offset = Duration::ZERO;
         let mut block: Option<PieceKind> = None;
         let mut index = 0usize;
@@ -392,11 +418,12 @@ impl Generation {
                             &mut rng,
                         )
                         .await?;
-                    if std::mem::take(&mut first) {
+                    if writes.is_empty() {
                         if let Some(id) = &self.request_id {
                             st.record_first_write(id, at);
                         }
                     }
+                    writes.push(at);
                 }
                 changes.extend(self.wire.tool_call_start(&self.model, &c.name, index));
             }
@@ -415,18 +442,23 @@ impl Generation {
             }
             let ev = self.wire.piece(&self.model, piece.kind, &piece.text, index);
             let at = self.send(&mut w, &self.frame(&ev), &mut rng).await?;
-            if first {
-                first = false;
+            if writes.is_empty() {
                 if let Some(id) = &self.request_id {
                     st.record_first_write(id, at);
                 }
             }
+            writes.push(at);
         }
         if kind == Kind::NoDone {
             w.finish().await?;
             return Ok(false);
         }
         let timings = (kind == Kind::LlamaCpp).then(|| {
+            // What the server says about itself, scaled like its /metrics.
+            let (ttft, itl) = (
+                ttft.mul_f64(self.scenario.skew),
+                itl.mul_f64(self.scenario.skew),
+            );
             let decode_ms = itl.as_secs_f64() * 1000.0 * pieces.len().saturating_sub(1) as f64;
             let ns = |d: Duration| d.as_nanos() as u64;
             json!({
@@ -440,6 +472,7 @@ impl Generation {
                 "total_duration": ns(ttft + itl * pieces.len() as u32),
             })
         });
+        self.report(st, &writes, &usage);
         let usage = (self.include_usage && kind != Kind::NoUsage).then_some(&usage);
         let end = Ending {
             finish,

@@ -251,11 +251,25 @@ pub struct Scenario {
     pub every: u64,
     /// A replica still loading: 503 until this long after its first request.
     pub warm: Duration,
-    /// Scales the timings the sim reports about itself (its /metrics): 1 is honest.
+    /// Scales the timings the sim reports about itself (its /metrics and llama.cpp-style
+    /// `timings`): 1 is honest.
     pub skew: f64,
     /// The weights its model list names (`/v1/models`' `root`): a new build behind the same
     /// model names.
     pub build: String,
+    /// Whose names `/s/<scenario>/metrics` reports what was served in.
+    pub metrics: Exposition,
+}
+
+/// The `/metrics` of which server the sim plays (`metrics=vllm|sglang|llama-cpp|none`): vLLM's
+/// by default, llama.cpp's for the `llama-cpp` scenario; `none` is a llama.cpp server started
+/// without `--metrics` (HTTP 501).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposition {
+    Vllm,
+    Sglang,
+    LlamaCpp,
+    None,
 }
 
 impl Scenario {
@@ -287,6 +301,11 @@ impl Scenario {
             warm: Duration::ZERO,
             skew: 1.0,
             build: "base".into(),
+            metrics: if kind == Kind::LlamaCpp {
+                Exposition::LlamaCpp
+            } else {
+                Exposition::Vllm
+            },
         };
         for p in parts {
             let (k, v) = p
@@ -302,6 +321,16 @@ impl Scenario {
             }
             if k == "build" {
                 s.build = v.to_string();
+                continue;
+            }
+            if k == "metrics" {
+                s.metrics = match v {
+                    "vllm" => Exposition::Vllm,
+                    "sglang" => Exposition::Sglang,
+                    "llama-cpp" => Exposition::LlamaCpp,
+                    "none" => Exposition::None,
+                    _ => return Err(format!("metrics={v}: vllm, sglang, llama-cpp or none")),
+                };
                 continue;
             }
             if k == "every" {
@@ -321,7 +350,7 @@ impl Scenario {
                 "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics)"
                     ))
                 }
             }
@@ -348,6 +377,19 @@ mod tests {
         assert_eq!(Scenario::parse("http-503").unwrap().kind, Kind::Http(503));
         assert!(Scenario::parse("nope").is_err());
         assert!(Scenario::parse("healthy,foo=1s").is_err());
+        assert_eq!(
+            Scenario::parse("healthy").unwrap().metrics,
+            Exposition::Vllm
+        );
+        assert_eq!(
+            Scenario::parse("llama-cpp").unwrap().metrics,
+            Exposition::LlamaCpp
+        );
+        assert_eq!(
+            Scenario::parse("healthy,metrics=sglang").unwrap().metrics,
+            Exposition::Sglang
+        );
+        assert!(Scenario::parse("healthy,metrics=tgi").is_err());
         let mut names: Vec<&str> = CATALOG.iter().map(|c| c.0).collect();
         names.dedup();
         assert_eq!(names.len(), CATALOG.len());

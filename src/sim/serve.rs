@@ -76,8 +76,25 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
             return Ok(true);
         }
         ("GET", "/metrics") => {
-            let body = st.served.encode();
-            http::respond(sock, 200, "text/plain; version=0.0.4", &[], &body).await?;
+            // The scenario in the path says whose names (and whether metrics are on at all).
+            let names = match Scenario::parse(scenario_spec.as_deref().unwrap_or("healthy")) {
+                Ok(s) => s.metrics,
+                Err(e) => {
+                    let msg = json!({"error": {"message": e, "type": "invalid_request_error"}});
+                    reply_json(sock, 404, &msg).await?;
+                    return Ok(true);
+                }
+            };
+            match st.served.encode(names) {
+                Some(body) => {
+                    http::respond(sock, 200, "text/plain; version=0.0.4", &[], &body).await?;
+                }
+                // What llama.cpp's server answers without `--metrics`.
+                None => {
+                    let msg = json!({"error": {"code": 501, "message": "This server does not support metrics endpoint. Start it with `--metrics`", "type": "not_supported_error"}});
+                    reply_json(sock, 501, &msg).await?;
+                }
+            }
             return Ok(true);
         }
         ("GET", "/v1/models") => {
@@ -276,19 +293,6 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         },
         t0,
     };
-    let (id, model, skew) = (gen.request_id.clone(), gen.model.clone(), gen.scenario.skew);
-    let keep = gen.respond(sock, st).await?;
-    // Report what was served, as vLLM does for a request that produced tokens.
-    let timings = id.and_then(|id| st.timings.lock().expect("sim state lock").get(&id).copied());
-    if let Some(Timings {
-        received,
-        first_content: Some(first),
-        ..
-    }) = timings
-    {
-        let secs = |at: Instant| (at - received).as_secs_f64();
-        st.served
-            .observe(&model, secs(first), secs(Instant::now()), skew);
-    }
-    Ok(keep)
+    // What was served is reported on /metrics by the generation, before its last bytes go out.
+    gen.respond(sock, st).await
 }
