@@ -152,7 +152,7 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         let m = re.find(text)?;
         // A little of what comes before the match, from a word's start.
         let mut from = text.floor_char_boundary(m.start().saturating_sub(30));
-        if from > 0 {
+        if from > 0 && !text[..from].ends_with(char::is_whitespace) {
             from = text[from..m.start()]
                 .find(char::is_whitespace)
                 .map_or(m.start(), |i| from + i);
@@ -229,7 +229,7 @@ mod tests {
         let long = format!("{} as an AI I cannot.", "word ".repeat(40));
         let forbid = judge(&spec(), &text(&long, "stop")).forbid_error.unwrap();
         assert!(
-            forbid.ends_with(r#"in "word word word word word word as an AI I cannot.""#),
+            forbid.ends_with(r#"in "word word word word word as an AI I cannot.""#),
             "{forbid}"
         );
         let expect = judge(&spec(), &text(&"x ".repeat(100), "stop"))
@@ -298,10 +298,14 @@ mod tests {
             v.explanation().as_deref(),
             Some("the answer is not JSON: expected value at line 1 column 1")
         );
-        // Truncated JSON is truncated first: that is the cause.
+        // Truncated JSON is truncated first: that is the cause; the sentence still says where
+        // the JSON broke.
         let v = judge(&s, &text("{\"city\": \"Pa", "length"));
         assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::FormatError]);
-        assert_eq!(v.explanation(), None);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("the answer is not JSON: EOF while parsing a string at line 1 column 12")
+        );
     }
 
     #[test]
