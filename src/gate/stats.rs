@@ -433,6 +433,28 @@ mod tests {
     }
 
     #[test]
+    fn answer_ttft_is_its_own_figure() {
+        // A reasoning model: the first token at 100 ms, the answer after 800 ms of thinking.
+        let v: Vec<Sample> = (0..20)
+            .map(|_| Sample {
+                answer_ttft_ms: Some(900.0),
+                ..s(100.0, "ok")
+            })
+            .collect();
+        let r = refs(&v);
+        assert_eq!(value(Figure::parse("ttft_p95").unwrap(), &r), Some(0.1));
+        assert_eq!(
+            value(Figure::parse("answer_ttft_p95").unwrap(), &r),
+            Some(0.9)
+        );
+        let slo = judge_slo(&parse_slo("answer_ttft_p95", "500ms").unwrap(), &r);
+        assert_eq!(slo.message, "answer_ttft_p95 900ms is past <= 500ms");
+        assert!(judge_slo(&parse_slo("ttft_p95", "500ms").unwrap(), &r)
+            .message
+            .contains("within"));
+    }
+
+    #[test]
     fn relative_limits_fail_pass_or_stay_inconclusive() {
         let base: Vec<Sample> = (0..20).map(|i| s(100.0 + (i % 5) as f64, "ok")).collect();
         let rel = parse_relative("ttft_p50", "+20%").unwrap();

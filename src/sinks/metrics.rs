@@ -490,6 +490,64 @@ mod tests {
         (dir, cfg)
     }
 
+    /// DESIGN's buckets, as written there: the latency histograms start at 10 ms.
+    const DESIGN_BUCKETS: &str =
+        "0.01 0.025 0.05 0.075 0.1 0.15 0.2 0.3 0.5 0.75 1 1.5 2 3 5 7.5 10 20 30 60";
+
+    #[test]
+    fn answer_ttft_is_observed_apart_and_not_for_warm_ups() {
+        let (_dir, cfg) = config();
+        let m = Metrics::new(&cfg);
+        let target = cfg.targets[0].clone();
+        let mut r = ProbeResult::example();
+        r.figures.ttft_ms = Some(30.0);
+        r.figures.answer_ttft_ms = Some(640.0);
+        r.figures.e2e_ms = Some(900.0);
+        m.record(&r, &target);
+        r.warmup = true;
+        m.record(&r, &target);
+        let text = String::from_utf8(m.encode()).unwrap();
+        let find = |prefix: &str| -> Vec<&str> {
+            text.lines().filter(|l| l.starts_with(prefix)).collect()
+        };
+        let count = find("llm_canary_answer_ttft_seconds_count{");
+        assert!(count.len() == 1 && count[0].ends_with(" 1"), "{count:?}");
+        let sum = find("llm_canary_answer_ttft_seconds_sum{");
+        assert!(sum[0].ends_with(" 0.64"), "{sum:?}");
+        // The answer came in the 0.75 s bucket, the first token in the 0.05 s one.
+        let le = |name: &str, bound: &str| {
+            find(&format!("{name}_bucket{{"))
+                .into_iter()
+                .find(|l| l.contains(&format!("le=\"{bound}\"")))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        };
+        assert_eq!(
+            le("llm_canary_answer_ttft_seconds", "0.5").as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            le("llm_canary_answer_ttft_seconds", "0.75").as_deref(),
+            Some("1")
+        );
+        assert_eq!(le("llm_canary_ttft_seconds", "0.01").as_deref(), Some("0"));
+        assert_eq!(le("llm_canary_ttft_seconds", "0.05").as_deref(), Some("1"));
+        // Every latency histogram has DESIGN's buckets, from 0.01 s.
+        for name in ["ttft", "answer_ttft", "e2e"] {
+            let bounds: Vec<String> = find(&format!("llm_canary_{name}_seconds_bucket{{"))
+                .iter()
+                .filter_map(|l| {
+                    l.split("le=\"")
+                        .nth(1)?
+                        .split('"')
+                        .next()
+                        .map(str::to_string)
+                })
+                .filter(|b| b != "+Inf")
+                .collect();
+            assert_eq!(bounds.join(" "), DESIGN_BUCKETS, "{name}");
+        }
+    }
+
     #[test]
     fn a_build_change_shows_in_the_series() {
         let (_dir, cfg) = config();
