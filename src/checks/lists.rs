@@ -132,6 +132,25 @@ pub fn without_markers(text: &str) -> String {
     out
 }
 
+/// The prose of the answer: markers off as in [`without_markers`], code blocks left out. Code
+/// repeats itself by nature (tags, keywords, the same call on line after line); a loop inside
+/// code is still a loop at the text's end.
+pub fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            out.push_str(strip_marker(line));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 fn normal_form(item: &str) -> String {
     let words: Vec<&str> = item.split_whitespace().collect();
     let joined = words.join(" ").replace(['*', '`'], "");
@@ -200,5 +219,6 @@ mod tests {
         let listed: Vec<bool> = items(text, false).iter().map(|i| i.listed).collect();
         assert_eq!(listed, vec![false, true, true, true]);
         assert_eq!(without_markers("1. a\n2. b"), "a\nb\n");
+        assert_eq!(prose("1. a\n```\n1. code\n```\n2. b"), "a\nb\n");
     }
 }

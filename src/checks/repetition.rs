@@ -2,9 +2,9 @@
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
 //! again and again, two alternating, or a block of lines coming back), a tail loop (the text
 //! ends in one unit sequence repeated back to back), list items that keep coming back out of
-//! order, and the n-gram repetition ratio seq-rep-4 with the zlib compression ratio as
-//! corroboration. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
-//! them on real answers.
+//! order, and the n-gram repetition ratio seq-rep-4 of the prose (code blocks left out) with the
+//! zlib compression ratio as corroboration. Pure functions; the thresholds come from the probe.
+//! tests/corpus.rs measures them on real answers.
 
 use std::collections::{HashMap, HashSet};
 
@@ -36,7 +36,8 @@ pub struct Thresholds {
     /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
     /// come back `list_min_repeats` times or more, in any order.
     pub line_ratio: f64,
-    /// The n-gram and line measures apply only to texts of at least this many units.
+    /// The n-gram measures apply only to texts whose prose (code blocks left out) has at least
+    /// this many units.
     pub min_units: usize,
 }
 
@@ -86,6 +87,7 @@ pub struct Report {
     pub item_cycle_items: usize,
     pub tail_loop_period: Option<usize>,
     pub tail_loop_units: usize,
+    /// seq-rep-4 and the compression ratio are measured on the prose: code blocks left out.
     pub seq_rep_4: f64,
     /// seq-rep-4 of the text's second half alone: a model that got stuck ends in repetition.
     pub late_seq_rep_4: f64,
@@ -161,6 +163,8 @@ const PASSAGE_RESTART: usize = 4;
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let plain = lists::without_markers(text);
     let ids = intern(units(&plain));
+    let prose = lists::prose(text);
+    let prose_ids = intern(units(&prose));
     let items = lists::items(text, false);
     let n = ids.len();
     let cycle = periodic_run(
@@ -177,15 +181,20 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
     let tail = periodic_run(&ids, true, looping)
         .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
-    let long_enough = n >= t.min_units;
-    let seq_rep_4 = if long_enough { seq_rep_4(&ids) } else { 0.0 };
+    let m = prose_ids.len();
+    let long_enough = m >= t.min_units;
+    let seq_rep_4 = if long_enough {
+        seq_rep_4(&prose_ids)
+    } else {
+        0.0
+    };
     let late_seq_rep_4 = if long_enough {
-        self::seq_rep_4(&ids[n / 2..])
+        self::seq_rep_4(&prose_ids[m / 2..])
     } else {
         0.0
     };
     let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
-    let compression_ratio = compression_ratio(&plain);
+    let compression_ratio = compression_ratio(&prose);
     let share = |part: usize, whole: usize| {
         if whole == 0 {
             0.0
@@ -382,6 +391,23 @@ mod tests {
         // Short texts are never judged by n-grams.
         let r = analyze("Yes yes yes. No no.", &t);
         assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
+    }
+
+    #[test]
+    fn ngrams_read_the_prose() {
+        let t = Thresholds::default();
+        // A fenced HTML list said twice is code, not a loop: its tags repeat by nature.
+        let html = "<ul>\n  <li>Item1</li>\n  <li>Item2</li>\n  <li>Item3</li>\n</ul>\n";
+        let page = format!("```html\n<h2>Items</h2>\n{html}<h2>Items</h2>\n{html}```\n");
+        let r = analyze(&page, &t);
+        assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
+        // With prose enough to judge, the prose alone is judged.
+        let explained = format!("{page}{} {}", HEALTHY[0], HEALTHY[11]);
+        let r = analyze(&explained, &t);
+        assert!(r.seq_rep_4 < 0.05 && !r.degenerate, "{r:?}");
+        // Read as prose, the tags would make over a quarter of its 4-grams repeats.
+        let r = analyze(&explained.replace("```html\n", "").replace("```\n", ""), &t);
+        assert!(r.seq_rep_4 > 0.25, "{r:?}");
     }
 
     #[test]
