@@ -2,9 +2,10 @@
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
 //! again and again, two alternating, or a block of lines coming back), a tail loop (the text
 //! ends in one unit sequence repeated back to back), list items that keep coming back out of
-//! order, and the n-gram repetition ratio seq-rep-4 of the prose (code blocks left out) with the
-//! zlib compression ratio as corroboration. Pure functions; the thresholds come from the probe.
-//! tests/corpus.rs measures them on real answers.
+//! order within their section, and the n-gram repetition ratio seq-rep-4 of the prose with the
+//! zlib compression ratio as corroboration. Answers from a fixed set (`True`, `No`, `B`) are no
+//! list items to these: an answer key repeats them. Pure functions; the thresholds come from the
+//! probe. tests/corpus.rs measures them on real answers.
 
 use std::collections::{HashMap, HashSet};
 
@@ -34,7 +35,7 @@ pub struct Thresholds {
     /// Refrains and structured text (JSON, tables) compress well but repeat less.
     pub ngram_margin: f64,
     /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
-    /// come back `list_min_repeats` times or more, in any order.
+    /// come back `list_min_repeats` times or more within their section, in any order.
     pub line_ratio: f64,
     /// The n-gram measures apply only to texts whose prose (code blocks left out) has at least
     /// this many units.
@@ -59,7 +60,8 @@ impl Default for Thresholds {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Detector {
-    /// A period of list items (lines, markers off) repeated back to back.
+    /// A period of list items (lines, markers off) repeated back to back: anywhere in a list,
+    /// or at the text's end for lines without markers.
     ItemCycle,
     /// The text ends in one unit sequence repeated back to back.
     TailLoop,
@@ -91,7 +93,8 @@ pub struct Report {
     pub seq_rep_4: f64,
     /// seq-rep-4 of the text's second half alone: a model that got stuck ends in repetition.
     pub late_seq_rep_4: f64,
-    /// The share of list items that come back `list_min_repeats` times or more.
+    /// The share of list items that come back `list_min_repeats` times or more in their
+    /// section.
     pub recurring_item_ratio: f64,
     pub compression_ratio: f64,
 }
@@ -129,20 +132,26 @@ fn seq_rep_4(ids: &[u32]) -> f64 {
     1.0 - unique.len() as f64 / grams.len() as f64
 }
 
-/// The share of list items whose text comes back at least `times` times in the list, over
-/// lists of at least `min_items`. Refrains and choruses are lines, not list items: they do not
-/// count.
+/// The share of list items whose text comes back at least `times` times within its section
+/// (the lines between two lines without a marker, such as `Monday` or `Ingredients:`), over
+/// lists of at least `min_items`. A schedule or a checklist may give each day the same tasks;
+/// a model stuck on a few items repeats them where it is. Refrains and choruses are lines, not
+/// list items: they do not count, nor do answers (`True`, `No`), which an answer key repeats by
+/// nature.
 fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
-    let listed: Vec<&str> = items
+    let mut section = 0;
+    let listed: Vec<(usize, &str)> = items
         .iter()
-        .filter(|i| i.listed)
-        .map(|i| i.text.as_str())
+        .filter_map(|i| {
+            section += usize::from(!i.listed);
+            (i.listed && !i.is_answer()).then_some((section, i.text.as_str()))
+        })
         .collect();
     if listed.len() < min_items.max(1) {
         return 0.0;
     }
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for i in &listed {
+    let mut counts: HashMap<(usize, &str), usize> = HashMap::new();
+    for &i in &listed {
         *counts.entry(i).or_default() += 1;
     }
     let recurring = listed.iter().filter(|i| counts[*i] >= times).count();
@@ -157,6 +166,48 @@ pub fn compression_ratio(text: &str) -> f64 {
     packed.len() as f64 / text.len() as f64
 }
 
+/// Each item as a small number, in order of first appearance, for the items `counts` keeps;
+/// every other item gets a number of its own, so it never comes back.
+fn item_ids(items: &[Item], counts: impl Fn(&Item) -> bool) -> Vec<u32> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if counts(item) {
+                let next = ids.len() as u32;
+                *ids.entry(item.text.as_str()).or_insert(next)
+            } else {
+                u32::MAX - i as u32
+            }
+        })
+        .collect()
+}
+
+/// A cycle of items, as `(period, items covered)`. Anywhere among list items (lines with a
+/// marker: the counter climbs while the items come back); among other lines only where it
+/// ends the text, since lines without markers that repeat and then stop are code or a refrain,
+/// and a model stuck in a loop does not get out of it. Answers (`True`, `B`) never count: an
+/// answer key repeats them.
+fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
+    let accept = repeats(t.list_min_repeats, t.list_min_items);
+    let listed = item_ids(items, |i| i.listed && !i.is_answer());
+    if let Some((p, _, c)) = periodic_run(&listed, false, &accept) {
+        return Some((p, c));
+    }
+    let mut all = item_ids(items, |i| !i.is_answer());
+    // A last line that begins one said before is being cut off by `max_tokens`: left out.
+    if let Some((last, before)) = items.split_last() {
+        if before
+            .iter()
+            .any(|i| i.text.len() > last.text.len() && i.text.starts_with(&last.text))
+        {
+            all.pop();
+        }
+    }
+    periodic_run(&all, true, &accept).map(|(p, _, c)| (p, c))
+}
+
 /// How far into a third saying a long passage must be to count as a loop.
 const PASSAGE_RESTART: usize = 4;
 
@@ -167,11 +218,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let prose_ids = intern(units(&prose));
     let items = lists::items(text, false);
     let n = ids.len();
-    let cycle = periodic_run(
-        &intern(&items),
-        false,
-        repeats(t.list_min_repeats, t.list_min_items),
-    );
+    let cycle = item_cycle(&items, t);
     let looping = |p: usize, covered: usize| {
         // A long passage said twice and begun a third time is a loop cut short; a few units
         // into the third, so a shared last word or full stop does not count as its start.
@@ -203,9 +250,9 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         }
     };
     let tail_units = tail.map_or(0, |(_, _, c)| c);
-    let cycle_items = cycle.map_or(0, |(_, _, c)| c);
+    let cycle_items = cycle.map_or(0, |(_, c)| c);
     let fired = [
-        cycle.map(|(p, _, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
+        cycle.map(|(p, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
         tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p))),
         (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
         (long_enough && seq_rep_4.max(late_seq_rep_4) - compression_ratio >= t.ngram_margin)
@@ -225,7 +272,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         repeats: fired.and_then(|f| f.2),
         units: n,
         items: items.len(),
-        item_cycle_period: cycle.map(|(p, _, _)| p),
+        item_cycle_period: cycle.map(|(p, _)| p),
         item_cycle_items: cycle_items,
         tail_loop_period: tail.map(|(p, _, _)| p),
         tail_loop_units: tail_units,
@@ -247,7 +294,12 @@ pub fn certain_loop(text: &str, t: &Thresholds) -> bool {
     // The last unit may be a word still being written.
     let words = &ids[..ids.len().saturating_sub(1)];
     periodic_run(words, true, tail).is_some()
-        || periodic_run(&intern(&lists::items(text, true)), true, cycle).is_some()
+        || periodic_run(
+            &item_ids(&lists::items(text, true), |i| !i.is_answer()),
+            true,
+            cycle,
+        )
+        .is_some()
 }
 
 #[cfg(test)]
@@ -391,6 +443,38 @@ mod tests {
         // Short texts are never judged by n-grams.
         let r = analyze("Yes yes yes. No no.", &t);
         assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
+    }
+
+    #[test]
+    fn code_answer_keys_and_schedules_are_not_loops() {
+        let t = Thresholds::default();
+        // Lines without markers that repeat and then stop are code (or a refrain); running to
+        // the end of the text, or to a line cut off half way, they are a loop.
+        let function = format!("def add_seven(x):\n{}", "    x += 1\n".repeat(7));
+        assert!(!analyze(&format!("{function}    return x"), &t).degenerate);
+        for looping in [function.clone(), format!("{function}    x +")] {
+            let r = analyze(&looping, &t);
+            assert_eq!((r.detector, r.period), (Some(Detector::ItemCycle), Some(1)));
+        }
+        // An answer key repeats its answers; the same shape with items is a loop.
+        let key = |a: &str, b: &str| -> String {
+            (1..=8)
+                .map(|i| format!("{i}. {}\n", if i % 2 == 1 { a } else { b }))
+                .collect()
+        };
+        for (a, b) in [("True", "False"), ("Yes", "No"), ("B", "C"), ("对", "错")] {
+            assert!(!analyze(&key(a, b), &t).degenerate, "{a}/{b}");
+        }
+        assert!(analyze(&key("Apple", "Pear"), &t).degenerate);
+        // The same tasks under each day's heading are a schedule; in one list, a loop.
+        let day = "- [x] Water the plants\n- [ ] Feed the cat\n";
+        let week = format!("Monday\n{day}Tuesday\n{day}Wednesday\n{day}");
+        assert!(!analyze(&week, &t).degenerate);
+        let r = analyze(
+            &format!("Tasks:\n{}", day.repeat(2) + "- [x] Feed the cat\n" + day),
+            &t,
+        );
+        assert_eq!(r.detector, Some(Detector::Lines), "{r:?}");
     }
 
     #[test]
