@@ -1,11 +1,12 @@
 //! Degeneration detectors over generated text, for English and Chinese alike, run over the text
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
-//! again and again, two alternating, or a block of lines coming back), a tail loop (the text
-//! ends in one unit sequence repeated back to back), list items that keep coming back out of
-//! order within their section, and the n-gram repetition ratio seq-rep-4 of the prose with the
-//! zlib compression ratio as corroboration. Answers from a fixed set (`True`, `No`, `B`) are no
-//! list items to these: an answer key repeats them. Pure functions; the thresholds come from the
-//! probe. tests/corpus.rs measures them on real answers.
+//! again and again, two alternating or taking turns at the end, or a block of lines coming
+//! back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
+//! alone), list items that keep coming back out of order within their section, and the n-gram
+//! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration.
+//! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
+//! repeats them. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
+//! them on real answers.
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,7 +24,8 @@ pub struct Thresholds {
     /// A tail loop needs at least this many back-to-back repeats of its period (a period at
     /// least `tail_min_units` long, a passage said again, needs two and the start of a third)...
     pub tail_min_repeats: usize,
-    /// ...covering at least this many units.
+    /// ...covering at least this many units. A text that ends in this many units of
+    /// punctuation and symbols alone (`；；；`, `－！－－！`, emoji), in any order, loops too.
     pub tail_min_units: usize,
     /// List items cycle when a period of one or more items comes back to back this often...
     pub list_min_repeats: usize,
@@ -61,9 +63,11 @@ impl Default for Thresholds {
 #[serde(rename_all = "snake_case")]
 pub enum Detector {
     /// A period of list items (lines, markers off) repeated back to back: anywhere in a list,
-    /// or at the text's end for lines without markers.
+    /// or at the text's end for lines without markers; or two items coming back in any order
+    /// at the end.
     ItemCycle,
-    /// The text ends in one unit sequence repeated back to back.
+    /// The text ends in one unit sequence repeated back to back, or in a run of punctuation
+    /// and symbols alone.
     TailLoop,
     /// Many list items come back again and again, not necessarily back to back.
     Lines,
@@ -105,8 +109,12 @@ impl Report {
         let (p, r) = (self.period.unwrap_or(0), self.repeats.unwrap_or(0));
         Some(match self.detector? {
             Detector::ItemCycle if p == 1 => format!("one list item repeated {r} times in a row"),
-            Detector::ItemCycle if p == 2 => format!("two list items alternating {r} times"),
+            Detector::ItemCycle if p == 2 => format!("two list items coming back {r} times"),
             Detector::ItemCycle => format!("a block of {p} list items repeated {r} times"),
+            Detector::TailLoop if self.period.is_none() => format!(
+                "the text ends in {} units of punctuation and symbols alone",
+                self.tail_loop_units
+            ),
             Detector::TailLoop => {
                 format!("the text ends in a loop of {p} units repeated {r} times")
             }
@@ -184,11 +192,29 @@ fn item_ids(items: &[Item], counts: impl Fn(&Item) -> bool) -> Vec<u32> {
         .collect()
 }
 
+/// How many items at the end of `ids` take turns between two values, in any order, each at
+/// least `min_repeats` times: a list stuck on two items (`Zimbabwe`, `Yemen`, `Zimbabwe`...).
+fn two_at_the_end(ids: &[u32], min_repeats: usize) -> Option<usize> {
+    let mut seen: Vec<(u32, usize)> = Vec::with_capacity(2);
+    let mut len = 0;
+    for &id in ids.iter().rev() {
+        if let Some((_, n)) = seen.iter_mut().find(|(s, _)| *s == id) {
+            *n += 1;
+        } else if seen.len() < 2 {
+            seen.push((id, 1));
+        } else {
+            break;
+        }
+        len += 1;
+    }
+    (seen.len() == 2 && seen.iter().all(|&(_, n)| n >= min_repeats)).then_some(len)
+}
+
 /// A cycle of items, as `(period, items covered)`. Anywhere among list items (lines with a
 /// marker: the counter climbs while the items come back); among other lines only where it
 /// ends the text, since lines without markers that repeat and then stop are code or a refrain,
-/// and a model stuck in a loop does not get out of it. Answers (`True`, `B`) never count: an
-/// answer key repeats them.
+/// and a model stuck in a loop does not get out of it. At the end, two items coming back in any
+/// order count as a cycle of two. Answers (`True`, `B`) never count: an answer key repeats them.
 fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
     let accept = repeats(t.list_min_repeats, t.list_min_items);
     let listed = item_ids(items, |i| i.listed && !i.is_answer());
@@ -205,7 +231,12 @@ fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
             all.pop();
         }
     }
-    periodic_run(&all, true, &accept).map(|(p, _, c)| (p, c))
+    if let Some((p, _, c)) = periodic_run(&all, true, &accept) {
+        return Some((p, c));
+    }
+    two_at_the_end(&all, t.list_min_repeats)
+        .filter(|&c| c >= t.list_min_items)
+        .map(|c| (2, c))
 }
 
 /// How far into a third saying a long passage must be to count as a loop.
@@ -213,7 +244,8 @@ const PASSAGE_RESTART: usize = 4;
 
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let plain = lists::without_markers(text);
-    let ids = intern(units(&plain));
+    let words = units(&plain);
+    let ids = intern(&words);
     let prose = lists::prose(text);
     let prose_ids = intern(units(&prose));
     let items = lists::items(text, false);
@@ -228,6 +260,14 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
     let tail = periodic_run(&ids, true, looping)
         .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
+    // A text that ends in marks alone (`；；；`, `－－！－！！`, emoji) says nothing more, in
+    // whatever order they come.
+    let marks = words
+        .iter()
+        .rev()
+        .take_while(|u| !u.chars().any(char::is_alphanumeric))
+        .count();
+    let marks = (marks >= t.tail_min_units).then_some(marks);
     let m = prose_ids.len();
     let long_enough = m >= t.min_units;
     let seq_rep_4 = if long_enough {
@@ -249,11 +289,12 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             part as f64 / whole as f64
         }
     };
-    let tail_units = tail.map_or(0, |(_, _, c)| c);
+    let tail_units = tail.map_or(marks.unwrap_or(0), |(_, _, c)| c);
     let cycle_items = cycle.map_or(0, |(_, c)| c);
     let fired = [
         cycle.map(|(p, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
-        tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p))),
+        tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p)))
+            .or(marks.map(|_| (Detector::TailLoop, None, None))),
         (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
         (long_enough && seq_rep_4.max(late_seq_rep_4) - compression_ratio >= t.ngram_margin)
             .then_some((Detector::Ngrams, None, None)),
@@ -492,6 +533,38 @@ mod tests {
         // Read as prose, the tags would make over a quarter of its 4-grams repeats.
         let r = analyze(&explained.replace("```html\n", "").replace("```\n", ""), &t);
         assert!(r.seq_rep_4 > 0.25, "{r:?}");
+    }
+
+    #[test]
+    fn a_list_stuck_on_two_items_or_a_text_ending_in_marks() {
+        let t = Thresholds::default();
+        // Two items taking turns in no fixed order, at the end of the list.
+        let stuck =
+            "Chile\nPeru\nYemen\nZimbabwe\nZimbabwe\nZimbabwe\nYemen\nYemen\nZimbabwe\nZimbabwe";
+        let r = analyze(stuck, &t);
+        assert_eq!(
+            (r.detector, r.period, r.item_cycle_items),
+            (Some(Detector::ItemCycle), Some(2), 8)
+        );
+        assert_eq!(
+            r.describe().as_deref(),
+            Some("two list items coming back 4 times")
+        );
+        assert!(!analyze(&format!("{stuck}\nOman\nQatar"), &t).degenerate);
+        // A run of marks in any order; code that ends in a few braces is not one.
+        let r = analyze(
+            "你知道如何－－－－－－－－！－－－！－－！－！！！！！－－－！",
+            &t,
+        );
+        assert_eq!(
+            (r.detector, r.period, r.tail_loop_units),
+            (Some(Detector::TailLoop), None, 26)
+        );
+        assert_eq!(
+            r.describe().as_deref(),
+            Some("the text ends in 26 units of punctuation and symbols alone")
+        );
+        assert!(!analyze("Wow！！！！！", &t).degenerate);
     }
 
     #[test]
