@@ -6,7 +6,7 @@
 //! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration.
 //! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
 //! repeats them. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
-//! them on real answers.
+//! them on real answers, and what each detector adds.
 
 use std::collections::{HashMap, HashSet};
 
@@ -75,6 +75,36 @@ pub enum Detector {
     Ngrams,
 }
 
+impl Detector {
+    /// Every detector, in the order they are asked.
+    pub const ALL: [Detector; 4] = [
+        Detector::ItemCycle,
+        Detector::TailLoop,
+        Detector::Lines,
+        Detector::Ngrams,
+    ];
+}
+
+/// The set of detectors that fired on a text: the first decides, the others agree. Measuring
+/// what each adds (tests/corpus.rs) needs all of them, not only the first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fired(u8);
+
+impl Fired {
+    pub fn contains(self, d: Detector) -> bool {
+        self.0 & (1 << d as u8) != 0
+    }
+
+    /// The detectors in the set, in the order of [`Detector::ALL`].
+    pub fn iter(self) -> impl Iterator<Item = Detector> {
+        Detector::ALL.into_iter().filter(move |&d| self.contains(d))
+    }
+
+    fn with(self, d: Detector, fired: bool) -> Self {
+        Self(self.0 | (u8::from(fired) << d as u8))
+    }
+}
+
 /// What the detectors measured, kept in the result so an on-call engineer sees why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -82,6 +112,9 @@ pub struct Report {
     /// recurring-item ratio.
     pub score: f64,
     pub degenerate: bool,
+    /// Every detector that fired (not in the result record: `detector` names the first).
+    #[serde(skip)]
+    pub fired: Fired,
     /// The detector that decided (the first that fired, in the order of [`Detector`]), its
     /// period (items for `item_cycle`, units for `tail_loop`) and how often it came back.
     pub detector: Option<Detector>,
@@ -291,23 +324,26 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     };
     let tail_units = tail.map_or(marks.unwrap_or(0), |(_, _, c)| c);
     let cycle_items = cycle.map_or(0, |(_, c)| c);
-    let fired = [
+    let all = [
         cycle.map(|(p, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
         tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p)))
             .or(marks.map(|_| (Detector::TailLoop, None, None))),
         (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
         (long_enough && seq_rep_4.max(late_seq_rep_4) - compression_ratio >= t.ngram_margin)
             .then_some((Detector::Ngrams, None, None)),
-    ]
-    .into_iter()
-    .flatten()
-    .next();
+    ];
+    let fired_set = all
+        .iter()
+        .zip(Detector::ALL)
+        .fold(Fired::default(), |set, (f, d)| set.with(d, f.is_some()));
+    let fired = all.into_iter().flatten().next();
     Report {
         score: share(tail_units, n)
             .max(share(cycle_items, items.len()))
             .max(seq_rep_4)
             .max(recurring_item_ratio),
         degenerate: fired.is_some(),
+        fired: fired_set,
         detector: fired.map(|f| f.0),
         period: fired.and_then(|f| f.1),
         repeats: fired.and_then(|f| f.2),
@@ -565,6 +601,23 @@ mod tests {
             Some("the text ends in 26 units of punctuation and symbols alone")
         );
         assert!(!analyze("Wow！！！！！", &t).degenerate);
+    }
+
+    #[test]
+    fn every_detector_that_fired_is_kept() {
+        let t = Thresholds::default();
+        // A numbered list stuck on one item: item cycle, lines and a tail loop all see it.
+        let r = analyze(
+            &(1..=30).map(|i| format!("{i}. Fish\n")).collect::<String>(),
+            &t,
+        );
+        let fired: Vec<Detector> = r.fired.iter().collect();
+        assert_eq!(
+            fired,
+            [Detector::ItemCycle, Detector::TailLoop, Detector::Lines]
+        );
+        assert_eq!(r.detector, Some(Detector::ItemCycle));
+        assert_eq!(analyze(HEALTHY[0], &t).fired, Fired::default());
     }
 
     #[test]
