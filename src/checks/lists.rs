@@ -82,6 +82,40 @@ pub struct Item {
     pub listed: bool,
 }
 
+/// Answers from a fixed set, as an answer key gives them: `True`, `no`, `B`, `对`.
+const ANSWERS: &[&str] = &[
+    "true",
+    "false",
+    "yes",
+    "no",
+    "correct",
+    "incorrect",
+    "right",
+    "wrong",
+    "对",
+    "错",
+    "不对",
+    "是",
+    "否",
+    "正确",
+    "错误",
+];
+
+impl Item {
+    /// The item is one answer from a fixed set (`True`, `No`, a choice letter, `对`): an answer
+    /// key repeats these by nature (`1. True 2. False 3. True...`), so they are no sign of a
+    /// loop among items.
+    pub fn is_answer(&self) -> bool {
+        let t = self
+            .text
+            .trim_matches(|c| matches!(c, '(' | ')' | '[' | ']' | '（' | '）'));
+        let mut chars = t.chars();
+        let one_letter =
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.next().is_none();
+        one_letter || ANSWERS.contains(&t)
+    }
+}
+
 impl AsRef<str> for Item {
     fn as_ref(&self) -> &str {
         &self.text
@@ -128,6 +162,25 @@ pub fn without_markers(text: &str) -> String {
         }
         out.push_str(if in_code { line } else { strip_marker(line) });
         out.push('\n');
+    }
+    out
+}
+
+/// The prose of the answer: markers off as in [`without_markers`], code blocks left out. Code
+/// repeats itself by nature (tags, keywords, the same call on line after line); a loop inside
+/// code is still a loop at the text's end.
+pub fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            out.push_str(strip_marker(line));
+            out.push('\n');
+        }
     }
     out
 }
@@ -200,5 +253,25 @@ mod tests {
         let listed: Vec<bool> = items(text, false).iter().map(|i| i.listed).collect();
         assert_eq!(listed, vec![false, true, true, true]);
         assert_eq!(without_markers("1. a\n2. b"), "a\nb\n");
+        assert_eq!(prose("1. a\n```\n1. code\n```\n2. b"), "a\nb\n");
+    }
+
+    #[test]
+    fn answers_from_a_fixed_set() {
+        let answer = |line: &str| items(line, false)[0].is_answer();
+        for line in [
+            "1. True",
+            "2) **False**.",
+            "- yes",
+            "3. B",
+            "(c)",
+            "4. 对",
+            "正确",
+        ] {
+            assert!(answer(line), "{line}");
+        }
+        for line in ["1. True story", "2. Paris", "3. Bo", "4. 对的"] {
+            assert!(!answer(line), "{line}");
+        }
     }
 }

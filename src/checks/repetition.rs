@@ -1,10 +1,12 @@
 //! Degeneration detectors over generated text, for English and Chinese alike, run over the text
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
-//! again and again, two alternating, or a block of lines coming back), a tail loop (the text
-//! ends in one unit sequence repeated back to back), list items that keep coming back out of
-//! order, and the n-gram repetition ratio seq-rep-4 with the zlib compression ratio as
-//! corroboration. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
-//! them on real answers.
+//! again and again, two alternating or taking turns at the end, or a block of lines coming
+//! back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
+//! alone), list items that keep coming back out of order within their section, and the n-gram
+//! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration.
+//! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
+//! repeats them. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
+//! them on real answers, and what each detector adds.
 
 use std::collections::{HashMap, HashSet};
 
@@ -22,7 +24,8 @@ pub struct Thresholds {
     /// A tail loop needs at least this many back-to-back repeats of its period (a period at
     /// least `tail_min_units` long, a passage said again, needs two and the start of a third)...
     pub tail_min_repeats: usize,
-    /// ...covering at least this many units.
+    /// ...covering at least this many units. A text that ends in this many units of
+    /// punctuation and symbols alone (`；；；`, `－！－－！`, emoji), in any order, loops too.
     pub tail_min_units: usize,
     /// List items cycle when a period of one or more items comes back to back this often...
     pub list_min_repeats: usize,
@@ -34,9 +37,10 @@ pub struct Thresholds {
     /// Refrains and structured text (JSON, tables) compress well but repeat less.
     pub ngram_margin: f64,
     /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
-    /// come back `list_min_repeats` times or more, in any order.
+    /// come back `list_min_repeats` times or more within their section, in any order.
     pub line_ratio: f64,
-    /// The n-gram and line measures apply only to texts of at least this many units.
+    /// The n-gram measures apply only to texts whose prose (code blocks left out) has at least
+    /// this many units.
     pub min_units: usize,
 }
 
@@ -58,14 +62,47 @@ impl Default for Thresholds {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Detector {
-    /// A period of list items (lines, markers off) repeated back to back.
+    /// A period of list items (lines, markers off) repeated back to back: anywhere in a list,
+    /// or at the text's end for lines without markers; or two items coming back in any order
+    /// at the end.
     ItemCycle,
-    /// The text ends in one unit sequence repeated back to back.
+    /// The text ends in one unit sequence repeated back to back, or in a run of punctuation
+    /// and symbols alone.
     TailLoop,
     /// Many list items come back again and again, not necessarily back to back.
     Lines,
     /// Repeated 4-grams, corroborated by compression.
     Ngrams,
+}
+
+impl Detector {
+    /// Every detector, in the order they are asked.
+    pub const ALL: [Detector; 4] = [
+        Detector::ItemCycle,
+        Detector::TailLoop,
+        Detector::Lines,
+        Detector::Ngrams,
+    ];
+}
+
+/// The set of detectors that fired on a text: the first decides, the others agree. Measuring
+/// what each adds (tests/corpus.rs) needs all of them, not only the first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fired(u8);
+
+impl Fired {
+    pub fn contains(self, d: Detector) -> bool {
+        self.0 & (1 << d as u8) != 0
+    }
+
+    /// The detectors in the set, in the order of [`Detector::ALL`].
+    pub fn iter(self) -> impl Iterator<Item = Detector> {
+        Detector::ALL.into_iter().filter(move |&d| self.contains(d))
+    }
+
+    fn with(self, d: Detector, fired: bool) -> Self {
+        Self(self.0 | (u8::from(fired) << d as u8))
+    }
 }
 
 /// What the detectors measured, kept in the result so an on-call engineer sees why.
@@ -75,6 +112,9 @@ pub struct Report {
     /// recurring-item ratio.
     pub score: f64,
     pub degenerate: bool,
+    /// Every detector that fired (not in the result record: `detector` names the first).
+    #[serde(skip)]
+    pub fired: Fired,
     /// The detector that decided (the first that fired, in the order of [`Detector`]), its
     /// period (items for `item_cycle`, units for `tail_loop`) and how often it came back.
     pub detector: Option<Detector>,
@@ -86,10 +126,12 @@ pub struct Report {
     pub item_cycle_items: usize,
     pub tail_loop_period: Option<usize>,
     pub tail_loop_units: usize,
+    /// seq-rep-4 and the compression ratio are measured on the prose: code blocks left out.
     pub seq_rep_4: f64,
     /// seq-rep-4 of the text's second half alone: a model that got stuck ends in repetition.
     pub late_seq_rep_4: f64,
-    /// The share of list items that come back `list_min_repeats` times or more.
+    /// The share of list items that come back `list_min_repeats` times or more in their
+    /// section.
     pub recurring_item_ratio: f64,
     pub compression_ratio: f64,
 }
@@ -100,8 +142,12 @@ impl Report {
         let (p, r) = (self.period.unwrap_or(0), self.repeats.unwrap_or(0));
         Some(match self.detector? {
             Detector::ItemCycle if p == 1 => format!("one list item repeated {r} times in a row"),
-            Detector::ItemCycle if p == 2 => format!("two list items alternating {r} times"),
+            Detector::ItemCycle if p == 2 => format!("two list items coming back {r} times"),
             Detector::ItemCycle => format!("a block of {p} list items repeated {r} times"),
+            Detector::TailLoop if self.period.is_none() => format!(
+                "the text ends in {} units of punctuation and symbols alone",
+                self.tail_loop_units
+            ),
             Detector::TailLoop => {
                 format!("the text ends in a loop of {p} units repeated {r} times")
             }
@@ -127,20 +173,26 @@ fn seq_rep_4(ids: &[u32]) -> f64 {
     1.0 - unique.len() as f64 / grams.len() as f64
 }
 
-/// The share of list items whose text comes back at least `times` times in the list, over
-/// lists of at least `min_items`. Refrains and choruses are lines, not list items: they do not
-/// count.
+/// The share of list items whose text comes back at least `times` times within its section
+/// (the lines between two lines without a marker, such as `Monday` or `Ingredients:`), over
+/// lists of at least `min_items`. A schedule or a checklist may give each day the same tasks;
+/// a model stuck on a few items repeats them where it is. Refrains and choruses are lines, not
+/// list items: they do not count, nor do answers (`True`, `No`), which an answer key repeats by
+/// nature.
 fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
-    let listed: Vec<&str> = items
+    let mut section = 0;
+    let listed: Vec<(usize, &str)> = items
         .iter()
-        .filter(|i| i.listed)
-        .map(|i| i.text.as_str())
+        .filter_map(|i| {
+            section += usize::from(!i.listed);
+            (i.listed && !i.is_answer()).then_some((section, i.text.as_str()))
+        })
         .collect();
     if listed.len() < min_items.max(1) {
         return 0.0;
     }
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for i in &listed {
+    let mut counts: HashMap<(usize, &str), usize> = HashMap::new();
+    for &i in &listed {
         *counts.entry(i).or_default() += 1;
     }
     let recurring = listed.iter().filter(|i| counts[*i] >= times).count();
@@ -155,19 +207,83 @@ pub fn compression_ratio(text: &str) -> f64 {
     packed.len() as f64 / text.len() as f64
 }
 
+/// Each item as a small number, in order of first appearance, for the items `counts` keeps;
+/// every other item gets a number of its own, so it never comes back.
+fn item_ids(items: &[Item], counts: impl Fn(&Item) -> bool) -> Vec<u32> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if counts(item) {
+                let next = ids.len() as u32;
+                *ids.entry(item.text.as_str()).or_insert(next)
+            } else {
+                u32::MAX - i as u32
+            }
+        })
+        .collect()
+}
+
+/// How many items at the end of `ids` take turns between two values, in any order, each at
+/// least `min_repeats` times: a list stuck on two items (`Zimbabwe`, `Yemen`, `Zimbabwe`...).
+fn two_at_the_end(ids: &[u32], min_repeats: usize) -> Option<usize> {
+    let mut seen: Vec<(u32, usize)> = Vec::with_capacity(2);
+    let mut len = 0;
+    for &id in ids.iter().rev() {
+        if let Some((_, n)) = seen.iter_mut().find(|(s, _)| *s == id) {
+            *n += 1;
+        } else if seen.len() < 2 {
+            seen.push((id, 1));
+        } else {
+            break;
+        }
+        len += 1;
+    }
+    (seen.len() == 2 && seen.iter().all(|&(_, n)| n >= min_repeats)).then_some(len)
+}
+
+/// A cycle of items, as `(period, items covered)`. Anywhere among list items (lines with a
+/// marker: the counter climbs while the items come back); among other lines only where it
+/// ends the text, since lines without markers that repeat and then stop are code or a refrain,
+/// and a model stuck in a loop does not get out of it. At the end, two items coming back in any
+/// order count as a cycle of two. Answers (`True`, `B`) never count: an answer key repeats them.
+fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
+    let accept = repeats(t.list_min_repeats, t.list_min_items);
+    let listed = item_ids(items, |i| i.listed && !i.is_answer());
+    if let Some((p, _, c)) = periodic_run(&listed, false, &accept) {
+        return Some((p, c));
+    }
+    let mut all = item_ids(items, |i| !i.is_answer());
+    // A last line that begins one said before is being cut off by `max_tokens`: left out.
+    if let Some((last, before)) = items.split_last() {
+        if before
+            .iter()
+            .any(|i| i.text.len() > last.text.len() && i.text.starts_with(&last.text))
+        {
+            all.pop();
+        }
+    }
+    if let Some((p, _, c)) = periodic_run(&all, true, &accept) {
+        return Some((p, c));
+    }
+    two_at_the_end(&all, t.list_min_repeats)
+        .filter(|&c| c >= t.list_min_items)
+        .map(|c| (2, c))
+}
+
 /// How far into a third saying a long passage must be to count as a loop.
 const PASSAGE_RESTART: usize = 4;
 
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let plain = lists::without_markers(text);
-    let ids = intern(units(&plain));
+    let words = units(&plain);
+    let ids = intern(&words);
+    let prose = lists::prose(text);
+    let prose_ids = intern(units(&prose));
     let items = lists::items(text, false);
     let n = ids.len();
-    let cycle = periodic_run(
-        &intern(&items),
-        false,
-        repeats(t.list_min_repeats, t.list_min_items),
-    );
+    let cycle = item_cycle(&items, t);
     let looping = |p: usize, covered: usize| {
         // A long passage said twice and begun a third time is a loop cut short; a few units
         // into the third, so a shared last word or full stop does not count as its start.
@@ -177,15 +293,28 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
     let tail = periodic_run(&ids, true, looping)
         .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
-    let long_enough = n >= t.min_units;
-    let seq_rep_4 = if long_enough { seq_rep_4(&ids) } else { 0.0 };
+    // A text that ends in marks alone (`；；；`, `－－！－！！`, emoji) says nothing more, in
+    // whatever order they come.
+    let marks = words
+        .iter()
+        .rev()
+        .take_while(|u| !u.chars().any(char::is_alphanumeric))
+        .count();
+    let marks = (marks >= t.tail_min_units).then_some(marks);
+    let m = prose_ids.len();
+    let long_enough = m >= t.min_units;
+    let seq_rep_4 = if long_enough {
+        seq_rep_4(&prose_ids)
+    } else {
+        0.0
+    };
     let late_seq_rep_4 = if long_enough {
-        self::seq_rep_4(&ids[n / 2..])
+        self::seq_rep_4(&prose_ids[m / 2..])
     } else {
         0.0
     };
     let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
-    let compression_ratio = compression_ratio(&plain);
+    let compression_ratio = compression_ratio(&prose);
     let share = |part: usize, whole: usize| {
         if whole == 0 {
             0.0
@@ -193,30 +322,34 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             part as f64 / whole as f64
         }
     };
-    let tail_units = tail.map_or(0, |(_, _, c)| c);
-    let cycle_items = cycle.map_or(0, |(_, _, c)| c);
-    let fired = [
-        cycle.map(|(p, _, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
-        tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p))),
+    let tail_units = tail.map_or(marks.unwrap_or(0), |(_, _, c)| c);
+    let cycle_items = cycle.map_or(0, |(_, c)| c);
+    let all = [
+        cycle.map(|(p, c)| (Detector::ItemCycle, Some(p), Some(c / p))),
+        tail.map(|(p, _, c)| (Detector::TailLoop, Some(p), Some(c / p)))
+            .or(marks.map(|_| (Detector::TailLoop, None, None))),
         (recurring_item_ratio >= t.line_ratio).then_some((Detector::Lines, None, None)),
         (long_enough && seq_rep_4.max(late_seq_rep_4) - compression_ratio >= t.ngram_margin)
             .then_some((Detector::Ngrams, None, None)),
-    ]
-    .into_iter()
-    .flatten()
-    .next();
+    ];
+    let fired_set = all
+        .iter()
+        .zip(Detector::ALL)
+        .fold(Fired::default(), |set, (f, d)| set.with(d, f.is_some()));
+    let fired = all.into_iter().flatten().next();
     Report {
         score: share(tail_units, n)
             .max(share(cycle_items, items.len()))
             .max(seq_rep_4)
             .max(recurring_item_ratio),
         degenerate: fired.is_some(),
+        fired: fired_set,
         detector: fired.map(|f| f.0),
         period: fired.and_then(|f| f.1),
         repeats: fired.and_then(|f| f.2),
         units: n,
         items: items.len(),
-        item_cycle_period: cycle.map(|(p, _, _)| p),
+        item_cycle_period: cycle.map(|(p, _)| p),
         item_cycle_items: cycle_items,
         tail_loop_period: tail.map(|(p, _, _)| p),
         tail_loop_units: tail_units,
@@ -238,7 +371,12 @@ pub fn certain_loop(text: &str, t: &Thresholds) -> bool {
     // The last unit may be a word still being written.
     let words = &ids[..ids.len().saturating_sub(1)];
     periodic_run(words, true, tail).is_some()
-        || periodic_run(&intern(&lists::items(text, true)), true, cycle).is_some()
+        || periodic_run(
+            &item_ids(&lists::items(text, true), |i| !i.is_answer()),
+            true,
+            cycle,
+        )
+        .is_some()
 }
 
 #[cfg(test)]
@@ -382,6 +520,104 @@ mod tests {
         // Short texts are never judged by n-grams.
         let r = analyze("Yes yes yes. No no.", &t);
         assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
+    }
+
+    #[test]
+    fn code_answer_keys_and_schedules_are_not_loops() {
+        let t = Thresholds::default();
+        // Lines without markers that repeat and then stop are code (or a refrain); running to
+        // the end of the text, or to a line cut off half way, they are a loop.
+        let function = format!("def add_seven(x):\n{}", "    x += 1\n".repeat(7));
+        assert!(!analyze(&format!("{function}    return x"), &t).degenerate);
+        for looping in [function.clone(), format!("{function}    x +")] {
+            let r = analyze(&looping, &t);
+            assert_eq!((r.detector, r.period), (Some(Detector::ItemCycle), Some(1)));
+        }
+        // An answer key repeats its answers; the same shape with items is a loop.
+        let key = |a: &str, b: &str| -> String {
+            (1..=8)
+                .map(|i| format!("{i}. {}\n", if i % 2 == 1 { a } else { b }))
+                .collect()
+        };
+        for (a, b) in [("True", "False"), ("Yes", "No"), ("B", "C"), ("对", "错")] {
+            assert!(!analyze(&key(a, b), &t).degenerate, "{a}/{b}");
+        }
+        assert!(analyze(&key("Apple", "Pear"), &t).degenerate);
+        // The same tasks under each day's heading are a schedule; in one list, a loop.
+        let day = "- [x] Water the plants\n- [ ] Feed the cat\n";
+        let week = format!("Monday\n{day}Tuesday\n{day}Wednesday\n{day}");
+        assert!(!analyze(&week, &t).degenerate);
+        let r = analyze(
+            &format!("Tasks:\n{}", day.repeat(2) + "- [x] Feed the cat\n" + day),
+            &t,
+        );
+        assert_eq!(r.detector, Some(Detector::Lines), "{r:?}");
+    }
+
+    #[test]
+    fn ngrams_read_the_prose() {
+        let t = Thresholds::default();
+        // A fenced HTML list said twice is code, not a loop: its tags repeat by nature.
+        let html = "<ul>\n  <li>Item1</li>\n  <li>Item2</li>\n  <li>Item3</li>\n</ul>\n";
+        let page = format!("```html\n<h2>Items</h2>\n{html}<h2>Items</h2>\n{html}```\n");
+        let r = analyze(&page, &t);
+        assert_eq!((r.seq_rep_4, r.degenerate), (0.0, false));
+        // With prose enough to judge, the prose alone is judged.
+        let explained = format!("{page}{} {}", HEALTHY[0], HEALTHY[11]);
+        let r = analyze(&explained, &t);
+        assert!(r.seq_rep_4 < 0.05 && !r.degenerate, "{r:?}");
+        // Read as prose, the tags would make over a quarter of its 4-grams repeats.
+        let r = analyze(&explained.replace("```html\n", "").replace("```\n", ""), &t);
+        assert!(r.seq_rep_4 > 0.25, "{r:?}");
+    }
+
+    #[test]
+    fn a_list_stuck_on_two_items_or_a_text_ending_in_marks() {
+        let t = Thresholds::default();
+        // Two items taking turns in no fixed order, at the end of the list.
+        let stuck =
+            "Chile\nPeru\nYemen\nZimbabwe\nZimbabwe\nZimbabwe\nYemen\nYemen\nZimbabwe\nZimbabwe";
+        let r = analyze(stuck, &t);
+        assert_eq!(
+            (r.detector, r.period, r.item_cycle_items),
+            (Some(Detector::ItemCycle), Some(2), 8)
+        );
+        assert_eq!(
+            r.describe().as_deref(),
+            Some("two list items coming back 4 times")
+        );
+        assert!(!analyze(&format!("{stuck}\nOman\nQatar"), &t).degenerate);
+        // A run of marks in any order; code that ends in a few braces is not one.
+        let r = analyze(
+            "你知道如何－－－－－－－－！－－－！－－！－！！！！！－－－！",
+            &t,
+        );
+        assert_eq!(
+            (r.detector, r.period, r.tail_loop_units),
+            (Some(Detector::TailLoop), None, 26)
+        );
+        assert_eq!(
+            r.describe().as_deref(),
+            Some("the text ends in 26 units of punctuation and symbols alone")
+        );
+        assert!(!analyze("Wow！！！！！", &t).degenerate);
+    }
+
+    #[test]
+    fn every_detector_that_fired_is_kept() {
+        let t = Thresholds::default();
+        // A numbered list stuck on one item: item cycle, lines and a tail loop all see it.
+        let r = analyze(
+            &(1..=30).map(|i| format!("{i}. Fish\n")).collect::<String>(),
+            &t,
+        );
+        let fired: Vec<Detector> = r.fired.iter().collect();
+        assert_eq!(
+            fired,
+            [Detector::ItemCycle, Detector::TailLoop, Detector::Lines]
+        );
+        assert_eq!(r.detector, Some(Detector::ItemCycle));
+        assert_eq!(analyze(HEALTHY[0], &t).fired, Fired::default());
     }
 
     #[test]
