@@ -325,3 +325,50 @@ async fn a_real_loop_is_stopped_early() {
     assert!(r.content_chunks < 400, "{}", r.content_chunks);
     assert!(r.figures.tokens_per_second.is_some());
 }
+
+/// The JSON and schema checks on a real model's answers: asked for JSON only, SmolLM2 answers a
+/// fenced object (ok against the shipped schema); the shipped format probe, whose system
+/// prompt makes it add a sentence after the fence, is reported for what it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_checks_on_the_real_server() {
+    let llama = LlamaServer::start(2).await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shipped = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let url = llama.url();
+    let files: Vec<(String, String)> = vec![
+        ("llm-canary.yaml".into(), format!("targets:\n  - {{name: chat, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp}}\n")),
+        ("schemas/capital.json".into(), shipped("schemas/capital.json")),
+        ("prompts/json.txt".into(), "Give the capital of France as JSON with the keys \"city\" and \"country\". Reply with JSON only.".into()),
+        ("probes/json.yaml".into(), "name: json\nprompt: json.txt\nmax_tokens: 64\ntemperature: 0\nchecks: {json: true, json_schema: schemas/capital.json, expect: '\"Paris\"'}\n".into()),
+        ("prompts/format.yaml".into(), shipped("prompts/format.yaml")),
+        ("probes/format.yaml".into(), shipped("probes/format.yaml").replace("targets: [sim-vllm]", "targets: [chat]")),
+    ];
+    let (_dir, cfg) = load_written("llama-json", &files);
+    let mut runner = Runner::new(1);
+    runner.show_output = true;
+    let r = run_named(&runner, &cfg, "json", "chat").await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Ok,
+        "{:?} {:?} {:?}",
+        r.failed_checks,
+        r.error,
+        r.output
+    );
+    let r = run_named(&runner, &cfg, "format", "chat").await;
+    println!(
+        "shipped format probe: outcome {}, error {:?}\noutput: {:?}",
+        r.outcome, r.error, r.output
+    );
+    match r.outcome {
+        Outcome::Ok => {}
+        Outcome::FormatError => {
+            let e = r.error.as_deref().unwrap_or_default();
+            assert!(
+                e.starts_with("the answer is not JSON") || e.contains("schema"),
+                "unclear error: {e:?}"
+            );
+        }
+        other => panic!("format probe: {other} {:?} {:?}", r.failed_checks, r.error),
+    }
+}
