@@ -223,7 +223,9 @@ async fn every_outcome_from_its_scenario() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_outcome_in_every_flavor() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    // All five in one config, each with every generic scenario.
     let flavors = [
+        "openai-chat",
         "openai-completions",
         "openai-responses",
         "anthropic-messages",
@@ -270,6 +272,7 @@ async fn every_outcome_in_every_flavor() {
     // Each flavor was spoken on its own path.
     let paths: Vec<String> = sim.seen().into_iter().map(|s| s.path).collect();
     for tail in [
+        "/v1/chat/completions",
         "/v1/completions",
         "/v1/responses",
         "/v1/messages",
