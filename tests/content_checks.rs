@@ -236,6 +236,17 @@ async fn a_certain_loop_stops_the_read_and_keeps_the_figures() {
         );
         let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
         assert_eq!(line["stopped_early"], true);
+        // The connection was dropped: the server's next writes failed, so a looping replica is
+        // not kept busy to max_tokens. It notices at its next write, 5 ms on.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !sim.abandoned(&r.request_id) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: the server still writes to the agent",
+                target.name
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
     // Without the key, the same loop is read until the total timeout ends it.
     let r = runner

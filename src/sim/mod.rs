@@ -56,6 +56,8 @@ struct Timings {
     received: Instant,
     headers: Option<Instant>,
     first_content: Option<Instant>,
+    /// The client closed the connection while the answer was still being written.
+    abandoned: bool,
 }
 
 impl Timings {
@@ -173,6 +175,17 @@ impl Sim {
             .get(request_id)
             .and_then(|t| t.first_content)
     }
+
+    /// Whether the client went away from request `request_id` before its answer was written
+    /// to the end (a prober that stopped reading, say). Known once a write failed.
+    pub fn abandoned(&self, request_id: &str) -> bool {
+        self.state
+            .timings
+            .lock()
+            .expect("sim state lock")
+            .get(request_id)
+            .is_some_and(|t| t.abandoned)
+    }
 }
 
 /// `llm-canary sim`: serve until Ctrl-C / SIGTERM, then exit 0.
@@ -249,6 +262,13 @@ impl State {
     fn record_first_write(&self, id: &str, at: Instant) {
         if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
             t.first_content.get_or_insert(at);
+        }
+    }
+
+    /// Request `id`'s client closed the connection mid-answer.
+    fn record_abandoned(&self, id: &str) {
+        if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
+            t.abandoned = true;
         }
     }
 

@@ -270,6 +270,7 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
                 received: t0,
                 headers: None,
                 first_content: None,
+                abandoned: false,
             },
         );
     }
@@ -294,5 +295,13 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         t0,
     };
     // What was served is reported on /metrics by the generation, before its last bytes go out.
-    gen.respond(sock, st).await
+    let id = gen.request_id.clone();
+    let served = gen.respond(sock, st).await;
+    if let (Err(e), Some(id)) = (&served, id) {
+        use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+        if matches!(e.kind(), BrokenPipe | ConnectionReset | ConnectionAborted) {
+            st.record_abandoned(&id);
+        }
+    }
+    served
 }
