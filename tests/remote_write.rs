@@ -1,7 +1,8 @@
 //! `remote_write:` against a real receiver (Debian's Prometheus with
 //! `--web.enable-remote-write-receiver`): what the store holds matches the results log, an
 //! outage shorter than the queue loses nothing, a longer one drops the oldest samples and
-//! counts them.
+//! counts them. And against a scripted receiver: a bearer token, retries of the same batch on
+//! 429 and 5xx, a dropped batch on 400, with push to a real Pushgateway beside.
 
 mod common;
 
@@ -365,4 +366,137 @@ async fn an_outage_longer_than_the_queue_drops_the_oldest_and_counts_them() {
         "outage of {:.1} s with a 600-sample queue: {dropped} samples dropped and counted, {failures} failed requests, {during} of {intervals} outage snapshots kept",
         (restart - outage) as f64 / 1000.0
     );
+}
+
+/// A receiver that answers with a script of statuses (then 204) and keeps what it was sent:
+/// (Authorization header, body) per request.
+struct Recorder {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
+}
+
+impl Recorder {
+    async fn start(script: &'static [u16]) -> Recorder {
+        use http_body_util::BodyExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>> = Default::default();
+        let log = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (sock, _) = listener.accept().await.unwrap();
+                let log = log.clone();
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let log = log.clone();
+                        async move {
+                            let auth = req
+                                .headers()
+                                .get("authorization")
+                                .map(|v| v.to_str().unwrap_or("?").to_string())
+                                .unwrap_or_default();
+                            let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
+                            let n = {
+                                let mut log = log.lock().unwrap();
+                                log.push((auth, body));
+                                log.len()
+                            };
+                            let status = script.get(n - 1).copied().unwrap_or(204);
+                            Ok::<_, std::convert::Infallible>(
+                                hyper::Response::builder()
+                                    .status(status)
+                                    .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                                        b"scripted",
+                                    )))
+                                    .unwrap(),
+                            )
+                        }
+                    },
+                );
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(sock), service),
+                );
+            }
+        });
+        Recorder { port, seen }
+    }
+
+    fn requests(&self) -> Vec<(String, Vec<u8>)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Remote-write beside push, with a bearer token: a 429 and a 503 are retried with the same
+/// batch, a 400 drops that batch (counted as rejected) and the next goes on; the token is on
+/// every request and in no log; the Pushgateway gets the same runs meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_retries_rejections_and_push_beside() {
+    const TOKEN: &str = "rw-token-8f1c";
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let gw = services::pushgateway().await;
+    let recorder = Recorder::start(&[429, 503, 400]).await;
+    let port = services::free_port();
+    let yaml = format!(
+        "agent:\n  name: canary-both\n  listen: 127.0.0.1:{port}\n\
+         push: {{url: \"http://127.0.0.1:{}\", job: llm_canary, min_interval: 300ms}}\n\
+         remote_write:\n  url: \"http://127.0.0.1:{}/api/v1/write\"\n  interval: 250ms\n  timeout: 2s\n\
+         \x20 queue: {{max_backoff: 250ms}}\n  bearer_token_file: rw-token\n\
+         targets:\n  - {{name: sim-a, base_url: \"{}\", model: m-a}}\n",
+        gw.port,
+        recorder.port,
+        sim.base_url("healthy")
+    );
+    let mut d = Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml),
+            ("rw-token", TOKEN),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while recorder.requests().len() < 6 {
+        assert!(
+            Instant::now() < deadline,
+            "{} writes in 40 s; the agent's log:\n{}",
+            recorder.requests().len(),
+            d.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sent = recorder.requests();
+    for (auth, _) in &sent {
+        assert_eq!(auth, &format!("Bearer {TOKEN}"));
+    }
+    // 429 and 503: the same batch again; after the 400, another one.
+    assert_eq!(sent[0].1, sent[1].1, "a 429 is retried with the same batch");
+    assert_eq!(sent[1].1, sent[2].1, "a 503 is retried with the same batch");
+    assert_ne!(sent[2].1, sent[3].1, "a 400 drops the batch");
+    eventually("the rejection counted", Duration::from_secs(10), || async {
+        let m = get(&d.url("/metrics")).await;
+        let rejected = sample(
+            &m,
+            "llm_canary_remote_write_samples_dropped_total",
+            &["reason=\"rejected\""],
+        )?;
+        let failures = sample(&m, "llm_canary_remote_write_failures_total", &[])?;
+        (rejected > 0.0 && failures >= 3.0).then_some(())
+    })
+    .await;
+    // The gateway got the runs too.
+    eventually("runs on the gateway", Duration::from_secs(20), || async {
+        let m = get(&format!("http://127.0.0.1:{}/metrics", gw.port)).await;
+        sample(
+            &m,
+            "llm_canary_probe_runs_total",
+            &["instance=\"canary-both\"", "outcome=\"ok\""],
+        )
+        .filter(|&n| n > 0.0)
+    })
+    .await;
+    assert_eq!(terminate(&mut d).await, Some(0));
+    assert!(!d.log().contains(TOKEN), "the token is logged");
 }
