@@ -234,7 +234,7 @@ async fn the_api_key_never_appears() {
 fn check_prints_three_fire_times_and_warnings() {
     let dir = common::TempDir::new("check");
     dir.write(&[
-        ("llm-canary.yaml", "targets:\n  - {name: g, base_url: \"http://127.0.0.1:9/v1\", model: m}\n  - {name: lr, base_url: \"http://127.0.0.1:9/v1\", model: m, server: llama-cpp, api: openai-responses}\n  - {name: lm, base_url: \"http://127.0.0.1:9/v1\", model: m, server: llama-cpp, api: anthropic-messages}\n  - {name: vr, base_url: \"http://127.0.0.1:9/v1\", model: m, server: vllm, api: openai-responses}\n  - {name: o, base_url: \"http://127.0.0.1:9\", model: m, server: ollama, api: ollama}\n"),
+        ("llm-canary.yaml", "targets:\n  - {name: g, base_url: \"http://127.0.0.1:9/v1\", model: m}\n  - {name: lr, base_url: \"http://127.0.0.1:9/v1\", model: m, server: llama-cpp, api: openai-responses}\n  - {name: lm, base_url: \"http://127.0.0.1:9/v1\", model: m, server: llama-cpp, api: anthropic-messages}\n  - {name: vr, base_url: \"http://127.0.0.1:9/v1\", model: m, server: vllm, api: openai-responses}\n  - {name: o, base_url: \"http://127.0.0.1:9\", model: m, server: ollama, api: ollama}\nmaintenance:\n  - {targets: [g], schedule: \"0 3 * * 0\", duration: 30m}\n"),
         ("probes/p.yaml", "name: p\nschedule: \"*/2 * * * * *\"\nprompt: q.txt\n"),
         ("probes/z.yaml", "name: z\nschedule: \"30 9 * * 1-5\"\ntimezone: Europe/Paris\nprompt: q.txt\ncache_bust: prefix\n"),
         ("prompts/q.txt", "hi"),
@@ -267,6 +267,11 @@ fn check_prints_three_fire_times_and_warnings() {
     );
     assert!(
         s.contains("warning: probe \"p\" on target \"g\": server kind `generic`"),
+        "{s}"
+    );
+    // A maintenance window's cadence in words too.
+    assert!(
+        s.contains("maintenance of g for 30m from \"0 3 * * 0\" (at 03:00 on Sunday): next "),
         "{s}"
     );
     // Per flavor: llama.cpp honours cache_prompt on /v1/responses, not on /v1/messages; vLLM's

@@ -57,8 +57,7 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
         match &p.schedule {
             Some(cron) => {
-                let cadence = super::cadence::describe(cron.as_str())
-                    .map_or(String::new(), |words| format!(" ({words})"));
+                let cadence = in_words(cron.as_str());
                 let _ = writeln!(
                     s,
                     "  schedule {:?}{cadence}: next {}",
@@ -77,10 +76,11 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     for w in &cfg.maintenance {
         let _ = writeln!(
             s,
-            "maintenance of {} for {} from {:?}: next {}",
+            "maintenance of {} for {} from {:?}{}: next {}",
             w.targets.join(", "),
             crate::util::human_duration(w.duration),
             w.schedule.as_str(),
+            in_words(w.schedule.as_str()),
             next_fires(&w.schedule, &w.timezone, now, 2)
         );
     }
@@ -95,4 +95,9 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         let _ = writeln!(s, "warning: `run` with this config: {why}");
     }
     s
+}
+
+/// A schedule's cadence in words, in parentheses, when it has a simple one.
+fn in_words(cron: &str) -> String {
+    super::cadence::describe(cron).map_or(String::new(), |words| format!(" ({words})"))
 }
