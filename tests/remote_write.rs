@@ -368,11 +368,13 @@ async fn an_outage_longer_than_the_queue_drops_the_oldest_and_counts_them() {
     );
 }
 
-/// A receiver that answers with a script of statuses (then 204) and keeps what it was sent:
-/// (Authorization header, body) per request.
+/// (Authorization header, body) of each request a [`Recorder`] took.
+type Taken = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A receiver that answers with a script of statuses (then 204) and keeps what it was sent.
 struct Recorder {
     port: u16,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>,
+    seen: Taken,
 }
 
 impl Recorder {
@@ -380,7 +382,7 @@ impl Recorder {
         use http_body_util::BodyExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>> = Default::default();
+        let seen: Taken = Default::default();
         let log = seen.clone();
         tokio::spawn(async move {
             loop {

@@ -151,7 +151,10 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     let forbid_error = spec.forbid.as_ref().and_then(|re| {
         let m = re.find(text)?;
         // A little of what comes before the match, from a word's start.
-        let mut from = text.floor_char_boundary(m.start().saturating_sub(30));
+        let mut from = m.start().saturating_sub(30);
+        while !text.is_char_boundary(from) {
+            from -= 1;
+        }
         if from > 0 && !text[..from].ends_with(char::is_whitespace) {
             from = text[from..m.start()]
                 .find(char::is_whitespace)
