@@ -50,14 +50,15 @@ impl Changes {
             let before = self.fingerprints.insert(r.target.clone(), fp.clone());
             changed |= before.is_some_and(|b| &b != fp);
         }
-        // Not asked yet at this address: the target's last answer stands.
-        if let Some(id) = identity.or_else(|| self.identities.get(&r.target).cloned()) {
+        // Not asked yet at this address: the target's last answer stands. Only a run that
+        // reached the model has a build to name.
+        let identity = identity.or_else(|| self.identities.get(&r.target).cloned());
+        if let (Some(id), true) = (identity, r.fingerprint.is_some()) {
             let before = self.identities.insert(r.target.clone(), id.clone());
             changed |= before.is_some_and(|b| b != id);
-            r.fingerprint = Some(match r.fingerprint.take() {
-                Some(fp) => format!("{fp}; models {id}"),
-                None => format!("models {id}"),
-            });
+            if let Some(fp) = &mut r.fingerprint {
+                fp.push_str(&format!("; models {id}"));
+            }
         }
         r.target_changed = changed;
         if let (true, Some(hash)) = (deterministic, &r.output_sha256) {
@@ -153,7 +154,7 @@ impl Runner {
         last
     }
 
-    /// Asks `target` for its model list now and keeps the answer (tests, and `calibrate`).
+    /// Asks `target` for its model list now and keeps the answer, as the background ask does.
     pub async fn identify(&self, target: &Target) -> Option<String> {
         let client = self.clients.get(std::time::Duration::from_secs(3));
         let answer = identity::ask(&client, target, probe::request::target_headers(target)).await;
@@ -280,5 +281,16 @@ mod tests {
         // New weights behind the same name and build string.
         assert_eq!(note(Some("m2")), ("b1; models m2".to_string(), true));
         assert_eq!(note(Some("m2")), ("b1; models m2".to_string(), false));
+        // A run that never reached the model (no fingerprint) names no build and changes
+        // nothing; the next answer with a new list entry still does.
+        let mut failed = result("a", "t", None, None);
+        c.note(true, Some("m3".into()), &mut failed);
+        assert_eq!((failed.fingerprint, failed.target_changed), (None, false));
+        let mut r = result("a", "t", Some("b1"), Some("x"));
+        c.note(true, Some("m3".into()), &mut r);
+        assert_eq!(
+            (r.fingerprint.as_deref(), r.target_changed),
+            (Some("b1; models m3"), true)
+        );
     }
 }

@@ -3,8 +3,9 @@
 //! llama.cpp's `meta` with the file's size and quantization, SGLang's and Anthropic's ids), or
 //! in Ollama's `GET /api/tags` (the weights' `digest`). A weight or quantization swap behind an
 //! unchanged model name changes that entry while the streamed answers still echo the same name,
-//! so this is how a swap is seen from outside. The entry is reduced to a short hash; fields that
-//! change on every request (`created`) are left out.
+//! so this is how a swap is seen from outside. The entry's identifying fields ([`STABLE`]) are
+//! reduced to a short hash; bookkeeping that changes on every request (`created`, vLLM's
+//! `permission` objects) is left out.
 //!
 //! One GET per target at most every [`EVERY`], in the background, never on a run's timing path;
 //! a run's fingerprint carries the last answer.
@@ -15,6 +16,11 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::config::{Api, Target};
+
+/// The fields of an OpenAI-style model entry that identify the model and its weights: the
+/// served name, the weights' path (vLLM's `root`, its base model's `parent`), the context
+/// length, llama.cpp's `meta` (file size, quantization, parameter count) and the owner.
+const STABLE: [&str; 6] = ["id", "root", "parent", "max_model_len", "meta", "owned_by"];
 
 /// How often a target's description is asked for.
 pub const EVERY: Duration = Duration::from_secs(300);
@@ -78,14 +84,18 @@ pub fn describe(api: Api, model: &str, list: &Value) -> Option<String> {
         None if entries.len() == 1 => &entries[0],
         None => return None,
     };
-    let mut entry = entry.clone();
     let kept = match api {
         // The digest names the weights; the rest is the listing's own bookkeeping.
         Api::Ollama => entry.get("digest").cloned()?,
+        // What names the model and its weights. Not the rest: vLLM's `permission` objects get a
+        // new id and time on every request, `created` is the listing's time.
         _ => {
-            let map = entry.as_object_mut()?;
-            map.remove("created");
-            entry
+            let map = entry.as_object()?;
+            let stable: serde_json::Map<String, Value> = STABLE
+                .iter()
+                .filter_map(|k| Some((k.to_string(), map.get(*k)?.clone())))
+                .collect();
+            Value::Object(stable)
         }
     };
     // serde_json's map is ordered by key: the same entry always hashes the same.
@@ -100,10 +110,14 @@ mod tests {
 
     #[test]
     fn the_models_entry_without_its_timestamp() {
+        // As vLLM lists its models: every request gives new permission ids and times.
         let vllm = |root: &str, created: u64| {
             json!({"object": "list", "data": [
                 {"id": "other", "root": "/m/other", "created": created},
-                {"id": "qwen", "root": root, "max_model_len": 32768, "created": created},
+                {"id": "qwen", "object": "model", "created": created, "owned_by": "vllm",
+                 "root": root, "parent": null, "max_model_len": 32768,
+                 "permission": [{"id": format!("modelperm-{created:032x}"), "object": "model_permission",
+                                 "created": created, "allow_sampling": true, "organization": "*"}]},
             ]})
         };
         let a = describe(Api::OpenaiChat, "qwen", &vllm("/m/qwen-v1", 1)).unwrap();
