@@ -61,11 +61,32 @@ pub fn connect_failure(e: &reqwest::Error) -> String {
     }
 }
 
-/// Foreign text cut to 200 characters, control characters dropped, for an error message.
+/// Foreign text on one line, cut to 200 characters, for an error message.
 pub fn clip(s: &str) -> String {
-    let mut out: String = s.chars().filter(|c| !c.is_control()).take(200).collect();
-    if s.chars().count() > 200 {
-        out.push('…');
+    one_line(s, 200)
+}
+
+/// `s` on one line (runs of whitespace as one space, control characters dropped), at most `n`
+/// characters, with `…` when cut.
+pub fn one_line(s: &str, n: usize) -> String {
+    let mut out = String::new();
+    let mut taken = 0;
+    for word in s.split_whitespace() {
+        for c in (!out.is_empty())
+            .then_some(' ')
+            .into_iter()
+            .chain(word.chars())
+        {
+            if c.is_control() {
+                continue;
+            }
+            if taken == n {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            taken += 1;
+        }
     }
     out
 }
@@ -122,7 +143,10 @@ mod tests {
 
     #[test]
     fn clipped_text_is_short_and_printable() {
-        assert_eq!(clip("a\nb"), "ab");
+        assert_eq!(clip("a\nb"), "a b");
+        assert_eq!(one_line("  a \t b\u{7}c ", 10), "a bc");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("abc", 3), "abc");
         let long = "x".repeat(300);
         assert_eq!(clip(&long).chars().count(), 201);
         assert_eq!(snippet(b"<html>\r\n<body>"), "<html><body>");

@@ -19,6 +19,7 @@ fuzz_target!(|text: &str| {
         finish_reason: Some("length"),
         tool_calls: &[],
         stopped_early: false,
+        show_text: true,
     };
     let v = checks::judge(&spec, &answer);
     assert_eq!(v.output_chars, text.chars().count());

@@ -48,6 +48,9 @@ pub struct Answer<'a> {
     pub tool_calls: &'a [tool_call::ToolCall],
     /// Reading stopped because the output certainly looped.
     pub stopped_early: bool,
+    /// The generated text may be quoted in the explanations (`--show-output`): DESIGN keeps it
+    /// out of results otherwise.
+    pub show_text: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -64,32 +67,22 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// The sentence that explains the run's failure: that of the first failed check (in
-    /// precedence order) that has one. A JSON answer cut by `max_tokens` is `truncated`, and
-    /// still says where its JSON broke.
+    /// The sentence that explains the run's outcome (the first failed check), for the checks
+    /// that have one. An answer cut by `max_tokens` is `truncated`, and says what the cut
+    /// broke: the check after it (its JSON, its tool call, a missing fact).
     pub fn explanation(&self) -> Option<String> {
-        self.failed.iter().find_map(|o| match o {
+        let sentence = |o: &Outcome| match o {
             Outcome::FormatError => self.format_error.clone(),
             Outcome::ToolCallError => self.tool_call_error.clone(),
             Outcome::PatternMismatch => self.expect_error.clone(),
             Outcome::ForbiddenPattern => self.forbid_error.clone(),
             _ => None,
-        })
-    }
-}
-
-/// The start of a text for a message: one line, at most `n` characters.
-fn glimpse(text: &str, n: usize) -> String {
-    let flat: String = text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect();
-    match flat.char_indices().nth(n) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
+        };
+        match self.failed.as_slice() {
+            [Outcome::Truncated, next, ..] => sentence(next),
+            [first, ..] => sentence(first),
+            [] => None,
+        }
     }
 }
 
@@ -140,11 +133,15 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     if spec.max_chars.is_some_and(|max| output_chars > max) {
         failed.push(Outcome::TooLong);
     }
+    let quoted = |t: &str, n: usize| format!("{:?}", crate::util::one_line(t, n));
     let expect_error = spec
         .expect
         .as_ref()
         .filter(|re| !re.is_match(text))
-        .map(|re| format!("expect /{re}/ did not match {:?}", glimpse(text, 80)));
+        .map(|re| match answer.show_text {
+            true => format!("expect /{re}/ did not match {}", quoted(text, 80)),
+            false => format!("expect /{re}/ did not match the answer ({output_chars} characters; --show-output quotes it)"),
+        });
     if expect_error.is_some() {
         failed.push(Outcome::PatternMismatch);
     }
@@ -160,11 +157,15 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
                 .find(char::is_whitespace)
                 .map_or(m.start(), |i| from + i);
         }
-        Some(format!(
-            "forbid /{re}/ matched {:?} in {:?}",
-            glimpse(m.as_str(), 40),
-            glimpse(&text[from..], 80)
-        ))
+        let at = text[..m.start()].chars().count();
+        Some(match answer.show_text {
+            true => format!(
+                "forbid /{re}/ matched {} in {}",
+                quoted(m.as_str(), 40),
+                quoted(&text[from..], 80)
+            ),
+            false => format!("forbid /{re}/ matched at character {at} (--show-output quotes it)"),
+        })
     });
     if forbid_error.is_some() {
         failed.push(Outcome::ForbiddenPattern);
@@ -199,6 +200,7 @@ mod tests {
         Answer {
             text,
             finish_reason: Some(finish),
+            show_text: true,
             ..Answer::default()
         }
     }
@@ -228,6 +230,25 @@ mod tests {
                 r#"forbid /(?i)as an ai/ matched "As an AI" in "As an AI model, I say the capital is Berlin.""#
             )
         );
+        // Without --show-output the generated text stays out of the result.
+        let quiet = Answer {
+            show_text: false,
+            ..text("As an AI model, I say the capital is Berlin.", "stop")
+        };
+        let v = judge(&spec(), &quiet);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("expect /(?i)paris/ did not match the answer (44 characters; --show-output quotes it)")
+        );
+        assert_eq!(
+            v.forbid_error.as_deref(),
+            Some("forbid /(?i)as an ai/ matched at character 0 (--show-output quotes it)")
+        );
+        // The outcome is what is explained: too short comes before the pattern, and has no
+        // sentence of its own.
+        let v = judge(&spec(), &text("Berlin", "stop"));
+        assert_eq!(v.failed, vec![Outcome::TooShort, Outcome::PatternMismatch]);
+        assert_eq!(v.explanation(), None);
         // Long texts are cut; the forbidden match is shown with what comes just before it.
         let long = format!("{} as an AI I cannot.", "word ".repeat(40));
         let forbid = judge(&spec(), &text(&long, "stop")).forbid_error.unwrap();
@@ -332,7 +353,7 @@ mod tests {
             text: "",
             finish_reason: Some("tool_calls"),
             tool_calls: &calls,
-            stopped_early: false,
+            ..Answer::default()
         };
         assert!(judge(&s, &called).failed.is_empty());
         let v = judge(&s, &text("It is sunny in Paris.", "stop"));

@@ -76,6 +76,7 @@ pub async fn run(
                 finish_reason: seen.finish_reason.as_deref(),
                 tool_calls: seen.tool_calls.calls(),
                 stopped_early: seen.stopped_early,
+                show_text: show_output,
             };
             let v = checks::judge(&probe.checks, &answer);
             let outcome = Outcome::first_content_failure(&v.failed);
