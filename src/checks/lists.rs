@@ -80,6 +80,8 @@ pub struct Item {
     pub text: String,
     /// It had an enumeration marker: it is an item of a list.
     pub listed: bool,
+    /// A Markdown heading (`### Monday`): it starts a section.
+    pub heading: bool,
 }
 
 /// Answers from a fixed set, as an answer key gives them: `True`, `no`, `B`, `对`.
@@ -122,21 +124,47 @@ impl AsRef<str> for Item {
     }
 }
 
+/// Where a line of an answer stands: in its text, on a code fence, or inside a code block.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Text,
+    Fence,
+    Code,
+}
+
+/// Each line of `text` with its place. Only a closed block is code: after a fence that never
+/// closes (a model that writes ```json and then loops) the lines are read as text.
+fn lines_placed(text: &str) -> Vec<(&str, Place)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let fences: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim_start().starts_with("```"))
+        .collect();
+    let mut place = vec![Place::Text; lines.len()];
+    for pair in fences.chunks_exact(2) {
+        place[pair[0]] = Place::Fence;
+        place[pair[1]] = Place::Fence;
+        for p in &mut place[pair[0] + 1..pair[1]] {
+            *p = Place::Code;
+        }
+    }
+    if let [.., last] = fences.as_slice() {
+        if fences.len() % 2 == 1 {
+            place[*last] = Place::Fence;
+        }
+    }
+    lines.into_iter().zip(place).collect()
+}
+
 /// The answer's items: every line outside code blocks, marker off. Blank lines and lines of
 /// punctuation alone are skipped. `complete_only` leaves out a last line still being written.
 pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
-    let mut out = Vec::new();
-    let mut in_code = false;
-    let mut lines: Vec<&str> = text.lines().collect();
+    let mut lines = lines_placed(text);
     if complete_only && !text.ends_with('\n') {
         lines.pop();
     }
-    for line in lines {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
+    let mut out = Vec::new();
+    for (line, place) in lines {
+        if place != Place::Text {
             continue;
         }
         let stripped = strip_marker(line);
@@ -145,6 +173,7 @@ pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
             out.push(Item {
                 text: item,
                 listed: stripped.len() < line.trim().len(),
+                heading: line.trim_start().starts_with('#'),
             });
         }
     }
@@ -155,12 +184,11 @@ pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
 /// numbered list whose items cycle is then a plain loop.
 pub fn without_markers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut in_code = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-        }
-        out.push_str(if in_code { line } else { strip_marker(line) });
+    for (line, place) in lines_placed(text) {
+        out.push_str(match place {
+            Place::Text => strip_marker(line),
+            _ => line,
+        });
         out.push('\n');
     }
     out
@@ -171,13 +199,8 @@ pub fn without_markers(text: &str) -> String {
 /// code is still a loop at the text's end.
 pub fn prose(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut in_code = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if !in_code {
+    for (line, place) in lines_placed(text) {
+        if place == Place::Text {
             out.push_str(strip_marker(line));
             out.push('\n');
         }

@@ -184,8 +184,9 @@ fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
     let listed: Vec<(usize, &str)> = items
         .iter()
         .filter_map(|i| {
-            section += usize::from(!i.listed);
-            (i.listed && !i.is_answer()).then_some((section, i.text.as_str()))
+            // A line without a marker, or a heading (`### Monday`), starts a section.
+            section += usize::from(!i.listed || i.heading);
+            (i.listed && !i.heading && !i.is_answer()).then_some((section, i.text.as_str()))
         })
         .collect();
     if listed.len() < min_items.max(1) {
@@ -280,7 +281,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let words = units(&plain);
     let ids = intern(&words);
     let prose = lists::prose(text);
-    let prose_ids = intern(units(&prose));
+    let prose_units = units(&prose);
+    let prose_ids = intern(&prose_units);
     let items = lists::items(text, false);
     let n = ids.len();
     let cycle = item_cycle(&items, t);
@@ -294,8 +296,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let tail = periodic_run(&ids, true, looping)
         .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
     // A text that ends in marks alone (`；；；`, `－－！－！！`, emoji) says nothing more, in
-    // whatever order they come.
-    let marks = words
+    // whatever order they come. Its prose: a table drawn in a code block is no such end.
+    let marks = prose_units
         .iter()
         .rev()
         .take_while(|u| !u.chars().any(char::is_alphanumeric))
@@ -446,6 +448,31 @@ mod tests {
         let r = analyze(&text, &Thresholds::default());
         assert!(r.tail_loop_period.is_none(), "{r:?}");
         assert!(r.degenerate, "{r:?}");
+    }
+
+    #[test]
+    fn code_fences_headings_and_marks() {
+        let t = Thresholds::default();
+        // A fence that never closes opens no code block: the loop after it is read.
+        let looping_list = (1..=12)
+            .map(|i| format!("{i}. {}\n", ["Apple", "Pear", "Plum"][i % 3]))
+            .collect::<String>();
+        assert!(analyze(&format!("```json\n{looping_list}"), &t).degenerate);
+        // A closed block is still code.
+        let code = "```python\nx = 0\nx += 1\nx += 1\nx += 1\nx += 1\nx += 1\nx += 1\nprint(x)\n```\nThis adds one six times.";
+        assert!(!analyze(code, &t).degenerate);
+        // Each day under its own heading with the same tasks: sections, not a loop.
+        let days = ["Monday", "Tuesday", "Wednesday", "Thursday"]
+            .iter()
+            .map(|d| format!("### {d}\n- Warm up for 10 minutes\n- Stretch\n- Run 5 km\n"))
+            .collect::<String>();
+        assert!(!analyze(&days, &t).degenerate, "{:?}", analyze(&days, &t));
+        // A table drawn in a code block ends in rule characters: no end in marks.
+        let table = format!(
+            "Here is the grid:\n```\n{}```\n",
+            "+--+--+--+--+--+--+--+--+--+--+\n|  |  |  |  |  |  |  |  |  |  |\n".repeat(2)
+        );
+        assert!(!analyze(&table, &t).degenerate, "{:?}", analyze(&table, &t));
     }
 
     #[test]
