@@ -72,13 +72,12 @@ fn detectors_on_the_labeled_corpus() {
         );
         let r = analyze(&s.text, &t);
         let fired: Vec<Detector> = r.fired.iter().collect();
-        assert_eq!(r.detector, fired.first().copied(), "{}: {r:?}", s.id);
         if degenerate && !s.source.starts_with("hand") {
             if let Some(d) = r.detector {
-                *decided.entry(name(d)).or_default() += 1;
+                *decided.entry(d.as_str()).or_default() += 1;
             }
             if let [d] = fired[..] {
-                alone.entry(name(d)).or_default().push(&s.id);
+                alone.entry(d.as_str()).or_default().push(&s.id);
             }
         }
         if std::env::var_os("CORPUS_VERBOSE").is_some() {
@@ -152,12 +151,12 @@ fn detectors_on_the_labeled_corpus() {
     // Leaving a detector out loses the degenerate answers only it caught (the hand-written
     // samples are all healthy).
     for d in Detector::ALL {
-        let lost = alone.get(name(d)).map_or(&[][..], |v| &v[..]);
+        let lost = alone.get(d.as_str()).map_or(&[][..], |v| &v[..]);
         println!(
             "without {:<10} recall {:.1}% (decides {} real loops, alone on {}: {lost:?})",
-            name(d),
+            d.as_str(),
             ratio(tp - lost.len(), tp + fn_) * 100.0,
-            decided.get(name(d)).copied().unwrap_or(0),
+            decided.get(d.as_str()).copied().unwrap_or(0),
             lost.len()
         );
     }
@@ -189,13 +188,4 @@ fn detectors_on_the_labeled_corpus() {
             && alone.get("item_cycle").is_some_and(|v| !v.is_empty()),
         "no real degenerate answer needs item_cycle: {decided:?} {alone:?}"
     );
-}
-
-fn name(d: Detector) -> &'static str {
-    match d {
-        Detector::ItemCycle => "item_cycle",
-        Detector::TailLoop => "tail_loop",
-        Detector::Lines => "lines",
-        Detector::Ngrams => "ngrams",
-    }
 }

@@ -83,6 +83,16 @@ impl Detector {
         Detector::Lines,
         Detector::Ngrams,
     ];
+
+    /// Its name, as the result record spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detector::ItemCycle => "item_cycle",
+            Detector::TailLoop => "tail_loop",
+            Detector::Lines => "lines",
+            Detector::Ngrams => "ngrams",
+        }
+    }
 }
 
 /// The set of detectors that fired on a text: the first decides, the others agree. Measuring
@@ -448,6 +458,13 @@ mod tests {
         let r = analyze(&text, &Thresholds::default());
         assert!(r.tail_loop_period.is_none(), "{r:?}");
         assert!(r.degenerate, "{r:?}");
+    }
+
+    #[test]
+    fn detector_names_are_the_records() {
+        for d in Detector::ALL {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
     }
 
     #[test]
