@@ -154,6 +154,16 @@ impl Runner {
         last
     }
 
+    /// The target's last model-list answer, as the next run will use it.
+    pub fn last_identity(&self, target: &Target) -> Option<String> {
+        let key = (target.name.clone(), target.base_url.clone());
+        let map = self
+            .identities
+            .lock()
+            .expect("the identity map is never poisoned");
+        map.get(&key).and_then(|(_, id)| id.clone())
+    }
+
     /// Asks `target` for its model list now and keeps the answer, as the background ask does.
     pub async fn identify(&self, target: &Target) -> Option<String> {
         let client = self.clients.get(std::time::Duration::from_secs(3));

@@ -483,3 +483,36 @@ async fn a_new_build_behind_the_same_name_is_a_change() {
         "{info}"
     );
 }
+
+/// The model list is asked in the background, without a run waiting for it: the first run has
+/// no answer yet, the answer arrives on its own, the next run carries it.
+#[tokio::test]
+async fn the_model_list_is_asked_in_the_background() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let (_dir, cfg) = common::config(&sim, &[("t", "healthy", "server: vllm")], common::PROBE);
+    let mut target = (*cfg.targets[0]).clone();
+    target.model = "healthy".into();
+    let target = Arc::new(target);
+    let runner = Runner::new(1);
+    let first = runner.run_one(&cfg.probes[0], &target).await;
+    assert!(!first.fingerprint.unwrap().contains("models"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let listed = loop {
+        if let Some(id) = runner.last_identity(&target) {
+            break id;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no model-list answer in 5 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
+    let second = runner.run_one(&cfg.probes[0], &target).await;
+    assert!(
+        second
+            .fingerprint
+            .unwrap()
+            .ends_with(&format!("; models {listed}")),
+        "the next run carries the answer"
+    );
+}
