@@ -30,6 +30,30 @@ impl Run {
             .lines()
             .find(|l| l.starts_with(&format!("{figure} ")) && l.ends_with(from))
     }
+
+    /// The rows a histogram server (vLLM, SGLang) gives, under its own names: TTFT, end to end,
+    /// the decode pace, and queue time (the server's alone).
+    fn has_histogram_rows(&self, prefix: &str, queue: &str) {
+        for (figure, from) in [
+            ("ttft", "time_to_first_token_seconds"),
+            ("e2e", "e2e_request_latency_seconds"),
+            ("tpot", "inter_token_latency_seconds"),
+        ] {
+            let from = format!("{prefix}:{from}");
+            assert!(
+                self.row(figure, &from).is_some(),
+                "{figure} row from {from} missing:\n{}",
+                self.stdout
+            );
+        }
+        assert!(
+            self.stdout
+                .lines()
+                .any(|l| l.starts_with("queue ") && l.contains(queue)),
+            "queue row from {queue} missing:\n{}",
+            self.stdout
+        );
+    }
 }
 
 async fn calibrate(cfg: &str, target: &str, extra: &[&str]) -> Run {
@@ -120,25 +144,7 @@ async fn honest_figures_agree_and_skewed_ones_do_not() {
     );
     assert!(r.stdout.contains("median (nearest rank)"), "{}", r.stdout);
     assert!(r.stdout.contains("agree: after the"), "{}", r.stdout);
-    for (figure, from) in [
-        ("ttft", "vllm:time_to_first_token_seconds"),
-        ("e2e", "vllm:e2e_request_latency_seconds"),
-        ("tpot", "vllm:inter_token_latency_seconds"),
-    ] {
-        assert!(
-            r.row(figure, from).is_some(),
-            "{figure} row from {from} missing:\n{}",
-            r.stdout
-        );
-    }
-    // Queue time is the server's alone: printed without ours beside it.
-    assert!(
-        r.stdout
-            .lines()
-            .any(|l| l.starts_with("queue ") && l.contains("vllm:request_queue_time_seconds")),
-        "queue row missing:\n{}",
-        r.stdout
-    );
+    r.has_histogram_rows("vllm", "vllm:request_queue_time_seconds");
 
     let r = calibrate(&cfg, "vllm", &["--format", "json"]).await;
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
@@ -195,24 +201,7 @@ async fn sglang_names_are_read() {
     let r = calibrate(&cfg, "sglang", &[]).await;
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("/metrics; round trip"), "{}", r.stdout);
-    for (figure, from) in [
-        ("ttft", "sglang:time_to_first_token_seconds"),
-        ("e2e", "sglang:e2e_request_latency_seconds"),
-        ("tpot", "sglang:inter_token_latency_seconds"),
-    ] {
-        assert!(
-            r.row(figure, from).is_some(),
-            "{figure} row from {from} missing:\n{}",
-            r.stdout
-        );
-    }
-    assert!(
-        r.stdout
-            .lines()
-            .any(|l| l.starts_with("queue ") && l.contains("sglang:queue_time_seconds")),
-        "{}",
-        r.stdout
-    );
+    r.has_histogram_rows("sglang", "sglang:queue_time_seconds");
     // Its request counter was found: no stand-in was needed.
     assert!(!r.stdout.contains("no request counter"), "{}", r.stdout);
 }
