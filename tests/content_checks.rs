@@ -185,6 +185,32 @@ async fn a_list_whose_items_cycle_is_repetition_with_its_period() {
     assert_eq!(line["stopped_early"], false);
 }
 
+/// Thresholds are the probe's own: the same looping list passes a probe that asks for far more
+/// repeats and items before it calls a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_sets_its_own_thresholds() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let strict = "name: strict\nprompt: q.txt\nmax_tokens: 80\nchecks: {allow_truncation: true}\n";
+    let lenient = "name: lenient\nprompt: q.txt\nmax_tokens: 80\nchecks:\n  allow_truncation: true\n  repetition: {list_min_repeats: 50, list_min_items: 200, tail_min_repeats: 50, tail_min_units: 2000, line_ratio: 1.0, ngram_margin: 1.0, min_units: 100000}\n";
+    let (_dir, cfg) = setup(
+        &sim,
+        &[("list", "repetition-list", "")],
+        &[("strict", strict), ("lenient", lenient)],
+    );
+    let runner = Runner::new(1);
+    let probe = |n: &str| cfg.probes.iter().find(|p| p.name == n).unwrap();
+    let r = runner.run_one(probe("strict"), &cfg.targets[0]).await;
+    assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
+    let r = runner.run_one(probe("lenient"), &cfg.targets[0]).await;
+    assert_eq!(
+        r.outcome,
+        Outcome::Ok,
+        "{:?} {:?}",
+        r.failed_checks,
+        r.repetition
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certain_loop_stops_the_read_and_keeps_the_figures() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
