@@ -786,9 +786,11 @@ async fn every_dashboard_query_parses_and_returns_data() {
     let dir = TempDir::new("dash");
     // Each target names the job of its server's own scrape (see server_history).
     let agent = format!(
-        "agent: {{name: canary-dash, labels: {{region: test}}}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{url}\", model: m1, server: vllm, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: vllm-t1}}}}\n  - {{name: t2, base_url: \"{url}\", model: m2, server: sglang, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: sglang-t2}}}}\n",
+        "agent: {{name: canary-dash, labels: {{region: test}}}}\npush: {{url: \"{}\", min_interval: 300ms}}\ntargets:\n  - {{name: t1, base_url: \"{url}\", model: m1, server: vllm, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: vllm-t1}}}}\n  - {{name: t2, base_url: \"{url}\", model: m2, server: sglang, labels: {{env: prod, cluster: c1, model_version: \"1\", server_job: sglang-t2}}}}\n  - {{name: t3, base_url: \"{llama}\", model: m3, server: llama-cpp, labels: {{env: prod, cluster: c1, model_version: \"1\"}}}}\n",
         gw.url(),
-        url = sim.base_url("healthy")
+        url = sim.base_url("healthy"),
+        // A server that sends its own timings: the panel of ours beside the server's TTFT.
+        llama = sim.base_url("llama-cpp")
     );
     dir.write(&[
         ("llm-canary.yaml", &agent),
@@ -819,7 +821,7 @@ async fn every_dashboard_query_parses_and_returns_data() {
             ));
         }
     }
-    assert!(exprs.len() >= 25, "{}", exprs.len());
+    assert!(exprs.len() >= 27, "{}", exprs.len());
     // The change annotations (a new serving build, a changed temperature-0 answer) must parse;
     // this daemon sees no change, so they have no data to show.
     let annotations = dash["annotations"]["list"].as_array().unwrap();
