@@ -133,37 +133,34 @@ enum Place {
 }
 
 /// Each line of `text` with its place. Only a closed block is code: after a fence that never
-/// closes (a model that writes ```json and then loops) the lines are read as text.
-fn lines_placed(text: &str) -> Vec<(&str, Place)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let fences: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].trim_start().starts_with("```"))
-        .collect();
-    let mut place = vec![Place::Text; lines.len()];
-    for pair in fences.chunks_exact(2) {
-        place[pair[0]] = Place::Fence;
-        place[pair[1]] = Place::Fence;
-        for p in &mut place[pair[0] + 1..pair[1]] {
-            *p = Place::Code;
+/// closes (a model that writes ```json and then loops) the lines are read as text. No
+/// allocation: it runs while a stream is read when a probe stops on a certain loop.
+fn lines_placed(text: &str) -> impl Iterator<Item = (&str, Place)> {
+    let is_fence = |line: &str| line.trim_start().starts_with("```");
+    let fences = text.lines().filter(|l| is_fence(l)).count();
+    // With an odd count, the last fence opens nothing.
+    let paired = fences - fences % 2;
+    let (mut seen, mut in_code) = (0, false);
+    text.lines().map(move |line| {
+        if is_fence(line) {
+            seen += 1;
+            in_code ^= seen <= paired;
+            (line, Place::Fence)
+        } else if in_code {
+            (line, Place::Code)
+        } else {
+            (line, Place::Text)
         }
-    }
-    if let [.., last] = fences.as_slice() {
-        if fences.len() % 2 == 1 {
-            place[*last] = Place::Fence;
-        }
-    }
-    lines.into_iter().zip(place).collect()
+    })
 }
 
 /// The answer's items: every line outside code blocks, marker off. Blank lines and lines of
 /// punctuation alone are skipped. `complete_only` leaves out a last line still being written.
 pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
-    let mut lines = lines_placed(text);
-    if complete_only && !text.ends_with('\n') {
-        lines.pop();
-    }
+    let unfinished = complete_only && !text.is_empty() && !text.ends_with('\n');
+    let complete = text.lines().count() - usize::from(unfinished);
     let mut out = Vec::new();
-    for (line, place) in lines {
+    for (line, place) in lines_placed(text).take(complete) {
         if place != Place::Text {
             continue;
         }
