@@ -31,6 +31,25 @@ pub struct Runner {
 /// Each target's last model-list answer, by name and address, and when it was asked.
 type Identities = HashMap<(String, String), (Instant, Option<String>)>;
 
+fn identity_key(target: &Target) -> (String, String) {
+    (target.name.clone(), target.base_url.clone())
+}
+
+/// Asks `target` for its model list and keeps the answer as asked at `asked`; a server that
+/// does not answer this time keeps its last one.
+async fn refresh(
+    map: &Mutex<Identities>,
+    client: &reqwest::Client,
+    target: &Target,
+    asked: Instant,
+) -> Option<String> {
+    let answer = identity::ask(client, target).await;
+    let mut map = map.lock().expect("the identity map is never poisoned");
+    let kept = answer.or_else(|| map.get(&identity_key(target))?.1.clone());
+    map.insert(identity_key(target), (asked, kept.clone()));
+    kept
+}
+
 /// The last fingerprint and model-list entry each target showed, and the last output of each
 /// deterministic pair.
 #[derive(Default)]
@@ -128,52 +147,37 @@ impl Runner {
     /// The target's last model-list answer; asks again in the background when it is older than
     /// [`identity::EVERY`] (or was never asked), so no run waits for it.
     fn identity(&self, client: &reqwest::Client, target: &Target) -> Option<String> {
-        let key = (target.name.clone(), target.base_url.clone());
         let now = Instant::now();
         let mut map = self
             .identities
             .lock()
             .expect("the identity map is never poisoned");
-        let (asked, last) = map.get(&key).cloned().unwrap_or((now, None));
-        if map.contains_key(&key) && now < asked + identity::EVERY {
-            return last;
-        }
+        let last = match map.get(&identity_key(target)) {
+            Some((asked, last)) if now < *asked + identity::EVERY => return last.clone(),
+            Some((_, last)) => last.clone(),
+            None => None,
+        };
         // Marked asked now, so runs meanwhile do not ask again; the answer replaces it.
-        map.insert(key.clone(), (now, last.clone()));
+        map.insert(identity_key(target), (now, last.clone()));
         let (client, target, map) = (client.clone(), target.clone(), self.identities.clone());
-        let last_known = last.clone();
-        tokio::spawn(async move {
-            let headers = probe::request::target_headers(&target);
-            // A server that does not answer this time keeps its last answer.
-            let answer = identity::ask(&client, &target, headers)
-                .await
-                .or(last_known);
-            let mut map = map.lock().expect("the identity map is never poisoned");
-            map.insert(key, (now, answer));
-        });
+        tokio::spawn(async move { refresh(&map, &client, &target, now).await });
         last
     }
 
     /// The target's last model-list answer, as the next run will use it.
     pub fn last_identity(&self, target: &Target) -> Option<String> {
-        let key = (target.name.clone(), target.base_url.clone());
         let map = self
             .identities
             .lock()
             .expect("the identity map is never poisoned");
-        map.get(&key).and_then(|(_, id)| id.clone())
+        map.get(&identity_key(target))
+            .and_then(|(_, id)| id.clone())
     }
 
     /// Asks `target` for its model list now and keeps the answer, as the background ask does.
     pub async fn identify(&self, target: &Target) -> Option<String> {
         let client = self.clients.get(std::time::Duration::from_secs(3));
-        let answer = identity::ask(&client, target, probe::request::target_headers(target)).await;
-        let key = (target.name.clone(), target.base_url.clone());
-        self.identities
-            .lock()
-            .expect("the identity map is never poisoned")
-            .insert(key, (Instant::now(), answer.clone()));
-        answer
+        refresh(&self.identities, &client, target, Instant::now()).await
     }
 
     fn mark_warmup(&self, r: &mut ProbeResult) {

@@ -12,7 +12,6 @@
 
 use std::time::Duration;
 
-use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::config::{Api, Target};
@@ -40,11 +39,11 @@ fn path(api: Api) -> &'static str {
 
 /// Asks the target what it serves: a short hash of its entry for the target's model, or `None`
 /// when the server has no such list, does not name the model, or does not answer in time.
-pub async fn ask(client: &reqwest::Client, target: &Target, headers: HeaderMap) -> Option<String> {
+pub async fn ask(client: &reqwest::Client, target: &Target) -> Option<String> {
     let url = format!("{}{}", target.base_url, path(target.api));
     let mut resp = client
         .get(url)
-        .headers(headers)
+        .headers(super::request::target_headers(target))
         .timeout(TIMEOUT)
         .send()
         .await
