@@ -465,8 +465,7 @@ async fn round_trip(target: &Target, connect: Duration) -> anyhow::Result<f64> {
             .map_err(|e| anyhow!("cannot reach {url}: {}", error_chain(&e)))?;
         times.push(start.elapsed().as_secs_f64() * 1000.0);
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[2])
+    Ok(median(times.into_iter()))
 }
 
 fn compare(

@@ -147,6 +147,12 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     }
     let forbid_error = spec.forbid.as_ref().and_then(|re| {
         let m = re.find(text)?;
+        if !answer.show_text {
+            let at = text[..m.start()].chars().count();
+            return Some(format!(
+                "forbid /{re}/ matched at character {at} (--show-output quotes it)"
+            ));
+        }
         // A little of what comes before the match, from a word's start.
         let mut from = m.start().saturating_sub(30);
         while !text.is_char_boundary(from) {
@@ -157,15 +163,11 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
                 .find(char::is_whitespace)
                 .map_or(m.start(), |i| from + i);
         }
-        let at = text[..m.start()].chars().count();
-        Some(match answer.show_text {
-            true => format!(
-                "forbid /{re}/ matched {} in {}",
-                quoted(m.as_str(), 40),
-                quoted(&text[from..], 80)
-            ),
-            false => format!("forbid /{re}/ matched at character {at} (--show-output quotes it)"),
-        })
+        Some(format!(
+            "forbid /{re}/ matched {} in {}",
+            quoted(m.as_str(), 40),
+            quoted(&text[from..], 80)
+        ))
     });
     if forbid_error.is_some() {
         failed.push(Outcome::ForbiddenPattern);
