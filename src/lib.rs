@@ -63,6 +63,9 @@ pub mod stream;
 pub mod timeline;
 pub mod util;
 
+#[cfg(test)]
+mod contract_tests;
+
 use std::process::ExitCode;
 
 /// Runs one command to completion and says how the process should exit:

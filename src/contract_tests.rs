@@ -1,0 +1,245 @@
+//! Ties `docs/design.md`, the contract users rely on, to the code: its outcome, metric, bucket
+//! and record-field names are read from the page and compared with what the code defines, so
+//! neither can change without the other.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::outcome::Outcome;
+use crate::result::ProbeResult;
+use crate::sinks::metrics::{Metrics, LATENCY_BUCKETS, PREFIX, TOKEN_BUCKETS};
+
+const DESIGN: &str = include_str!("../docs/design.md");
+
+/// The text of the `## {title}` section, up to the next `## ` heading.
+fn section(title: &str) -> &'static str {
+    let head = format!("\n## {title}\n");
+    let start = DESIGN
+        .find(&head)
+        .unwrap_or_else(|| panic!("docs/design.md has no section {title:?}"))
+        + head.len();
+    let rest = &DESIGN[start..];
+    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+/// The names in backticks in `cell`.
+fn ticked(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The body rows of the section's table, as cells (the header and the rule left out).
+fn rows(title: &str) -> Vec<Vec<String>> {
+    section(title)
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            // `\|` inside a cell is an escaped bar, not a column break.
+            let l = l.replace("\\|", "\u{0}");
+            l.trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.replace('\u{0}', "|").trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The one name in backticks a row starts with.
+fn first_name(row: &[String]) -> String {
+    let names = ticked(&row[0]);
+    assert_eq!(names.len(), 1, "one name per row: {row:?}");
+    names[0].clone()
+}
+
+/// What is in `a` and not in `b`, and the other way round, in words.
+fn differences(what: &str, code: &BTreeSet<String>, doc: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in code.difference(doc) {
+        out.push(format!(
+            "{what} {n} is in the code but not in docs/design.md"
+        ));
+    }
+    for n in doc.difference(code) {
+        out.push(format!(
+            "{what} {n} is in docs/design.md but not in the code"
+        ));
+    }
+    out
+}
+
+#[test]
+fn every_outcome_is_in_the_contract_in_precedence_order() {
+    let doc: Vec<String> = rows("Outcomes").iter().map(|r| first_name(r)).collect();
+    let code: Vec<String> = Outcome::ALL
+        .iter()
+        .map(|o| o.as_str().to_string())
+        .collect();
+    let gaps = differences(
+        "outcome",
+        &code.iter().cloned().collect(),
+        &doc.iter().cloned().collect(),
+    );
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+    // The table's order is the precedence users read; the code's is the one it applies.
+    assert_eq!(doc, code, "the outcomes' order differs from Outcome::ALL");
+    for row in rows("Outcomes") {
+        let o = Outcome::parse(&first_name(&row)).expect("checked above");
+        let kind = match o {
+            Outcome::Ok => "success",
+            o if o.is_transport() => "transport",
+            _ => "content",
+        };
+        assert_eq!(row[1], kind, "the kind of {o}");
+    }
+}
+
+/// A registry as the agent builds it, from a config whose target has no labels of its own, so
+/// a family's labels are the scope's and its extra ones.
+fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    for d in ["probes", "prompts"] {
+        std::fs::create_dir_all(dir.path().join(d)).expect("folder");
+    }
+    for (file, text) in [
+        (
+            "llm-canary.yaml",
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+        ),
+        ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
+        ("prompts/q.txt", "hi"),
+    ] {
+        std::fs::write(dir.path().join(file), text).expect("write");
+    }
+    let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("a valid config");
+    let m = Metrics::new(&cfg);
+    // A run with every figure, and the pair's zeroed counters, so every family has a series
+    // and the text format states its type.
+    let mut r = ProbeResult::example();
+    r.figures.ttft_ms = Some(30.0);
+    r.figures.answer_ttft_ms = Some(30.0);
+    r.figures.e2e_ms = Some(300.0);
+    r.figures.tpot_ms = Some(10.0);
+    r.figures.tokens_per_second = Some(100.0);
+    r.output_tokens = Some(28);
+    r.repetition_score = Some(0.1);
+    r.server_ttft_ms = Some(25.0);
+    r.fingerprint = Some("f".into());
+    r.target_changed = true;
+    let start = std::time::Instant::now();
+    let mut timeline = crate::timeline::Timeline::new(start);
+    timeline.content = vec![start, start + std::time::Duration::from_millis(10)];
+    r.timeline = Some(timeline);
+    m.init_pair("p", &cfg.targets[0]);
+    m.record(&r, &cfg.targets[0]);
+    r.warmup = true;
+    m.record(&r, &cfg.targets[0]);
+    m.set_maintenance(&cfg.targets[0], false);
+    (dir, m)
+}
+
+#[test]
+fn every_metric_the_agent_registers_is_in_the_contract() {
+    let (_dir, m) = registry();
+    // From the code: every family of every collector, with its variable labels.
+    let mut code: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for c in m.collectors() {
+        for d in c.desc() {
+            code.insert(
+                d.fq_name.clone(),
+                d.variable_labels.iter().cloned().collect(),
+            );
+        }
+    }
+    assert!(code.keys().all(|n| n.starts_with(PREFIX)), "{code:?}");
+    let text = String::from_utf8(m.encode()).expect("the text format is UTF-8");
+    let types: BTreeMap<&str, &str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+
+    let doc_rows = rows("Metrics");
+    let doc: BTreeSet<String> = doc_rows.iter().map(|r| first_name(r)).collect();
+    let mut gaps = differences("metric", &code.keys().cloned().collect(), &doc);
+    for row in &doc_rows {
+        let name = first_name(row);
+        let Some(labels) = code.get(&name) else {
+            continue;
+        };
+        let (ty, scope, extra) = (&row[1], &row[2], ticked(&row[3]));
+        let pair = ["probe", "target", "model"];
+        let code_scope = if labels.contains("probe") {
+            "pair"
+        } else if labels.contains("target") {
+            "target"
+        } else {
+            "agent"
+        };
+        if scope != code_scope {
+            gaps.push(format!(
+                "{name}: scope {scope} in the doc, {code_scope} in the code"
+            ));
+        }
+        let code_extra: BTreeSet<String> = labels
+            .iter()
+            .filter(|l| !pair.contains(&l.as_str()))
+            .cloned()
+            .collect();
+        if code_extra != extra.iter().cloned().collect() {
+            gaps.push(format!(
+                "{name}: extra labels {extra:?} in the doc, {code_extra:?} in the code"
+            ));
+        }
+        match types.get(name.as_str()) {
+            Some(t) if t == ty => {}
+            Some(t) => gaps.push(format!("{name}: type {ty} in the doc, {t} in the code")),
+            None => gaps.push(format!("{name}: no series to read its type from")),
+        }
+    }
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+}
+
+#[test]
+fn the_buckets_are_the_contracts() {
+    let line = |prefix: &str| -> String {
+        let l = section("Metrics")
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("docs/design.md lists the {prefix} buckets"));
+        ticked(l).last().cloned().expect("the buckets in backticks")
+    };
+    let words = |b: &[f64]| b.iter().map(f64::to_string).collect::<Vec<_>>().join(" ");
+    assert_eq!(line("- latency"), words(&LATENCY_BUCKETS));
+    assert_eq!(line("- per token"), words(&TOKEN_BUCKETS));
+}
+
+#[test]
+fn every_record_field_is_in_the_contract() {
+    let mut r = ProbeResult::example();
+    r.output = Some("the text, as --show-output adds it".into());
+    let value = serde_json::to_value(&r).expect("a record serializes");
+    let code: BTreeSet<String> = value
+        .as_object()
+        .expect("a record is an object")
+        .keys()
+        .cloned()
+        .collect();
+    let doc: BTreeSet<String> = rows("Result record")
+        .iter()
+        .map(|r| first_name(r))
+        .collect();
+    let gaps = differences("record field", &code, &doc);
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+}
+
+#[test]
+fn the_reader_finds_what_it_reads() {
+    // A page that lost its tables would pass the comparisons above vacuously.
+    assert_eq!(rows("Outcomes").len(), Outcome::ALL.len());
+    assert!(rows("Metrics").len() > 30);
+    assert!(rows("Result record").len() > 30);
+    assert_eq!(ticked("a `b` c `d`"), ["b", "d"]);
+}
