@@ -405,10 +405,10 @@ impl Drop for Killed {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
     let shipped = std::fs::read_to_string(root().join("deploy/prometheus/prometheus.yml")).unwrap();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/daemon.md")).unwrap();
     assert!(
         readme.contains(&shipped),
-        "the README's daemon section shows deploy/prometheus/prometheus.yml as it is"
+        "docs/daemon.md shows deploy/prometheus/prometheus.yml as it is"
     );
     // As shipped: the gateway job keeps the pushed labels; the agents' job (agents that do not
     // push) has no need to; the model servers' job is a commented example, so the file loads

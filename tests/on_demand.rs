@@ -1,4 +1,4 @@
-//! `/probe` driven by a real Prometheus with the README's scrape config (blackbox_exporter's
+//! `/probe` driven by a real Prometheus with the scrape config of docs/status-page.md (blackbox_exporter's
 //! multi-target relabeling), and the admin endpoints open on a loopback-only listener.
 
 mod common;
@@ -30,12 +30,12 @@ fn start(sim: &Sim, port: u16, extra_agent: &str) -> Daemon {
     )
 }
 
-/// The README's `/probe` scrape config, pointed at this test's agent.
+/// The `/probe` scrape config of docs/status-page.md, pointed at this test's agent.
 fn readme_scrape_config(agent: &str) -> String {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/status-page.md");
     let start = readme
         .find("scrape_configs:\n  - job_name: llm-canary-probe")
-        .expect("the README documents a /probe scrape config");
+        .expect("docs/status-page.md documents a /probe scrape config");
     let block = &readme[start..start + readme[start..].find("```").unwrap()];
     let config = block
         .replace("scrape_interval: 1m", "scrape_interval: 1s")
@@ -45,7 +45,7 @@ fn readme_scrape_config(agent: &str) -> String {
         .replace("llm-canary:9464", agent);
     assert_ne!(
         config, block,
-        "the README's example changed: update this test"
+        "the example in docs/status-page.md changed: update this test"
     );
     format!("global: {{scrape_interval: 1s}}\n{config}")
 }
