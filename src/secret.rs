@@ -24,7 +24,7 @@ pub fn credential_path(written: &str) -> Result<Cow<'_, str>, String> {
     match std::env::var(CREDENTIALS_DIRECTORY) {
         Ok(dir) if !dir.is_empty() => Ok(Cow::Owned(format!("{dir}{rest}"))),
         _ => Err(format!(
-            "{written}: ${CREDENTIALS_DIRECTORY} is not set (systemd sets it for a service with LoadCredential=; to check the config outside the service, point it at the key files: sudo env {CREDENTIALS_DIRECTORY}=/etc/llm-canary/credentials llm-canary check)"
+            "{written}: ${CREDENTIALS_DIRECTORY} is not set (systemd sets it for a service with LoadCredential=; to check the config outside the service, point it at the key files: sudo env {CREDENTIALS_DIRECTORY}=/etc/llm-canary/credentials llm-canary check -c /etc/llm-canary/llm-canary.yaml)"
         )),
     }
 }
