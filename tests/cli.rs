@@ -255,16 +255,16 @@ fn check_prints_three_fire_times_and_warnings() {
         .lines()
         .find(|l| l.contains("schedule \"*/2 * * * * *\" (every 2 seconds): next "))
         .unwrap_or_else(|| panic!("{s}"));
-    assert_eq!(line.matches("+00:00[UTC]").count(), 3, "{line}");
+    // RFC 3339: `Z` in UTC, the zone's offset elsewhere; never a bracketed zone name.
+    assert_eq!(line.matches(":00Z").count(), 3, "{line}");
+    assert!(!line.contains('['), "{line}");
     let paris = s
         .lines()
         .find(|l| l.contains("schedule \"30 9 * * 1-5\" (at 09:30 on Monday to Friday): next "))
         .unwrap_or_else(|| panic!("{s}"));
-    assert_eq!(
-        paris.matches("T09:30:00+01:00[Europe/Paris]").count(),
-        3,
-        "{paris}"
-    );
+    // +01:00 in winter, +02:00 in summer.
+    assert_eq!(paris.matches("T09:30:00+0").count(), 3, "{paris}");
+    assert!(!paris.contains('['), "{paris}");
     assert!(
         s.contains("warning: probe \"p\" on target \"g\": server kind `generic`"),
         "{s}"
