@@ -47,6 +47,7 @@ pub enum Command {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct CalibrateArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
     /// The target to calibrate (its `server:` must be vllm, sglang, llama-cpp or ollama).
@@ -82,12 +83,14 @@ fn percent(text: &str) -> Result<f64, String> {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
 }
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
 }
@@ -100,6 +103,7 @@ pub struct SimArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct OnceArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
     /// Only this probe (repeatable).
@@ -123,6 +127,7 @@ pub struct OnceArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct GateArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
     /// The candidate target.

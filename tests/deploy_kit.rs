@@ -39,6 +39,14 @@ fn prometheus_target_down_unit_tests() {
 }
 
 #[test]
+fn prometheus_alert_text_holds_with_only_the_required_labels() {
+    // A target with no model_version, cluster, env or region: every alert's text reads without
+    // holes, and the ratio rules say nothing rather than NaN before runs are counted.
+    let out = promtool(&["test", "rules"], "tests/labels_test.yml");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
 fn prometheus_weekly_baseline_unit_tests() {
     // Three weeks of a daily cycle: about a minute of promtool.
     let out = promtool(&["test", "rules"], "tests/weekly_test.yml");
@@ -53,6 +61,7 @@ fn the_rule_tests_are_what_the_generator_writes() {
         "down_test.yml",
         "fleet_test.yml",
         "build_change_test.yml",
+        "labels_test.yml",
         "weekly_test.yml",
     ];
     let before: Vec<String> = files
@@ -92,19 +101,33 @@ fn alertmanager_config_routes_and_templates() {
             "{severity}"
         );
     }
-    let rendered = run(Command::new(&amtool)
-        .current_dir(&am)
-        .args(["template", "render", "--template.glob=templates/*.tmpl", "--template.data=tests/firing.json"])
-        .arg("--template.text={{ template \"llm_canary.title\" . }}\n{{ template \"llm_canary.text\" . }}"));
-    let expected = std::fs::read_to_string(am.join("tests/firing.expected")).unwrap();
-    assert_eq!(rendered.trim_end(), expected.trim_end());
+    let render = |data: &str| {
+        run(Command::new(&amtool)
+            .current_dir(&am)
+            .args(["template", "render", "--template.glob=templates/*.tmpl"])
+            .arg(format!("--template.data=tests/{data}.json"))
+            .arg("--template.text={{ template \"llm_canary.title\" . }}\n{{ template \"llm_canary.text\" . }}"))
+    };
+    for data in ["firing", "bare"] {
+        let expected = std::fs::read_to_string(am.join(format!("tests/{data}.expected"))).unwrap();
+        assert_eq!(render(data).trim_end(), expected.trim_end(), "{data}");
+    }
+    // Only the required labels (target, model): nothing empty is shown.
+    let bare = render("bare");
+    assert!(
+        bare.contains("• model: sim-chat · target: bad-loop\n")
+            && !bare.contains("cluster")
+            && !bare.contains(", )"),
+        "{bare}"
+    );
+    let rendered = render("firing");
     for field in [
         "chat-7b-v3 20240112",
-        "cluster: inference-prod-01",
+        "cluster: inference-prod-01 · env: prod",
         "now: 1.95s",
         "baseline: 300.4ms",
         "ratio: 6.49x",
-        "since: 2026-11-29 14:03 UTC",
+        "since: 2026-11-29T14:03:00Z",
         "runbook: https://",
         "dashboard: https://",
         "Resolved:",

@@ -201,6 +201,7 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says() {
         ("slow", "healthy,ttft=300ms"),
         ("failing", "http-500"),
         ("flaky", "http-500,every=2"),
+        ("looping", "repetition"),
         ("deploying", "reset"),
         ("nightly", "healthy"),
     ];
@@ -283,7 +284,7 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says() {
         chromium(
             &[
                 &format!("--screenshot={}", shot.display()),
-                "--window-size=1280,900",
+                "--window-size=1280,2200",
             ],
             &url,
         )
@@ -327,6 +328,24 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says() {
             "{svg}"
         );
     }
+    let looping = api["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["target"] == "looping")
+        .unwrap();
+    let failure = &looping["probes"][0]["failures"][0];
+    assert_eq!(failure["outcome"], "repetition", "{failure}");
+    assert!(failure["detector"].is_string(), "{failure}");
+    assert_eq!(failure["failed_checks"][0], "repetition", "{failure}");
+    let sentence = failure["error"].as_str().unwrap();
+    assert!(
+        sentence.starts_with(&format!(
+            "repetition, detector {}: ",
+            failure["detector"].as_str().unwrap()
+        )),
+        "{sentence}"
+    );
     let r = reqwest::get(d.url("/badge/nope.svg")).await.unwrap();
     assert_eq!(r.status().as_u16(), 404);
     let metrics = get(&d.url("/metrics")).await;
@@ -360,11 +379,7 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says() {
 fn check_dom(dom: &str, records: &[Value], log: String) {
     let generated = Regex::new(r#"<span id="generated">([^<]+)</span>"#).unwrap();
     let shown = &generated.captures(dom).expect("generated time")[1];
-    let now: jiff::Timestamp = shown
-        .replace(" UTC", "Z")
-        .replace(' ', "T")
-        .parse()
-        .unwrap();
+    let now: jiff::Timestamp = shown.parse().expect("an RFC 3339 time");
     assert!(
         !dom.contains("<script>alert"),
         "hostile markup became markup"
@@ -374,7 +389,7 @@ fn check_dom(dom: &str, records: &[Value], log: String) {
         .captures_iter(dom)
         .map(|c| (c[1].to_string(), (c[2].to_string(), c[3].to_string())))
         .collect();
-    assert_eq!(rows.len(), 6, "{dom}");
+    assert_eq!(rows.len(), 7, "{dom}");
     let cell = |html: &str, re: &str| {
         Regex::new(re)
             .unwrap()
@@ -466,7 +481,7 @@ fn check_dom(dom: &str, records: &[Value], log: String) {
     };
     want.sort_by(|a, b| key(b).0.cmp(&key(a).0).then(key(a).1.cmp(&key(b).1)));
     want.truncate(20);
-    let failure = Regex::new(r#"(?s)<tr class="failure"><td class="num">([^<]+)(?:<br><small>in maintenance</small>)?</td><td class="f-target">([^<]*)</td><td class="f-probe">p</td><td class="f-outcome">([^<]*)</td><td class="f-http num">(\d*)</td><td><code class="f-request-id">([^<]*)</code></td><td><code class="f-trace-id">([^<]*)</code></td><td class="err">(.*?)</td></tr>"#).unwrap();
+    let failure = Regex::new(r#"(?s)<tr class="failure"><td class="num">([^<]+)(?:<br><small>in maintenance</small>)?</td><td class="f-target">([^<]*)</td><td class="f-probe">p</td><td class="f-outcome">([^<]*)</td><td class="f-http num">(\d*)</td><td><code class="f-request-id">([^<]*)</code></td><td><code class="f-trace-id">([^<]*)</code></td><td class="err"><span class="f-error">([^<]*)</span>(?:<br><small class="f-checks">failed checks: ([^<]*)</small>)?</td></tr>"#).unwrap();
     let got: Vec<_> = failure.captures_iter(dom).collect();
     assert_eq!(got.len(), want.len());
     for (c, r) in got.iter().zip(&want) {
@@ -491,11 +506,45 @@ fn check_dom(dom: &str, records: &[Value], log: String) {
             unescape(&c[7]),
             llm_canary::util::clip(r["error"].as_str().unwrap_or(""))
         );
+        // Several failed checks are all named.
+        let checks: Vec<&str> = r["failed_checks"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|c| c.as_str()).collect())
+            .unwrap_or_default();
+        let shown = c.get(8).map(|m| m.as_str());
+        assert_eq!(
+            shown,
+            (checks.len() > 1).then(|| checks.join(", ")).as_deref(),
+            "{r}"
+        );
     }
     assert!(
         got.iter().any(|c| unescape(&c[7]) == HOSTILE),
         "the seeded hostile error is listed as text"
     );
+    // A content failure has its sentence as much as an HTTP error: the detector that found
+    // the loop, in words, and no generated text (the daemon quotes none).
+    let looped: Vec<String> = got
+        .iter()
+        .filter(|c| &c[3] == "repetition")
+        .map(|c| unescape(&c[7]))
+        .collect();
+    assert!(
+        !looped.is_empty(),
+        "the looping target's failures are listed"
+    );
+    for e in &looped {
+        let detector = e
+            .strip_prefix("repetition, detector ")
+            .map(|d| d.split(':').next());
+        assert!(
+            matches!(
+                detector,
+                Some(Some("item_cycle" | "tail_loop" | "lines" | "ngrams"))
+            ),
+            "{e}"
+        );
+    }
 }
 
 /// `/probe` runs a configured pair now (the schedule is gone) and answers with its series; it
@@ -522,7 +571,7 @@ async fn check_probe_on_demand(d: &Daemon) {
     for (query, says) in [
         (
             "target=nope&probe=p",
-            "unknown target \"nope\" (known: healthy, slow, failing, flaky, deploying, nightly)",
+            "unknown target \"nope\" (known: healthy, slow, failing, flaky, looping, deploying, nightly)",
         ),
         ("target=healthy&probe=q", "unknown probe \"q\" (known: p)"),
         ("target=healthy", "usage: /probe?target=T&probe=P"),

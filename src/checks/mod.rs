@@ -64,24 +64,49 @@ pub struct Judgement {
     pub tool_call_error: Option<String>,
     pub expect_error: Option<String>,
     pub forbid_error: Option<String>,
+    /// Why `too_short` or `too_long` failed: the length beside the limit.
+    pub length_error: Option<String>,
 }
 
 impl Judgement {
-    /// The sentence that explains the run's outcome (the first failed check), for the checks
-    /// that have one. An answer cut by `max_tokens` is `truncated`, and says what the cut
-    /// broke: the check after it (its JSON, its tool call, a missing fact).
+    /// The sentence that explains a failed run: why its outcome (the first failed check)
+    /// failed, with the detector for `repetition` (the record lists every failed check beside
+    /// it). An answer cut by `max_tokens` is `truncated`, and says what the cut broke: the check
+    /// after it (its JSON, its tool call, a missing fact). `None` when every check passed.
     pub fn explanation(&self) -> Option<String> {
         let sentence = |o: &Outcome| match o {
+            Outcome::EmptyOutput => Some(format!(
+                "the answer is empty: {} characters, all whitespace or invisible",
+                self.output_chars
+            )),
+            Outcome::Repetition => Some(self.repetition_sentence()),
+            Outcome::Truncated => {
+                Some("the answer was cut at max_tokens (finish reason length)".to_string())
+            }
             Outcome::FormatError => self.format_error.clone(),
             Outcome::ToolCallError => self.tool_call_error.clone(),
+            Outcome::TooShort | Outcome::TooLong => self.length_error.clone(),
             Outcome::PatternMismatch => self.expect_error.clone(),
             Outcome::ForbiddenPattern => self.forbid_error.clone(),
             _ => None,
         };
-        match self.failed.as_slice() {
+        let first = match self.failed.as_slice() {
             [Outcome::Truncated, next, ..] => sentence(next),
             [first, ..] => sentence(first),
-            [] => None,
+            [] => return None,
+        };
+        Some(first.unwrap_or_else(|| format!("{} failed", self.failed[0])))
+    }
+
+    /// Which detector found the loop, in words.
+    fn repetition_sentence(&self) -> String {
+        let found = self
+            .repetition
+            .as_ref()
+            .and_then(|r| Some((r.detector?, r.describe()?)));
+        match found {
+            Some((d, words)) => format!("repetition, detector {}: {words}", d.as_str()),
+            None => "repetition: reading stopped once the output certainly looped".to_string(),
         }
     }
 }
@@ -127,11 +152,18 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     if tool_call_error.is_some() {
         failed.push(Outcome::ToolCallError);
     }
-    if spec.min_chars.is_some_and(|min| output_chars < min) {
+    let mut length_error = None;
+    if let Some(min) = spec.min_chars.filter(|min| output_chars < *min) {
         failed.push(Outcome::TooShort);
+        length_error = Some(format!(
+            "the answer has {output_chars} characters, under min_chars {min}"
+        ));
     }
-    if spec.max_chars.is_some_and(|max| output_chars > max) {
+    if let Some(max) = spec.max_chars.filter(|max| output_chars > *max) {
         failed.push(Outcome::TooLong);
+        length_error = Some(format!(
+            "the answer has {output_chars} characters, over max_chars {max}"
+        ));
     }
     let quoted = |t: &str, n: usize| format!("{:?}", crate::util::one_line(t, n));
     let expect_error = spec
@@ -180,6 +212,7 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         tool_call_error,
         expect_error,
         forbid_error,
+        length_error,
     }
 }
 
@@ -246,11 +279,13 @@ mod tests {
             v.forbid_error.as_deref(),
             Some("forbid /(?i)as an ai/ matched at character 0 (--show-output quotes it)")
         );
-        // The outcome is what is explained: too short comes before the pattern, and has no
-        // sentence of its own.
+        // The outcome is what is explained: too short comes before the pattern.
         let v = judge(&spec(), &text("Berlin", "stop"));
         assert_eq!(v.failed, vec![Outcome::TooShort, Outcome::PatternMismatch]);
-        assert_eq!(v.explanation(), None);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("the answer has 6 characters, under min_chars 10")
+        );
         // Long texts are cut; the forbidden match is shown with what comes just before it.
         let long = format!("{} as an AI I cannot.", "word ".repeat(40));
         let forbid = judge(&spec(), &text(&long, "stop")).forbid_error.unwrap();
@@ -272,6 +307,47 @@ mod tests {
         assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::FormatError]);
         assert_eq!(v.explanation(), v.format_error);
         assert!(v.format_error.is_some());
+    }
+
+    #[test]
+    fn every_content_failure_has_its_sentence() {
+        let why = |spec: &CheckSpec, t: &str, finish: &str| {
+            let v = judge(spec, &text(t, finish));
+            (v.failed.clone(), v.explanation().unwrap_or_default())
+        };
+        let none = CheckSpec::default();
+        assert_eq!(
+            why(&none, " \u{200B}", "stop"),
+            (
+                vec![Outcome::EmptyOutput],
+                "the answer is empty: 2 characters, all whitespace or invisible".into()
+            )
+        );
+        assert_eq!(
+            why(&none, "Paris is the capital", "length"),
+            (
+                vec![Outcome::Truncated],
+                "the answer was cut at max_tokens (finish reason length)".into()
+            )
+        );
+        let (failed, sentence) = why(&spec(), &"Paris! ".repeat(40), "stop");
+        assert_eq!(failed, vec![Outcome::Repetition, Outcome::TooLong]);
+        assert!(
+            sentence.starts_with("repetition, detector tail_loop: the text ends in a loop of ")
+                && sentence.ends_with(" times"),
+            "{sentence}"
+        );
+        let words: Vec<String> = (0..30).map(|i| format!("w{i}")).collect();
+        let long = format!("Paris. {}", words.join(" "));
+        assert_eq!(
+            why(&spec(), &long, "stop"),
+            (
+                vec![Outcome::TooLong],
+                "the answer has 116 characters, over max_chars 100".into()
+            )
+        );
+        let v = judge(&spec(), &text("The capital of France is Paris.", "stop"));
+        assert_eq!(v.explanation(), None);
     }
 
     #[test]

@@ -15,9 +15,18 @@ fn next_fires(
     let next: Vec<String> = cron
         .upcoming(&now.to_zoned(tz.clone()), n)
         .iter()
-        .map(|z| z.to_string())
+        .map(rfc3339)
         .collect();
     next.join(", ")
+}
+
+/// RFC 3339 with the zone's offset at that instant, `Z` for UTC: what people and parsers read
+/// (a `Zoned`'s own display appends the zone name in brackets, which RFC 3339 has no room for).
+fn rfc3339(z: &jiff::Zoned) -> String {
+    match z.offset() {
+        jiff::tz::Offset::UTC => z.timestamp().to_string(),
+        offset => z.timestamp().display_with_offset(offset).to_string(),
+    }
 }
 
 pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {

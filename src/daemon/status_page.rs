@@ -33,15 +33,13 @@ fn color(s: State) -> &'static str {
     }
 }
 
-/// A time to the second, cut (not rounded) so it names the 5-minute slot it falls in.
+/// A time in RFC 3339 to the second (`2025-03-10T11:54:00Z`), cut (not rounded) so it names
+/// the 5-minute slot it falls in.
 pub fn when(t: Timestamp) -> String {
     let second = jiff::TimestampRound::new()
         .smallest(jiff::Unit::Second)
         .mode(jiff::RoundMode::Trunc);
-    t.round(second)
-        .unwrap_or(t)
-        .strftime("%Y-%m-%d %H:%M:%S UTC")
-        .to_string()
+    t.round(second).unwrap_or(t).to_string()
 }
 
 /// Milliseconds as people read them: `0.8 ms`, `312 ms`, `1.25 s`.
@@ -255,10 +253,10 @@ fn pair_row(o: &mut String, p: &ProbeStatus) {
         (Some(t), Some(outcome)) => {
             // Time first, the date below it: the column stays narrow.
             let full = when(*t);
-            let (date, time) = full.split_once(' ').unwrap_or(("", &full));
+            let (date, time) = full.split_once('T').unwrap_or(("", &full));
             let _ = write!(
                 o,
-                "{time}<br><small>{date}<br><span class=\"last-outcome\">"
+                "<span class=\"last-run\" title=\"{full}\">{time}</span><br><small>{date}<br><span class=\"last-outcome\">"
             );
             esc(o, outcome);
             o.push_str("</span></small>");
@@ -383,8 +381,14 @@ fn failures(o: &mut String, mut all: Vec<(String, String, Failure)>) {
         esc(o, &f.request_id);
         o.push_str("</code></td><td><code class=\"f-trace-id\">");
         esc(o, &f.trace_id);
-        o.push_str("</code></td><td class=\"err\">");
-        esc(o, f.error.as_deref().unwrap_or(""));
+        o.push_str("</code></td><td class=\"err\"><span class=\"f-error\">");
+        esc(o, &f.error);
+        o.push_str("</span>");
+        if f.failed_checks.len() > 1 {
+            o.push_str("<br><small class=\"f-checks\">failed checks: ");
+            esc(o, &f.failed_checks.join(", "));
+            o.push_str("</small>");
+        }
         o.push_str("</td></tr>\n");
     }
     o.push_str("</tbody></table>\n");

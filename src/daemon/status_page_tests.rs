@@ -36,6 +36,8 @@ fn report() -> Report {
             request_id: "req-\"1\"".into(),
             trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
             error: (!ok).then(|| HOSTILE.into()),
+            failed_checks: vec![],
+            repetition: None,
         });
     }
     let snap = h
@@ -78,9 +80,8 @@ fn hostile_text_is_escaped_everywhere() {
     ));
     assert!(page.contains("llm-canary status: canary &lt;eu&gt;"));
     assert!(page.contains("req-&quot;1&quot;"));
-    assert!(page.contains(
-        "maintenance until 2025-03-10 12:30:00 UTC: &lt;b&gt;deploy&lt;/b&gt; (announced)"
-    ));
+    assert!(page
+        .contains("maintenance until 2025-03-10T12:30:00Z: &lt;b&gt;deploy&lt;/b&gt; (announced)"));
 }
 
 #[test]
@@ -121,6 +122,11 @@ fn numbers_read_as_people_write_them() {
     assert_eq!(ms(1250.0), "1.25 s");
     assert_eq!(percent(Some(0.99934)), "99.93%");
     assert_eq!(percent(None), "–");
+    // Times are RFC 3339 in UTC, to the second (cut, so a time names its 5-minute slot).
+    assert_eq!(
+        when("2025-03-10T11:54:59.999Z".parse().unwrap()),
+        "2025-03-10T11:54:59Z"
+    );
 }
 
 #[test]
@@ -135,4 +141,28 @@ fn a_badge_names_the_target_and_its_state() {
     assert!(badge(t).contains("aria-label=\"chat: degraded 75.00%\""));
     t.target = "<x>".into();
     assert!(badge(t).contains("&lt;x&gt;") && !badge(t).contains("<x>"));
+}
+
+#[test]
+fn a_content_failure_shows_its_sentence_and_every_failed_check() {
+    let mut r = report();
+    let h = &mut r.targets[0].probes[0].history;
+    let mut f = h.failures[0].clone();
+    f.outcome = "repetition".into();
+    f.error = "repetition, detector tail_loop: the text ends in a loop of 3 units repeated 9 times"
+        .into();
+    f.failed_checks = vec!["repetition".into(), "too_long".into()];
+    f.detector = Some("tail_loop".into());
+    f.started_at += jiff::SignedDuration::from_secs(1);
+    h.failures.insert(0, f);
+    let page = render_report(r);
+    assert!(
+        page.contains("<td class=\"f-outcome\">repetition</td><td class=\"f-http num\">502</td>")
+    );
+    assert!(page.contains(
+        "<td class=\"err\"><span class=\"f-error\">repetition, detector tail_loop: the text ends in a loop of 3 units repeated 9 times</span>\
+         <br><small class=\"f-checks\">failed checks: repetition, too_long</small></td>"
+    ));
+    // One failed check is the outcome already: not said twice.
+    assert_eq!(page.matches("class=\"f-checks\"").count(), 1);
 }

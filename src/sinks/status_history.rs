@@ -5,8 +5,8 @@
 //! - a day of 5-minute slots (288 × 12 bytes): runs, failures and maintenance runs, TTFT p50 and
 //!   p95 of the slot's runs (warm-ups left out), and the mean decode speed;
 //! - a week of 1-hour slots (168 × 6 bytes): runs, failures and maintenance runs;
-//! - the outcomes of the last 5 runs, the last run, and the last 5 failures (their error text
-//!   clipped to 200 characters);
+//! - the outcomes of the last 5 runs, the last run, and the last 5 failures (their sentence
+//!   clipped to 200 characters, their failed checks and, for `repetition`, the detector);
 //! - the open slot's TTFT samples (at most 64: past that a uniform sample of the slot's runs).
 //!
 //! That is about 4.6 KiB a pair (460 KiB for 100 pairs) plus up to ~2 KiB of failure text.
@@ -58,6 +58,19 @@ pub struct Run {
     pub trace_id: String,
     #[serde(default)]
     pub error: Option<String>,
+    /// Every check that failed, in precedence order.
+    #[serde(default)]
+    pub failed_checks: Vec<String>,
+    /// What the degeneration detectors found (the record's `repetition`): its `detector`.
+    #[serde(default)]
+    pub repetition: Option<Detected>,
+}
+
+/// The part of the record's `repetition` the history keeps: the detector that decided.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Detected {
+    #[serde(default)]
+    pub detector: Option<String>,
 }
 
 impl From<&ProbeResult> for Run {
@@ -80,6 +93,14 @@ impl From<&ProbeResult> for Run {
             request_id: r.request_id.clone(),
             trace_id: r.trace_id.clone(),
             error: r.error.clone(),
+            failed_checks: r
+                .failed_checks
+                .iter()
+                .map(|o| o.as_str().to_string())
+                .collect(),
+            repetition: r.repetition.as_ref().map(|rep| Detected {
+                detector: rep.detector.map(|d| d.as_str().to_string()),
+            }),
         }
     }
 }
@@ -246,8 +267,37 @@ pub struct Failure {
     pub http_status: Option<u16>,
     pub request_id: String,
     pub trace_id: String,
-    pub error: Option<String>,
+    /// The run's sentence: the transport error, or why its content failed.
+    pub error: String,
+    /// Every check that failed (the transport outcome alone for a transport failure).
+    pub failed_checks: Vec<String>,
+    /// The degeneration detector that decided, for `repetition`.
+    pub detector: Option<String>,
     pub maintenance: bool,
+}
+
+impl Failure {
+    fn of(run: &Run) -> Failure {
+        let detector = run.repetition.as_ref().and_then(|r| r.detector.clone());
+        // A record written before content failures carried a sentence still names the
+        // detector that fired.
+        let error = match (&run.error, &detector) {
+            (Some(e), _) => clip(e),
+            (None, Some(d)) => format!("{}, detector {d}", run.outcome),
+            (None, None) => format!("{} failed", run.outcome),
+        };
+        Failure {
+            started_at: run.started_at,
+            outcome: run.outcome.clone(),
+            http_status: run.http_status,
+            request_id: clip(&run.request_id),
+            trace_id: clip(&run.trace_id),
+            error,
+            failed_checks: run.failed_checks.clone(),
+            detector,
+            maintenance: run.maintenance,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -305,15 +355,7 @@ impl PairHistory {
             if self.failures.len() == FAILURES_KEPT {
                 self.failures.pop_front();
             }
-            self.failures.push_back(Failure {
-                started_at: run.started_at,
-                outcome: run.outcome.clone(),
-                http_status: run.http_status,
-                request_id: clip(&run.request_id),
-                trace_id: clip(&run.trace_id),
-                error: run.error.as_deref().map(clip),
-                maintenance: run.maintenance,
-            });
+            self.failures.push_back(Failure::of(run));
         }
     }
 }

@@ -23,6 +23,8 @@ fn run(at: &str, success: bool, ttft: Option<f64>) -> Run {
         request_id: "req".into(),
         trace_id: "trace".into(),
         error: (!success).then(|| "HTTP 500: <b>boom</b>".into()),
+        failed_checks: vec![],
+        repetition: None,
     }
 }
 
@@ -175,6 +177,45 @@ fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
     assert_eq!((s.last_24h.runs, s.last_24h.failed), (8, 1));
     assert_eq!(s.failures[0].request_id, "req-3");
     assert_eq!(s.last_run, Some(ts("2025-03-10T11:07:00Z")), "in order");
+}
+
+#[test]
+fn a_content_failure_keeps_its_sentence_checks_and_detector() {
+    use crate::checks::repetition;
+    use crate::outcome::Outcome;
+    let h = history();
+    let mut r = ProbeResult::example();
+    (r.probe, r.target) = ("p".into(), "t".into());
+    r.started_at = ts("2025-03-10T11:00:00Z");
+    (r.outcome, r.success) = (Outcome::Repetition, false);
+    r.failed_checks = vec![Outcome::Repetition, Outcome::TooLong];
+    r.error = Some("repetition, detector tail_loop: the text ends in a loop".into());
+    r.repetition = Some(repetition::analyze(
+        &"Paris! ".repeat(40),
+        &repetition::Thresholds::default(),
+    ));
+    let detector = r.repetition.as_ref().and_then(|x| x.detector).unwrap();
+    assert_eq!(detector.as_str(), "tail_loop");
+    h.record(&Run::from(&r));
+    // A line logged before content failures carried a sentence still names the detector.
+    r.started_at = ts("2025-03-10T11:01:00Z");
+    r.error = None;
+    let line: Run = serde_json::from_str(&r.to_json_line()).unwrap();
+    h.record(&line);
+    let s = &h.snapshot(ts("2025-03-10T11:02:00Z"))[0];
+    let f = &s.failures;
+    assert_eq!(f[0].error, "repetition, detector tail_loop");
+    assert_eq!(
+        f[1].error,
+        "repetition, detector tail_loop: the text ends in a loop"
+    );
+    for f in f {
+        assert_eq!(f.failed_checks, ["repetition", "too_long"]);
+        assert_eq!(f.detector.as_deref(), Some("tail_loop"));
+    }
+    let v = serde_json::to_value(&f[0]).unwrap();
+    assert_eq!(v["detector"], "tail_loop");
+    assert_eq!(v["failed_checks"][1], "too_long");
 }
 
 #[test]

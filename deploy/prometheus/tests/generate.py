@@ -7,6 +7,7 @@ not) raise them."""
 
 import json
 import os
+import re
 
 # DESIGN's TTFT and end-to-end buckets.
 BUCKETS = ["0.01", "0.025", "0.05", "0.075", "0.1", "0.15", "0.2", "0.3", "0.5", "0.75", "1", "1.5", "2", "3", "5", "7.5",
@@ -912,10 +913,148 @@ def weekly():
     write("weekly_test.yml", "5m", tests)
 
 
+# The labels the agent always sets; model_version, cluster, env and region are the user's.
+BARE_ALERT = {"target": "chat-7b", "model": "chat-7b-v3"}
+
+
+def bare(series):
+    """The same series for a target with only the required labels."""
+    return [dict(x, series=re.sub(r'(cluster|env|model_version|region)="[^"]*",', "", x["series"])) for x in series]
+
+
+def bare_alert(labels_extra, **ann):
+    return {"exp_labels": dict(BARE_ALERT, **labels_extra), "exp_annotations": ann}
+
+
+def bare_labels():
+    """Every alert with a target that has only the required labels (no model_version, cluster,
+    env or region): its text reads cleanly, with no empty parentheses or dangling commas. The
+    figures are those of the same scenarios in alerts_test.yml and down_test.yml. And the ratio
+    rules say nothing, rather than NaN, while the window holds no counted run."""
+    tests = []
+    failing = failing_alert()["exp_annotations"]
+    tests.append({
+        "name": "bare labels: a failing target",
+        "interval": "1m",
+        "input_series": bare(failing_runs()),
+        "alert_rule_test": [
+            {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [bare_alert(
+                {"severity": "P0"}, **dict(failing, summary="chat-7b (chat-7b-v3) fails its probes"))]},
+        ],
+    })
+    tests.append({
+        "name": "bare labels: a target down",
+        "interval": "10s",
+        "input_series": bare(probe_runs(60, lambda t: 605 <= t < 1500, 1600)),
+        "alert_rule_test": [
+            {"eval_time": "780s", "alertname": "LLMCanaryTargetDown", "exp_alerts": [bare_alert(
+                {"severity": "P0"}, **dict(down_alert(180)["exp_annotations"],
+                                           summary="chat-7b (chat-7b-v3) is down: no probe succeeded for 3m 0s"))]},
+        ],
+    })
+
+    def on_model(a, labels_extra):
+        """An alert of alerts_test.yml as it reads without the optional labels."""
+        ann = dict(a["exp_annotations"], description=a["exp_annotations"]["description"].replace(" 1 (c1)", ""))
+        return bare_alert(labels_extra, **ann)
+    tests.append({
+        "name": "bare labels: latency and decode speed against their baselines",
+        "interval": "1m",
+        "input_series": bare(ttft_regression()) + bare([dict(x, series=x["series"].replace('target="chat-7b"', 'target="chat-13b"'))
+                                                         for x in decode_halves()]),
+        "alert_rule_test": [
+            {"eval_time": "123m", "alertname": "LLMCanaryTTFTP99FarAboveBaseline", "exp_alerts": [on_model(
+                ttft_alert("LLMCanaryTTFTP99FarAboveBaseline", "1.495s", "193.3ms", "7.7x"), {"severity": "P0", "probe": "capital"})]},
+            {"eval_time": "137m", "alertname": "LLMCanaryTTFTAboveBaseline", "exp_alerts": [on_model(
+                ttft_alert("LLMCanaryTTFTAboveBaseline", "1.475s", "240.8ms", "6.12x"), {"severity": "P1", "probe": "capital"})]},
+            {"eval_time": "140m", "alertname": "LLMCanaryDecodeSlowerThanBaseline", "exp_alerts": [bare_alert(
+                {"severity": "P1", "probe": "capital", "target": "chat-13b"},
+                **dict(decode_alert()["exp_annotations"], summary="chat-13b decodes slower than its baseline (capital)",
+                       description="50.0 tokens/s vs baseline 98.3 tokens/s on chat-7b-v3.",
+                       dashboard_url=f"{DASHBOARD}?var-target=chat-13b"))]},
+        ],
+    })
+    rep = [1 if t >= 60 and t % 3 == 0 else 0 for t in range(H)]
+    st = [1 if t >= 60 and t % 4 == 0 else 0 for t in range(H)]
+    tests.append({
+        "name": "bare labels: soft failures and stalls",
+        "interval": "1m",
+        "input_series": bare([
+            counter("llm_canary_probe_runs_total", [1 - r for r in rep], outcome="ok"),
+            counter("llm_canary_probe_runs_total", rep, outcome="repetition"),
+            counter("llm_canary_probe_runs_total", [1] * H, outcome="ok", target="chat-13b"),
+            counter("llm_canary_probe_runs_total", st, outcome="stall", target="chat-13b"),
+        ]),
+        "alert_rule_test": [
+            {"eval_time": "90m", "alertname": "LLMCanarySoftFailures", "exp_alerts": [bare_alert(
+                {"severity": "P1"},
+                summary="chat-7b answers, but 40% of its answers fail the content checks",
+                description="Soft failures (empty, repetition, truncated, JSON format, tool call, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3.",
+                value="40%", baseline="10% threshold", **links("LLMCanarySoftFailures"))]},
+            {"eval_time": "90m", "alertname": "LLMCanaryStallsWithHealthyStatus", "exp_alerts": [bare_alert(
+                {"severity": "P1", "target": "chat-13b"},
+                summary="chat-13b streams stall while its status stays 200",
+                description="16.67% of runs stalled mid-stream over 10m with no HTTP errors, on chat-7b-v3.",
+                value="16.67%", baseline="5% threshold", **links("LLMCanaryStallsWithHealthyStatus", "chat-13b"))]},
+        ],
+    })
+    slow = [None] * 10 + [45.0] * (H - 10)
+    warm = [None] * 10 + [4.0] * 90 + [5.0 + (t - 100) // 12 for t in range(100, H)]
+    tests.append({
+        "name": "bare labels: a slow cold start and frequent warm-ups",
+        "interval": "1m",
+        "input_series": bare([gauge("llm_canary_warmup_ttft_seconds", slow),
+                              gauge("llm_canary_warmup_ttft_seconds", warm, target="chat-13b")]),
+        "alert_rule_test": [
+            {"eval_time": "160m", "alertname": "LLMCanaryFrequentWarmups", "exp_alerts": [bare_alert(
+                {"severity": "P2", "target": "chat-13b"},
+                summary="chat-13b cold-started 5 times in an hour",
+                description="5 warm-ups in the last hour (limit 3): replicas restarting? chat-7b-v3.",
+                value="5", baseline="3 per hour", **links("LLMCanaryFrequentWarmups", "chat-13b"))]},
+            {"eval_time": "30m", "alertname": "LLMCanarySlowColdStart", "exp_alerts": [bare_alert(
+                {"severity": "P2"},
+                summary="chat-7b took 45s to its first token after a cold start",
+                description="Cold-start TTFT 45s (limit 30s) on chat-7b-v3.",
+                value="45s", baseline="30s limit", **links("LLMCanarySlowColdStart"))]},
+        ],
+    })
+    worst = worst_case()[0]
+    tests.append({
+        "name": "bare labels: one slow answer",
+        "interval": worst["interval"],
+        "input_series": bare(worst["input_series"]),
+        "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "LLMCanaryTTFTWorstCaseSlow", "exp_alerts": [bare_alert(
+                {"severity": "P1", "probe": "capital"},
+                summary="chat-7b: an answer took more than 10s to its first token (capital)",
+                description="The slowest time to first token of the last 2 minutes was at most 20s (its histogram bucket's upper bound; limit 10s) on chat-7b-v3.",
+                value="20s", baseline="10s limit", **links("LLMCanaryTTFTWorstCaseSlow"))]},
+        ],
+    })
+    # A target whose first run failed: the counter appears at 1 and does not move until the
+    # second run at 2m. Nothing before it (no run counted in the window), not NaN; 0 after.
+    first = {"series": "llm_canary_probe_runs_total" + labels(dict(BARE_ALERT, probe="capital", outcome="http_error", job="llm_canary", instance="canary-1")),
+             "values": "1 1 1 1 2x10"}
+    ratios = ["llm_canary:probe_success:ratio_rate5m", "llm_canary:target_success:ratio_rate3m",
+              "llm_canary:soft_failure:ratio_rate10m", "llm_canary:stall:ratio_rate10m", "llm_canary:http_error:ratio_rate10m"]
+    zero = {"llm_canary:http_error:ratio_rate10m": 1}
+    tests.append({
+        "name": "the ratios say nothing, not NaN, before a target's runs are counted",
+        "interval": "30s",
+        "input_series": [first],
+        "promql_expr_test": [{"expr": r, "eval_time": "1m", "exp_samples": []} for r in ratios] + [
+            {"expr": r, "eval_time": "2m30s", "exp_samples": [{
+                "labels": labels(dict({k: v for k, v in BARE_ALERT.items()}, __name__=r, **({"probe": "capital"} if "probe_success" in r else {}))),
+                "value": zero.get(r, 0)}]} for r in ratios],
+    })
+    write("labels_test.yml", "30s", tests)
+
+
 if __name__ == "__main__":
     os.chdir(os.path.dirname(os.path.abspath(__file__)))
     basic()
     down()
     fleet()
     build_change()
+    bare_labels()
     weekly()
