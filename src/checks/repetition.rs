@@ -702,4 +702,53 @@ mod tests {
         assert!(compression_ratio(&"abc def ".repeat(50)) < 0.1);
         assert!(compression_ratio(HEALTHY[0]) > 0.6);
     }
+
+    /// The `repetition` object of the result record is a public contract: it serializes byte
+    /// for byte as it always has, whichever detectors fired.
+    #[test]
+    fn the_records_repetition_object_is_unchanged() {
+        let t = Thresholds::default();
+        let numbered = |items: &[&str]| -> String {
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, x)| format!("{}. {x}\n", i + 1))
+                .collect()
+        };
+        let cases = [
+            // Every detector fires; the item cycle decides.
+            (
+                numbered(&["Fish and chips today"; 30]),
+                r#"{"score":1.0,"degenerate":true,"detector":"item_cycle","period":1,"repeats":30,"units":120,"items":30,"item_cycle_period":1,"item_cycle_items":30,"tail_loop_period":4,"tail_loop_units":120,"seq_rep_4":0.9658119658119658,"late_seq_rep_4":0.9298245614035088,"recurring_item_ratio":1.0,"compression_ratio":0.0746031746031746}"#,
+            ),
+            // A tail loop decides, the n-grams agree.
+            (
+                format!("Hello there. {}", "Fish and chips today. ".repeat(10)),
+                r#"{"score":0.9622641509433962,"degenerate":true,"detector":"tail_loop","period":5,"repeats":10,"units":53,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":5,"tail_loop_units":51,"seq_rep_4":0.86,"late_seq_rep_4":0.7916666666666666,"recurring_item_ratio":0.0,"compression_ratio":0.2317596566523605}"#,
+            ),
+            // The text ends in marks alone: a tail loop with no period.
+            (
+                "你知道如何－－－－－－－－！－－－！－－！－！！！！！－－－！".to_string(),
+                r#"{"score":0.8387096774193549,"degenerate":true,"detector":"tail_loop","period":null,"repeats":null,"units":31,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":26,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.0,"compression_ratio":0.5851063829787234}"#,
+            ),
+            // List items coming back out of order.
+            (
+                numbered(&[
+                    "Paris", "Rome", "Paris", "Oslo", "Rome", "Paris", "Rome", "Lima",
+                ]),
+                r#"{"score":0.75,"degenerate":true,"detector":"lines","period":null,"repeats":null,"units":8,"items":8,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":0,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.75,"compression_ratio":0.7906976744186046}"#,
+            ),
+            // Nothing fires.
+            (
+                HEALTHY[0].to_string(),
+                r#"{"score":0.0,"degenerate":false,"detector":null,"period":null,"repeats":null,"units":34,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":0,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.0,"compression_ratio":0.7556818181818182}"#,
+            ),
+        ];
+        for (text, want) in cases {
+            let r = analyze(&text, &t);
+            assert_eq!(serde_json::to_string(&r).unwrap(), want, "{text:?}");
+        }
+        let all = analyze(&numbered(&["Fish and chips today"; 30]), &t);
+        assert_eq!(all.fired.iter().count(), Detector::ALL.len());
+    }
 }
