@@ -35,7 +35,9 @@
 //! - [`report`]: table and JSON lines.
 //! - [`sim`]: the simulated OpenAI-compatible replica, its scenarios and its own misbehaving
 //!   HTTP writer.
-//! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings).
+//! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings),
+//!   one sample loop over a `Source` (histograms, llama.cpp counters, timings); it returns data
+//!   and reports progress through a callback, and `commands` prints.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
