@@ -33,9 +33,12 @@
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
 //! - [`report`]: table and JSON lines.
-//! - [`sim`]: the simulated OpenAI-compatible replica, its scenarios and its own misbehaving
-//!   HTTP writer.
-//! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings).
+//! - [`sim`]: the simulated OpenAI-compatible replica: a router with one function per route,
+//!   its caches, its scenarios, an answer per scenario written by a plan chosen before the first
+//!   byte, and its own misbehaving HTTP writer.
+//! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings),
+//!   one sample loop over a `Source` (histograms, llama.cpp counters, timings); it returns data
+//!   and reports progress through a callback, and `commands` prints.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,

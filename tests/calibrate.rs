@@ -334,3 +334,34 @@ async fn metrics_that_never_count_ours_are_said_so() {
     );
     assert!(notes.contains("another replica"), "{notes}");
 }
+
+/// The core returns data and tells a callback how far it has got: the round trip first, then
+/// each sample in turn; the command decides whether anyone sees it.
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_is_reported_through_a_callback() {
+    use llm_canary::calibrate::{calibrate, Figure, Options, Progress};
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let (_dir, cfg) = common::config(&sim, &TARGETS, common::PROBE);
+    let opts = Options {
+        target: "llama".into(),
+        probe: None,
+        samples: 3,
+        tolerance: 0.05,
+        metrics_url: None,
+    };
+    let mut seen = Vec::new();
+    let c = calibrate(&cfg, &opts, |p| seen.push(p)).await.unwrap();
+    assert!(
+        matches!(seen[0], Progress::RoundTrip(ms) if ms == c.round_trip_ms),
+        "{seen:?}"
+    );
+    let samples: Vec<(u32, u32)> = seen[1..]
+        .iter()
+        .map(|p| match *p {
+            Progress::Sample { done, of } => (done, of),
+            other => panic!("{other:?} after the round trip"),
+        })
+        .collect();
+    assert_eq!(samples, [(1, 3), (2, 3), (3, 3)]);
+    assert_eq!(c.comparisons[0].figure, Figure::Ttft);
+}

@@ -177,8 +177,9 @@ async fn a_list_whose_items_cycle_is_repetition_with_its_period() {
     assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
     let rep = r.repetition.as_ref().unwrap();
     assert_eq!(
-        (rep.detector, rep.period),
-        (Some(Detector::ItemCycle), Some(3))
+        rep.decided()
+            .map(|f| (f.detector(), f.period().map(|p| p.0))),
+        Some((Detector::ItemCycle, Some(3)))
     );
     let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
     assert_eq!(line["repetition"]["detector"], "item_cycle");

@@ -71,9 +71,10 @@ fn detectors_on_the_labeled_corpus() {
             s.id
         );
         let r = analyze(&s.text, &t);
-        let fired: Vec<Detector> = r.fired.iter().collect();
+        let m = &r.measures;
+        let fired: Vec<Detector> = r.fired().collect();
         if degenerate && !s.source.starts_with("hand") {
-            if let Some(d) = r.detector {
+            if let Some(d) = fired.first() {
                 *decided.entry(d.as_str()).or_default() += 1;
             }
             if let [d] = fired[..] {
@@ -82,27 +83,25 @@ fn detectors_on_the_labeled_corpus() {
         }
         if std::env::var_os("CORPUS_VERBOSE").is_some() {
             println!(
-                "{:<34} {:<10} {:<5} {:?}/{:?}/{:?} score {:.2} tail {:?} cycle {:?} seq4 {:.4} late {:.4} recur {:.2} zip {:.4}",
+                "{:<34} {:<10} {:<5} {:?} score {:.2} tail {:?} cycle {:?} seq4 {:.4} late {:.4} recur {:.2} zip {:.4}",
                 s.id,
                 s.label.as_deref().unwrap_or_default(),
-                r.degenerate,
-                r.detector,
-                r.period,
-                r.repeats,
-                r.score,
-                r.tail_loop_period.map(|p| (p, r.tail_loop_units)),
-                r.item_cycle_period.map(|p| (p, r.item_cycle_items)),
-                r.seq_rep_4,
-                r.late_seq_rep_4,
-                r.recurring_item_ratio,
-                r.compression_ratio
+                r.degenerate(),
+                r.decided(),
+                m.score,
+                r.tail(),
+                r.item_cycle(),
+                m.seq_rep_4,
+                m.late_seq_rep_4,
+                m.recurring_item_ratio,
+                m.compression_ratio
             );
         }
-        match (degenerate, r.degenerate) {
+        match (degenerate, r.degenerate()) {
             (true, true) => tp += 1,
             (true, false) => {
                 fn_ += 1;
-                misses.push(format!("{} (score {:.2}): {:?}", s.id, r.score, s.reason));
+                misses.push(format!("{} (score {:.2}): {:?}", s.id, m.score, s.reason));
             }
             (false, true) => {
                 fp += 1;

@@ -132,7 +132,7 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         .map(|t| repetition::analyze(text, t));
     // A run stopped on a certain loop is degenerate even if the detectors, at their own
     // thresholds, were to see it otherwise.
-    if answer.stopped_early || repetition.as_ref().is_some_and(|r| r.degenerate) {
+    if answer.stopped_early || repetition.as_ref().is_some_and(|r| r.degenerate()) {
         failed.push(Outcome::Repetition);
     }
     if answer.finish_reason == Some("length") && !spec.allow_truncation {

@@ -2,6 +2,7 @@
 //! exit code; errors bubble up as `anyhow` with context and exit 2.
 
 mod cadence;
+mod calibrate;
 mod check;
 pub mod demo;
 mod gate;
@@ -38,7 +39,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Calibrate(args) => {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
-            crate::calibrate::run(&cfg, &args, &mut out).await
+            calibrate::calibrate(&cfg, &args, &mut out).await
         }
         Command::Gate(args) => {
             let cfg = crate::config::load(&args.config)?;

@@ -107,7 +107,7 @@ pub async fn run(
         output_chars,
         repetition_score: repetition
             .as_ref()
-            .map(|r| (r.score * 1000.0).round() / 1000.0),
+            .map(|r| (r.measures.score * 1000.0).round() / 1000.0),
         warmup: false,
         error,
         server_ttft_ms: seen

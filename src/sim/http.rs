@@ -162,6 +162,32 @@ pub async fn respond<S: AsyncWrite + Unpin>(
     sock.flush().await
 }
 
+/// A value's JSON bytes.
+pub(super) fn json_bytes(v: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("JSON values serialize")
+}
+
+/// A whole JSON response.
+pub(super) async fn respond_json<S: AsyncWrite + Unpin>(
+    sock: &mut S,
+    status: u16,
+    extra: &[(&str, String)],
+    v: &serde_json::Value,
+) -> io::Result<()> {
+    respond(sock, status, "application/json", extra, &json_bytes(v)).await
+}
+
+/// An OpenAI-style error answer: `{"error": {"message", "type"}}`.
+pub(super) async fn respond_error<S: AsyncWrite + Unpin>(
+    sock: &mut S,
+    status: u16,
+    kind: &str,
+    message: &str,
+) -> io::Result<()> {
+    let v = serde_json::json!({"error": {"message": message, "type": kind}});
+    respond_json(sock, status, &[], &v).await
+}
+
 /// A streamed response: each `write` is one chunk of the chunked encoding, flushed at once.
 pub struct Chunked<'a> {
     pub sock: &'a mut Tracked,

@@ -6,20 +6,24 @@
 //! what arrived and how exactly the agent measured it.
 //!
 //! - this file: the running sim, what it remembers, and `llm-canary sim`;
-//! - [`serve`]: a connection's requests, routing, the caches, the request log;
-//! - `generate`: the answer each scenario gives and how it writes it;
+//! - [`serve`]: a connection's requests, a router and one function per route, the request log;
+//! - `cache`: the HTTP and prefix caches a canary must defeat;
+//! - `generate`: the answer each scenario gives; `respond`: how it is written, by a plan
+//!   chosen before the first byte, and its faults;
 //! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
+mod cache;
 mod generate;
 pub mod http;
 mod metrics;
+mod respond;
 pub mod scenarios;
 mod serve;
 pub mod wire;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -72,8 +76,7 @@ struct State {
     seen: Mutex<VecDeque<Seen>>,
     /// Per `X-Request-Id`: when the request arrived, its headers and its first content left.
     timings: Mutex<HashMap<String, Timings>>,
-    prefix_cache: Mutex<HashSet<String>>,
-    http_cache: Mutex<HashSet<Vec<u8>>>,
+    caches: cache::Caches,
     /// Per scenario spec: requests seen and the first one's arrival (for `every` and `warm`).
     counters: Mutex<HashMap<String, (u64, Instant)>>,
     /// What was served, as vLLM would report it on /metrics.
@@ -81,18 +84,9 @@ struct State {
 }
 
 const MAX_SEEN: usize = 10_000;
-const MAX_CACHED: usize = 10_000;
 /// Connections open at most: far above what a test or a soak keeps in flight, low enough that a
 /// leak shows as refusals rather than as the test process running out of descriptors.
 const MAX_CONNECTIONS: usize = 512;
-
-/// A long-running sim (fire drills, soaks) must not grow without bound: an over-full cache
-/// starts afresh, as a real one evicts.
-fn bound<T>(cache: &mut HashSet<T>) {
-    if cache.len() >= MAX_CACHED {
-        cache.clear();
-    }
-}
 
 /// A running simulated replica; stops when dropped.
 pub struct Sim {
@@ -112,7 +106,7 @@ impl Sim {
     pub async fn start(listen: &str) -> std::io::Result<Sim> {
         let limits = Limits {
             // The sim falls silent on purpose (`no-headers`): its silence watch must outlast that.
-            idle_timeout: generate::HOLD + Duration::from_secs(10),
+            idle_timeout: respond::HOLD + Duration::from_secs(10),
             ..Limits::with_cap(MAX_CONNECTIONS)
         };
         let door = Door::new(TcpListener::bind(listen).await?, limits);
@@ -256,6 +250,24 @@ impl State {
             log.pop_front();
         }
         log.push_back(seen);
+    }
+
+    /// Request `id` arrived at `t0`: a new request with the same id (a static header) starts
+    /// its timings afresh.
+    fn record_received(&self, id: &str, t0: Instant) {
+        let mut m = self.timings.lock().expect("sim state lock");
+        if m.len() > 100_000 {
+            m.clear();
+        }
+        m.insert(
+            id.to_string(),
+            Timings {
+                received: t0,
+                headers: None,
+                first_content: None,
+                abandoned: false,
+            },
+        );
     }
 
     /// The instant the first content chunk for request `id` was handed to the kernel.

@@ -1,0 +1,278 @@
+//! Degeneration detectors over generated text, for English and Chinese alike, run over the text
+//! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
+//! again and again, two alternating or taking turns at the end, or a block of lines coming
+//! back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
+//! alone), list items that keep coming back out of order within their section, and the n-gram
+//! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration.
+//! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
+//! repeats them. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
+//! them on real answers, and what each detector adds.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+mod report;
+
+use super::lists::{self, Item};
+pub use super::units::units;
+use super::units::{intern, periodic_run, repeats};
+pub use report::{Detector, Finding, Measures, Report, Tail};
+
+/// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
+/// lists whose items differ, counting, tables, code and refrains alone (tests/corpus.rs).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// A tail loop needs at least this many back-to-back repeats of its period (a period at
+    /// least `tail_min_units` long, a passage said again, needs two and the start of a third)...
+    pub tail_min_repeats: usize,
+    /// ...covering at least this many units. A text that ends in this many units of
+    /// punctuation and symbols alone (`；；；`, `－！－－！`, emoji), in any order, loops too.
+    pub tail_min_units: usize,
+    /// List items cycle when a period of one or more items comes back to back this often...
+    pub list_min_repeats: usize,
+    /// ...over at least this many items (short items count: `Apple` is one).
+    pub list_min_items: usize,
+    /// The n-gram detector fires when seq-rep-4 (the share of 4-grams that repeat an earlier
+    /// one, over the whole text or its second half, whichever is higher) exceeds the zlib
+    /// compression ratio by this much: the text repeats itself more than it carries news.
+    /// Refrains and structured text (JSON, tables) compress well but repeat less.
+    pub ngram_margin: f64,
+    /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
+    /// come back `list_min_repeats` times or more within their section, in any order
+    /// (`line_ratio` in the probe file).
+    #[serde(rename = "line_ratio")]
+    pub recurring_item_ratio: f64,
+    /// The n-gram measures apply only to texts whose prose (code blocks left out) has at least
+    /// this many units.
+    pub min_units: usize,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            tail_min_repeats: 3,
+            tail_min_units: 20,
+            list_min_repeats: 3,
+            list_min_items: 6,
+            ngram_margin: 0.12,
+            recurring_item_ratio: 0.5,
+            min_units: 40,
+        }
+    }
+}
+
+fn seq_rep_4(ids: &[u32]) -> f64 {
+    if ids.len() < 4 {
+        return 0.0;
+    }
+    let grams: Vec<&[u32]> = ids.windows(4).collect();
+    let unique: HashSet<&[u32]> = grams.iter().copied().collect();
+    1.0 - unique.len() as f64 / grams.len() as f64
+}
+
+/// The share of list items whose text comes back at least `times` times within its section
+/// (the lines between two lines without a marker, such as `Monday` or `Ingredients:`), over
+/// lists of at least `min_items`. A schedule or a checklist may give each day the same tasks;
+/// a model stuck on a few items repeats them where it is. Refrains and choruses are lines, not
+/// list items: they do not count, nor do answers (`True`, `No`), which an answer key repeats by
+/// nature.
+fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
+    let mut section = 0;
+    let listed: Vec<(usize, &str)> = items
+        .iter()
+        .filter_map(|i| {
+            // A line without a marker, or a heading (`### Monday`), starts a section.
+            section += usize::from(!i.listed || i.heading);
+            (i.listed && !i.heading && !i.is_answer()).then_some((section, i.text.as_str()))
+        })
+        .collect();
+    if listed.len() < min_items.max(1) {
+        return 0.0;
+    }
+    let mut counts: HashMap<(usize, &str), usize> = HashMap::new();
+    for &i in &listed {
+        *counts.entry(i).or_default() += 1;
+    }
+    let recurring = listed.iter().filter(|i| counts[*i] >= times).count();
+    recurring as f64 / listed.len() as f64
+}
+
+pub fn compression_ratio(text: &str) -> f64 {
+    if text.is_empty() {
+        return 1.0;
+    }
+    let packed = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 6);
+    packed.len() as f64 / text.len() as f64
+}
+
+/// Each item as a small number, in order of first appearance, for the items `counts` keeps;
+/// every other item gets a number of its own, so it never comes back.
+fn item_ids(items: &[Item], counts: impl Fn(&Item) -> bool) -> Vec<u32> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            if counts(item) {
+                let next = ids.len() as u32;
+                *ids.entry(item.text.as_str()).or_insert(next)
+            } else {
+                u32::MAX - i as u32
+            }
+        })
+        .collect()
+}
+
+/// How many items at the end of `ids` take turns between two values, in any order, each at
+/// least `min_repeats` times: a list stuck on two items (`Zimbabwe`, `Yemen`, `Zimbabwe`...).
+fn two_at_the_end(ids: &[u32], min_repeats: usize) -> Option<usize> {
+    let mut seen: Vec<(u32, usize)> = Vec::with_capacity(2);
+    let mut len = 0;
+    for &id in ids.iter().rev() {
+        if let Some((_, n)) = seen.iter_mut().find(|(s, _)| *s == id) {
+            *n += 1;
+        } else if seen.len() < 2 {
+            seen.push((id, 1));
+        } else {
+            break;
+        }
+        len += 1;
+    }
+    (seen.len() == 2 && seen.iter().all(|&(_, n)| n >= min_repeats)).then_some(len)
+}
+
+/// A cycle of items, as `(period, items covered)`. Anywhere among list items (lines with a
+/// marker: the counter climbs while the items come back); among other lines only where it
+/// ends the text, since lines without markers that repeat and then stop are code or a refrain,
+/// and a model stuck in a loop does not get out of it. At the end, two items coming back in any
+/// order count as a cycle of two. Answers (`True`, `B`) never count: an answer key repeats them.
+fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
+    let accept = repeats(t.list_min_repeats, t.list_min_items);
+    let listed = item_ids(items, |i| i.listed && !i.is_answer());
+    if let Some((p, _, c)) = periodic_run(&listed, false, &accept) {
+        return Some((p, c));
+    }
+    let mut all = item_ids(items, |i| !i.is_answer());
+    // A last line that begins one said before is being cut off by `max_tokens`: left out.
+    if let Some((last, before)) = items.split_last() {
+        if before
+            .iter()
+            .any(|i| i.text.len() > last.text.len() && i.text.starts_with(&last.text))
+        {
+            all.pop();
+        }
+    }
+    if let Some((p, _, c)) = periodic_run(&all, true, &accept) {
+        return Some((p, c));
+    }
+    two_at_the_end(&all, t.list_min_repeats)
+        .filter(|&c| c >= t.list_min_items)
+        .map(|c| (2, c))
+}
+
+/// How far into a third saying a long passage must be to count as a loop.
+const PASSAGE_RESTART: usize = 4;
+
+pub fn analyze(text: &str, t: &Thresholds) -> Report {
+    let plain = lists::without_markers(text);
+    let words = units(&plain);
+    let ids = intern(&words);
+    let prose = lists::prose(text);
+    let prose_units = units(&prose);
+    let prose_ids = intern(&prose_units);
+    let items = lists::items(text, false);
+    let n = ids.len();
+    let cycle = item_cycle(&items, t);
+    let looping = |p: usize, covered: usize| {
+        // A long passage said twice and begun a third time is a loop cut short; a few units
+        // into the third, so a shared last word or full stop does not count as its start.
+        let passage = p >= t.tail_min_units && covered >= 2 * p + PASSAGE_RESTART;
+        covered >= t.tail_min_units && (covered / p >= t.tail_min_repeats || passage)
+    };
+    // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
+    let tail = periodic_run(&ids, true, looping)
+        .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
+    // A text that ends in marks alone (`；；；`, `－－！－！！`, emoji) says nothing more, in
+    // whatever order they come. Its prose: a table drawn in a code block is no such end.
+    let marks = prose_units
+        .iter()
+        .rev()
+        .take_while(|u| !u.chars().any(char::is_alphanumeric))
+        .count();
+    let marks = (marks >= t.tail_min_units).then_some(marks);
+    let m = prose_ids.len();
+    let long_enough = m >= t.min_units;
+    let seq_rep_4 = if long_enough {
+        seq_rep_4(&prose_ids)
+    } else {
+        0.0
+    };
+    let late_seq_rep_4 = if long_enough {
+        self::seq_rep_4(&prose_ids[m / 2..])
+    } else {
+        0.0
+    };
+    let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
+    let compression_ratio = compression_ratio(&prose);
+    let share = |part: usize, whole: usize| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        }
+    };
+    let tail = tail
+        .map(|(period, _, units)| Tail::Repeated { period, units })
+        .or(marks.map(|units| Tail::Marks { units }));
+    let ngrams = seq_rep_4.max(late_seq_rep_4);
+    let findings = [
+        cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
+        tail.map(Finding::TailLoop),
+        (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
+            ratio: recurring_item_ratio,
+        }),
+        (long_enough && ngrams - compression_ratio >= t.ngram_margin).then_some(Finding::Ngrams {
+            seq_rep_4: ngrams,
+            compression_ratio,
+        }),
+    ];
+    Report {
+        measures: Measures {
+            score: share(tail.map_or(0, Tail::units), n)
+                .max(share(cycle.map_or(0, |(_, c)| c), items.len()))
+                .max(seq_rep_4)
+                .max(recurring_item_ratio),
+            units: n,
+            items: items.len(),
+            seq_rep_4,
+            late_seq_rep_4,
+            recurring_item_ratio,
+            compression_ratio,
+        },
+        findings: findings.into_iter().flatten().collect(),
+    }
+}
+
+/// Whether a text still being generated already ends in a loop beyond doubt: a tail loop or a
+/// cycle of list items (complete lines only) at twice the thresholds. Reading may stop there.
+pub fn certain_loop(text: &str, t: &Thresholds) -> bool {
+    let plain = lists::without_markers(text);
+    let ids = intern(units(&plain));
+    let twice = |v: usize| v.saturating_mul(2);
+    let tail = repeats(twice(t.tail_min_repeats), twice(t.tail_min_units));
+    let cycle = repeats(twice(t.list_min_repeats), twice(t.list_min_items));
+    // The last unit may be a word still being written.
+    let words = &ids[..ids.len().saturating_sub(1)];
+    periodic_run(words, true, tail).is_some()
+        || periodic_run(
+            &item_ids(&lists::items(text, true), |i| !i.is_answer()),
+            true,
+            cycle,
+        )
+        .is_some()
+}
+
+#[cfg(test)]
+mod tests;

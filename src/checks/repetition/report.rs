@@ -1,0 +1,254 @@
+//! What the detectors found and measured in one text ([`Report`]), and how the result record
+//! spells it: the `repetition` object is a public contract, flat, with the deciding detector's
+//! period and repeats beside each detector's own figures.
+
+use serde::{Serialize, Serializer};
+
+/// A detector, by the name the result record gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detector {
+    /// A period of list items (lines, markers off) repeated back to back: anywhere in a list,
+    /// or at the text's end for lines without markers; or two items coming back in any order
+    /// at the end.
+    ItemCycle,
+    /// The text ends in one unit sequence repeated back to back, or in a run of punctuation
+    /// and symbols alone.
+    TailLoop,
+    /// Many list items come back again and again, not necessarily back to back. The record
+    /// calls it `lines`, and the threshold is `line_ratio`.
+    #[serde(rename = "lines")]
+    RecurringItems,
+    /// Repeated 4-grams, corroborated by compression.
+    Ngrams,
+}
+
+impl Detector {
+    /// Every detector, in the order they are asked: the first that fires decides.
+    pub const ALL: [Detector; 4] = [
+        Detector::ItemCycle,
+        Detector::TailLoop,
+        Detector::RecurringItems,
+        Detector::Ngrams,
+    ];
+
+    /// Its name, as the result record spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detector::ItemCycle => "item_cycle",
+            Detector::TailLoop => "tail_loop",
+            Detector::RecurringItems => "lines",
+            Detector::Ngrams => "ngrams",
+        }
+    }
+}
+
+/// How a text ends in a loop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tail {
+    /// One sequence of `period` units repeated back to back over the last `units` units.
+    Repeated { period: usize, units: usize },
+    /// The last `units` units are punctuation and symbols alone, in any order: no period.
+    Marks { units: usize },
+}
+
+impl Tail {
+    /// How many units at the end the loop covers.
+    pub fn units(self) -> usize {
+        match self {
+            Tail::Repeated { units, .. } | Tail::Marks { units } => units,
+        }
+    }
+}
+
+/// What one detector found, with its own figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Finding {
+    /// A block of `period` list items repeated back to back over `items` items.
+    ItemCycle {
+        period: usize,
+        items: usize,
+    },
+    TailLoop(Tail),
+    /// This share of the list items come back again and again in their section.
+    RecurringItems {
+        ratio: f64,
+    },
+    /// seq-rep-4 (of the whole prose or its second half, the higher) beside the compression
+    /// ratio it exceeded by the margin.
+    Ngrams {
+        seq_rep_4: f64,
+        compression_ratio: f64,
+    },
+}
+
+impl Finding {
+    pub fn detector(&self) -> Detector {
+        match self {
+            Finding::ItemCycle { .. } => Detector::ItemCycle,
+            Finding::TailLoop(_) => Detector::TailLoop,
+            Finding::RecurringItems { .. } => Detector::RecurringItems,
+            Finding::Ngrams { .. } => Detector::Ngrams,
+        }
+    }
+
+    /// The period that repeats (items or units) and how often it came back, for the detectors
+    /// that find one.
+    pub fn period(&self) -> Option<(usize, usize)> {
+        match *self {
+            Finding::ItemCycle { period, items } => Some((period, items / period)),
+            Finding::TailLoop(Tail::Repeated { period, units }) => Some((period, units / period)),
+            _ => None,
+        }
+    }
+
+    /// One sentence for people: what was found, on what period.
+    pub fn describe(&self) -> String {
+        match *self {
+            Finding::ItemCycle { period: 1, items } => {
+                format!("one list item repeated {items} times in a row")
+            }
+            Finding::ItemCycle { period: 2, items } => {
+                format!("two list items coming back {} times", items / 2)
+            }
+            Finding::ItemCycle { period, items } => {
+                format!(
+                    "a block of {period} list items repeated {} times",
+                    items / period
+                )
+            }
+            Finding::TailLoop(Tail::Marks { units }) => {
+                format!("the text ends in {units} units of punctuation and symbols alone")
+            }
+            Finding::TailLoop(Tail::Repeated { period, units }) => format!(
+                "the text ends in a loop of {period} units repeated {} times",
+                units / period
+            ),
+            Finding::RecurringItems { ratio } => format!(
+                "{:.0}% of the list items come back again and again",
+                ratio * 100.0
+            ),
+            Finding::Ngrams {
+                seq_rep_4,
+                compression_ratio,
+            } => format!(
+                "{:.0}% of 4-grams repeat, and it compresses to {:.0}%",
+                seq_rep_4 * 100.0,
+                compression_ratio * 100.0
+            ),
+        }
+    }
+}
+
+/// What the detectors measure on every text, whether or not one fires.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measures {
+    /// 0..1: the largest of the item-cycle and tail-loop coverage, seq-rep-4 and the
+    /// recurring-item ratio.
+    pub score: f64,
+    pub units: usize,
+    pub items: usize,
+    /// seq-rep-4 and the compression ratio are measured on the prose: code blocks left out.
+    pub seq_rep_4: f64,
+    /// seq-rep-4 of the text's second half alone: a model that got stuck ends in repetition.
+    pub late_seq_rep_4: f64,
+    /// The share of list items that come back `list_min_repeats` times or more in their
+    /// section.
+    pub recurring_item_ratio: f64,
+    pub compression_ratio: f64,
+}
+
+/// What the detectors measured and found, kept in the result so an on-call engineer sees why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub measures: Measures,
+    /// Every detector that fired, in the order of [`Detector::ALL`]: the first decides, the
+    /// others agree (measuring what each adds, tests/corpus.rs, needs them all).
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    pub fn degenerate(&self) -> bool {
+        !self.findings.is_empty()
+    }
+
+    /// The finding that decided: the first detector that fired.
+    pub fn decided(&self) -> Option<&Finding> {
+        self.findings.first()
+    }
+
+    /// The detectors that fired, in the order they are asked.
+    pub fn fired(&self) -> impl Iterator<Item = Detector> + '_ {
+        self.findings.iter().map(Finding::detector)
+    }
+
+    /// The item cycle, when one was found: `(period, items covered)`.
+    pub fn item_cycle(&self) -> Option<(usize, usize)> {
+        self.findings.iter().find_map(|f| match *f {
+            Finding::ItemCycle { period, items } => Some((period, items)),
+            _ => None,
+        })
+    }
+
+    /// How the text ends in a loop, when it does.
+    pub fn tail(&self) -> Option<Tail> {
+        self.findings.iter().find_map(|f| match *f {
+            Finding::TailLoop(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// One sentence for people: which detector decided, on what period.
+    pub fn describe(&self) -> Option<String> {
+        self.decided().map(Finding::describe)
+    }
+}
+
+/// The record's flat `repetition` object.
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Record {
+            score: f64,
+            degenerate: bool,
+            detector: Option<Detector>,
+            period: Option<usize>,
+            repeats: Option<usize>,
+            units: usize,
+            items: usize,
+            item_cycle_period: Option<usize>,
+            item_cycle_items: usize,
+            tail_loop_period: Option<usize>,
+            tail_loop_units: usize,
+            seq_rep_4: f64,
+            late_seq_rep_4: f64,
+            recurring_item_ratio: f64,
+            compression_ratio: f64,
+        }
+        let m = &self.measures;
+        let decided = self.decided().and_then(Finding::period);
+        let cycle = self.item_cycle();
+        let tail = self.tail();
+        Record {
+            score: m.score,
+            degenerate: self.degenerate(),
+            detector: self.decided().map(Finding::detector),
+            period: decided.map(|d| d.0),
+            repeats: decided.map(|d| d.1),
+            units: m.units,
+            items: m.items,
+            item_cycle_period: cycle.map(|c| c.0),
+            item_cycle_items: cycle.map_or(0, |c| c.1),
+            tail_loop_period: match tail {
+                Some(Tail::Repeated { period, .. }) => Some(period),
+                _ => None,
+            },
+            tail_loop_units: tail.map_or(0, Tail::units),
+            seq_rep_4: m.seq_rep_4,
+            late_seq_rep_4: m.late_seq_rep_4,
+            recurring_item_ratio: m.recurring_item_ratio,
+            compression_ratio: m.compression_ratio,
+        }
+        .serialize(s)
+    }
+}
