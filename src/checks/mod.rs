@@ -103,7 +103,7 @@ impl Judgement {
         let found = self
             .repetition
             .as_ref()
-            .and_then(|r| Some((r.detector?, r.describe()?)));
+            .and_then(|r| Some((r.decided()?.detector(), r.describe()?)));
         match found {
             Some((d, words)) => format!("repetition, detector {}: {words}", d.as_str()),
             None => "repetition: reading stopped once the output certainly looped".to_string(),

@@ -99,7 +99,7 @@ impl From<&ProbeResult> for Run {
                 .map(|o| o.as_str().to_string())
                 .collect(),
             repetition: r.repetition.as_ref().map(|rep| Detected {
-                detector: rep.detector.map(|d| d.as_str().to_string()),
+                detector: rep.decided().map(|f| f.detector().as_str().to_string()),
             }),
         }
     }

@@ -194,7 +194,12 @@ fn a_content_failure_keeps_its_sentence_checks_and_detector() {
         &"Paris! ".repeat(40),
         &repetition::Thresholds::default(),
     ));
-    let detector = r.repetition.as_ref().and_then(|x| x.detector).unwrap();
+    let detector = r
+        .repetition
+        .as_ref()
+        .and_then(|x| x.decided())
+        .map(|f| f.detector())
+        .unwrap();
     assert_eq!(detector.as_str(), "tail_loop");
     h.record(&Run::from(&r));
     // A line logged before content failures carried a sentence still names the detector.
