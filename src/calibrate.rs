@@ -636,7 +636,7 @@ pub async fn calibrate(cfg: &Config, args: &CalibrateArgs) -> anyhow::Result<Cal
             Source::Histograms { url, names } => {
                 let before = scrape(&scraper, url).await?;
                 let r = runner.run_one(&probe, &target).await;
-                if !r.success {
+                if !r.success() {
                     tally.failed += 1;
                     continue;
                 }
@@ -655,7 +655,7 @@ pub async fn calibrate(cfg: &Config, args: &CalibrateArgs) -> anyhow::Result<Cal
                     None => None,
                 };
                 let r = runner.run_one(&probe, &target).await;
-                if !r.success {
+                if !r.success() {
                     tally.failed += 1;
                     continue;
                 }
@@ -672,7 +672,7 @@ pub async fn calibrate(cfg: &Config, args: &CalibrateArgs) -> anyhow::Result<Cal
             }
             Source::Timings => {
                 let r = runner.run_one(&probe, &target).await;
-                if !r.success {
+                if !r.success() {
                     tally.failed += 1;
                     continue;
                 }

@@ -19,7 +19,7 @@
 //! - [`checks`]: judging the text, pure functions: degeneration (lists included), length,
 //!   patterns, JSON and JSON Schema, tool calls.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
-//! - [`result`]: the result record of one run.
+//! - [`result`]: what one run measured, the context it ran in, and the record made of both.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
 //!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
@@ -31,7 +31,8 @@
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
-//! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
+//! - [`runner`]: runs (probe, target) pairs with a concurrency limit and remembers what a run's
+//!   context needs: warm-up, change detection, each target's model list.
 //! - [`report`]: table and JSON lines.
 //! - [`sim`]: the simulated OpenAI-compatible replica, its scenarios and its own misbehaving
 //!   HTTP writer.

@@ -69,13 +69,15 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     };
     let mut runner = Runner::new(opts.concurrency.unwrap_or(cfg.agent.concurrency));
     runner.show_output = opts.show_output;
-    let mut results = Arc::new(runner).run_all(pairs).await;
     // Only the config's windows: announced ones live in a daemon.
-    let announced = crate::maintenance::Announced::default();
-    for r in &mut results {
-        r.maintenance =
-            crate::maintenance::active(cfg, &announced, &r.target, r.started_at).is_some();
-    }
+    let (windows, announced) = (
+        Arc::new(cfg.clone()),
+        crate::maintenance::Announced::default(),
+    );
+    runner.windows = Some(Arc::new(move |target: &str, at| {
+        crate::maintenance::active(&windows, &announced, target, at).is_some()
+    }));
+    let results = Arc::new(runner).run_all(pairs).await;
     for r in &results {
         tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, request_id = %r.request_id, "probe run finished");
     }
@@ -91,7 +93,7 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     if let Some(settings) = push {
         push_results(cfg, settings, &results).await?;
     }
-    Ok(if results.iter().all(|r| r.success) {
+    Ok(if results.iter().all(|r| r.success()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

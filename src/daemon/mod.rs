@@ -440,11 +440,14 @@ async fn pair_loop(
 async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: PairKey) {
     let gauge = agent.metrics().runs_in_flight.clone();
     gauge.inc();
-    let mut r = agent.runner.run_one(&probe, &target).await;
+    let r = agent
+        .runner
+        .run_in(&probe, &target, |at| {
+            maintenance::active(&agent.cfg(), &agent.announced, &target.name, at).is_some()
+        })
+        .await;
     gauge.dec();
     let cfg = agent.cfg();
-    r.maintenance =
-        maintenance::active(&cfg, &agent.announced, &target.name, r.started_at).is_some();
     tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, "probe run finished");
     // A pair that left the config while it ran is not recorded: its series were retired.
     if scheduled_pairs(&cfg)

@@ -129,7 +129,7 @@ async fn wait_ready(
     let deadline = start + limit;
     loop {
         let r = runner.run_one(probe, target).await;
-        if r.success {
+        if r.success() {
             return Ok(start.elapsed().as_secs_f64() * 1000.0);
         }
         let last = format!("{} {}", r.outcome, r.error.unwrap_or_default());

@@ -153,7 +153,11 @@ fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
     let mut log = ResultsLog::open(&settings).unwrap();
     for i in 0..8 {
         r.started_at = ts(&format!("2025-03-10T11:0{i}:00Z"));
-        r.success = i != 3;
+        r.outcome = if i == 3 {
+            crate::outcome::Outcome::Stall
+        } else {
+            crate::outcome::Outcome::Ok
+        };
         r.request_id = format!("req-{i}");
         log.append(&r).unwrap();
     }
