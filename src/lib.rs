@@ -9,8 +9,9 @@
 //! - [`cli`]: the command line (run | once | gate | check | sim | demo).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
-//! - [`schedule`]: cron expressions → next fire times, evaluated by croner behind a check for
-//!   standard crontab, with Vixie cron's daylight-saving rule.
+//! - [`schedule`]: cron expressions → next fire times: read once into a field spec (the check
+//!   for standard crontab, the fixed-time rule, `check`'s cadence words), evaluated by croner,
+//!   with Vixie cron's daylight-saving rule.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
 //!   deadlines, caps, transport outcome) and one file per API flavor.
 //! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
