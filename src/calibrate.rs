@@ -161,6 +161,7 @@ enum Source {
 fn source(target: &Target, metrics_url: Option<&str>) -> anyhow::Result<Source> {
     let root = target
         .base_url
+        .as_str()
         .trim_end_matches('/')
         .trim_end_matches("/v1")
         .to_string();
@@ -449,6 +450,7 @@ async fn round_trip(target: &Target, connect: Duration) -> anyhow::Result<f64> {
         .build()?;
     let root = target
         .base_url
+        .as_str()
         .trim_end_matches('/')
         .trim_end_matches("/v1");
     let url = match target.server {
@@ -495,20 +497,8 @@ fn compare(
 }
 
 fn pick_probe(cfg: &Config, target: &Target, name: Option<&str>) -> anyhow::Result<Arc<Probe>> {
-    let known = || {
-        cfg.probes
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     match name {
-        Some(n) => cfg
-            .probes
-            .iter()
-            .find(|p| p.name == n)
-            .cloned()
-            .with_context(|| format!("unknown probe {n:?} (known: {})", known())),
+        Some(n) => Ok(cfg.known_probe(n)?.clone()),
         None => cfg
             .probes
             .iter()
@@ -565,14 +555,7 @@ async fn settle<F: Fn(&str) -> Alone>(
 
 /// Runs the calibration.
 pub async fn calibrate(cfg: &Config, args: &CalibrateArgs) -> anyhow::Result<Calibration> {
-    let target = cfg.target(&args.target).cloned().with_context(|| {
-        let known: Vec<&str> = cfg.targets.iter().map(|t| t.name.as_str()).collect();
-        format!(
-            "unknown target {:?} (known: {})",
-            args.target,
-            known.join(", ")
-        )
-    })?;
+    let target = cfg.known_target("target", &args.target)?.clone();
     let probe = pick_probe(cfg, &target, args.probe.as_deref())?;
     let source = source(&target, args.metrics_url.as_deref())?;
     let rtt = round_trip(&target, probe.timeouts.connect).await?;

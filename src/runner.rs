@@ -20,7 +20,7 @@ use crate::outcome::Outcome;
 use crate::probe::{self, identity, Clients};
 use crate::result::{Measurement, ProbeResult, RunContext};
 
-pub type Pair = (Arc<Probe>, Arc<Target>);
+pub use crate::config::Pair;
 
 /// Whether a target is in a maintenance window at an instant.
 pub type Windows = Arc<dyn Fn(&str, jiff::Timestamp) -> bool + Send + Sync>;
@@ -42,7 +42,7 @@ pub struct Runner {
 struct ModelLists(Arc<Mutex<HashMap<(String, String), (Instant, Option<String>)>>>);
 
 fn model_list_key(target: &Target) -> (String, String) {
-    (target.name.clone(), target.base_url.clone())
+    (target.name.clone(), target.base_url.to_string())
 }
 
 impl ModelLists {

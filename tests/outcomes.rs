@@ -331,7 +331,9 @@ async fn connect_error_on_a_closed_port() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (_dir, mut cfg) = common::config(&sim, &[("down", "healthy", "")], common::PROBE);
     let target = Arc::make_mut(&mut cfg.targets[0]);
-    target.base_url = format!("http://127.0.0.1:{}/v1", common::closed_port());
+    target.base_url = format!("http://127.0.0.1:{}/v1", common::closed_port())
+        .parse()
+        .unwrap();
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;

@@ -7,24 +7,9 @@ use std::sync::Arc;
 use anyhow::bail;
 
 use crate::cli::{Format, OnceArgs};
-use crate::config::Config;
+use crate::config::{Config, Pair, Selection};
 use crate::report;
-use crate::runner::{Pair, Runner};
-
-/// Every name asked for must exist; the error lists the ones that do.
-fn check_known<'a>(
-    what: &str,
-    asked: &[String],
-    known: impl Iterator<Item = &'a str> + Clone,
-) -> anyhow::Result<()> {
-    if let Some(n) = asked
-        .iter()
-        .find(|n| !known.clone().any(|k| k == n.as_str()))
-    {
-        bail!(crate::util::unknown_name(what, n, known));
-    }
-    Ok(())
-}
+use crate::runner::Runner;
 
 /// The pairs a command line selects; an unknown name is an error, not an empty run.
 pub fn select_pairs(
@@ -32,28 +17,11 @@ pub fn select_pairs(
     probes: &[String],
     targets: &[String],
 ) -> anyhow::Result<Vec<Pair>> {
-    check_known("probe", probes, cfg.probes.iter().map(|p| p.name.as_str()))?;
-    check_known(
-        "target",
+    let pairs = cfg.pairs(&Selection {
+        probes,
         targets,
-        cfg.targets.iter().map(|t| t.name.as_str()),
-    )?;
-    let mut pairs = Vec::new();
-    for p in cfg
-        .probes
-        .iter()
-        .filter(|p| probes.is_empty() || probes.contains(&p.name))
-    {
-        for tn in p
-            .targets
-            .iter()
-            .filter(|t| targets.is_empty() || targets.contains(t))
-        {
-            if let Some(t) = cfg.target(tn) {
-                pairs.push((p.clone(), t.clone()));
-            }
-        }
-    }
+        in_shard: false,
+    })?;
     if pairs.is_empty() {
         bail!("no probe runs against the selected targets");
     }

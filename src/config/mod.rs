@@ -13,13 +13,15 @@ mod probe;
 mod probe_files;
 pub mod raw;
 mod remote_write;
+mod select;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_saphyr::{Location, Spanned};
 
 pub use error::{ConfigError, FieldPath};
@@ -27,6 +29,7 @@ pub use maintenance::MaintenanceWindow;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
+pub use select::{in_shard, Pair, Selection, UnknownName};
 
 use crate::secret::Secret;
 
@@ -103,19 +106,23 @@ pub struct Push {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub name: String,
-    pub base_url: String,
+    /// Without a trailing `/`: a flavor's path is appended to it ([`Target::endpoint`]).
+    pub base_url: reqwest::Url,
     pub api: Api,
     pub server: ServerKind,
     pub model: String,
     pub labels: BTreeMap<String, String>,
     pub api_key: Option<Secret>,
-    pub headers: Vec<(String, String)>,
+    /// What every request to the target carries: its configured headers and its key (marked
+    /// sensitive, so it never prints).
+    pub headers: reqwest::header::HeaderMap,
     pub priority: Option<i64>,
 }
 
-impl Config {
-    pub fn target(&self, name: &str) -> Option<&Arc<Target>> {
-        self.targets.iter().find(|t| t.name == name)
+impl Target {
+    /// `base_url` with `path` (`/chat/completions`, `/models` ...) appended.
+    pub fn endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url.as_str().trim_end_matches('/'))
     }
 }
 
@@ -547,8 +554,7 @@ fn load_target(
 ) -> Result<Target, ConfigError> {
     check_name(src, &at.key("name"), &t.name, "target")?;
     let url_field = at.key("base_url");
-    let base_url = t.base_url.value.trim_end_matches('/').to_string();
-    match reqwest::Url::parse(&base_url) {
+    let base_url = match reqwest::Url::parse(t.base_url.value.trim_end_matches('/')) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
             if !u.username().is_empty() || u.password().is_some() {
                 return Err(src.err(
@@ -557,6 +563,7 @@ fn load_target(
                     "credentials do not belong in base_url: use api_key_env or api_key_file",
                 ));
             }
+            u
         }
         // International domain names are not converted (no IDNA tables in the binary).
         Err(url::ParseError::IdnaError) => {
@@ -576,7 +583,7 @@ fn load_target(
                 format!("base_url {:?} is not an http(s) URL", t.base_url.value),
             ))
         }
-    }
+    };
     let mut labels = BTreeMap::new();
     if let Some(l) = t.labels {
         let labels_field = at.key("labels");
@@ -590,21 +597,48 @@ fn load_target(
         }
         labels = l.value;
     }
+    let key_at = match (&t.api_key_file, &t.api_key_env) {
+        (Some(f), _) => Some((at.key("api_key_file"), f.referenced)),
+        (None, Some(e)) => Some((at.key("api_key_env"), e.referenced)),
+        (None, None) => None,
+    };
     let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
-    let mut headers = Vec::new();
+    let server = t.server.unwrap_or(ServerKind::Generic);
+    let mut headers = HeaderMap::new();
     if let Some(h) = t.headers {
         for (k, v) in h.value {
-            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
-                || reqwest::header::HeaderValue::from_str(&v).is_err()
-            {
+            let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(k.as_bytes()),
+                HeaderValue::from_str(&v),
+            ) else {
                 return Err(src.err(
                     &at.key("headers"),
                     h.referenced,
                     format!("header {k:?} is not a valid HTTP header"),
                 ));
+            };
+            // Written twice (in any case): the first stands.
+            if !headers.contains_key(&name) {
+                headers.insert(name, value);
             }
-            headers.push((k, v));
         }
+    }
+    if server == ServerKind::Anthropic {
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static(crate::probe::flavor::anthropic_messages::VERSION),
+        );
+    }
+    if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
+        let (name, mut value) = key_header(server, key).map_err(|()| {
+            src.err(
+                &field,
+                referenced,
+                "the api key is not a valid HTTP header value: it holds a line break or another control character",
+            )
+        })?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
     }
     let server = t.server.unwrap_or(ServerKind::Generic);
     if let Some(p) = &t.priority {
@@ -616,8 +650,6 @@ fn load_target(
             ));
         }
     }
-    let mut seen = HashSet::new();
-    headers.retain(|(k, _)| seen.insert(k.to_ascii_lowercase()));
     Ok(Target {
         name: t.name.value,
         base_url,
@@ -629,6 +661,23 @@ fn load_target(
         headers,
         priority: t.priority.map(|p| p.value),
     })
+}
+
+/// The header that carries `key`: Anthropic's own API takes it in x-api-key (with a version
+/// header); every other server (vLLM and llama.cpp serving /v1/messages too) takes a bearer
+/// token.
+fn key_header(server: ServerKind, key: &Secret) -> Result<(HeaderName, HeaderValue), ()> {
+    let (name, value) = match server {
+        ServerKind::Anthropic => (
+            HeaderName::from_static("x-api-key"),
+            HeaderValue::from_str(key.expose()),
+        ),
+        _ => (
+            reqwest::header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())),
+        ),
+    };
+    value.map(|v| (name, v)).map_err(|_| ())
 }
 
 /// Parses `text` as an agent file and as a probe file and returns the errors as they would be

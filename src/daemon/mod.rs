@@ -25,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::config::{self, Config, Probe, Target};
+use crate::config::{self, Config, Pair, Probe, Selection, Target};
 use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
 use crate::maintenance::{self, Announced};
-use crate::runner::{Pair, Runner};
+use crate::runner::Runner;
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::push;
 use crate::sinks::results_log::ResultsLog;
@@ -149,35 +149,10 @@ impl Agent {
     }
 }
 
-/// A stable hash of a pair, so every agent of a fleet agrees on the shards.
-fn pair_hash(probe: &str, target: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in probe.bytes().chain([0u8]).chain(target.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
-/// Whether shard `i/n` owns the pair (`None`: one agent owns everything).
-pub fn in_shard(probe: &str, target: &str, shard: Option<(u32, u32)>) -> bool {
-    match shard {
-        Some((i, n)) => pair_hash(probe, target) % u64::from(n) == u64::from(i - 1),
-        None => true,
-    }
-}
-
 /// The pairs this agent schedules: every probe's targets, within its shard.
 pub fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
-    let mut out = Vec::new();
-    for p in &cfg.probes {
-        for t in p.targets.iter().filter_map(|n| cfg.target(n)) {
-            if in_shard(&p.name, &t.name, cfg.agent.shard) {
-                out.push((p.clone(), t.clone()));
-            }
-        }
-    }
-    out
+    cfg.pairs(&Selection::SCHEDULED)
+        .expect("a selection that names nothing names nothing unknown")
 }
 
 fn open_log(cfg: &Config) -> Option<ResultsLog> {
@@ -534,30 +509,4 @@ fn hangup() -> Hangup {
     }
     #[cfg(not(unix))]
     Hangup()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_cover_every_pair_exactly_once() {
-        let mut owners = std::collections::HashMap::new();
-        for p in 0..40 {
-            for t in 0..25 {
-                let (p, t) = (format!("probe-{p}"), format!("target-{t}"));
-                let o: Vec<u32> = (1..=3)
-                    .filter(|&i| in_shard(&p, &t, Some((i, 3))))
-                    .collect();
-                assert_eq!(o.len(), 1, "{p} {t}: {o:?}");
-                *owners.entry(o[0]).or_insert(0) += 1;
-            }
-        }
-        // Roughly even: each shard holds a fair share of the 1000 pairs.
-        assert!(
-            owners.values().all(|&n| (250..420).contains(&n)),
-            "{owners:?}"
-        );
-        assert!(in_shard("a", "b", None));
-    }
 }
