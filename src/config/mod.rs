@@ -14,6 +14,7 @@ mod probe_files;
 pub mod raw;
 mod remote_write;
 mod select;
+mod target;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_saphyr::{Location, Spanned};
 
 pub use error::{ConfigError, FieldPath};
@@ -30,6 +30,7 @@ pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
 pub use select::{in_shard, Pair, Selection, UnknownName};
+pub use target::Target;
 
 use crate::secret::Secret;
 
@@ -101,29 +102,6 @@ pub struct Push {
     pub delete_on_shutdown: bool,
     pub timeout: Duration,
     pub auth: Option<PushAuth>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub name: String,
-    /// Without a trailing `/`: a flavor's path is appended to it ([`Target::endpoint`]).
-    pub base_url: reqwest::Url,
-    pub api: Api,
-    pub server: ServerKind,
-    pub model: String,
-    pub labels: BTreeMap<String, String>,
-    pub api_key: Option<Secret>,
-    /// What every request to the target carries: its configured headers and its key (marked
-    /// sensitive, so it never prints).
-    pub headers: reqwest::header::HeaderMap,
-    pub priority: Option<i64>,
-}
-
-impl Target {
-    /// `base_url` with `path` (`/chat/completions`, `/models` ...) appended.
-    pub fn endpoint(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url.as_str().trim_end_matches('/'))
-    }
 }
 
 /// A file being loaded: its path and text, to turn positions into errors.
@@ -337,7 +315,13 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
                 format!("duplicate target name {:?}", t.name.value),
             ));
         }
-        targets.push(Arc::new(load_target(&src, &at, t, base, &agent.labels)?));
+        targets.push(Arc::new(target::load_target(
+            &src,
+            &at,
+            t,
+            base,
+            &agent.labels,
+        )?));
     }
 
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
@@ -543,141 +527,6 @@ fn load_push(
         timeout: p.timeout.map_or(Duration::from_secs(10), |d| d.0),
         auth,
     })
-}
-
-fn load_target(
-    src: &Source,
-    at: &FieldPath,
-    t: raw::RawTarget,
-    base: &Path,
-    agent_labels: &BTreeMap<String, String>,
-) -> Result<Target, ConfigError> {
-    check_name(src, &at.key("name"), &t.name, "target")?;
-    let url_field = at.key("base_url");
-    let base_url = match reqwest::Url::parse(t.base_url.value.trim_end_matches('/')) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-            if !u.username().is_empty() || u.password().is_some() {
-                return Err(src.err(
-                    &url_field,
-                    t.base_url.referenced,
-                    "credentials do not belong in base_url: use api_key_env or api_key_file",
-                ));
-            }
-            u
-        }
-        // International domain names are not converted (no IDNA tables in the binary).
-        Err(url::ParseError::IdnaError) => {
-            return Err(src.err(
-                &url_field,
-                t.base_url.referenced,
-                format!(
-                    "base_url {:?} has a host name that is not ASCII: write it in its xn-- (punycode) form",
-                    t.base_url.value
-                ),
-            ))
-        }
-        _ => {
-            return Err(src.err(
-                &url_field,
-                t.base_url.referenced,
-                format!("base_url {:?} is not an http(s) URL", t.base_url.value),
-            ))
-        }
-    };
-    let mut labels = BTreeMap::new();
-    if let Some(l) = t.labels {
-        let labels_field = at.key("labels");
-        check_labels(src, &labels_field, &l)?;
-        if let Some(k) = l.value.keys().find(|k| agent_labels.contains_key(*k)) {
-            return Err(src.err(
-                &labels_field,
-                l.referenced,
-                format!("label {k:?} is already set under agent.labels"),
-            ));
-        }
-        labels = l.value;
-    }
-    let key_at = match (&t.api_key_file, &t.api_key_env) {
-        (Some(f), _) => Some((at.key("api_key_file"), f.referenced)),
-        (None, Some(e)) => Some((at.key("api_key_env"), e.referenced)),
-        (None, None) => None,
-    };
-    let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
-    let server = t.server.unwrap_or(ServerKind::Generic);
-    let mut headers = HeaderMap::new();
-    if let Some(h) = t.headers {
-        for (k, v) in h.value {
-            let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(k.as_bytes()),
-                HeaderValue::from_str(&v),
-            ) else {
-                return Err(src.err(
-                    &at.key("headers"),
-                    h.referenced,
-                    format!("header {k:?} is not a valid HTTP header"),
-                ));
-            };
-            // Written twice (in any case): the first stands.
-            if !headers.contains_key(&name) {
-                headers.insert(name, value);
-            }
-        }
-    }
-    if server == ServerKind::Anthropic {
-        headers.insert(
-            "anthropic-version",
-            HeaderValue::from_static(crate::probe::flavor::anthropic_messages::VERSION),
-        );
-    }
-    if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
-        let (name, mut value) = key_header(server, key).map_err(|()| {
-            src.err(
-                &field,
-                referenced,
-                "the api key is not a valid HTTP header value: it holds a line break or another control character",
-            )
-        })?;
-        value.set_sensitive(true);
-        headers.insert(name, value);
-    }
-    let server = t.server.unwrap_or(ServerKind::Generic);
-    if let Some(p) = &t.priority {
-        if !matches!(server, ServerKind::Vllm | ServerKind::Sglang) {
-            return Err(src.err(
-                &at.key("priority"),
-                p.referenced,
-                format!("server kind `{}` has no request priority: remove priority, or set server to vllm or sglang", server.as_str()),
-            ));
-        }
-    }
-    Ok(Target {
-        name: t.name.value,
-        base_url,
-        api: t.api.unwrap_or(Api::OpenaiChat),
-        server,
-        model: t.model,
-        labels,
-        api_key,
-        headers,
-        priority: t.priority.map(|p| p.value),
-    })
-}
-
-/// The header that carries `key`: Anthropic's own API takes it in x-api-key (with a version
-/// header); every other server (vLLM and llama.cpp serving /v1/messages too) takes a bearer
-/// token.
-fn key_header(server: ServerKind, key: &Secret) -> Result<(HeaderName, HeaderValue), ()> {
-    let (name, value) = match server {
-        ServerKind::Anthropic => (
-            HeaderName::from_static("x-api-key"),
-            HeaderValue::from_str(key.expose()),
-        ),
-        _ => (
-            reqwest::header::AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer {}", key.expose())),
-        ),
-    };
-    value.map(|v| (name, v)).map_err(|_| ())
 }
 
 /// Parses `text` as an agent file and as a probe file and returns the errors as they would be
