@@ -9,8 +9,9 @@
 //! - [`cli`]: the command line (run | once | gate | check | sim | demo).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
-//! - [`schedule`]: cron expressions → next fire times, evaluated by croner behind a check for
-//!   standard crontab, with Vixie cron's daylight-saving rule.
+//! - [`schedule`]: cron expressions → next fire times: read once into a field spec (the check
+//!   for standard crontab, the fixed-time rule, `check`'s cadence words), evaluated by croner,
+//!   with Vixie cron's daylight-saving rule.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
 //!   deadlines, caps, transport outcome) and one file per API flavor.
 //! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
@@ -19,7 +20,7 @@
 //! - [`checks`]: judging the text, pure functions: degeneration (lists included), length,
 //!   patterns, JSON and JSON Schema, tool calls.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
-//! - [`result`]: the result record of one run.
+//! - [`result`]: what one run measured, the context it ran in, and the record made of both.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
 //!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
@@ -31,7 +32,8 @@
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
-//! - [`runner`]: runs (probe, target) pairs with a concurrency limit; warm-up state.
+//! - [`runner`]: runs (probe, target) pairs with a concurrency limit and remembers what a run's
+//!   context needs: warm-up, change detection, each target's model list.
 //! - [`report`]: table and JSON lines.
 //! - [`sim`]: the simulated OpenAI-compatible replica: a router with one function per route,
 //!   its caches, its scenarios, an answer per scenario written by a plan chosen before the first

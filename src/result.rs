@@ -1,8 +1,13 @@
 //! The result of one probe run: plain data, serialized as DESIGN's result record (one JSON
 //! object per line for `once --format json`, the results log and the gate). Absent figures are
 //! `null`; the generated text only when asked for; never the API key.
+//!
+//! A run yields a [`Measurement`] (what was seen and judged); the runner knows the
+//! [`RunContext`] (how the run stands beside the ones before it, and the window it fell in).
+//! [`ProbeResult::new`] makes the record from the two, and nothing sets a field of it afterwards.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Serialize;
 
@@ -10,6 +15,97 @@ use crate::checks::repetition;
 use crate::outcome::Outcome;
 pub use crate::timeline::TokensSource;
 use crate::timeline::{Figures, Timeline};
+
+/// What one run saw and judged, before it is set beside the runs before it.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    pub probe: String,
+    pub target: String,
+    pub model: String,
+    pub labels: BTreeMap<String, String>,
+    pub request_id: String,
+    pub started_at: jiff::Timestamp,
+    pub outcome: Outcome,
+    pub failed_checks: Vec<Outcome>,
+    pub http_status: Option<u16>,
+    pub figures: Figures,
+    pub output_tokens: Option<u64>,
+    pub tokens_source: Option<TokensSource>,
+    pub reasoning_tokens: Option<u64>,
+    pub finish_reason: Option<String>,
+    pub output_chars: Option<usize>,
+    pub repetition_score: Option<f64>,
+    pub error: Option<String>,
+    pub server_timings: Option<serde_json::Value>,
+    pub server_ttft_ms: Option<f64>,
+    pub reported_model: Option<String>,
+    /// What the answer said identifies the serving build: `system_fingerprint`, else the
+    /// echoed model name.
+    pub build: Option<String>,
+    pub output_sha256: Option<String>,
+    pub trace_id: String,
+    pub content_chunks: usize,
+    pub response_bytes: usize,
+    pub repetition: Option<repetition::Report>,
+    pub stopped_early: bool,
+    pub output: Option<String>,
+    pub timeline: Option<Timeline>,
+}
+
+impl Measurement {
+    pub fn success(&self) -> bool {
+        self.outcome == Outcome::Ok
+    }
+}
+
+/// How a run stands beside the runs before it, and the window it fell in: what the runner and
+/// its caller know, and the run itself cannot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunContext {
+    /// The pair's first success since start or since its target was unreachable.
+    pub warmup: bool,
+    /// The target's build differs from the one it showed before.
+    pub target_changed: bool,
+    /// A deterministic probe's output differs from its previous one on this target.
+    pub output_changed: bool,
+    /// The run fell in a maintenance window of its target.
+    pub maintenance: bool,
+    /// The target's model-list entry, as last asked (see [`crate::probe::identity`]).
+    pub models: Option<String>,
+}
+
+/// What identifies the serving build: what the answer said, and the target's model-list entry
+/// when one is known. Serialized as one string, `"{build}; models {models}"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub build: String,
+    pub models: Option<String>,
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.build)?;
+        match &self.models {
+            Some(m) => write!(f, "; models {m}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl From<&str> for Fingerprint {
+    fn from(build: &str) -> Fingerprint {
+        Fingerprint {
+            build: build.to_string(),
+            models: None,
+        }
+    }
+}
+
+impl Serialize for Fingerprint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeResult {
@@ -21,8 +117,9 @@ pub struct ProbeResult {
     pub request_id: String,
     #[serde(serialize_with = "rfc3339")]
     pub started_at: jiff::Timestamp,
+    /// Serialized with `success` (derived from it) beside it.
+    #[serde(flatten, serialize_with = "outcome_and_success")]
     pub outcome: Outcome,
-    pub success: bool,
     pub failed_checks: Vec<Outcome>,
     pub http_status: Option<u16>,
     #[serde(flatten, serialize_with = "figures")]
@@ -42,8 +139,8 @@ pub struct ProbeResult {
     pub server_ttft_ms: Option<f64>,
     /// The model name the server echoed.
     pub reported_model: Option<String>,
-    /// What identifies the serving build: `system_fingerprint`, else the echoed model name.
-    pub fingerprint: Option<String>,
+    /// What identifies the serving build.
+    pub fingerprint: Option<Fingerprint>,
     /// The fingerprint differs from the one this target showed before (not on the first run).
     pub target_changed: bool,
     /// SHA-256 of the generated text (hex).
@@ -74,6 +171,14 @@ fn rfc3339<S: serde::Serializer>(t: &jiff::Timestamp, s: S) -> Result<S::Ok, S::
     s.collect_str(&t.round(jiff::Unit::Millisecond).unwrap_or(*t))
 }
 
+fn outcome_and_success<S: serde::Serializer>(o: &Outcome, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("outcome", o)?;
+    m.serialize_entry("success", &(*o == Outcome::Ok))?;
+    m.end()
+}
+
 fn figures<S: serde::Serializer>(f: &Figures, s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let round = |v: Option<f64>| v.map(|x| (x * 1000.0).round() / 1000.0);
@@ -91,10 +196,71 @@ fn figures<S: serde::Serializer>(f: &Figures, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl ProbeResult {
+    /// The record of a run: what it measured, in its context.
+    pub fn new(m: Measurement, ctx: RunContext) -> ProbeResult {
+        ProbeResult {
+            probe: m.probe,
+            target: m.target,
+            model: m.model,
+            labels: m.labels,
+            request_id: m.request_id,
+            started_at: m.started_at,
+            outcome: m.outcome,
+            failed_checks: m.failed_checks,
+            http_status: m.http_status,
+            figures: m.figures,
+            output_tokens: m.output_tokens,
+            tokens_source: m.tokens_source,
+            reasoning_tokens: m.reasoning_tokens,
+            finish_reason: m.finish_reason,
+            output_chars: m.output_chars,
+            repetition_score: m.repetition_score,
+            warmup: ctx.warmup,
+            error: m.error,
+            server_timings: m.server_timings,
+            server_ttft_ms: m.server_ttft_ms,
+            reported_model: m.reported_model,
+            // A run that never reached the model names no build.
+            fingerprint: m.build.map(|build| Fingerprint {
+                build,
+                models: ctx.models,
+            }),
+            target_changed: ctx.target_changed,
+            output_sha256: m.output_sha256,
+            output_changed: ctx.output_changed,
+            trace_id: m.trace_id,
+            maintenance: ctx.maintenance,
+            content_chunks: m.content_chunks,
+            response_bytes: m.response_bytes,
+            repetition: m.repetition,
+            stopped_early: m.stopped_early,
+            output: m.output,
+            timeline: m.timeline,
+        }
+    }
+
+    /// The run passed every check (`outcome` is `ok`).
+    pub fn success(&self) -> bool {
+        self.outcome == Outcome::Ok
+    }
+
     /// A successful result with every figure absent, for tests to adjust.
     #[cfg(test)]
     pub fn example() -> ProbeResult {
-        ProbeResult {
+        ProbeResult::new(Measurement::example(), RunContext::default())
+    }
+
+    /// One JSON line.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("a result always serializes")
+    }
+}
+
+#[cfg(test)]
+impl Measurement {
+    /// A successful run with every figure absent.
+    pub fn example() -> Measurement {
+        Measurement {
             probe: "p".into(),
             target: "t".into(),
             model: "m".into(),
@@ -102,27 +268,22 @@ impl ProbeResult {
             request_id: "r".into(),
             started_at: jiff::Timestamp::UNIX_EPOCH,
             outcome: Outcome::Ok,
-            success: true,
             failed_checks: vec![],
             http_status: Some(200),
             figures: Figures::default(),
             output_tokens: None,
             tokens_source: None,
             reasoning_tokens: None,
-            server_ttft_ms: None,
-            reported_model: None,
-            fingerprint: None,
-            target_changed: false,
-            output_sha256: None,
-            output_changed: false,
-            trace_id: String::new(),
-            maintenance: false,
             finish_reason: None,
             output_chars: None,
             repetition_score: None,
-            warmup: false,
             error: None,
             server_timings: None,
+            server_ttft_ms: None,
+            reported_model: None,
+            build: None,
+            output_sha256: None,
+            trace_id: String::new(),
             content_chunks: 0,
             response_bytes: 0,
             repetition: None,
@@ -131,9 +292,33 @@ impl ProbeResult {
             timeline: None,
         }
     }
+}
 
-    /// One JSON line.
-    pub fn to_json_line(&self) -> String {
-        serde_json::to_string(self).expect("a result always serializes")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn success_and_the_fingerprint_serialize_as_the_record_has_them() {
+        let mut m = Measurement::example();
+        m.build = Some("b1".into());
+        let ctx = RunContext {
+            models: Some("m1".into()),
+            ..RunContext::default()
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&ProbeResult::new(m.clone(), ctx).to_json_line()).unwrap();
+        assert_eq!((&v["outcome"], &v["success"]), (&"ok".into(), &true.into()));
+        assert_eq!(v["fingerprint"], "b1; models m1");
+        m.outcome = Outcome::Repetition;
+        m.build = None;
+        let line = ProbeResult::new(m, RunContext::default()).to_json_line();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["success"], false);
+        assert_eq!(v["fingerprint"], serde_json::Value::Null);
+        // The record's field order is part of what readers see.
+        let keys = ["\"outcome\"", "\"success\"", "\"failed_checks\""];
+        let at: Vec<usize> = keys.iter().map(|k| line.find(k).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{line}");
     }
 }

@@ -1,10 +1,13 @@
-//! Runs (probe, target) pairs with a concurrency limit and keeps the warm-up state: the first
-//! successful run of a pair after start, or after its target was unreachable (to any probe), is
-//! flagged `warmup` (a cold start, reported apart from the latency figures). It also notices
-//! change from outside: a target whose build fingerprint differs from the one it showed
-//! before (what its answers say, and what its model list says, asked in the background at most
-//! every five minutes: [`probe::identity`]), and a temperature-0 probe whose output differs from
-//! its previous one.
+//! Runs (probe, target) pairs with a concurrency limit, and makes each run's record from what it
+//! measured and what the runner remembers of the runs before it:
+//! - [`Warm`]: the first successful run of a pair after start, or after its target was
+//!   unreachable (to any probe), is flagged `warmup` (a cold start, reported apart from the
+//!   latency figures);
+//! - [`Changes`]: a target whose build differs from the one it showed before (what its answers
+//!   say, and what its model list says), and a temperature-0 probe whose output differs from its
+//!   previous one;
+//! - [`ModelLists`]: each target's model list, asked in the background at most every five
+//!   minutes ([`probe::identity`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -15,76 +18,121 @@ use tokio::sync::Semaphore;
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
 use crate::probe::{self, identity, Clients};
-use crate::result::ProbeResult;
+use crate::result::{Measurement, ProbeResult, RunContext};
 
-pub type Pair = (Arc<Probe>, Arc<Target>);
+pub use crate::config::Pair;
+
+/// Whether a target is in a maintenance window at an instant.
+pub type Windows = Arc<dyn Fn(&str, jiff::Timestamp) -> bool + Send + Sync>;
 
 pub struct Runner {
     clients: Clients,
     limit: Arc<Semaphore>,
     warm: Mutex<Warm>,
     changes: Mutex<Changes>,
-    identities: Arc<Mutex<Identities>>,
+    models: ModelLists,
     pub show_output: bool,
+    /// The maintenance windows runs of [`Runner::run_one`] and [`Runner::run_all`] are
+    /// flagged in (none when unset).
+    pub windows: Option<Windows>,
 }
 
 /// Each target's last model-list answer, by name and address, and when it was asked.
-type Identities = HashMap<(String, String), (Instant, Option<String>)>;
+#[derive(Default, Clone)]
+struct ModelLists(Arc<Mutex<HashMap<(String, String), (Instant, Option<String>)>>>);
 
-fn identity_key(target: &Target) -> (String, String) {
-    (target.name.clone(), target.base_url.clone())
+fn model_list_key(target: &Target) -> (String, String) {
+    (target.name.clone(), target.base_url.to_string())
 }
 
-/// Asks `target` for its model list and keeps the answer as asked at `asked`; a server that
-/// does not answer this time keeps its last one.
-async fn refresh(
-    map: &Mutex<Identities>,
-    client: &reqwest::Client,
-    target: &Target,
-    asked: Instant,
-) -> Option<String> {
-    let answer = identity::ask(client, target).await;
-    let mut map = map.lock().expect("the identity map is never poisoned");
-    let kept = answer.or_else(|| map.get(&identity_key(target))?.1.clone());
-    map.insert(identity_key(target), (asked, kept.clone()));
-    kept
+impl ModelLists {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), (Instant, Option<String>)>> {
+        self.0.lock().expect("the model-list map is never poisoned")
+    }
+
+    /// The target's last answer, as the next run will use it.
+    fn last(&self, target: &Target) -> Option<String> {
+        self.lock()
+            .get(&model_list_key(target))
+            .and_then(|(_, id)| id.clone())
+    }
+
+    /// Asks `target` for its model list and keeps the answer as asked at `asked`; a server
+    /// that does not answer this time keeps its last one.
+    async fn ask(
+        &self,
+        client: &reqwest::Client,
+        target: &Target,
+        asked: Instant,
+    ) -> Option<String> {
+        let answer = identity::ask(client, target).await;
+        let mut map = self.lock();
+        let kept = answer.or_else(|| map.get(&model_list_key(target))?.1.clone());
+        map.insert(model_list_key(target), (asked, kept.clone()));
+        kept
+    }
+
+    /// The target's last answer; asks again in the background when it is older than
+    /// [`identity::EVERY`] (or was never asked), so no run waits for it.
+    fn last_or_ask(&self, client: &reqwest::Client, target: &Target) -> Option<String> {
+        let now = Instant::now();
+        let mut map = self.lock();
+        let last = match map.get(&model_list_key(target)) {
+            Some((asked, last)) if now < *asked + identity::EVERY => return last.clone(),
+            Some((_, last)) => last.clone(),
+            None => None,
+        };
+        // Marked asked now, so runs meanwhile do not ask again; the answer replaces it.
+        map.insert(model_list_key(target), (now, last.clone()));
+        let (me, client, target) = (self.clone(), client.clone(), target.clone());
+        tokio::spawn(async move { me.ask(&client, &target, now).await });
+        last
+    }
 }
 
-/// The last fingerprint and model-list entry each target showed, and the last output of each
+/// How a run's build and output compare with what came before.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Change {
+    target_changed: bool,
+    output_changed: bool,
+    /// The model-list entry the run's fingerprint carries.
+    models: Option<String>,
+}
+
+/// The last build and model-list entry each target showed, and the last output of each
 /// deterministic pair.
 #[derive(Default)]
 struct Changes {
-    fingerprints: HashMap<String, String>,
-    identities: HashMap<String, String>,
+    builds: HashMap<String, String>,
+    models_seen: HashMap<String, String>,
     outputs: HashMap<(String, String), String>,
 }
 
 impl Changes {
-    /// Flags `r.target_changed` and `r.output_changed`, and adds the target's model-list entry
-    /// (when known) to its fingerprint. The first sighting of each is no change: a model list
-    /// answered after the first runs adds to the fingerprint without counting as a new build.
-    fn note(&mut self, deterministic: bool, identity: Option<String>, r: &mut ProbeResult) {
-        let mut changed = false;
-        if let Some(fp) = &r.fingerprint {
-            let before = self.fingerprints.insert(r.target.clone(), fp.clone());
-            changed |= before.is_some_and(|b| &b != fp);
-        }
-        // Not asked yet at this address: the target's last answer stands. Only a run that
-        // reached the model has a build to name.
-        let identity = identity.or_else(|| self.identities.get(&r.target).cloned());
-        if let (Some(id), true) = (identity, r.fingerprint.is_some()) {
-            let before = self.identities.insert(r.target.clone(), id.clone());
-            changed |= before.is_some_and(|b| b != id);
-            if let Some(fp) = &mut r.fingerprint {
-                fp.push_str(&format!("; models {id}"));
+    /// Compares `m` with what its target and pair showed before, given the target's model-list
+    /// entry (when known). The first sighting of each is no change: a model list answered after
+    /// the first runs joins the fingerprint without counting as a new build.
+    fn note(&mut self, deterministic: bool, models: Option<String>, m: &Measurement) -> Change {
+        let mut change = Change::default();
+        // Only a run that reached the model has a build to name.
+        if let Some(build) = &m.build {
+            let before = self.builds.insert(m.target.clone(), build.clone());
+            change.target_changed |= before.is_some_and(|b| &b != build);
+            // Not asked yet at this address: the target's last answer stands.
+            change.models = models.or_else(|| self.models_seen.get(&m.target).cloned());
+            if let Some(id) = &change.models {
+                let before = self.models_seen.insert(m.target.clone(), id.clone());
+                change.target_changed |= before.is_some_and(|b| &b != id);
             }
         }
-        r.target_changed = changed;
-        if let (true, Some(hash)) = (deterministic, &r.output_sha256) {
-            let key = (r.probe.clone(), r.target.clone());
+        if let (true, Some(hash)) = (deterministic, &m.output_sha256) {
+            let key = (m.probe.clone(), m.target.clone());
             let before = self.outputs.insert(key, hash.clone());
-            r.output_changed = before.is_some_and(|b| &b != hash);
+            change.output_changed = before.is_some_and(|b| &b != hash);
         }
+        change
     }
 }
 
@@ -95,13 +143,13 @@ struct Warm(HashMap<String, HashSet<String>>);
 
 impl Warm {
     /// Takes in one run's outcome; true when that run is a warm-up (a cold start).
-    fn note(&mut self, probe: &str, target: &str, outcome: Outcome, success: bool) -> bool {
+    fn note(&mut self, probe: &str, target: &str, outcome: Outcome) -> bool {
         if outcome == Outcome::ConnectError {
             // The target itself was unreachable: every probe of it starts cold again.
             self.0.remove(target);
             return false;
         }
-        success
+        outcome == Outcome::Ok
             && self
                 .0
                 .entry(target.to_string())
@@ -118,71 +166,69 @@ impl Runner {
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
             warm: Mutex::new(Warm::default()),
             changes: Mutex::new(Changes::default()),
-            identities: Arc::default(),
+            models: ModelLists::default(),
             show_output: false,
+            windows: None,
         }
     }
 
-    /// One run, waiting for a concurrency slot first.
+    /// One run, waiting for a concurrency slot first; flagged in [`Runner::windows`].
     pub async fn run_one(&self, probe: &Probe, target: &Target) -> ProbeResult {
+        let windows = self.windows.clone();
+        self.run_in(probe, target, |at| {
+            windows.is_some_and(|in_window| in_window(&target.name, at))
+        })
+        .await
+    }
+
+    /// One run, waiting for a concurrency slot first; `in_window` says whether the run, by
+    /// the instant it started, fell in a maintenance window of its target.
+    pub async fn run_in(
+        &self,
+        probe: &Probe,
+        target: &Target,
+        in_window: impl FnOnce(jiff::Timestamp) -> bool,
+    ) -> ProbeResult {
         let _permit = self
             .limit
             .acquire()
             .await
             .expect("the semaphore is never closed");
         let client = self.clients.get(probe.timeouts.connect);
-        let mut result = probe::run(&client, probe, target, self.show_output).await;
-        self.mark_warmup(&mut result);
-        let identity = self.identity(&client, target);
+        let m = probe::run(&client, probe, target, self.show_output).await;
+        let warmup = self
+            .warm
+            .lock()
+            .expect("the warm-up map is never poisoned")
+            .note(&m.probe, &m.target, m.outcome);
+        let models = self.models.last_or_ask(&client, target);
         // A prompt with a fresh prefix each run is not the same question twice.
         let deterministic =
             probe.temperature == Some(0.0) && probe.cache_bust != crate::config::CacheBust::Prefix;
-        self.changes
+        let change = self
+            .changes
             .lock()
             .expect("the change map is never poisoned")
-            .note(deterministic, identity, &mut result);
-        result
-    }
-
-    /// The target's last model-list answer; asks again in the background when it is older than
-    /// [`identity::EVERY`] (or was never asked), so no run waits for it.
-    fn identity(&self, client: &reqwest::Client, target: &Target) -> Option<String> {
-        let now = Instant::now();
-        let mut map = self
-            .identities
-            .lock()
-            .expect("the identity map is never poisoned");
-        let last = match map.get(&identity_key(target)) {
-            Some((asked, last)) if now < *asked + identity::EVERY => return last.clone(),
-            Some((_, last)) => last.clone(),
-            None => None,
+            .note(deterministic, models, &m);
+        let ctx = RunContext {
+            warmup,
+            target_changed: change.target_changed,
+            output_changed: change.output_changed,
+            maintenance: in_window(m.started_at),
+            models: change.models,
         };
-        // Marked asked now, so runs meanwhile do not ask again; the answer replaces it.
-        map.insert(identity_key(target), (now, last.clone()));
-        let (client, target, map) = (client.clone(), target.clone(), self.identities.clone());
-        tokio::spawn(async move { refresh(&map, &client, &target, now).await });
-        last
+        ProbeResult::new(m, ctx)
     }
 
     /// The target's last model-list answer, as the next run will use it.
     pub fn last_identity(&self, target: &Target) -> Option<String> {
-        let map = self
-            .identities
-            .lock()
-            .expect("the identity map is never poisoned");
-        map.get(&identity_key(target))
-            .and_then(|(_, id)| id.clone())
+        self.models.last(target)
     }
 
     /// Asks `target` for its model list now and keeps the answer, as the background ask does.
     pub async fn identify(&self, target: &Target) -> Option<String> {
         let client = self.clients.get(std::time::Duration::from_secs(3));
-        refresh(&self.identities, &client, target, Instant::now()).await
-    }
-
-    fn mark_warmup(&self, r: &mut ProbeResult) {
-        let mut warm = self.warm.lock().expect("the warm-up map is never poisoned");
-        r.warmup = warm.note(&r.probe, &r.target, r.outcome, r.success);
+        self.models.ask(&client, target, Instant::now()).await
     }
 
     /// Every pair once, concurrently within the limit; results in the order of `pairs`.
@@ -210,41 +256,38 @@ mod tests {
     fn a_pair_is_cold_after_start_and_after_its_target_was_unreachable() {
         let mut w = Warm::default();
         let ok = Outcome::Ok;
-        assert!(w.note("a", "t", ok, true), "first success after start");
-        assert!(!w.note("a", "t", ok, true));
-        assert!(
-            w.note("b", "t", ok, true),
-            "each probe has its own first success"
-        );
-        assert!(w.note("a", "u", ok, true), "and each target");
+        assert!(w.note("a", "t", ok), "first success after start");
+        assert!(!w.note("a", "t", ok));
+        assert!(w.note("b", "t", ok), "each probe has its own first success");
+        assert!(w.note("a", "u", ok), "and each target");
         // A failure that is not about reaching the target changes nothing.
-        assert!(!w.note("a", "t", Outcome::HttpError, false));
-        assert!(!w.note("a", "t", ok, true));
+        assert!(!w.note("a", "t", Outcome::HttpError));
+        assert!(!w.note("a", "t", ok));
         // Probe b finds t unreachable: a and b are both cold on t, not on u.
-        assert!(!w.note("b", "t", Outcome::ConnectError, false));
+        assert!(!w.note("b", "t", Outcome::ConnectError));
         assert!(
-            !w.note("a", "t", Outcome::Repetition, false),
+            !w.note("a", "t", Outcome::Repetition),
             "only successes warm up"
         );
-        assert!(w.note("a", "t", ok, true));
-        assert!(w.note("b", "t", ok, true));
-        assert!(!w.note("a", "u", ok, true));
+        assert!(w.note("a", "t", ok));
+        assert!(w.note("b", "t", ok));
+        assert!(!w.note("a", "u", ok));
     }
 
-    fn result(probe: &str, target: &str, fp: Option<&str>, out: Option<&str>) -> ProbeResult {
-        let mut r = ProbeResult::example();
-        (r.probe, r.target) = (probe.into(), target.into());
-        r.fingerprint = fp.map(str::to_string);
-        r.output_sha256 = out.map(str::to_string);
-        r
+    fn result(probe: &str, target: &str, build: Option<&str>, out: Option<&str>) -> Measurement {
+        let mut m = Measurement::example();
+        (m.probe, m.target) = (probe.into(), target.into());
+        m.build = build.map(str::to_string);
+        m.output_sha256 = out.map(str::to_string);
+        m
     }
 
     #[test]
     fn a_new_fingerprint_or_a_new_deterministic_output_is_a_change() {
         let mut c = Changes::default();
-        let mut note = |det, mut r: ProbeResult| {
-            c.note(det, None, &mut r);
-            (r.target_changed, r.output_changed)
+        let mut note = |det, m: Measurement| {
+            let change = c.note(det, None, &m);
+            (change.target_changed, change.output_changed)
         };
         assert_eq!(
             note(true, result("a", "t", Some("b1"), Some("x"))),
@@ -284,9 +327,15 @@ mod tests {
     fn a_new_model_list_entry_is_a_change_and_joins_the_fingerprint() {
         let mut c = Changes::default();
         let mut note = |id: Option<&str>| {
-            let mut r = result("a", "t", Some("b1"), Some("x"));
-            c.note(true, id.map(str::to_string), &mut r);
-            (r.fingerprint.unwrap(), r.target_changed)
+            let m = result("a", "t", Some("b1"), Some("x"));
+            let change = c.note(true, id.map(str::to_string), &m);
+            let ctx = RunContext {
+                target_changed: change.target_changed,
+                models: change.models,
+                ..RunContext::default()
+            };
+            let r = ProbeResult::new(m, ctx);
+            (r.fingerprint.unwrap().to_string(), r.target_changed)
         };
         // Not asked yet, then the first answer: no change, the entry joins the fingerprint.
         assert_eq!(note(None), ("b1".to_string(), false));
@@ -295,16 +344,18 @@ mod tests {
         // New weights behind the same name and build string.
         assert_eq!(note(Some("m2")), ("b1; models m2".to_string(), true));
         assert_eq!(note(Some("m2")), ("b1; models m2".to_string(), false));
-        // A run that never reached the model (no fingerprint) names no build and changes
-        // nothing; the next answer with a new list entry still does.
-        let mut failed = result("a", "t", None, None);
-        c.note(true, Some("m3".into()), &mut failed);
-        assert_eq!((failed.fingerprint, failed.target_changed), (None, false));
-        let mut r = result("a", "t", Some("b1"), Some("x"));
-        c.note(true, Some("m3".into()), &mut r);
+        // A run that never reached the model (no build) names none and changes nothing; the
+        // next answer with a new list entry still does.
+        let failed = c.note(true, Some("m3".into()), &result("a", "t", None, None));
+        assert_eq!(failed, Change::default());
+        let change = c.note(
+            true,
+            Some("m3".into()),
+            &result("a", "t", Some("b1"), Some("x")),
+        );
         assert_eq!(
-            (r.fingerprint.as_deref(), r.target_changed),
-            (Some("b1; models m3"), true)
+            (change.models.as_deref(), change.target_changed),
+            (Some("m3"), true)
         );
     }
 }

@@ -194,7 +194,7 @@ async fn every_outcome_from_its_scenario() {
                 ),
             );
         }
-        assert_eq!(r.success, r.outcome == Outcome::Ok);
+        assert_eq!(r.success(), r.outcome == Outcome::Ok);
         if r.outcome.is_transport() {
             assert!(
                 r.error.is_some(),
@@ -331,7 +331,9 @@ async fn connect_error_on_a_closed_port() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (_dir, mut cfg) = common::config(&sim, &[("down", "healthy", "")], common::PROBE);
     let target = Arc::make_mut(&mut cfg.targets[0]);
-    target.base_url = format!("http://127.0.0.1:{}/v1", common::closed_port());
+    target.base_url = format!("http://127.0.0.1:{}/v1", common::closed_port())
+        .parse()
+        .unwrap();
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
@@ -447,10 +449,10 @@ async fn a_new_build_behind_the_same_name_is_a_change() {
         .expect("the sim lists its models");
     let second = run(runner.run_one(p, &before).await);
     assert_eq!(second.outcome, Outcome::Ok, "{:?}", second.error);
-    let fp = second.fingerprint.clone().unwrap();
+    let fp = second.fingerprint.clone().unwrap().to_string();
     assert!(fp.ends_with(&format!("; models {listed}")), "{fp}");
     assert!(
-        fp.starts_with(first.fingerprint.as_deref().unwrap()),
+        fp.starts_with(&first.fingerprint.as_ref().unwrap().to_string()),
         "{fp}"
     );
     assert!(!second.target_changed && !second.output_changed);
@@ -495,7 +497,7 @@ async fn the_model_list_is_asked_in_the_background() {
     let target = Arc::new(target);
     let runner = Runner::new(1);
     let first = runner.run_one(&cfg.probes[0], &target).await;
-    assert!(!first.fingerprint.unwrap().contains("models"));
+    assert_eq!(first.fingerprint.unwrap().models, None);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let listed = loop {
         if let Some(id) = runner.last_identity(&target) {
@@ -512,6 +514,7 @@ async fn the_model_list_is_asked_in_the_background() {
         second
             .fingerprint
             .unwrap()
+            .to_string()
             .ends_with(&format!("; models {listed}")),
         "the next run carries the answer"
     );

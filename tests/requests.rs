@@ -27,7 +27,12 @@ async fn twice(mode: &str, server: &str) -> Vec<llm_canary::sim::Seen> {
     let runner = Runner::new(1);
     for _ in 0..2 {
         let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-        assert!(r.success, "{mode}/{server}: {:?} {:?}", r.outcome, r.error);
+        assert!(
+            r.success(),
+            "{mode}/{server}: {:?} {:?}",
+            r.outcome,
+            r.error
+        );
     }
     sim.seen()
 }
@@ -128,7 +133,7 @@ async fn priority_headers_request_id_and_key_arrive() {
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert!(r.success, "{:?}", r.error);
+    assert!(r.success(), "{:?}", r.error);
     let seen = &sim.seen()[0];
     assert_eq!(seen.body["priority"], json!(7));
     assert_eq!(seen.header("x-canary"), Some("1"));

@@ -35,7 +35,7 @@ use serde::Serialize;
 use crate::config::{Config, Probe, ServerKind, Target};
 use crate::outcome::Outcome;
 use crate::runner::Runner;
-use crate::util::{error_chain, unknown_name};
+use crate::util::error_chain;
 pub use figure::Figure;
 use server::{settle, Alone, Source};
 use summary::{left_out, median, verdict, Collected, Tally};
@@ -123,13 +123,7 @@ pub async fn calibrate(
     opts: &Options,
     mut progress: impl FnMut(Progress),
 ) -> anyhow::Result<Calibration> {
-    let target = cfg.target(&opts.target).cloned().with_context(|| {
-        unknown_name(
-            "target",
-            &opts.target,
-            cfg.targets.iter().map(|t| t.name.as_str()),
-        )
-    })?;
+    let target = cfg.known_target("target", &opts.target)?.clone();
     let probe = pick_probe(cfg, &target, opts.probe.as_deref())?;
     let source = Source::of(&target, opts.metrics_url.as_deref())?;
     let rtt = round_trip(&target, probe.timeouts.connect).await?;
@@ -191,12 +185,7 @@ pub async fn calibrate(
 
 fn pick_probe(cfg: &Config, target: &Target, name: Option<&str>) -> anyhow::Result<Arc<Probe>> {
     match name {
-        Some(n) => cfg
-            .probes
-            .iter()
-            .find(|p| p.name == n)
-            .cloned()
-            .with_context(|| unknown_name("probe", n, cfg.probes.iter().map(|p| p.name.as_str()))),
+        Some(n) => Ok(cfg.known_probe(n)?.clone()),
         None => cfg
             .probes
             .iter()

@@ -220,6 +220,7 @@ impl Counters {
 pub(super) fn root(target: &Target) -> &str {
     target
         .base_url
+        .as_str()
         .trim_end_matches('/')
         .trim_end_matches("/v1")
 }

@@ -1,10 +1,13 @@
 //! A cron expression's cadence in words ("every 30 minutes", "at 03:00 on Sunday"), for `check`
 //! to print beside the fire times: `*/30 * * * *` written to mean every 30 seconds reads as
 //! "every 30 minutes" at once. Only the common shapes are described; anything else gets `None`
-//! and the expression speaks for itself. The expression has already passed `schedule::Cron`.
+//! and the expression speaks for itself. The words come from the expression's parsed
+//! [`Spec`].
+
+use crate::schedule::{Item, Spec};
 
 /// What one field holds, as far as words go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     /// `*` (or `?`): every value.
     Any,
@@ -13,19 +16,15 @@ enum Shape {
     /// One value.
     At(u32),
     /// Anything else (lists, ranges, stepped ranges): the day-of-week field reads its own.
-    Other(String),
+    Other,
 }
 
-fn shape(field: &str) -> Shape {
-    if field == "*" || field == "?" {
-        return Shape::Any;
-    }
-    if let Some(n) = field.strip_prefix("*/").and_then(|n| n.parse().ok()) {
-        return if n == 1 { Shape::Any } else { Shape::Step(n) };
-    }
-    match field.parse() {
-        Ok(v) => Shape::At(v),
-        Err(_) => Shape::Other(field.to_string()),
+fn shape(field: &[Item]) -> Shape {
+    match field {
+        [Item::Every(None | Some(1))] => Shape::Any,
+        [Item::Every(Some(n))] => Shape::Step(*n),
+        [Item::Value(v)] => Shape::At(*v),
+        _ => Shape::Other,
     }
 }
 
@@ -39,22 +38,23 @@ const DAYS: [&str; 7] = [
     "Saturday",
 ];
 
-/// A day-of-week value, by number (0 and 7 are Sunday) or by its three-letter name.
-fn day(text: &str) -> Option<&'static str> {
-    if let Ok(n) = text.parse::<usize>() {
-        return DAYS.get(n % 7).copied();
-    }
-    DAYS.iter()
-        .find(|d| d[..3].eq_ignore_ascii_case(text))
-        .copied()
+/// A day-of-week value (0 and 7 are Sunday).
+fn day(n: u32) -> &'static str {
+    DAYS[n as usize % 7]
 }
 
 /// "Sunday", "Monday to Friday", "Monday, Wednesday and Friday".
-fn days(field: &str) -> Option<String> {
-    if let Some((a, b)) = field.split_once('-') {
-        return Some(format!("{} to {}", day(a)?, day(b)?));
+fn days(field: &[Item]) -> Option<String> {
+    if let [Item::Range(a, b, None)] = field {
+        return Some(format!("{} to {}", day(*a), day(*b)));
     }
-    let names: Vec<&str> = field.split(',').map(day).collect::<Option<_>>()?;
+    let names: Vec<&str> = field
+        .iter()
+        .map(|item| match item {
+            Item::Value(v) => Some(day(*v)),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
     Some(match names.split_last() {
         Some((last, [])) => last.to_string(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
@@ -71,23 +71,9 @@ fn every(n: u32, unit: &str, range: u32, restart: &str) -> String {
     s
 }
 
-/// The cadence of `expr` in words, or `None` for shapes it does not describe.
-pub fn describe(expr: &str) -> Option<String> {
-    let expr = expr.trim();
-    let text = match crate::schedule::MACROS
-        .iter()
-        .find(|(name, _)| *name == expr)
-    {
-        Some((_, text)) => text,
-        None => expr,
-    };
-    let mut fields: Vec<&str> = text.split_whitespace().collect();
-    if fields.len() == 5 {
-        fields.insert(0, "0");
-    }
-    let [sec, min, hour, dom, month, dow] = fields[..] else {
-        return None;
-    };
+/// The cadence of `spec` in words, or `None` for shapes it does not describe.
+pub fn describe(spec: &Spec) -> Option<String> {
+    let [sec, min, hour, dom, month, dow] = spec.fields();
     if shape(month) != Shape::Any {
         return None;
     }
@@ -136,10 +122,15 @@ pub fn describe(expr: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::describe;
+    use crate::schedule::Cron;
+
+    fn words(expr: &str) -> Option<String> {
+        describe(Cron::parse(expr).unwrap().spec())
+    }
 
     #[test]
     fn common_shapes_in_words() {
-        for (expr, words) in [
+        for (expr, text) in [
             ("*/30 * * * *", "every 30 minutes"),
             ("*/30 * * * * *", "every 30 seconds"),
             ("* * * * * *", "every second"),
@@ -166,7 +157,7 @@ mod tests {
             ("@hourly", "every hour at minute 0"),
             ("@weekly", "at 00:00 on Sunday"),
         ] {
-            assert_eq!(describe(expr).as_deref(), Some(words), "{expr}");
+            assert_eq!(words(expr).as_deref(), Some(text), "{expr}");
         }
     }
 
@@ -181,7 +172,7 @@ mod tests {
             "*/5 3 * * *",
             "0 0 1 * 1",
         ] {
-            assert_eq!(describe(expr), None, "{expr}");
+            assert_eq!(words(expr), None, "{expr}");
         }
     }
 }

@@ -66,7 +66,7 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
         match &p.schedule {
             Some(cron) => {
-                let cadence = in_words(cron.as_str());
+                let cadence = in_words(cron);
                 let _ = writeln!(
                     s,
                     "  schedule {:?}{cadence}: next {}",
@@ -89,7 +89,7 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             w.targets.join(", "),
             crate::util::human_duration(w.duration),
             w.schedule.as_str(),
-            in_words(w.schedule.as_str()),
+            in_words(&w.schedule),
             next_fires(&w.schedule, &w.timezone, now, 2)
         );
     }
@@ -107,6 +107,6 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
 }
 
 /// A schedule's cadence in words, in parentheses, when it has a simple one.
-fn in_words(cron: &str) -> String {
-    super::cadence::describe(cron).map_or(String::new(), |words| format!(" ({words})"))
+fn in_words(cron: &crate::schedule::Cron) -> String {
+    super::cadence::describe(cron.spec()).map_or(String::new(), |words| format!(" ({words})"))
 }

@@ -7,24 +7,9 @@ use std::sync::Arc;
 use anyhow::bail;
 
 use crate::cli::{Format, OnceArgs};
-use crate::config::Config;
+use crate::config::{Config, Pair, Selection};
 use crate::report;
-use crate::runner::{Pair, Runner};
-
-/// Every name asked for must exist; the error lists the ones that do.
-fn check_known<'a>(
-    what: &str,
-    asked: &[String],
-    known: impl Iterator<Item = &'a str> + Clone,
-) -> anyhow::Result<()> {
-    if let Some(n) = asked
-        .iter()
-        .find(|n| !known.clone().any(|k| k == n.as_str()))
-    {
-        bail!(crate::util::unknown_name(what, n, known));
-    }
-    Ok(())
-}
+use crate::runner::Runner;
 
 /// The pairs a command line selects; an unknown name is an error, not an empty run.
 pub fn select_pairs(
@@ -32,28 +17,11 @@ pub fn select_pairs(
     probes: &[String],
     targets: &[String],
 ) -> anyhow::Result<Vec<Pair>> {
-    check_known("probe", probes, cfg.probes.iter().map(|p| p.name.as_str()))?;
-    check_known(
-        "target",
+    let pairs = cfg.pairs(&Selection {
+        probes,
         targets,
-        cfg.targets.iter().map(|t| t.name.as_str()),
-    )?;
-    let mut pairs = Vec::new();
-    for p in cfg
-        .probes
-        .iter()
-        .filter(|p| probes.is_empty() || probes.contains(&p.name))
-    {
-        for tn in p
-            .targets
-            .iter()
-            .filter(|t| targets.is_empty() || targets.contains(t))
-        {
-            if let Some(t) = cfg.target(tn) {
-                pairs.push((p.clone(), t.clone()));
-            }
-        }
-    }
+        in_shard: false,
+    })?;
     if pairs.is_empty() {
         bail!("no probe runs against the selected targets");
     }
@@ -69,13 +37,15 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     };
     let mut runner = Runner::new(opts.concurrency.unwrap_or(cfg.agent.concurrency));
     runner.show_output = opts.show_output;
-    let mut results = Arc::new(runner).run_all(pairs).await;
     // Only the config's windows: announced ones live in a daemon.
-    let announced = crate::maintenance::Announced::default();
-    for r in &mut results {
-        r.maintenance =
-            crate::maintenance::active(cfg, &announced, &r.target, r.started_at).is_some();
-    }
+    let (windows, announced) = (
+        Arc::new(cfg.clone()),
+        crate::maintenance::Announced::default(),
+    );
+    runner.windows = Some(Arc::new(move |target: &str, at| {
+        crate::maintenance::active(&windows, &announced, target, at).is_some()
+    }));
+    let results = Arc::new(runner).run_all(pairs).await;
     for r in &results {
         tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, request_id = %r.request_id, "probe run finished");
     }
@@ -91,7 +61,7 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     if let Some(settings) = push {
         push_results(cfg, settings, &results).await?;
     }
-    Ok(if results.iter().all(|r| r.success) {
+    Ok(if results.iter().all(|r| r.success()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -13,8 +13,10 @@ mod probe;
 mod probe_files;
 pub mod raw;
 mod remote_write;
+mod select;
+mod target;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +29,8 @@ pub use maintenance::MaintenanceWindow;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
+pub use select::{in_shard, Pair, Selection, UnknownName};
+pub use target::Target;
 
 use crate::secret::Secret;
 
@@ -98,25 +102,6 @@ pub struct Push {
     pub delete_on_shutdown: bool,
     pub timeout: Duration,
     pub auth: Option<PushAuth>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub name: String,
-    pub base_url: String,
-    pub api: Api,
-    pub server: ServerKind,
-    pub model: String,
-    pub labels: BTreeMap<String, String>,
-    pub api_key: Option<Secret>,
-    pub headers: Vec<(String, String)>,
-    pub priority: Option<i64>,
-}
-
-impl Config {
-    pub fn target(&self, name: &str) -> Option<&Arc<Target>> {
-        self.targets.iter().find(|t| t.name == name)
-    }
 }
 
 /// A file being loaded: its path and text, to turn positions into errors.
@@ -330,7 +315,13 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
                 format!("duplicate target name {:?}", t.name.value),
             ));
         }
-        targets.push(Arc::new(load_target(&src, &at, t, base, &agent.labels)?));
+        targets.push(Arc::new(target::load_target(
+            &src,
+            &at,
+            t,
+            base,
+            &agent.labels,
+        )?));
     }
 
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
@@ -535,99 +526,6 @@ fn load_push(
         delete_on_shutdown: p.delete_on_shutdown.unwrap_or(false),
         timeout: p.timeout.map_or(Duration::from_secs(10), |d| d.0),
         auth,
-    })
-}
-
-fn load_target(
-    src: &Source,
-    at: &FieldPath,
-    t: raw::RawTarget,
-    base: &Path,
-    agent_labels: &BTreeMap<String, String>,
-) -> Result<Target, ConfigError> {
-    check_name(src, &at.key("name"), &t.name, "target")?;
-    let url_field = at.key("base_url");
-    let base_url = t.base_url.value.trim_end_matches('/').to_string();
-    match reqwest::Url::parse(&base_url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-            if !u.username().is_empty() || u.password().is_some() {
-                return Err(src.err(
-                    &url_field,
-                    t.base_url.referenced,
-                    "credentials do not belong in base_url: use api_key_env or api_key_file",
-                ));
-            }
-        }
-        // International domain names are not converted (no IDNA tables in the binary).
-        Err(url::ParseError::IdnaError) => {
-            return Err(src.err(
-                &url_field,
-                t.base_url.referenced,
-                format!(
-                    "base_url {:?} has a host name that is not ASCII: write it in its xn-- (punycode) form",
-                    t.base_url.value
-                ),
-            ))
-        }
-        _ => {
-            return Err(src.err(
-                &url_field,
-                t.base_url.referenced,
-                format!("base_url {:?} is not an http(s) URL", t.base_url.value),
-            ))
-        }
-    }
-    let mut labels = BTreeMap::new();
-    if let Some(l) = t.labels {
-        let labels_field = at.key("labels");
-        check_labels(src, &labels_field, &l)?;
-        if let Some(k) = l.value.keys().find(|k| agent_labels.contains_key(*k)) {
-            return Err(src.err(
-                &labels_field,
-                l.referenced,
-                format!("label {k:?} is already set under agent.labels"),
-            ));
-        }
-        labels = l.value;
-    }
-    let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
-    let mut headers = Vec::new();
-    if let Some(h) = t.headers {
-        for (k, v) in h.value {
-            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
-                || reqwest::header::HeaderValue::from_str(&v).is_err()
-            {
-                return Err(src.err(
-                    &at.key("headers"),
-                    h.referenced,
-                    format!("header {k:?} is not a valid HTTP header"),
-                ));
-            }
-            headers.push((k, v));
-        }
-    }
-    let server = t.server.unwrap_or(ServerKind::Generic);
-    if let Some(p) = &t.priority {
-        if !matches!(server, ServerKind::Vllm | ServerKind::Sglang) {
-            return Err(src.err(
-                &at.key("priority"),
-                p.referenced,
-                format!("server kind `{}` has no request priority: remove priority, or set server to vllm or sglang", server.as_str()),
-            ));
-        }
-    }
-    let mut seen = HashSet::new();
-    headers.retain(|(k, _)| seen.insert(k.to_ascii_lowercase()));
-    Ok(Target {
-        name: t.name.value,
-        base_url,
-        api: t.api.unwrap_or(Api::OpenaiChat),
-        server,
-        model: t.model,
-        labels,
-        api_key,
-        headers,
-        priority: t.priority.map(|p| p.value),
     })
 }
 

@@ -12,25 +12,28 @@ mod endpoints;
 mod on_demand;
 mod pusher;
 mod remote_writer;
+mod schedules;
 pub mod status;
 pub mod status_page;
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::config::{self, Config, Probe, Target};
-use crate::listener::{descriptor_budget, Door, Limits};
+use crate::config::{self, Config, Pair, Probe, Selection, Target};
+use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
 use crate::maintenance::{self, Announced};
-use crate::runner::{Pair, Runner};
+use crate::runner::Runner;
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::push;
 use crate::sinks::results_log::ResultsLog;
 use crate::sinks::status_history::{Run, StatusHistory};
+use schedules::{Schedules, Stop};
 
 type PairKey = (String, String);
 
@@ -61,6 +64,8 @@ pub struct Agent {
     cfg: RwLock<Arc<Config>>,
     metrics: RwLock<Arc<Metrics>>,
     runner: Arc<Runner>,
+    /// The pairs the running config schedules.
+    scheduled: RwLock<HashSet<PairKey>>,
     in_flight: Mutex<HashSet<PairKey>>,
     idle: Notify,
     push_wake: Notify,
@@ -85,6 +90,26 @@ pub struct PushStatus {
 }
 
 impl Agent {
+    fn new(path: PathBuf, cfg: Arc<Config>) -> Agent {
+        Agent {
+            path,
+            runner: Arc::new(Runner::new(cfg.agent.concurrency)),
+            results_log: Mutex::new(open_log(&cfg)),
+            metrics: RwLock::new(Metrics::new(&cfg)),
+            scheduled: RwLock::new(HashSet::new()),
+            in_flight: Mutex::new(HashSet::new()),
+            idle: Notify::new(),
+            push_wake: Notify::new(),
+            push_status: Mutex::new(PushStatus::default()),
+            history: StatusHistory::default(),
+            announced: Announced::default(),
+            maintenance_wake: Notify::new(),
+            loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
+            sink_client: OnceLock::new(),
+            cfg: RwLock::new(cfg),
+        }
+    }
+
     pub fn cfg(&self) -> Arc<Config> {
         self.cfg.read().expect("config lock").clone()
     }
@@ -101,6 +126,20 @@ impl Agent {
         self.push_status.lock().expect("push status lock").clone()
     }
 
+    /// Takes `pairs` as the ones scheduled now; the status history keeps only theirs.
+    fn schedule(&self, pairs: &[Pair]) {
+        let keys: Vec<PairKey> = pairs
+            .iter()
+            .map(|(p, t)| (p.name.clone(), t.name.clone()))
+            .collect();
+        self.history.retain_pairs(&keys);
+        *self.scheduled.write().expect("scheduled lock") = keys.into_iter().collect();
+    }
+
+    fn is_scheduled(&self, key: &PairKey) -> bool {
+        self.scheduled.read().expect("scheduled lock").contains(key)
+    }
+
     /// Marks the pair in flight; false when a run of it already is.
     fn claim(&self, key: &PairKey) -> bool {
         self.in_flight
@@ -110,35 +149,10 @@ impl Agent {
     }
 }
 
-/// A stable hash of a pair, so every agent of a fleet agrees on the shards.
-fn pair_hash(probe: &str, target: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in probe.bytes().chain([0u8]).chain(target.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
-/// Whether shard `i/n` owns the pair (`None`: one agent owns everything).
-pub fn in_shard(probe: &str, target: &str, shard: Option<(u32, u32)>) -> bool {
-    match shard {
-        Some((i, n)) => pair_hash(probe, target) % u64::from(n) == u64::from(i - 1),
-        None => true,
-    }
-}
-
 /// The pairs this agent schedules: every probe's targets, within its shard.
 pub fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
-    let mut out = Vec::new();
-    for p in &cfg.probes {
-        for t in p.targets.iter().filter_map(|n| cfg.target(n)) {
-            if in_shard(&p.name, &t.name, cfg.agent.shard) {
-                out.push((p.clone(), t.clone()));
-            }
-        }
-    }
-    out
+    cfg.pairs(&Selection::SCHEDULED)
+        .expect("a selection that names nothing names nothing unknown")
 }
 
 fn open_log(cfg: &Config) -> Option<ResultsLog> {
@@ -150,13 +164,6 @@ fn open_log(cfg: &Config) -> Option<ResultsLog> {
             None
         }
     }
-}
-
-fn pair_keys(cfg: &Config) -> Vec<PairKey> {
-    scheduled_pairs(cfg)
-        .iter()
-        .map(|(p, t)| (p.name.clone(), t.name.clone()))
-        .collect()
 }
 
 /// Why results of this config would reach no Prometheus: no `agent.listen` to scrape and no
@@ -175,41 +182,146 @@ pub fn unexported(cfg: &Config) -> Option<String> {
     ))
 }
 
-/// Runs the daemon until `shutdown` completes.
+/// Runs the daemon until `shutdown` completes: start, serve until then, drain within the
+/// grace period.
 pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let cfg = Arc::new(config::load(&path)?);
-    if let Some(why) = unexported(&cfg) {
-        tracing::warn!(config = %path.display(), "{why}");
+    let mut daemon = Daemon::start(path).await?;
+    daemon.serve_until(shutdown).await;
+    let grace = daemon.agent.cfg().agent.shutdown_grace;
+    daemon.drain(grace).await;
+    Ok(())
+}
+
+/// A started daemon: its shared state, its scheduling loops and its background loops.
+struct Daemon {
+    agent: Arc<Agent>,
+    schedules: Schedules,
+    reloads: mpsc::Receiver<ReloadReply>,
+    background: Vec<tokio::task::JoinHandle<()>>,
+    writer: Arc<remote_writer::RemoteWriter>,
+}
+
+impl Daemon {
+    /// Loads the config, opens the endpoints and starts every loop.
+    async fn start(path: PathBuf) -> anyhow::Result<Daemon> {
+        let cfg = Arc::new(config::load(&path)?);
+        if let Some(why) = unexported(&cfg) {
+            tracing::warn!(config = %path.display(), "{why}");
+        }
+        let agent = Arc::new(Agent::new(path, cfg.clone()));
+        let pairs = scheduled_pairs(&cfg);
+        agent.schedule(&pairs);
+        if let Some(settings) = &cfg.agent.results_log {
+            // Before the first run, so the page shows the past at once. On the runtime's own
+            // thread: nothing else runs yet, and a blocking-pool thread would leave its own
+            // allocator arena behind in the daemon's resident set.
+            let started = Instant::now();
+            let (taken, bad) = agent.history.rebuild(settings, jiff::Timestamp::now());
+            tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
+        }
+        let (reload_tx, reloads) = mpsc::channel::<ReloadReply>(4);
+        let budget = budget(&cfg);
+        if let Some(addr) = cfg.agent.listen {
+            let door = open_door(&agent, addr, &budget).await?;
+            tokio::spawn(endpoints::serve(door, agent.clone(), reload_tx));
+        }
+        let mut schedules = Schedules::new();
+        let writer = remote_writer::RemoteWriter::new();
+        let background = vec![
+            tokio::spawn(pusher::run(agent.clone(), schedules.stop_signal())),
+            tokio::spawn(maintenance_loop(agent.clone(), schedules.stop_signal())),
+            tokio::spawn(remote_writer::sample_loop(
+                agent.clone(),
+                writer.clone(),
+                schedules.stop_signal(),
+            )),
+            tokio::spawn(remote_writer::send_loop(
+                agent.clone(),
+                writer.clone(),
+                schedules.stop_signal(),
+            )),
+        ];
+        let count = pairs.len();
+        schedules.start(&agent, pairs);
+        release_freed_memory();
+        tracing::info!(agent = %cfg.agent.name, pairs = count, "daemon started");
+        Ok(Daemon {
+            agent,
+            schedules,
+            reloads,
+            background,
+            writer,
+        })
     }
-    let metrics = Metrics::new(&cfg);
-    let history = StatusHistory::default();
-    history.retain_pairs(&pair_keys(&cfg));
-    let agent = Arc::new(Agent {
-        path,
-        runner: Arc::new(Runner::new(cfg.agent.concurrency)),
-        results_log: Mutex::new(open_log(&cfg)),
-        cfg: RwLock::new(cfg.clone()),
-        metrics: RwLock::new(metrics),
-        in_flight: Mutex::new(HashSet::new()),
-        idle: Notify::new(),
-        push_wake: Notify::new(),
-        push_status: Mutex::new(PushStatus::default()),
-        history,
-        announced: Announced::default(),
-        maintenance_wake: Notify::new(),
-        loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
-        sink_client: OnceLock::new(),
-    });
-    if let Some(settings) = &cfg.agent.results_log {
-        // Before the first run, so the page shows the past at once. On the runtime's own
-        // thread: nothing else runs yet, and a blocking-pool thread would leave its own
-        // allocator arena behind in the daemon's resident set.
-        let started = Instant::now();
-        let (taken, bad) = agent.history.rebuild(settings, jiff::Timestamp::now());
-        tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
+
+    /// Reloads on SIGHUP and on `POST /-/reload` until `shutdown` completes.
+    async fn serve_until(&mut self, shutdown: impl Future<Output = ()>) {
+        let mut hup = hangup();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = hup.recv() => {
+                    tracing::info!("SIGHUP: reloading the config");
+                    if reload(&self.agent, &mut self.schedules).is_ok() {
+                        self.agent.push_wake.notify_one();
+                    }
+                }
+                Some(reply) = self.reloads.recv() => {
+                    let r = reload(&self.agent, &mut self.schedules);
+                    let _ = reply.send(r);
+                }
+            }
+        }
     }
-    let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadReply>(4);
-    // The probes' descriptors come first: the endpoints get a share of what the reserve leaves.
+
+    /// Stops scheduling, lets runs in flight finish within `grace` (those that do not are
+    /// counted as aborted), then stops the background loops, pushes and flushes once more.
+    async fn drain(self, grace: Duration) {
+        tracing::info!("shutting down: no new runs");
+        self.schedules.drain();
+        let agent = &self.agent;
+        let deadline = Instant::now() + grace;
+        loop {
+            let idle = agent.idle.notified();
+            if agent.in_flight.lock().expect("in-flight lock").is_empty() {
+                break;
+            }
+            if tokio::time::timeout_at(deadline.into(), idle)
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        let cfg = agent.cfg();
+        let left: Vec<PairKey> = agent
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .iter()
+            .cloned()
+            .collect();
+        for (p, t) in &left {
+            tracing::warn!(probe = %p, target = %t, grace = ?grace, "run aborted at shutdown");
+            if let Some(target) = cfg.target(t) {
+                agent.metrics().aborted(p, target);
+            }
+        }
+        self.schedules.stop();
+        for task in self.background {
+            let _ = task.await;
+        }
+        tokio::join!(
+            pusher::final_push(agent),
+            remote_writer::final_flush(agent, &self.writer)
+        );
+    }
+}
+
+/// The descriptor budget: the probes' descriptors come first, the endpoints get a share of what
+/// the reserve leaves.
+fn budget(cfg: &Config) -> DescriptorBudget {
     let budget = descriptor_budget(
         MAX_ENDPOINT_CONNECTIONS,
         descriptor_reserve(cfg.agent.concurrency),
@@ -225,89 +337,23 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
     if budget.soft < budget.reserve {
         tracing::warn!(soft_limit = budget.soft, reserve = budget.reserve, "the descriptor limit is below the probes' reserve: raise it (LimitNOFILE) or lower agent.concurrency");
     }
-    if let Some(addr) = cfg.agent.listen {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
-        let door = Door::new(listener, Limits::with_cap(budget.cap));
-        let limits = door.limits();
-        tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = agent.loopback_only, "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
-        tokio::spawn(endpoints::serve(door, agent.clone(), reload_tx.clone()));
-    }
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let pusher = tokio::spawn(pusher::run(agent.clone(), stop_rx.clone()));
-    tokio::spawn(maintenance_loop(agent.clone(), stop_rx.clone()));
-    let writer = remote_writer::RemoteWriter::new();
-    let sampler = tokio::spawn(remote_writer::sample_loop(
-        agent.clone(),
-        writer.clone(),
-        stop_rx.clone(),
-    ));
-    let sender = tokio::spawn(remote_writer::send_loop(
-        agent.clone(),
-        writer.clone(),
-        stop_rx.clone(),
-    ));
-    let mut generation = start_schedules(&agent, &cfg, 0);
-    release_freed_memory();
-    tracing::info!(agent = %cfg.agent.name, pairs = scheduled_pairs(&cfg).len(), "daemon started");
+    budget
+}
 
-    let mut hup = hangup();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = hup.recv() => {
-                tracing::info!("SIGHUP: reloading the config");
-                if reload(&agent, &mut generation).is_ok() {
-                    agent.push_wake.notify_one();
-                }
-            }
-            Some(reply) = reload_rx.recv() => {
-                let r = reload(&agent, &mut generation);
-                let _ = reply.send(r);
-            }
-        }
-    }
-
-    // Stop scheduling, let runs in flight finish within the grace period.
-    tracing::info!("shutting down: no new runs");
-    generation.0.send_replace(u64::MAX);
-    let grace = agent.cfg().agent.shutdown_grace;
-    let deadline = Instant::now() + grace;
-    loop {
-        let idle = agent.idle.notified();
-        if agent.in_flight.lock().expect("in-flight lock").is_empty() {
-            break;
-        }
-        if tokio::time::timeout_at(deadline.into(), idle)
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
+/// Binds `addr` (`agent.listen`) with the budget's connection cap.
+async fn open_door(
+    agent: &Agent,
+    addr: SocketAddr,
+    budget: &DescriptorBudget,
+) -> anyhow::Result<Door> {
     let cfg = agent.cfg();
-    let left: Vec<PairKey> = agent
-        .in_flight
-        .lock()
-        .expect("in-flight lock")
-        .iter()
-        .cloned()
-        .collect();
-    for (p, t) in &left {
-        tracing::warn!(probe = %p, target = %t, grace = ?grace, "run aborted at shutdown");
-        if let Some(target) = cfg.target(t) {
-            agent.metrics().aborted(p, target);
-        }
-    }
-    let _ = stop_tx.send(true);
-    let _ = tokio::join!(pusher, sampler, sender);
-    tokio::join!(
-        pusher::final_push(&agent),
-        remote_writer::final_flush(&agent, &writer)
-    );
-    Ok(())
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
+    let door = Door::new(listener, Limits::with_cap(budget.cap));
+    let limits = door.limits();
+    tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = agent.loopback_only, "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
+    Ok(door)
 }
 
 /// Gives the system back the memory that start-up (or a reload) used and freed: reading the
@@ -324,21 +370,7 @@ fn release_freed_memory() {
     }
 }
 
-/// Spawns one scheduling loop per pair; returns the generation switch that stops them.
-fn start_schedules(agent: &Arc<Agent>, cfg: &Config, gen: u64) -> (watch::Sender<u64>, u64) {
-    let (tx, rx) = watch::channel(gen);
-    let metrics = agent.metrics();
-    for (probe, target) in scheduled_pairs(cfg) {
-        metrics.init_pair(&probe.name, &target);
-        tokio::spawn(pair_loop(agent.clone(), probe, target, rx.clone(), gen));
-    }
-    (tx, gen)
-}
-
-fn reload(
-    agent: &Arc<Agent>,
-    generation: &mut (watch::Sender<u64>, u64),
-) -> Result<(), ReloadError> {
+fn reload(agent: &Arc<Agent>, schedules: &mut Schedules) -> Result<(), ReloadError> {
     let new = match config::load(&agent.path) {
         Ok(c) => Arc::new(c),
         Err(e) => {
@@ -377,62 +409,19 @@ fn reload(
         *agent.results_log.lock().expect("results log lock") = open_log(&new);
     }
     *agent.cfg.write().expect("config lock") = new.clone();
-    agent.history.retain_pairs(&pair_keys(&new));
     agent.announced.prune(&new, jiff::Timestamp::now());
     agent.maintenance_wake.notify_one();
     // Old loops stop; runs in flight finish and are recorded.
-    let next = generation.1 + 1;
-    generation.0.send_replace(next);
-    *generation = start_schedules(agent, &new, next);
+    let pairs = scheduled_pairs(&new);
+    let count = pairs.len();
+    agent.schedule(&pairs);
+    schedules.start(agent, pairs);
     release_freed_memory();
     let m = agent.metrics();
     m.reload_successful.set(1);
     m.reload_success_time.set(now_seconds());
-    tracing::info!(pairs = scheduled_pairs(&new).len(), "config reloaded");
+    tracing::info!(pairs = count, "config reloaded");
     Ok(())
-}
-
-/// Fires one pair on its schedule until its generation ends.
-async fn pair_loop(
-    agent: Arc<Agent>,
-    probe: Arc<Probe>,
-    target: Arc<Target>,
-    mut stop: watch::Receiver<u64>,
-    gen: u64,
-) {
-    // Borrowed, not cloned: a parsed schedule holds about 5 KB, once per probe, not per pair.
-    let Some(cron) = probe.schedule.as_ref() else {
-        return;
-    };
-    let mut last_fire: Option<jiff::Timestamp> = None;
-    loop {
-        let now = jiff::Timestamp::now();
-        // Never fire the same instant twice, even if the wall clock lags the timer a little.
-        let from = last_fire
-            .map_or(now, |l| l.max(now))
-            .to_zoned(probe.timezone.clone());
-        let Some(next) = cron.next_after(&from) else {
-            return;
-        };
-        let wait = Duration::try_from(next.timestamp().duration_since(now)).unwrap_or_default();
-        let jitter = if probe.jitter.is_zero() {
-            Duration::ZERO
-        } else {
-            probe.jitter.mul_f64(fastrand::f64())
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(wait + jitter) => {}
-            _ = stop.wait_for(|g| *g != gen) => return,
-        }
-        last_fire = Some(next.timestamp());
-        let key = (probe.name.clone(), target.name.clone());
-        if !agent.claim(&key) {
-            tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
-            agent.metrics().skipped(&probe.name, &target);
-            continue;
-        }
-        tokio::spawn(fire(agent.clone(), probe.clone(), target.clone(), key));
-    }
 }
 
 /// One run of a claimed pair (by its schedule or by `/probe`), recorded everywhere; the claim
@@ -440,17 +429,16 @@ async fn pair_loop(
 async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: PairKey) {
     let gauge = agent.metrics().runs_in_flight.clone();
     gauge.inc();
-    let mut r = agent.runner.run_one(&probe, &target).await;
+    let r = agent
+        .runner
+        .run_in(&probe, &target, |at| {
+            maintenance::active(&agent.cfg(), &agent.announced, &target.name, at).is_some()
+        })
+        .await;
     gauge.dec();
-    let cfg = agent.cfg();
-    r.maintenance =
-        maintenance::active(&cfg, &agent.announced, &target.name, r.started_at).is_some();
     tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, "probe run finished");
     // A pair that left the config while it ran is not recorded: its series were retired.
-    if scheduled_pairs(&cfg)
-        .iter()
-        .any(|(p, t)| p.name == probe.name && t.name == target.name)
-    {
+    if agent.is_scheduled(&key) {
         agent.metrics().record(&r, &target);
         agent.history.record(&Run::from(&r));
     }
@@ -477,7 +465,7 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
 
 /// Keeps `llm_canary_maintenance` in step with the windows: set for every target, then asleep
 /// until the next window starts or ends, a window is announced, or the config changes.
-async fn maintenance_loop(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
+async fn maintenance_loop(agent: Arc<Agent>, mut stop: Stop) {
     // A bound on the sleep, in case the wall clock jumps.
     const LONGEST: Duration = Duration::from_secs(300);
     loop {
@@ -495,7 +483,7 @@ async fn maintenance_loop(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = agent.maintenance_wake.notified() => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.stopped() => return,
         }
     }
 }
@@ -521,30 +509,4 @@ fn hangup() -> Hangup {
     }
     #[cfg(not(unix))]
     Hangup()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_cover_every_pair_exactly_once() {
-        let mut owners = std::collections::HashMap::new();
-        for p in 0..40 {
-            for t in 0..25 {
-                let (p, t) = (format!("probe-{p}"), format!("target-{t}"));
-                let o: Vec<u32> = (1..=3)
-                    .filter(|&i| in_shard(&p, &t, Some((i, 3))))
-                    .collect();
-                assert_eq!(o.len(), 1, "{p} {t}: {o:?}");
-                *owners.entry(o[0]).or_insert(0) += 1;
-            }
-        }
-        // Roughly even: each shard holds a fair share of the 1000 pairs.
-        assert!(
-            owners.values().all(|&n| (250..420).contains(&n)),
-            "{owners:?}"
-        );
-        assert!(in_shard("a", "b", None));
-    }
 }

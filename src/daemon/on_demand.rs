@@ -7,13 +7,19 @@
 
 use std::sync::Arc;
 
-use super::{fire, scheduled_pairs, Agent};
-use crate::util::unknown_name;
+use super::{fire, Agent};
+use crate::config::{Pair, Selection, UnknownName};
 
 /// Why a `/probe` request names no pair to run (a 400, with the names that would do).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct BadPair(String);
+
+impl From<UnknownName> for BadPair {
+    fn from(e: UnknownName) -> BadPair {
+        BadPair(e.to_string())
+    }
+}
 
 /// The (target, probe) a query names.
 fn parse(query: Option<&str>) -> (Option<String>, Option<String>) {
@@ -43,23 +49,17 @@ pub async fn probe(agent: &Arc<Agent>, query: Option<&str>) -> Result<Vec<u8>, B
             probes().collect::<Vec<_>>().join(", ")
         )));
     };
-    if cfg.target(&target).is_none() {
-        return Err(BadPair(unknown_name("target", &target, targets())));
-    }
-    if !probes().any(|p| p == probe) {
-        return Err(BadPair(unknown_name("probe", &probe, probes())));
-    }
-    let pairs = scheduled_pairs(&cfg);
-    let Some((p, t)) = pairs
-        .iter()
-        .find(|(p, t)| p.name == probe && t.name == target)
-        .cloned()
-    else {
-        let here: Vec<&str> = pairs
-            .iter()
-            .filter(|(p, _)| p.name == probe)
-            .map(|(_, t)| t.name.as_str())
-            .collect();
+    cfg.known_target("target", &target)?;
+    let only = |names: &[String]| -> Result<Vec<Pair>, BadPair> {
+        let sel = Selection {
+            probes: std::slice::from_ref(&probe),
+            targets: names,
+            in_shard: true,
+        };
+        Ok(cfg.pairs(&sel)?)
+    };
+    let Some((p, t)) = only(std::slice::from_ref(&target))?.pop() else {
+        let here: Vec<String> = only(&[])?.iter().map(|(_, t)| t.name.clone()).collect();
         return Err(BadPair(format!(
             "probe {probe:?} does not run on target {target:?} at this agent (its targets here: {})",
             here.join(", ")

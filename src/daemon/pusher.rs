@@ -5,8 +5,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
-
 use super::Agent;
 use crate::sinks::metrics::now_seconds;
 use crate::sinks::push;
@@ -51,7 +49,7 @@ async fn push_now(agent: &Agent, client: &reqwest::Client) -> Pushed {
     }
 }
 
-pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
+pub async fn run(agent: Arc<Agent>, mut stop: super::Stop) {
     let mut last: Option<Instant> = None;
     let mut failures = 0u32;
     loop {
@@ -64,7 +62,7 @@ pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
         };
         tokio::select! {
             _ = wake => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.stopped() => return,
         }
         let Some(min_interval) = agent.cfg().push.as_ref().map(|p| p.min_interval) else {
             continue;
@@ -73,7 +71,7 @@ pub async fn run(agent: Arc<Agent>, mut stop: watch::Receiver<bool>) {
         if let Some(t) = last {
             tokio::select! {
                 _ = tokio::time::sleep_until((t + min_interval).into()) => {}
-                _ = stop.wait_for(|s| *s) => return,
+                _ = stop.stopped() => return,
             }
         }
         last = Some(Instant::now());

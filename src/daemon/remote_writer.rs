@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 use super::Agent;
 use crate::config::RemoteWriteSettings;
@@ -127,11 +127,7 @@ impl RemoteWriter {
 }
 
 /// Samples on the configured interval until `stop`.
-pub async fn sample_loop(
-    agent: Arc<Agent>,
-    rw: Arc<RemoteWriter>,
-    mut stop: watch::Receiver<bool>,
-) {
+pub async fn sample_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: super::Stop) {
     let mut next = Instant::now();
     loop {
         let settings = agent.cfg().remote_write.clone();
@@ -159,13 +155,13 @@ pub async fn sample_loop(
         };
         tokio::select! {
             _ = tokio::time::sleep_until(wait.into()) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.stopped() => return,
         }
     }
 }
 
 /// Drains the queue until `stop`, backing off while the receiver fails.
-pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch::Receiver<bool>) {
+pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: super::Stop) {
     let mut failures = 0u32;
     loop {
         let wake = rw.wake.notified();
@@ -174,7 +170,7 @@ pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch
             Some(s) => {
                 tokio::select! {
                     r = rw.send_one(&agent, agent.sink_client(), s) => r,
-                    _ = stop.wait_for(|s| *s) => return,
+                    _ = stop.stopped() => return,
                 }
             }
             None => None,
@@ -183,7 +179,7 @@ pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch
             (None, _) | (_, None) => {
                 tokio::select! {
                     _ = wake => continue,
-                    _ = stop.wait_for(|s| *s) => return,
+                    _ = stop.stopped() => return,
                 }
             }
             (Some(Err(e @ SendError::Retry { .. })), Some(s)) => {
@@ -202,7 +198,7 @@ pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: watch
         };
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.stopped() => return,
         }
     }
 }

@@ -129,7 +129,7 @@ async fn wait_ready(
     let deadline = start + limit;
     loop {
         let r = runner.run_one(probe, target).await;
-        if r.success {
+        if r.success() {
             return Ok(start.elapsed().as_secs_f64() * 1000.0);
         }
         let last = format!("{} {}", r.outcome, r.error.unwrap_or_default());
@@ -154,14 +154,6 @@ pub enum GateError {
     NotReady(#[from] NotReady),
     #[error(transparent)]
     Setup(#[from] anyhow::Error),
-}
-
-/// The target named `name`, or an error that lists the names there are.
-fn target<'a>(cfg: &'a Config, what: &str, name: &str) -> anyhow::Result<&'a Arc<Target>> {
-    cfg.target(name).ok_or_else(|| {
-        let known: Vec<&str> = cfg.targets.iter().map(|t| t.name.as_str()).collect();
-        anyhow!("unknown {what} {name:?} (known: {})", known.join(", "))
-    })
 }
 
 /// Says on stderr which relative limits go unjudged for want of a baseline, or refuses to start
@@ -198,17 +190,21 @@ fn no_baseline(probes: &[Arc<Probe>], require: bool) -> anyhow::Result<()> {
 
 pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError> {
     let started_at = jiff::Timestamp::now().to_string();
-    let cand = target(cfg, "target", &opts.target)?.clone();
+    let cand = cfg
+        .known_target("target", &opts.target)
+        .map_err(anyhow::Error::from)?
+        .clone();
     let base = match &opts.baseline_target {
-        Some(b) => Some(target(cfg, "baseline target", b)?.clone()),
+        Some(b) => Some(
+            cfg.known_target("baseline target", b)
+                .map_err(anyhow::Error::from)?
+                .clone(),
+        ),
         None => None,
     };
     let file_baseline = opts.baseline.as_ref().map(load_baseline_file).transpose()?;
     for p in &opts.probes {
-        if !cfg.probes.iter().any(|x| &x.name == p) {
-            let known: Vec<&str> = cfg.probes.iter().map(|p| p.name.as_str()).collect();
-            return Err(anyhow!("unknown probe {p:?} (known: {})", known.join(", ")).into());
-        }
+        cfg.known_probe(p).map_err(anyhow::Error::from)?;
     }
     let probes: Vec<Arc<Probe>> = cfg
         .probes

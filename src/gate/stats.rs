@@ -34,7 +34,7 @@ impl From<&ProbeResult> for Sample {
         Sample {
             request_id: r.request_id.clone(),
             outcome: r.outcome.as_str().to_string(),
-            success: r.success,
+            success: r.success(),
             ttft_ms: r.figures.ttft_ms,
             answer_ttft_ms: r.figures.answer_ttft_ms,
             e2e_ms: if r.outcome.is_transport() {

@@ -40,10 +40,10 @@ fn path(api: Api) -> &'static str {
 /// Asks the target what it serves: a short hash of its entry for the target's model, or `None`
 /// when the server has no such list, does not name the model, or does not answer in time.
 pub async fn ask(client: &reqwest::Client, target: &Target) -> Option<String> {
-    let url = format!("{}{}", target.base_url, path(target.api));
+    let url = target.endpoint(path(target.api));
     let mut resp = client
         .get(url)
-        .headers(super::request::target_headers(target))
+        .headers(target.headers.clone())
         .timeout(TIMEOUT)
         .send()
         .await

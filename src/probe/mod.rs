@@ -1,5 +1,5 @@
 //! One probe run against one target: build the request ([`request`]), read the response under
-//! layered deadlines and caps ([`read`]), judge the text, and return a [`ProbeResult`]. The
+//! layered deadlines and caps ([`read`]), judge the text, and return a [`Measurement`]. The
 //! envelope every API flavor shares lives here and in those two files; a flavor ([`flavor`])
 //! only knows its path, body and event shape. A run never touches metrics or output.
 
@@ -15,7 +15,7 @@ pub use request::{build_request, request_id, Clients, Request};
 use crate::checks;
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
-use crate::result::{ProbeResult, TokensSource};
+use crate::result::{Measurement, TokensSource};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,7 @@ pub async fn run(
     probe: &Probe,
     target: &Target,
     show_output: bool,
-) -> ProbeResult {
+) -> Measurement {
     let req = build_request(probe, target);
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
@@ -88,7 +88,7 @@ pub async fn run(
         Some(k) => e.replace(k.expose(), "***"),
         None => e,
     });
-    ProbeResult {
+    Measurement {
         probe: probe.name.clone(),
         target: target.name.clone(),
         model: target.model.clone(),
@@ -96,7 +96,6 @@ pub async fn run(
         request_id,
         started_at,
         outcome,
-        success: outcome == Outcome::Ok,
         failed_checks,
         http_status: seen.http_status,
         figures,
@@ -108,19 +107,15 @@ pub async fn run(
         repetition_score: repetition
             .as_ref()
             .map(|r| (r.measures.score * 1000.0).round() / 1000.0),
-        warmup: false,
         error,
         server_ttft_ms: seen
             .server_timings
             .as_ref()
             .and_then(flavor::server_ttft_ms),
         server_timings: seen.server_timings,
-        fingerprint: seen.fingerprint.or_else(|| seen.reported_model.clone()),
+        build: seen.fingerprint.or_else(|| seen.reported_model.clone()),
         reported_model: seen.reported_model,
-        target_changed: false,
         output_sha256,
-        output_changed: false,
-        maintenance: false,
         trace_id,
         content_chunks: seen.chunks,
         response_bytes: seen.bytes_read,

@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use super::flavor;
-use crate::config::{CacheBust, CacheBustValue, Probe, ServerKind, Target};
+use crate::config::{CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
 pub fn request_id() -> String {
@@ -69,13 +69,13 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     if probe.cache_bust != CacheBust::Off {
         put(&mut headers, "cache-control", "no-cache");
     }
-    headers.extend(target_headers(target));
+    headers.extend(target.headers.clone());
     // After the configured headers: every request's id and trace must be its own.
     put(&mut headers, "x-request-id", &request_id);
     let (traceparent, trace_id) = trace_context();
     put(&mut headers, "traceparent", &traceparent);
     Request {
-        url: format!("{}{}", target.base_url, flavor::path(target.api)),
+        url: target.endpoint(flavor::path(target.api)),
         headers,
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
         request_id,
@@ -90,40 +90,6 @@ fn put(headers: &mut HeaderMap, k: &str, v: &str) {
     ) {
         headers.insert(k, v);
     }
-}
-
-/// What every request to `target` carries: its configured headers and its key. Anthropic's
-/// own API takes the key in x-api-key with a version header; every other server (vLLM and
-/// llama.cpp serving /v1/messages too) takes a bearer token.
-pub fn target_headers(target: &Target) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    for (k, v) in &target.headers {
-        put(&mut headers, k, v);
-    }
-    if target.server == ServerKind::Anthropic {
-        put(
-            &mut headers,
-            "anthropic-version",
-            flavor::anthropic_messages::VERSION,
-        );
-    }
-    if let Some(key) = &target.api_key {
-        let (name, value) = match target.server {
-            ServerKind::Anthropic => (
-                HeaderName::from_static("x-api-key"),
-                key.expose().to_string(),
-            ),
-            _ => (
-                reqwest::header::AUTHORIZATION,
-                format!("Bearer {}", key.expose()),
-            ),
-        };
-        if let Ok(mut v) = HeaderValue::from_str(&value) {
-            v.set_sensitive(true);
-            headers.insert(name, v);
-        }
-    }
-    headers
 }
 
 /// HTTP clients, one per connect timeout. Connections are not pooled: every run opens its own,

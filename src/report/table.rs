@@ -75,7 +75,7 @@ pub fn render(results: &[ProbeResult]) -> String {
     for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
-    let ok = results.iter().filter(|r| r.success).count();
+    let ok = results.iter().filter(|r| r.success()).count();
     out.push_str(&format!("\n{ok} of {} probe runs ok\n", results.len()));
     out
 }

@@ -255,9 +255,9 @@ impl Metrics {
         let s = &self.slots;
         self.pair.update(&values, |v| {
             v.inc(s.runs.nth(r.outcome.index()));
-            v.set(s.probe_success, if r.success { 1.0 } else { 0.0 });
+            v.set(s.probe_success, if r.success() { 1.0 } else { 0.0 });
             v.set(s.last_run, started);
-            if r.success {
+            if r.success() {
                 v.set(s.last_success, started);
             }
             if r.target_changed {
@@ -286,7 +286,7 @@ impl Metrics {
             }
         });
         if let Some(fp) = &r.fingerprint {
-            let identity = [r.reported_model.clone().unwrap_or_default(), fp.clone()];
+            let identity = [r.reported_model.clone().unwrap_or_default(), fp.to_string()];
             let mut info_of = self.info_of.lock().expect("info lock");
             if info_of.get(&values) != Some(&identity) {
                 if let Some(old) = info_of.insert(values.clone(), identity.clone()) {

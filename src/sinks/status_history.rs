@@ -84,7 +84,7 @@ impl From<&ProbeResult> for Run {
                 .round(jiff::Unit::Millisecond)
                 .unwrap_or(r.started_at),
             outcome: r.outcome.as_str().to_string(),
-            success: r.success,
+            success: r.success(),
             maintenance: r.maintenance,
             warmup: r.warmup,
             ttft_ms: r.figures.ttft_ms,

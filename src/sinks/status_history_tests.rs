@@ -155,7 +155,11 @@ fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
     let mut log = ResultsLog::open(&settings).unwrap();
     for i in 0..8 {
         r.started_at = ts(&format!("2025-03-10T11:0{i}:00Z"));
-        r.success = i != 3;
+        r.outcome = if i == 3 {
+            crate::outcome::Outcome::Stall
+        } else {
+            crate::outcome::Outcome::Ok
+        };
         r.request_id = format!("req-{i}");
         log.append(&r).unwrap();
     }
@@ -187,7 +191,7 @@ fn a_content_failure_keeps_its_sentence_checks_and_detector() {
     let mut r = ProbeResult::example();
     (r.probe, r.target) = ("p".into(), "t".into());
     r.started_at = ts("2025-03-10T11:00:00Z");
-    (r.outcome, r.success) = (Outcome::Repetition, false);
+    r.outcome = Outcome::Repetition;
     r.failed_checks = vec![Outcome::Repetition, Outcome::TooLong];
     r.error = Some("repetition, detector tail_loop: the text ends in a loop".into());
     r.repetition = Some(repetition::analyze(

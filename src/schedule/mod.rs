@@ -21,10 +21,12 @@
 //! Why croner and not the `cron` crate: `cron` reads day-of-week Quartz-style (1 = Sunday, 0
 //! rejected, so `1-5` would fire Sunday to Thursday), wants 6-7 fields and runs on chrono; croner
 //! follows POSIX/Vixie and runs on jiff. croner also accepts extensions (`L`, `W`, `#`, a `+`
-//! day-of-week prefix, a year field, single-value steps like `5/15`): `Field::check` rejects
-//! them before croner sees the text, so a schedule means the same in any cron, and croner's
-//! name handling (which replaces names anywhere in the text) only ever sees names in their own
-//! field.
+//! day-of-week prefix, a year field, single-value steps like `5/15`): [`Spec`] reads the
+//! expression once and rejects them, so a schedule means the same in any cron; croner reads the
+//! spec written back in numbers, so its name handling (which replaces names anywhere in the
+//! text) never sees a name.
+
+mod spec;
 
 use croner::parser::{CronParser, Seconds, Year};
 use jiff::tz::{AmbiguousOffset, TimeZone};
@@ -34,205 +36,30 @@ use jiff::{Timestamp, Zoned};
 pub struct Cron {
     expr: String,
     inner: croner::Cron,
-    /// Vixie cron's fixed-time job: no `*` leads the second, minute or hour field.
-    fixed_time: bool,
+    spec: Spec,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct CronError(String);
 
-/// The `@` macros and the 5-field expressions they stand for.
-pub const MACROS: [(&str, &str); 7] = [
-    ("@yearly", "0 0 1 1 *"),
-    ("@annually", "0 0 1 1 *"),
-    ("@monthly", "0 0 1 * *"),
-    ("@weekly", "0 0 * * 0"),
-    ("@daily", "0 0 * * *"),
-    ("@midnight", "0 0 * * *"),
-    ("@hourly", "0 * * * *"),
-];
-
-/// One field of the 6-field form: its range and the names it accepts, for checking what the
-/// user wrote and saying what is wrong with it.
-struct Field {
-    name: &'static str,
-    min: u32,
-    max: u32,
-    /// Names for `min`, `min + 1`, ...
-    names: &'static [&'static str],
-    /// `?` means `*` here (the day fields only, as in croner and Quartz).
-    question: bool,
-}
-
-const FIELDS: [Field; 6] = [
-    Field::numeric("second", 0, 59),
-    Field::numeric("minute", 0, 59),
-    Field::numeric("hour", 0, 23),
-    Field {
-        question: true,
-        ..Field::numeric("day-of-month", 1, 31)
-    },
-    Field {
-        names: &[
-            "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-        ],
-        ..Field::numeric("month", 1, 12)
-    },
-    // 7 is Sunday too (croner folds it onto 0).
-    Field {
-        names: &["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
-        question: true,
-        ..Field::numeric("day-of-week", 0, 7)
-    },
-];
-
-impl Field {
-    const fn numeric(name: &'static str, min: u32, max: u32) -> Field {
-        Field {
-            name,
-            min,
-            max,
-            names: &[],
-            question: false,
-        }
-    }
-
-    fn err(&self, what: String) -> CronError {
-        CronError(format!("{} field: {what}", self.name))
-    }
-
-    fn value(&self, s: &str) -> Result<u32, CronError> {
-        if let Some(i) = self.names.iter().position(|n| n.eq_ignore_ascii_case(s)) {
-            return Ok(self.min + i as u32);
-        }
-        if s.is_empty() {
-            return Err(self.err("a value is missing (around `,`, `-` or `/`)".into()));
-        }
-        let Some(v) = digits(s) else {
-            let suffix = s.trim_start_matches(|c: char| c.is_ascii_digit());
-            let quartz = s.contains('#')
-                || ["l", "w", "lw"]
-                    .iter()
-                    .any(|q| q.eq_ignore_ascii_case(suffix));
-            return Err(self.err(if quartz {
-                format!("{s:?} uses L, W or #, Quartz extensions that standard cron does not have")
-            } else if let [first, .., last] = self.names {
-                format!("{s:?} is neither a number nor a name in {first}-{last}")
-            } else {
-                format!("{s:?} is not a number")
-            }));
-        };
-        if v < self.min || v > self.max {
-            return Err(self.err(format!("{v} is out of range {}-{}", self.min, self.max)));
-        }
-        Ok(v)
-    }
-
-    /// Rejects what standard cron rejects, with a message naming the field; croner then
-    /// evaluates only what passed.
-    fn check(&self, text: &str) -> Result<(), CronError> {
-        for item in text.split(',') {
-            let (base, step) = match item.split_once('/') {
-                Some((base, s)) => {
-                    let step = digits(s)
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| self.err(format!("step {s:?} must be a positive number")))?;
-                    if step > self.max {
-                        return Err(self.err(format!(
-                            "step {step} is larger than the range {}-{}",
-                            self.min, self.max
-                        )));
-                    }
-                    (base, Some(step))
-                }
-                None => (item, None),
-            };
-            if base == "*" || (base == "?" && self.question) {
-                if text.contains(',') {
-                    return Err(self.err(format!(
-                        "{base:?} stands for every value, so it cannot be one item of a list"
-                    )));
-                }
-                continue;
-            }
-            match base.split_once('-') {
-                Some((a, b_text)) => {
-                    let (a, mut b) = (self.value(a)?, self.value(b_text)?);
-                    // `fri-sun` ends on Sunday: read that name as 7, not 0 (as croner does).
-                    if b == 0 && self.max == 7 && digits(b_text).is_none() {
-                        b = 7;
-                    }
-                    if a > b {
-                        return Err(self.err(format!("range {base:?} runs backwards")));
-                    }
-                }
-                None => {
-                    self.value(base)?;
-                    if let Some(step) = step {
-                        return Err(self.err(format!(
-                            "{item:?} steps from a single value, which standard cron does not \
-                             allow; write \"{base}-{}/{step}\"",
-                            self.max
-                        )));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A number written with digits only: Rust's parser would also take `+5`, and croner reads a
-/// leading `+` in day-of-week as "day-of-month AND day-of-week".
-fn digits(s: &str) -> Option<u32> {
-    s.bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| s.parse().ok())
-        .flatten()
-}
+pub use spec::{Item, Spec, MACROS};
 
 impl Cron {
     pub fn parse(expr: &str) -> Result<Cron, CronError> {
         let trimmed = expr.trim();
-        let text = if trimmed.starts_with('@') {
-            MACROS
-                .iter()
-                .find(|(name, _)| *name == trimmed)
-                .map(|(_, text)| *text)
-                .ok_or_else(|| {
-                    CronError(format!(
-                        "unknown macro {trimmed:?}; the macros are {}",
-                        MACROS.map(|(name, _)| name).join(", ")
-                    ))
-                })?
-        } else {
-            trimmed
-        };
-        let mut fields: Vec<&str> = text.split_whitespace().collect();
-        match fields.len() {
-            5 => fields.insert(0, "0"),
-            6 => {}
-            n => {
-                return Err(CronError(format!(
-                    "expected 5 fields (minute hour day-of-month month day-of-week) or 6 (with seconds first), found {n}"
-                )))
-            }
-        }
-        for (field, text) in FIELDS.iter().zip(&fields) {
-            field.check(text)?;
-        }
+        let spec = Spec::parse(trimmed)?;
         let inner = CronParser::builder()
             .seconds(Seconds::Required)
             .year(Year::Disallowed)
             .build()
-            .parse(&fields.join(" "))
-            // Unreachable after the checks above, but croner's word is final.
+            .parse(&spec.to_string())
+            // Unreachable after the checks of the spec, but croner's word is final.
             .map_err(|e| CronError(format!("croner rejects it: {e}")))?;
         let cron = Cron {
             expr: trimmed.to_string(),
             inner,
-            fixed_time: fields[..3].iter().all(|f| !f.starts_with('*')),
+            spec,
         };
         // An expression like `0 0 30 2 *` parses but never fires: say so at load.
         let probe = Timestamp::UNIX_EPOCH.to_zoned(TimeZone::UTC);
@@ -242,6 +69,11 @@ impl Cron {
         Ok(cron)
     }
 
+    /// The expression's fields, as parsed.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
     pub fn as_str(&self) -> &str {
         &self.expr
     }
@@ -249,7 +81,7 @@ impl Cron {
     /// The first fire time strictly after `after`, in `after`'s time zone; `None` if there is
     /// none (croner stops searching at the year 5000).
     pub fn next_after(&self, after: &Zoned) -> Option<Zoned> {
-        if !self.fixed_time {
+        if !self.spec.fixed_time() {
             // Every existing wall-clock time: croner's own rule for such expressions.
             return self.inner.find_next_occurrence(after, false).ok();
         }

@@ -1,0 +1,180 @@
+//! A target of `llm-canary.yaml`, validated: its address parsed into a `Url`, and the headers
+//! every request to it carries (configured ones, the key, Anthropic's version) into a
+//! `HeaderMap`, once at load.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_saphyr::Spanned;
+
+use super::{
+    check_labels, check_name, raw, read_secret, Api, ConfigError, FieldPath, ServerKind, Source,
+};
+use crate::secret::Secret;
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    /// Without a trailing `/`: a flavor's path is appended to it ([`Target::endpoint`]).
+    pub base_url: reqwest::Url,
+    pub api: Api,
+    pub server: ServerKind,
+    pub model: String,
+    pub labels: BTreeMap<String, String>,
+    pub api_key: Option<Secret>,
+    /// What every request to the target carries: its configured headers and its key (marked
+    /// sensitive, so it never prints).
+    pub headers: reqwest::header::HeaderMap,
+    pub priority: Option<i64>,
+}
+
+impl Target {
+    /// `base_url` with `path` (`/chat/completions`, `/models` ...) appended.
+    pub fn endpoint(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url.as_str().trim_end_matches('/'))
+    }
+}
+
+pub(super) fn load_target(
+    src: &Source,
+    at: &FieldPath,
+    t: raw::RawTarget,
+    base: &Path,
+    agent_labels: &BTreeMap<String, String>,
+) -> Result<Target, ConfigError> {
+    check_name(src, &at.key("name"), &t.name, "target")?;
+    let base_url = base_url(src, &at.key("base_url"), &t.base_url)?;
+    let mut labels = BTreeMap::new();
+    if let Some(l) = t.labels {
+        let labels_field = at.key("labels");
+        check_labels(src, &labels_field, &l)?;
+        if let Some(k) = l.value.keys().find(|k| agent_labels.contains_key(*k)) {
+            return Err(src.err(
+                &labels_field,
+                l.referenced,
+                format!("label {k:?} is already set under agent.labels"),
+            ));
+        }
+        labels = l.value;
+    }
+    let key_at = match (&t.api_key_file, &t.api_key_env) {
+        (Some(f), _) => Some((at.key("api_key_file"), f.referenced)),
+        (None, Some(e)) => Some((at.key("api_key_env"), e.referenced)),
+        (None, None) => None,
+    };
+    let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
+    let server = t.server.unwrap_or(ServerKind::Generic);
+    let mut headers = match t.headers {
+        Some(h) => configured_headers(src, &at.key("headers"), h)?,
+        None => HeaderMap::new(),
+    };
+    if server == ServerKind::Anthropic {
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static(crate::probe::flavor::anthropic_messages::VERSION),
+        );
+    }
+    if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
+        let (name, value) = key_header(server, key).ok_or_else(|| {
+            src.err(
+                &field,
+                referenced,
+                "the api key is not a valid HTTP header value: it holds a line break or another control character",
+            )
+        })?;
+        headers.insert(name, value);
+    }
+    if let Some(p) = &t.priority {
+        if !matches!(server, ServerKind::Vllm | ServerKind::Sglang) {
+            return Err(src.err(
+                &at.key("priority"),
+                p.referenced,
+                format!("server kind `{}` has no request priority: remove priority, or set server to vllm or sglang", server.as_str()),
+            ));
+        }
+    }
+    Ok(Target {
+        name: t.name.value,
+        base_url,
+        api: t.api.unwrap_or(Api::OpenaiChat),
+        server,
+        model: t.model,
+        labels,
+        api_key,
+        headers,
+        priority: t.priority.map(|p| p.value),
+    })
+}
+
+/// An http(s) URL with a host and no credentials, without its trailing `/`.
+fn base_url(
+    src: &Source,
+    field: &FieldPath,
+    text: &Spanned<String>,
+) -> Result<reqwest::Url, ConfigError> {
+    let err = |what: String| src.err(field, text.referenced, what);
+    match reqwest::Url::parse(text.value.trim_end_matches('/')) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+            if !u.username().is_empty() || u.password().is_some() {
+                return Err(err(
+                    "credentials do not belong in base_url: use api_key_env or api_key_file".into(),
+                ));
+            }
+            Ok(u)
+        }
+        // International domain names are not converted (no IDNA tables in the binary).
+        Err(url::ParseError::IdnaError) => Err(err(format!(
+            "base_url {:?} has a host name that is not ASCII: write it in its xn-- (punycode) form",
+            text.value
+        ))),
+        _ => Err(err(format!(
+            "base_url {:?} is not an http(s) URL",
+            text.value
+        ))),
+    }
+}
+
+/// `headers:`; a name written twice (in any case) keeps its first value.
+fn configured_headers(
+    src: &Source,
+    field: &FieldPath,
+    h: Spanned<BTreeMap<String, String>>,
+) -> Result<HeaderMap, ConfigError> {
+    let mut headers = HeaderMap::new();
+    for (k, v) in h.value {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(&v),
+        ) else {
+            return Err(src.err(
+                field,
+                h.referenced,
+                format!("header {k:?} is not a valid HTTP header"),
+            ));
+        };
+        if !headers.contains_key(&name) {
+            headers.insert(name, value);
+        }
+    }
+    Ok(headers)
+}
+
+/// The header that carries `key`, marked sensitive: Anthropic's own API takes it in x-api-key
+/// (with a version header); every other server (vLLM and llama.cpp serving /v1/messages too)
+/// takes a bearer token. `None` when the key cannot be a header value.
+fn key_header(server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
+    let (name, value) = match server {
+        ServerKind::Anthropic => (
+            HeaderName::from_static("x-api-key"),
+            HeaderValue::from_str(key.expose()),
+        ),
+        _ => (
+            reqwest::header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())),
+        ),
+    };
+    let mut value = value.ok()?;
+    value.set_sensitive(true);
+    Some((name, value))
+}

@@ -1,0 +1,125 @@
+//! The scheduling loops, one per (probe, target) pair of the running config, and the signal
+//! that ends them: [`Schedules`] starts a generation per config (a reload ends the old one's
+//! loops, whose runs in flight still finish and are recorded), then drains (no new runs) and
+//! stops (the background loops end too).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{fire, Agent};
+use crate::config::{Probe, Target};
+use crate::runner::Pair;
+
+/// Where the daemon stands: what every loop watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The pairs of this config generation fire.
+    Serving(u64),
+    /// No new runs: runs in flight finish, pushes and remote writes go on.
+    Draining,
+    /// Everything stops.
+    Stopped,
+}
+
+/// The running generation of scheduling loops, and the stop signal.
+pub(super) struct Schedules {
+    phase: watch::Sender<Phase>,
+    generation: u64,
+}
+
+/// What a background loop (push, remote write, maintenance) watches to know when to end.
+pub(super) struct Stop(watch::Receiver<Phase>);
+
+impl Stop {
+    /// Completes once the daemon stops.
+    pub(super) async fn stopped(&mut self) {
+        let _ = self.0.wait_for(|p| *p == Phase::Stopped).await;
+    }
+}
+
+impl Schedules {
+    /// No loops yet: [`Schedules::start`] starts the first generation.
+    pub(super) fn new() -> Schedules {
+        Schedules {
+            phase: watch::channel(Phase::Serving(0)).0,
+            generation: 0,
+        }
+    }
+
+    pub(super) fn stop_signal(&self) -> Stop {
+        Stop(self.phase.subscribe())
+    }
+
+    /// Ends the running generation's loops and starts one for each of `pairs`.
+    pub(super) fn start(&mut self, agent: &Arc<Agent>, pairs: Vec<Pair>) {
+        self.generation += 1;
+        self.phase.send_replace(Phase::Serving(self.generation));
+        let metrics = agent.metrics();
+        for (probe, target) in pairs {
+            metrics.init_pair(&probe.name, &target);
+            let stop = self.phase.subscribe();
+            tokio::spawn(pair_loop(
+                agent.clone(),
+                probe,
+                target,
+                stop,
+                self.generation,
+            ));
+        }
+    }
+
+    /// No new runs from here on; the background loops go on.
+    pub(super) fn drain(&self) {
+        self.phase.send_replace(Phase::Draining);
+    }
+
+    /// Ends every loop.
+    pub(super) fn stop(&self) {
+        self.phase.send_replace(Phase::Stopped);
+    }
+}
+
+/// Fires one pair on its schedule until its generation ends.
+async fn pair_loop(
+    agent: Arc<Agent>,
+    probe: Arc<Probe>,
+    target: Arc<Target>,
+    mut phase: watch::Receiver<Phase>,
+    gen: u64,
+) {
+    // Borrowed, not cloned: a parsed schedule holds about 5 KB, once per probe, not per pair.
+    let Some(cron) = probe.schedule.as_ref() else {
+        return;
+    };
+    let mut last_fire: Option<jiff::Timestamp> = None;
+    loop {
+        let now = jiff::Timestamp::now();
+        // Never fire the same instant twice, even if the wall clock lags the timer a little.
+        let from = last_fire
+            .map_or(now, |l| l.max(now))
+            .to_zoned(probe.timezone.clone());
+        let Some(next) = cron.next_after(&from) else {
+            return;
+        };
+        let wait = Duration::try_from(next.timestamp().duration_since(now)).unwrap_or_default();
+        let jitter = if probe.jitter.is_zero() {
+            Duration::ZERO
+        } else {
+            probe.jitter.mul_f64(fastrand::f64())
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait + jitter) => {}
+            _ = phase.wait_for(|p| *p != Phase::Serving(gen)) => return,
+        }
+        last_fire = Some(next.timestamp());
+        let key = (probe.name.clone(), target.name.clone());
+        if !agent.claim(&key) {
+            tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
+            agent.metrics().skipped(&probe.name, &target);
+            continue;
+        }
+        tokio::spawn(fire(agent.clone(), probe.clone(), target.clone(), key));
+    }
+}
