@@ -112,3 +112,18 @@ pub fn run(cmd: &mut Command) -> String {
     assert!(out.status.success(), "{cmd:?} failed:\n{text}");
     text
 }
+
+/// Sets environment variables, then runs `test` on a fresh multi-threaded runtime. The
+/// variables are in place before any thread exists, so none reads the environment while it
+/// changes (`std::env::set_var` beside running threads is a data race).
+pub fn with_env<F: std::future::Future>(vars: &[(&str, &str)], test: F) -> F::Output {
+    for (name, value) in vars {
+        std::env::set_var(name, value);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a test runtime")
+        .block_on(test)
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The inhibitions of ../alertmanager.yml on a running Alertmanager: amtool posts alerts and reads
-back which ones are inhibited, and by what. Run by tests/deploy_kit.rs; by hand:
+back which ones are inhibited, and by what. Run by tests/it/deploy_kit.rs; by hand:
 
     python3 deploy/alertmanager/tests/inhibit_test.py
 

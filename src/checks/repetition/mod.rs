@@ -5,7 +5,7 @@
 //! alone), list items that keep coming back out of order within their section, and the n-gram
 //! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration.
 //! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
-//! repeats them. Pure functions; the thresholds come from the probe. tests/corpus.rs measures
+//! repeats them. Pure functions; the thresholds come from the probe. tests/it/corpus.rs measures
 //! them on real answers, and what each detector adds.
 
 use std::collections::{HashMap, HashSet};
@@ -20,7 +20,7 @@ use super::units::{intern, periodic_run, repeats};
 pub use report::{Detector, Finding, Measures, Report, Tail};
 
 /// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
-/// lists whose items differ, counting, tables, code and refrains alone (tests/corpus.rs).
+/// lists whose items differ, counting, tables, code and refrains alone (tests/it/corpus.rs).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Thresholds {

@@ -163,7 +163,7 @@ pub struct Measures {
 pub struct Report {
     pub measures: Measures,
     /// Every detector that fired, in the order of [`Detector::ALL`]: the first decides, the
-    /// others agree (measuring what each adds, tests/corpus.rs, needs them all).
+    /// others agree (measuring what each adds, tests/it/corpus.rs, needs them all).
     pub findings: Vec<Finding>,
 }
 

@@ -5,7 +5,7 @@
 //! promtool; the Pushgateway's scrape job; and the commands of INSTALL.md's Kubernetes section
 //! that can run here, run.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! failure in the rendered DOM is checked against the results log the daemon wrote. The
 //! screenshot is saved to `target/status-page.png`.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -191,11 +191,18 @@ async fn admin(port: u16, path: &str, token: Option<&str>, body: &str) -> (u16, 
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_in_a_real_browser_says_what_the_results_log_says() {
+#[test]
+fn the_page_in_a_real_browser_says_what_the_results_log_says() {
+    // Set before the runtime starts a thread: changing the environment races its readers.
+    common::with_env(
+        &[(TOKEN_ENV, TOKEN)],
+        the_page_in_a_real_browser_says_what_the_results_log_says_body(),
+    );
+}
+
+async fn the_page_in_a_real_browser_says_what_the_results_log_says_body() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let port = services::free_port();
-    std::env::set_var(TOKEN_ENV, TOKEN);
     let targets = [
         ("healthy", "healthy"),
         ("slow", "healthy,ttft=300ms"),

@@ -3,7 +3,7 @@
 //! agree, figures skewed on purpose are caught, and samples the server's figures cannot be ours
 //! for (other traffic, another replica's metrics) are left out and said so.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
 //! `/probe` driven by a real Prometheus with the scrape config of docs/status-page.md (blackbox_exporter's
 //! multi-target relabeling), and the admin endpoints open on a loopback-only listener.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ fn start(sim: &Sim, port: u16, extra_agent: &str) -> Daemon {
 
 /// The `/probe` scrape config of docs/status-page.md, pointed at this test's agent.
 fn readme_scrape_config(agent: &str) -> String {
-    let readme = include_str!("../docs/status-page.md");
+    let readme = include_str!("../../docs/status-page.md");
     let start = readme
         .find("scrape_configs:\n  - job_name: llm-canary-probe")
         .expect("docs/status-page.md documents a /probe scrape config");
@@ -116,11 +116,18 @@ async fn prometheus_drives_the_runs_through_probe() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_loopback_listener_takes_admin_requests_without_the_token() {
+#[test]
+fn a_loopback_listener_takes_admin_requests_without_the_token() {
+    // Set before the runtime starts a thread: changing the environment races its readers.
+    common::with_env(
+        &[("LLM_CANARY_TEST_LOOPBACK_ADMIN", "unused-token")],
+        a_loopback_listener_takes_admin_requests_without_the_token_body(),
+    );
+}
+
+async fn a_loopback_listener_takes_admin_requests_without_the_token_body() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let port = services::free_port();
-    std::env::set_var("LLM_CANARY_TEST_LOOPBACK_ADMIN", "unused-token");
     let d = start(
         &sim,
         port,

@@ -2,7 +2,7 @@
 //! tests), amtool (config, routing, templates), a Kubernetes schema validator, and the Grafana
 //! dashboard's queries against a real Prometheus fed by the daemon through a Pushgateway.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -185,7 +185,7 @@ fn every_manifest_parses_and_kubernetes_objects_validate() {
         Path::new(&validator).exists(),
         "{validator} is missing: scripts/test installs it (python3 -m venv .venv-tools && .venv-tools/bin/pip install kubernetes-validate)"
     );
-    // The manifests one by one; tests/deploy_fleet.rs renders and validates every layout.
+    // The manifests one by one; tests/it/deploy_fleet.rs renders and validates every layout.
     let k8s = root().join("deploy/kubernetes");
     let manifests = [
         "common/namespace.yaml",

@@ -3,7 +3,7 @@
 //! two of three locations page once for the target, one location alone is a ticket), and amtool
 //! routes those alerts and renders messages that name the locations.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! What arrives at the server: cache busting per mode and server kind (against the sim's prefix
 //! cache and HTTP cache), priority, headers, the request id and the API key.
 
-mod common;
+use crate::common;
 
 use llm_canary::runner::Runner;
 use llm_canary::sim::Sim;
@@ -124,9 +124,16 @@ async fn auto_on_generic_can_only_send_the_header() {
     );
 }
 
-#[tokio::test]
-async fn priority_headers_request_id_and_key_arrive() {
-    std::env::set_var("LLM_CANARY_TEST_KEY_REQ", "sk-test-arrives");
+#[test]
+fn priority_headers_request_id_and_key_arrive() {
+    // Set before the runtime starts a thread: changing the environment races its readers.
+    common::with_env(
+        &[("LLM_CANARY_TEST_KEY_REQ", "sk-test-arrives")],
+        priority_headers_request_id_and_key_arrive_body(),
+    );
+}
+
+async fn priority_headers_request_id_and_key_arrive_body() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let extra = "server: vllm, priority: 7, headers: {x-canary: \"1\", x-team: infra}, api_key_env: LLM_CANARY_TEST_KEY_REQ";
     let (_dir, cfg) = common::config(&sim, &[("t", "healthy", extra)], common::PROBE);
@@ -159,9 +166,16 @@ async fn priority_headers_request_id_and_key_arrive() {
     }
     assert_ne!(r.trace_id, r2.trace_id);
 }
-#[tokio::test]
-async fn anthropic_keys_go_in_x_api_key_with_a_version_and_bearer_elsewhere() {
-    std::env::set_var("LLM_CANARY_TEST_KEY_ANT", "sk-ant-test");
+#[test]
+fn anthropic_keys_go_in_x_api_key_with_a_version_and_bearer_elsewhere() {
+    // Set before the runtime starts a thread: changing the environment races its readers.
+    common::with_env(
+        &[("LLM_CANARY_TEST_KEY_ANT", "sk-ant-test")],
+        anthropic_keys_go_in_x_api_key_with_a_version_and_bearer_elsewhere_body(),
+    );
+}
+
+async fn anthropic_keys_go_in_x_api_key_with_a_version_and_bearer_elsewhere_body() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let anthropic =
         "api: anthropic-messages, server: anthropic, api_key_env: LLM_CANARY_TEST_KEY_ANT";

@@ -1,9 +1,9 @@
 //! Every bad-config fixture in `tests/fixtures/bad-config/` paired with the exact error it must
 //! produce: one sentence naming file, line, column and field. A fixture overrides some files of
 //! a valid default config; `== expect` holds the message (paths relative to the config folder).
-//! `BLESS=1 cargo test --test config_errors` rewrites the expectations, for review.
+//! `BLESS=1 cargo test --test it config_errors::` rewrites the expectations, for review.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! counts them. And against a scripted receiver: a bearer token, retries of the same batch on
 //! 429 and 5xx, a dropped batch on 400, with push to a real Pushgateway beside.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

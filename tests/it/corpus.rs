@@ -6,7 +6,7 @@
 //! `item_cycle` (a numbered list whose items cycle while the counter climbs, or a list stuck on
 //! two items, is what only it sees), so a change that breaks it cannot pass unnoticed. It
 //! guards the corpus's size by distinct prompts, not by samples.
-//! `cargo nextest run --test corpus --no-capture` shows the figures.
+//! `cargo nextest run --test it corpus:: --no-capture` shows the figures.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The figures against the sim's scripted schedule, the exact text through hostile framing,
 //! and token counts with and without a usage chunk.
 
-mod common;
+use crate::common;
 
 use llm_canary::outcome::Outcome;
 use llm_canary::result::TokensSource;

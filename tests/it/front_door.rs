@@ -4,7 +4,7 @@
 //! every one of those connections is closed by the server: pushed out by newer ones at the cap,
 //! or at the header timeout.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

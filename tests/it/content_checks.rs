@@ -2,7 +2,7 @@
 //! the sim: a list that loops, JSON and its schema (`format_error`), tool calls in every flavor
 //! that has them (`tool_call_error`), and stopping early on a certain loop.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! `llm-canary gate` against the sim: verdicts, reports and exit codes.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

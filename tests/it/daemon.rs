@@ -1,7 +1,7 @@
 //! The daemon (`llm-canary run`) as a real process against the sim, a real Pushgateway and a
 //! real Prometheus: schedules, pushes, the outage, reloads and shutdown.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;
@@ -509,12 +509,21 @@ async fn recording_gateway() -> (
     (port, seen)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_auth_is_sent_and_never_shown() {
+#[test]
+fn push_auth_is_sent_and_never_shown() {
+    // Set before the runtime starts a thread: changing the environment races its readers.
+    common::with_env(
+        &[
+            ("LLM_CANARY_TEST_PUSH_PASSWORD", "pw-s3cret"),
+            ("LLM_CANARY_TEST_PUSH_TOKEN", "tok-s3cret"),
+        ],
+        push_auth_is_sent_and_never_shown_body(),
+    );
+}
+
+async fn push_auth_is_sent_and_never_shown_body() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (port, seen) = recording_gateway().await;
-    std::env::set_var("LLM_CANARY_TEST_PUSH_PASSWORD", "pw-s3cret");
-    std::env::set_var("LLM_CANARY_TEST_PUSH_TOKEN", "tok-s3cret");
     for (auth, want) in [
         (
             "username: canary, password_env: LLM_CANARY_TEST_PUSH_PASSWORD",

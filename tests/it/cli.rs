@@ -1,7 +1,7 @@
 //! The binary as users and CI drive it: exit codes, output formats, `check`, `demo`, `sim`, and
 //! the API key never appearing anywhere.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -183,10 +183,17 @@ impl Rfc3339 for jiff::Timestamp {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_api_key_never_appears() {
-    const KEY: &str = "sk-canary-secret-0123456789";
-    std::env::set_var("LLM_CANARY_TEST_SECRET", KEY);
+const KEY: &str = "sk-canary-secret-0123456789";
+#[test]
+fn the_api_key_never_appears() {
+    // Set before the runtime starts a thread: changing the environment races its readers.
+    common::with_env(
+        &[("LLM_CANARY_TEST_SECRET", KEY)],
+        the_api_key_never_appears_body(),
+    );
+}
+
+async fn the_api_key_never_appears_body() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let extra = "api_key_env: LLM_CANARY_TEST_SECRET";
     let targets = [
@@ -223,10 +230,19 @@ async fn the_api_key_never_appears() {
             "the echoed key is redacted: {o}"
         );
     }
-    // The sim did receive it, so the redaction above was real.
-    assert!(sim
-        .seen()
+    // The sim did receive it, so the redaction above was real: every request (four targets,
+    // two formats) carried the key.
+    let seen = sim.seen();
+    let completions = seen
         .iter()
+        .filter(|s| s.path.ends_with("/chat/completions"));
+    assert_eq!(
+        completions.clone().count(),
+        8,
+        "one request per target and format"
+    );
+    assert!(completions
+        .clone()
         .all(|s| s.header("authorization") == Some(&format!("Bearer {KEY}")[..])));
 }
 

@@ -1,6 +1,6 @@
 //! Every outcome of DESIGN's vocabulary, produced by a sim scenario over real loopback sockets.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -206,7 +206,7 @@ async fn every_outcome_from_its_scenario() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 
     // Every outcome of the vocabulary is covered by some case, plus connect_error below; the
-    // checks this probe does not ask for (JSON, tool calls) in tests/content_checks.rs.
+    // checks this probe does not ask for (JSON, tool calls) in tests/it/content_checks.rs.
     let elsewhere = [
         Outcome::ConnectError,
         Outcome::FormatError,

@@ -1,0 +1,26 @@
+//! The integration tests: one crate, linked once, one module per suite. Each test still runs in
+//! a process of its own under nextest. The suites that need a real LLM server or a stress budget
+//! (real_llm, real_llm_flavors, fire_drill, chaos) are their own crates behind features.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod calibrate;
+mod cli;
+mod config_errors;
+mod content_checks;
+mod corpus;
+mod cron_differential;
+mod daemon;
+mod deploy_fleet;
+mod deploy_kit;
+mod front_door;
+mod fuzz_regressions;
+mod gate;
+mod maintenance_rules;
+mod measurement;
+mod on_demand;
+mod outcomes;
+mod remote_write;
+mod requests;
+mod status_page;
