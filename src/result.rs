@@ -316,9 +316,24 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["success"], false);
         assert_eq!(v["fingerprint"], serde_json::Value::Null);
-        // The record's field order is part of what readers see.
-        let keys = ["\"outcome\"", "\"success\"", "\"failed_checks\""];
-        let at: Vec<usize> = keys.iter().map(|k| line.find(k).unwrap()).collect();
+        // The record's keys and their order are part of what readers see.
+        let keys = "probe target model labels request_id started_at outcome success failed_checks \
+             http_status ttfb_ms ttft_ms answer_ttft_ms e2e_ms tpot_ms tokens_per_second \
+             itl_p50_ms itl_p99_ms itl_max_ms output_tokens tokens_source reasoning_tokens \
+             finish_reason output_chars repetition_score warmup error server_timings \
+             server_ttft_ms reported_model fingerprint target_changed output_sha256 \
+             output_changed trace_id maintenance content_chunks response_bytes repetition \
+             stopped_early";
+        let at: Vec<Option<usize>> = keys
+            .split_whitespace()
+            .map(|k| line.find(&format!("\"{k}\":")))
+            .collect();
+        assert!(at.iter().all(Option::is_some), "{line}");
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{line}");
+        assert_eq!(
+            line.matches("\":").count(),
+            at.len(),
+            "no other key: {line}"
+        );
     }
 }

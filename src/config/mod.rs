@@ -389,23 +389,7 @@ fn load_agent(
         None => None,
     };
     let shard = match a.shard {
-        Some(mut s) => {
-            s.value = env::expand(src, &at.key("shard"), s.referenced, &s.value)?;
-            let parsed = s
-                .value
-                .split_once('/')
-                .and_then(|(i, n)| {
-                    Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?))
-                })
-                .filter(|&(i, n)| i >= 1 && i <= n);
-            Some(parsed.ok_or_else(|| {
-                src.err(
-                    &at.key("shard"),
-                    s.referenced,
-                    format!("shard {:?} must be i/N with 1 <= i <= N", s.value),
-                )
-            })?)
-        }
+        Some(s) => Some(shard(src, &at.key("shard"), s)?),
         None => None,
     };
     let results_log = match a.results_log {
@@ -439,6 +423,26 @@ fn load_agent(
             "admin_token",
         )?,
     })
+}
+
+/// `agent.shard`: `i/N`, this agent's share of the pairs.
+fn shard(
+    src: &Source,
+    field: &FieldPath,
+    mut s: Spanned<String>,
+) -> Result<(u32, u32), ConfigError> {
+    s.value = env::expand(src, field, s.referenced, &s.value)?;
+    s.value
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)))
+        .filter(|&(i, n)| i >= 1 && i <= n)
+        .ok_or_else(|| {
+            src.err(
+                field,
+                s.referenced,
+                format!("shard {:?} must be i/N with 1 <= i <= N", s.value),
+            )
+        })
 }
 
 /// A secret from an environment variable or a file (relative to the config file).

@@ -226,6 +226,11 @@ fn load_probe(
         Some(list) => super::target_names(src, &at.key("targets"), list, targets)?,
         None => targets.iter().map(|t| t.name.clone()).collect(),
     };
+    // The targets the probe runs on.
+    let on: Vec<&Arc<Target>> = targets
+        .iter()
+        .filter(|t| target_names.contains(&t.name))
+        .collect();
     let prompt = match prompts.get(&r.prompt.value) {
         Some(p) => p.clone(),
         None => {
@@ -256,25 +261,7 @@ fn load_probe(
     };
     let timeouts = load_timeouts(src, &at.key("timeouts"), r.timeouts.unwrap_or_default())?;
     let tools = match &r.tools {
-        Some(file) => {
-            let field = at.key("tools");
-            let tools = probe_files::tools(&dirs.base.join(&file.value))
-                .map_err(|e| src.err(&field, file.referenced, e))?;
-            if let Some(t) = targets
-                .iter()
-                .find(|t| target_names.contains(&t.name) && t.api == Api::OpenaiCompletions)
-            {
-                return Err(src.err(
-                    &field,
-                    file.referenced,
-                    format!(
-                        "target {:?} speaks openai-completions, which takes no tools",
-                        t.name
-                    ),
-                ));
-            }
-            Some(Arc::from(tools))
-        }
+        Some(file) => Some(load_tools(src, &at.key("tools"), file, dirs.base, &on)?),
         None => None,
     };
     let checks = load_checks(
@@ -287,16 +274,7 @@ fn load_probe(
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
-        for t in targets.iter().filter(|t| {
-            target_names.contains(&t.name) && t.server.cache_bust_field(t.api).is_none()
-        }) {
-            warnings.push(format!(
-                "probe {name:?} on target {:?}: server kind `{}` honours no cache-busting field on {}, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
-                t.name,
-                t.server.as_str(),
-                t.api.as_str()
-            ));
-        }
+        warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
     }
     Ok(Probe {
         name,
@@ -314,6 +292,41 @@ fn load_probe(
         checks,
         gate,
     })
+}
+
+/// `tools:`, the OpenAI function definitions offered to the model: a completions target takes
+/// none.
+fn load_tools(
+    src: &Source,
+    field: &FieldPath,
+    file: &Spanned<String>,
+    base: &Path,
+    on: &[&Arc<Target>],
+) -> Result<Arc<[Tool]>, ConfigError> {
+    let tools = probe_files::tools(&base.join(&file.value))
+        .map_err(|e| src.err(field, file.referenced, e))?;
+    if let Some(t) = on.iter().find(|t| t.api == Api::OpenaiCompletions) {
+        return Err(src.err(
+            field,
+            file.referenced,
+            format!(
+                "target {:?} speaks openai-completions, which takes no tools",
+                t.name
+            ),
+        ));
+    }
+    Ok(Arc::from(tools))
+}
+
+/// Why `cache_bust: auto` cannot keep a prefix cache from answering for `probe` on `t`, when
+/// it cannot: the server kind honours no cache-busting field on that API.
+fn uncached(probe: &str, t: &Target) -> Option<String> {
+    t.server.cache_bust_field(t.api).is_none().then(|| format!(
+        "probe {probe:?} on target {:?}: server kind `{}` honours no cache-busting field on {}, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
+        t.name,
+        t.server.as_str(),
+        t.api.as_str()
+    ))
 }
 
 /// What is written, else the default; never zero, and no longer than the total, which would
@@ -419,32 +432,7 @@ fn load_checks(
         None => None,
     };
     let tool_call = match &c.tool_call {
-        Some(name) => {
-            let field = at.key("tool_call");
-            let Some(tools) = tools else {
-                return Err(src.err(
-                    &field,
-                    name.referenced,
-                    "tool_call needs the probe's tools: add `tools: FILE`",
-                ));
-            };
-            let Some(tool) = tools.iter().find(|t| t.name == name.value) else {
-                let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-                return Err(src.err(
-                    &field,
-                    name.referenced,
-                    format!(
-                        "no tool {:?} in the probe's tools ({})",
-                        name.value,
-                        known.join(", ")
-                    ),
-                ));
-            };
-            Some(tool_call::Required {
-                name: tool.name.clone(),
-                schema: tool.schema.clone(),
-            })
-        }
+        Some(name) => Some(required_tool(src, &at.key("tool_call"), name, tools)?),
         None => None,
     };
     Ok(CheckSpec {
@@ -459,6 +447,38 @@ fn load_checks(
         json: c.json.unwrap_or(false) || json_schema.is_some(),
         json_schema,
         tool_call,
+    })
+}
+
+/// `checks.tool_call`: one of the probe's tools.
+fn required_tool(
+    src: &Source,
+    field: &FieldPath,
+    name: &Spanned<String>,
+    tools: Option<&[Tool]>,
+) -> Result<tool_call::Required, ConfigError> {
+    let Some(tools) = tools else {
+        return Err(src.err(
+            field,
+            name.referenced,
+            "tool_call needs the probe's tools: add `tools: FILE`",
+        ));
+    };
+    let Some(tool) = tools.iter().find(|t| t.name == name.value) else {
+        let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        return Err(src.err(
+            field,
+            name.referenced,
+            format!(
+                "no tool {:?} in the probe's tools ({})",
+                name.value,
+                known.join(", ")
+            ),
+        ));
+    };
+    Ok(tool_call::Required {
+        name: tool.name.clone(),
+        schema: tool.schema.clone(),
     })
 }
 
