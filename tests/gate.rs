@@ -273,7 +273,7 @@ for c in cases:
 
     assert!(md.starts_with("## ❌ llm-canary gate"), "{md}");
     assert!(md.contains(
-        "| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |"
+        "| probe | limit | candidate [CI] | baseline [CI] | ratio [CI] | verdict | samples |"
     ));
     assert!(
         md.contains("| p | ttft_p95 <= 300ms |") && md.contains("| FAIL |"),

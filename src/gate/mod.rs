@@ -1,13 +1,18 @@
-//! The pre-release gate (`llm-canary gate`): samples each gated probe `--samples` times against
-//! the candidate — interleaved with the baseline target (A, B, A, B …) so drift of the machine
-//! or network hits both alike — after warm-up runs that do not count, then judges every limit
-//! of the probe's `gate:` block with [`stats`].
+//! The pre-release gate (`llm-canary gate`): samples each gated probe against the candidate —
+//! interleaved with the baseline target (A, B, A, B …) so drift of the machine or network hits
+//! both alike — after warm-up runs that do not count, and judges every limit of the probe's
+//! `gate:` block. Sequential by default: pairs in batches, every limit judged on anytime-valid
+//! confidence sequences after each ([`decide`]), until all are decided or the cap is reached.
+//! A fixed N (`--samples`, `gate.samples:`) samples N and judges once with the bootstrap
+//! ([`stats`]). The core returns data and reports progress through a callback ([`Event`]);
+//! `commands::gate` prints.
 
+pub mod decide;
 pub mod report;
+pub mod sequence;
 pub mod stats;
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,15 +20,106 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::GateArgs;
+use crate::config::gate::Figure;
 use crate::config::{Config, Inconclusive, Probe, Target};
 use crate::runner::Runner;
-use stats::{LimitReport, Sample, Verdict};
+use decide::State;
+use stats::{LimitReport, Sample, Stopped, Verdict};
+
+/// The sequential gate's cap per side when neither the command line nor the probe sets one.
+pub const DEFAULT_MAX_SAMPLES: u32 = 200;
+
+/// Pairs per probe between two looks of the sequential gate.
+pub const BATCH: u32 = 10;
+
+/// What the gate is asked to do (the command builds it from its flags).
+#[derive(Debug, Clone, Default)]
+pub struct GateOptions {
+    /// The candidate target.
+    pub target: String,
+    /// A baseline target sampled in the same run, interleaved with the candidate.
+    pub baseline_target: Option<String>,
+    /// A previous gate's JSON report as the baseline.
+    pub baseline_file: Option<PathBuf>,
+    /// Refuse to start when relative limits have no baseline.
+    pub require_baseline: bool,
+    /// A fixed number of samples per probe and side, for every probe.
+    pub samples: Option<u32>,
+    /// The sequential cap per probe and side, for every probe.
+    pub max_samples: Option<u32>,
+    /// Uncounted runs per probe and side before sampling.
+    pub warmup: u32,
+    /// Only these probes (default: every probe with gate limits).
+    pub probes: Vec<String>,
+    /// Runs in flight at once.
+    pub concurrency: usize,
+    /// Poll the candidate until its first successful generation, this long at most.
+    pub wait_ready: Option<Duration>,
+}
+
+/// How a probe is sampled: a fixed N, or sequentially up to a cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Plan {
+    Fixed { samples: u32 },
+    Sequential { max_samples: u32 },
+}
+
+impl Plan {
+    /// `--samples` over `--max-samples` over the probe's `samples:` over its `max_samples:`.
+    fn of(opts: &GateOptions, p: &Probe) -> Plan {
+        match (opts.samples, opts.max_samples, p.gate.samples) {
+            (Some(n), _, _) => Plan::Fixed { samples: n },
+            (None, Some(m), _) => Plan::Sequential { max_samples: m },
+            (None, None, Some(n)) => Plan::Fixed { samples: n },
+            (None, None, None) => Plan::Sequential {
+                max_samples: p.gate.max_samples.unwrap_or(DEFAULT_MAX_SAMPLES),
+            },
+        }
+    }
+
+    fn cap(self) -> u32 {
+        match self {
+            Plan::Fixed { samples } => samples,
+            Plan::Sequential { max_samples } => max_samples,
+        }
+    }
+
+    /// Pairs per round: a fixed N all at once, the sequential gate a batch between looks.
+    fn batch(self) -> u32 {
+        match self {
+            Plan::Fixed { samples } => samples,
+            Plan::Sequential { .. } => BATCH,
+        }
+    }
+}
+
+/// What the gate reports while it works; the command decides how to show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// `--wait-ready`: the candidate's last attempt failed so.
+    Waiting { target: String, last: String },
+    /// No baseline: these probes' relative limits go unjudged (`probe (limit, …); …`).
+    Unjudged { limits: String },
+    /// A run finished: `done` of at most `total` runs.
+    Run { done: usize, total: usize },
+    /// A sequential look: the limits still open (`probe limit`); empty once all are decided.
+    Open {
+        done: usize,
+        total: usize,
+        open: Vec<String>,
+    },
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeGate {
     pub probe: String,
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// Samples taken per side.
     pub samples: u32,
+    /// Why sampling ended: every limit decided, or the cap.
+    pub stopped: Stopped,
     pub candidate: Vec<Sample>,
     pub baseline: Vec<Sample>,
     pub limits: Vec<LimitReport>,
@@ -40,6 +136,8 @@ pub struct GateReport {
     pub finished_at: String,
     /// Time from the first readiness poll to the candidate's first successful generation.
     pub cold_start_ms: Option<f64>,
+    /// The sequential gate's error rate, all its limits together.
+    pub alpha: f64,
     pub pass: bool,
     pub probes: Vec<ProbeGate>,
 }
@@ -72,42 +170,6 @@ fn load_baseline_file(path: &PathBuf) -> anyhow::Result<HashMap<String, Vec<Samp
         .collect())
 }
 
-/// Progress on stderr: a bar on a terminal, plain lines otherwise.
-struct Progress {
-    total: usize,
-    done: usize,
-    tty: bool,
-    last_line: usize,
-}
-
-impl Progress {
-    fn step(&mut self) {
-        self.done += 1;
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let width = 30;
-            let filled = width * self.done / self.total.max(1);
-            let _ = write!(
-                err,
-                "\r[{}{}] {}/{} runs",
-                "#".repeat(filled),
-                "-".repeat(width - filled),
-                self.done,
-                self.total
-            );
-            if self.done == self.total {
-                let _ = writeln!(err);
-            }
-        } else {
-            let tenth = (self.done * 10) / self.total.max(1);
-            if tenth > self.last_line || self.done == self.total {
-                self.last_line = tenth;
-                let _ = writeln!(err, "gate: {}/{} runs", self.done, self.total);
-            }
-        }
-    }
-}
-
 /// The candidate never produced a successful generation within `--wait-ready`: a failed gate,
 /// not a usage error.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +186,7 @@ async fn wait_ready(
     probe: &Probe,
     target: &Target,
     limit: Duration,
+    on: &mut (dyn FnMut(Event) + Send),
 ) -> Result<f64, NotReady> {
     let start = Instant::now();
     let deadline = start + limit;
@@ -133,7 +196,10 @@ async fn wait_ready(
             return Ok(start.elapsed().as_secs_f64() * 1000.0);
         }
         let last = format!("{} {}", r.outcome, r.error.unwrap_or_default());
-        eprintln!("gate: waiting for {}: {last}", target.name);
+        on(Event::Waiting {
+            target: target.name.clone(),
+            last: last.clone(),
+        });
         let next = Instant::now() + Duration::from_secs(1);
         if next >= deadline {
             return Err(NotReady {
@@ -164,9 +230,13 @@ fn target<'a>(cfg: &'a Config, what: &str, name: &str) -> anyhow::Result<&'a Arc
     })
 }
 
-/// Says on stderr which relative limits go unjudged for want of a baseline, or refuses to start
-/// under `--require-baseline`: in CI a gate that passes on half its limits must not look whole.
-fn no_baseline(probes: &[Arc<Probe>], require: bool) -> anyhow::Result<()> {
+/// Says which relative limits go unjudged for want of a baseline, or refuses to start under
+/// `--require-baseline`: in CI a gate that passes on half its limits must not look whole.
+fn no_baseline(
+    probes: &[Arc<Probe>],
+    require: bool,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> anyhow::Result<()> {
     let unjudged: Vec<String> = probes
         .iter()
         .filter(|p| !p.gate.vs_baseline.is_empty())
@@ -189,21 +259,242 @@ fn no_baseline(probes: &[Arc<Probe>], require: bool) -> anyhow::Result<()> {
             unjudged.join("; ")
         ));
     }
-    eprintln!(
-        "gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of {} are skipped, not judged",
-        unjudged.join("; ")
-    );
+    on(Event::Unjudged {
+        limits: unjudged.join("; "),
+    });
     Ok(())
 }
 
-pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError> {
+/// One probe being sampled: its samples so far and, sequentially, where its limits stand.
+struct Sampling {
+    plan: Plan,
+    /// Pairs planned so far.
+    taken: u32,
+    /// Candidate and baseline samples, kept in pair order whatever order they finish in, so
+    /// sample i of A and of B are a pair.
+    got: [Vec<Option<Sample>>; 2],
+    /// A decided limit keeps the report of the look that decided it.
+    settled: Vec<Option<LimitReport>>,
+    /// Every limit at the last look (`None`: a relative limit without a baseline).
+    last: Vec<Option<(LimitReport, State)>>,
+    stopped: Option<Stopped>,
+}
+
+impl Sampling {
+    fn new(plan: Plan, limits: usize) -> Sampling {
+        Sampling {
+            plan,
+            taken: 0,
+            got: [Vec::new(), Vec::new()],
+            settled: vec![None; limits],
+            last: vec![None; limits],
+            stopped: None,
+        }
+    }
+
+    /// Pairs to plan in the next round.
+    fn round(&self) -> u32 {
+        if self.stopped.is_some() {
+            return 0;
+        }
+        self.plan.batch().min(self.plan.cap() - self.taken)
+    }
+
+    /// Runs this probe may still take, on `sides` sides.
+    fn most_runs(&self, sides: usize) -> usize {
+        let pairs = if self.stopped.is_some() {
+            self.taken
+        } else {
+            self.plan.cap()
+        };
+        pairs as usize * sides
+    }
+
+    fn samples(&self, side: usize) -> Vec<Sample> {
+        self.got[side].iter().flatten().cloned().collect()
+    }
+}
+
+/// What the limits of a probe are judged on: its candidate and baseline samples, whether
+/// they are pairs, and whether there is a baseline at all.
+struct Sides {
+    cand: Vec<Sample>,
+    base: Vec<Sample>,
+    paired: bool,
+    baseline_given: bool,
+}
+
+impl Sides {
+    fn of(s: &Sampling, file: Option<&Vec<Sample>>, baseline_given: bool) -> Sides {
+        let (base, paired) = match file {
+            Some(f) => (f.clone(), false),
+            None => (s.samples(1), true),
+        };
+        Sides {
+            cand: s.samples(0),
+            base,
+            paired,
+            baseline_given,
+        }
+    }
+}
+
+/// A sequential look at one probe: judges every limit not yet decided, and stops the probe
+/// once none is open or its cap is reached. Returns the limits still open.
+fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Vec<String> {
+    let (c, b): (Vec<&Sample>, Vec<&Sample>) =
+        (sides.cand.iter().collect(), sides.base.iter().collect());
+    let fails = p.gate.inconclusive == Inconclusive::Fail;
+    let slo = p
+        .gate
+        .slo
+        .iter()
+        .map(|l| Some(decide::slo(l, &c, alpha, fails)));
+    let rel = p.gate.vs_baseline.iter().map(|l| {
+        sides
+            .baseline_given
+            .then(|| decide::relative(l, &c, &b, alpha, fails))
+    });
+    let mut open = Vec::new();
+    for (i, now) in slo.chain(rel).enumerate() {
+        if s.settled[i].is_some() {
+            continue;
+        }
+        match &now {
+            Some((r, State::Decided)) => s.settled[i] = Some(r.clone()),
+            Some((r, State::Open)) => open.push(format!("{} {} {}", p.name, r.name, r.limit)),
+            _ => {}
+        }
+        s.last[i] = now;
+    }
+    // Counts alone estimate nothing: they are counted over the whole cap.
+    let estimating = s
+        .last
+        .iter()
+        .flatten()
+        .any(|(_, st)| *st != State::Counting)
+        || s.settled.iter().flatten().any(|r| !is_count(r));
+    if (open.is_empty() && estimating) || s.taken >= s.plan.cap() {
+        s.stopped = Some(if open.is_empty() {
+            Stopped::Decided
+        } else {
+            Stopped::Cap
+        });
+    }
+    open
+}
+
+fn is_count(r: &LimitReport) -> bool {
+    r.name.starts_with("outcome.")
+}
+
+/// A probe's verdicts once its sampling has stopped.
+fn verdicts(p: &Probe, s: &Sampling, sides: &Sides) -> Vec<LimitReport> {
+    let (c, b): (Vec<&Sample>, Vec<&Sample>) =
+        (sides.cand.iter().collect(), sides.base.iter().collect());
+    let fails = p.gate.inconclusive == Inconclusive::Fail;
+    if let Plan::Fixed { .. } = s.plan {
+        let mut limits: Vec<LimitReport> =
+            p.gate.slo.iter().map(|l| stats::judge_slo(l, &c)).collect();
+        limits.extend(p.gate.vs_baseline.iter().map(|r| {
+            if sides.baseline_given {
+                stats::judge_relative(r, &c, &b, sides.paired, fails)
+            } else {
+                stats::skip_relative(r, &c)
+            }
+        }));
+        return limits;
+    }
+    let stopped = s.stopped.unwrap_or(Stopped::Cap);
+    let figures = p.gate.slo.iter().map(|l| l.figure);
+    let figures = figures.chain(p.gate.vs_baseline.iter().map(|l| l.figure));
+    let mut limits: Vec<LimitReport> = s
+        .settled
+        .iter()
+        .zip(&s.last)
+        .zip(figures)
+        .filter_map(|((settled, last), figure)| match (settled, last) {
+            (Some(r), _) => Some(r.clone()),
+            (None, Some((r, state))) => Some(
+                LimitReport {
+                    stopped: if *state == State::Open {
+                        Stopped::Cap
+                    } else {
+                        stopped
+                    },
+                    ..r.clone()
+                }
+                .with_failed_runs(figure, &c),
+            ),
+            (None, None) => None,
+        })
+        .collect();
+    // Relative limits without a baseline were never looked at.
+    if !sides.baseline_given {
+        let skipped = p.gate.vs_baseline.iter();
+        limits.extend(skipped.map(|r| stats::skip_relative(r, &c)));
+    }
+    limits
+}
+
+/// Runs `plan` (probe, side, pair) with at most `concurrency` in flight, handing each result
+/// to `each` as it comes.
+async fn execute(
+    plan: Vec<(usize, usize, u32)>,
+    probes: &[Arc<Probe>],
+    sides: &[Arc<Target>],
+    runner: &Arc<Runner>,
+    concurrency: usize,
+    mut each: impl FnMut(usize, usize, u32, Sample),
+) {
+    let limit = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let spawner = {
+        let (probes, sides, runner) = (probes.to_vec(), sides.to_vec(), runner.clone());
+        tokio::spawn(async move {
+            for (pi, side, i) in plan {
+                let permit = limit
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
+                let (p, t, runner, tx) = (
+                    probes[pi].clone(),
+                    sides[side].clone(),
+                    runner.clone(),
+                    tx.clone(),
+                );
+                tokio::spawn(async move {
+                    let r = runner.run_one(&p, &t).await;
+                    drop(permit);
+                    let _ = tx.send((pi, side, i, Sample::from(&r)));
+                });
+            }
+        })
+    };
+    while let Some((pi, side, i, s)) = rx.recv().await {
+        each(pi, side, i, s);
+    }
+    let _ = spawner.await;
+}
+
+/// Runs the gate: returns its report, or why it could not decide. Progress goes to `on`.
+pub async fn run(
+    cfg: &Config,
+    opts: &GateOptions,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> Result<GateReport, GateError> {
     let started_at = jiff::Timestamp::now().to_string();
     let cand = target(cfg, "target", &opts.target)?.clone();
     let base = match &opts.baseline_target {
         Some(b) => Some(target(cfg, "baseline target", b)?.clone()),
         None => None,
     };
-    let file_baseline = opts.baseline.as_ref().map(load_baseline_file).transpose()?;
+    let file_baseline = opts
+        .baseline_file
+        .as_ref()
+        .map(load_baseline_file)
+        .transpose()?;
     for p in &opts.probes {
         if !cfg.probes.iter().any(|x| &x.name == p) {
             let known: Vec<&str> = cfg.probes.iter().map(|p| p.name.as_str()).collect();
@@ -229,7 +520,7 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
         .into());
     }
     if base.is_none() && file_baseline.is_none() {
-        no_baseline(&probes, opts.require_baseline)?;
+        no_baseline(&probes, opts.require_baseline, on)?;
     }
     if let Some(file) = &file_baseline {
         for p in &probes {
@@ -243,7 +534,7 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
 
     let runner = Arc::new(Runner::new(opts.concurrency.max(1)));
     let cold_start_ms = match opts.wait_ready {
-        Some(limit) => Some(wait_ready(&runner, &probes[0], &cand, limit).await?),
+        Some(limit) => Some(wait_ready(&runner, &probes[0], &cand, limit, on).await?),
         None => None,
     };
     let sides: Vec<Arc<Target>> = std::iter::once(cand.clone()).chain(base.clone()).collect();
@@ -255,94 +546,89 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
         }
     }
 
-    // The plan, interleaved: pair i of every probe runs on A and B back to back, A first in even
-    // pairs and B first in odd ones, so neither side always runs right after the other.
-    let n_of = |p: &Probe| opts.samples.or(p.gate.samples).unwrap_or(20);
-    let max_n = probes.iter().map(|p| n_of(p)).max().unwrap_or(0);
-    let mut plan: Vec<(usize, usize, u32)> = Vec::new();
-    for i in 0..max_n {
-        for (pi, p) in probes.iter().enumerate() {
-            if i < n_of(p) {
-                for k in 0..sides.len() {
-                    let side = if i % 2 == 0 { k } else { sides.len() - 1 - k };
-                    plan.push((pi, side, i));
+    let baseline_given = base.is_some() || file_baseline.is_some();
+    let mut sampling: Vec<Sampling> = probes
+        .iter()
+        .map(|p| {
+            let limits = p.gate.slo.len() + p.gate.vs_baseline.len();
+            Sampling::new(Plan::of(opts, p), limits)
+        })
+        .collect();
+    let alpha = decide::alpha_per_limit(judged_limits(&probes, &sampling, baseline_given));
+    let file_of = |p: &Probe| file_baseline.as_ref().and_then(|f| f.get(&p.name));
+    let mut done = 0;
+    loop {
+        // Interleaved: pair n of every probe runs on A and B back to back, A first in even
+        // pairs and B first in odd ones, so neither side always runs right after the other.
+        let rounds = sampling.iter().map(Sampling::round).max().unwrap_or(0);
+        let mut plan = Vec::new();
+        for i in 0..rounds {
+            for (pi, s) in sampling.iter().enumerate() {
+                if i < s.round() {
+                    let n = s.taken + i;
+                    for k in 0..sides.len() {
+                        let side = if n % 2 == 0 { k } else { sides.len() - 1 - k };
+                        plan.push((pi, side, n));
+                    }
                 }
             }
         }
-    }
-    let mut progress = Progress {
-        total: plan.len(),
-        done: 0,
-        tty: std::io::stderr().is_terminal(),
-        last_line: 0,
-    };
-    let limit = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let spawner = {
-        let (probes, sides, runner) = (probes.clone(), sides.clone(), runner.clone());
-        tokio::spawn(async move {
-            for (pi, side, i) in plan {
-                let permit = limit
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the semaphore is never closed");
-                let (p, t, runner, tx) = (
-                    probes[pi].clone(),
-                    sides[side].clone(),
-                    runner.clone(),
-                    tx.clone(),
-                );
-                tokio::spawn(async move {
-                    let r = runner.run_one(&p, &t).await;
-                    drop(permit);
-                    let _ = tx.send((pi, side, i, Sample::from(&r)));
-                });
+        if plan.is_empty() {
+            break;
+        }
+        for s in &mut sampling {
+            s.taken += s.round();
+            for side in &mut s.got {
+                side.resize(s.taken as usize, None);
             }
-        })
-    };
-    // Kept in pair order whatever order they finish in, so sample i of A and of B are a pair.
-    let mut got: Vec<[Vec<Option<Sample>>; 2]> = probes
-        .iter()
-        .map(|p| [vec![None; n_of(p) as usize], vec![None; n_of(p) as usize]])
-        .collect();
-    while let Some((pi, side, i, s)) = rx.recv().await {
-        got[pi][side][i as usize] = Some(s);
-        progress.step();
+        }
+        let total: usize = sampling.iter().map(|s| s.most_runs(sides.len())).sum();
+        execute(
+            plan,
+            &probes,
+            &sides,
+            &runner,
+            opts.concurrency,
+            |pi, side, i, r| {
+                sampling[pi].got[side][i as usize] = Some(r);
+                done += 1;
+                on(Event::Run { done, total });
+            },
+        )
+        .await;
+        let mut open = Vec::new();
+        let mut sequential = false;
+        for (p, s) in probes.iter().zip(&mut sampling) {
+            match s.plan {
+                Plan::Fixed { samples } if s.taken >= samples => s.stopped = Some(Stopped::Cap),
+                Plan::Fixed { .. } => {}
+                Plan::Sequential { .. } if s.stopped.is_none() => {
+                    sequential = true;
+                    let judged_on = Sides::of(s, file_of(p), baseline_given);
+                    open.extend(look(p, s, &judged_on, alpha));
+                }
+                Plan::Sequential { .. } => {}
+            }
+        }
+        if sequential {
+            let total = sampling.iter().map(|s| s.most_runs(sides.len())).sum();
+            on(Event::Open { done, total, open });
+        }
     }
-    let _ = spawner.await;
 
     let mut out = Vec::new();
-    for (p, [cand_s, base_s]) in probes.iter().zip(got) {
-        let (cand_s, base_s): (Vec<Sample>, Vec<Sample>) = (
-            cand_s.into_iter().flatten().collect(),
-            base_s.into_iter().flatten().collect(),
-        );
-        let (base_s, paired) = match &file_baseline {
-            Some(f) => (f.get(&p.name).cloned().unwrap_or_default(), false),
-            None => (base_s, true),
-        };
-        let c: Vec<&Sample> = cand_s.iter().collect();
-        let b: Vec<&Sample> = base_s.iter().collect();
-        let inconclusive_fails = p.gate.inconclusive == Inconclusive::Fail;
-        let mut limits: Vec<LimitReport> =
-            p.gate.slo.iter().map(|s| stats::judge_slo(s, &c)).collect();
-        let baseline_given = base.is_some() || file_baseline.is_some();
-        limits.extend(p.gate.vs_baseline.iter().map(|r| {
-            if baseline_given {
-                stats::judge_relative(r, &c, &b, paired, inconclusive_fails)
-            } else {
-                stats::skip_relative(r, &c)
-            }
-        }));
-        let pass = limits.iter().all(|l| !l.failing);
+    for (p, s) in probes.iter().zip(&sampling) {
+        let judged_on = Sides::of(s, file_of(p), baseline_given);
+        let limits = verdicts(p, s, &judged_on);
         out.push(ProbeGate {
             probe: p.name.clone(),
-            samples: n_of(p),
-            candidate: cand_s,
-            baseline: base_s,
+            plan: s.plan,
+            samples: s.taken,
+            stopped: s.stopped.unwrap_or(Stopped::Cap),
+            pass: limits.iter().all(|l| !l.failing),
+            candidate: judged_on.cand,
+            baseline: judged_on.base,
             limits,
-            pass,
         });
     }
     Ok(GateReport {
@@ -351,13 +637,34 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
         baseline: opts
             .baseline_target
             .clone()
-            .or_else(|| opts.baseline.as_ref().map(|f| f.display().to_string())),
+            .or_else(|| opts.baseline_file.as_ref().map(|f| f.display().to_string())),
         started_at,
         finished_at: jiff::Timestamp::now().to_string(),
         cold_start_ms,
+        alpha: decide::GATE_ALPHA,
         pass: out.iter().all(|p| p.pass),
         probes: out,
     })
+}
+
+/// The limits the sequential gate judges on an interval (outcome counts are counted, relative
+/// limits without a baseline skipped): they share the gate's error rate.
+fn judged_limits(probes: &[Arc<Probe>], sampling: &[Sampling], baseline_given: bool) -> usize {
+    probes
+        .iter()
+        .zip(sampling)
+        .filter(|(_, s)| matches!(s.plan, Plan::Sequential { .. }))
+        .map(|(p, _)| {
+            let slo = p.gate.slo.iter();
+            let estimated = slo.filter(|l| !matches!(l.figure, Figure::OutcomeCount(_)));
+            estimated.count()
+                + if baseline_given {
+                    p.gate.vs_baseline.len()
+                } else {
+                    0
+                }
+        })
+        .sum()
 }
 
 impl GateReport {

@@ -27,6 +27,26 @@ pub struct Sample {
     #[serde(default)]
     pub itl_gaps_ms: Vec<f64>,
     pub error: Option<String>,
+    /// Every check the run failed (absent from gate files written before it existed).
+    #[serde(default)]
+    pub failed_checks: Vec<String>,
+}
+
+impl Sample {
+    /// What went wrong in this run, in one sentence: its error, else the checks it failed.
+    pub fn sentence(&self) -> String {
+        match &self.error {
+            Some(e) if !e.is_empty() => format!("{}: {e}", self.outcome),
+            _ if !self.failed_checks.is_empty() => {
+                format!(
+                    "{}: failed checks {}",
+                    self.outcome,
+                    self.failed_checks.join(", ")
+                )
+            }
+            _ => self.outcome.clone(),
+        }
+    }
 }
 
 impl From<&ProbeResult> for Sample {
@@ -50,6 +70,11 @@ impl From<&ProbeResult> for Sample {
                 .map(|t| t.gaps().into_iter().map(ms).collect())
                 .unwrap_or_default(),
             error: r.error.clone(),
+            failed_checks: r
+                .failed_checks
+                .iter()
+                .map(|o| o.as_str().to_string())
+                .collect(),
         }
     }
 }
@@ -68,43 +93,46 @@ pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
             Some(samples.iter().filter(|s| s.outcome == o.as_str()).count() as f64)
         }
         Figure::Quantile(metric, q) => {
-            let mut v: Vec<f64> = match metric {
-                Metric::Ttft => samples
-                    .iter()
-                    .filter_map(|s| s.ttft_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::AnswerTtft => samples
-                    .iter()
-                    .filter_map(|s| s.answer_ttft_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::E2e => samples
-                    .iter()
-                    .filter_map(|s| s.e2e_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::Tpot => samples
-                    .iter()
-                    .filter_map(|s| s.tpot_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::Itl => samples
-                    .iter()
-                    .flat_map(|s| s.itl_gaps_ms.iter())
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::TokensPerSecond => {
-                    samples.iter().filter_map(|s| s.tokens_per_second).collect()
-                }
-            };
-            if v.is_empty() {
-                return None;
-            }
-            v.sort_by(f64::total_cmp);
-            Some(nearest_rank(&v, f64::from(q) / 100.0))
+            let v = values(metric, samples);
+            (!v.is_empty()).then(|| nearest_rank(&v, f64::from(q) / 100.0))
         }
     }
+}
+
+/// A metric's measured values over `samples`, in base units (seconds for latencies), sorted.
+/// Inter-token gaps are pooled over the runs.
+pub fn values(metric: Metric, samples: &[&Sample]) -> Vec<f64> {
+    let secs = |x: &f64| x / 1000.0;
+    let mut v: Vec<f64> = match metric {
+        Metric::Ttft => samples
+            .iter()
+            .filter_map(|s| s.ttft_ms)
+            .map(|x| secs(&x))
+            .collect(),
+        Metric::AnswerTtft => samples
+            .iter()
+            .filter_map(|s| s.answer_ttft_ms)
+            .map(|x| secs(&x))
+            .collect(),
+        Metric::E2e => samples
+            .iter()
+            .filter_map(|s| s.e2e_ms)
+            .map(|x| secs(&x))
+            .collect(),
+        Metric::Tpot => samples
+            .iter()
+            .filter_map(|s| s.tpot_ms)
+            .map(|x| secs(&x))
+            .collect(),
+        Metric::Itl => samples
+            .iter()
+            .flat_map(|s| s.itl_gaps_ms.iter())
+            .map(secs)
+            .collect(),
+        Metric::TokensPerSecond => samples.iter().filter_map(|s| s.tokens_per_second).collect(),
+    };
+    v.sort_by(f64::total_cmp);
+    v
 }
 
 const RESAMPLES: usize = 2000;
@@ -199,9 +227,59 @@ pub struct LimitReport {
     pub verdict: Verdict,
     /// Whether this limit makes the gate fail (a failure, or inconclusive under `fail`).
     pub failing: bool,
-    /// About how many samples per side would settle an inconclusive limit.
+    /// About how many samples per side would settle an inconclusive limit (fixed N only).
     pub samples_needed: Option<u32>,
+    /// Samples per side when the verdict was reached.
+    pub samples_used: u32,
+    /// Whether the verdict came as soon as the interval allowed, or at the cap.
+    pub stopped: Stopped,
     pub message: String,
+    /// The candidate's failed runs behind a failing limit, at most [`FAILED_RUNS`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_runs: Vec<FailedRun>,
+}
+
+/// Why sampling ended for a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stopped {
+    /// The interval lay wholly past or wholly within the limit.
+    Decided,
+    /// The samples ran out first: `--max-samples`, or the fixed `--samples N`.
+    Cap,
+}
+
+/// A failed run named in a report: its request id and what went wrong.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedRun {
+    pub request_id: String,
+    pub sentence: String,
+}
+
+/// How many failed runs a failing limit names.
+pub const FAILED_RUNS: usize = 5;
+
+impl LimitReport {
+    /// Names the runs behind this limit when it fails: those with the counted outcome for an
+    /// outcome count, else every failed run of the candidate.
+    pub fn with_failed_runs(mut self, figure: Figure, cand: &[&Sample]) -> LimitReport {
+        if !self.failing {
+            return self;
+        }
+        self.failed_runs = cand
+            .iter()
+            .filter(|s| match figure {
+                Figure::OutcomeCount(o) => s.outcome == o.as_str(),
+                _ => !s.success,
+            })
+            .take(FAILED_RUNS)
+            .map(|s| FailedRun {
+                request_id: s.request_id.clone(),
+                sentence: s.sentence(),
+            })
+            .collect();
+        self
+    }
 }
 
 /// Formats a figure's value for people: durations for latencies, plain numbers otherwise.
@@ -279,8 +357,12 @@ pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
         failing: verdict == Verdict::Fail,
         verdict,
         samples_needed: None,
+        samples_used: cand.len() as u32,
+        stopped: Stopped::Cap,
         message,
+        failed_runs: Vec::new(),
     }
+    .with_failed_runs(slo.figure, cand)
 }
 
 /// A relative limit: the 95% interval of candidate/baseline against the allowed change
@@ -356,8 +438,12 @@ pub fn judge_relative(
             || (verdict == Verdict::Inconclusive && inconclusive_fails),
         verdict,
         samples_needed: needed,
+        samples_used: cand.len().min(base.len()) as u32,
+        stopped: Stopped::Cap,
         message,
+        failed_runs: Vec::new(),
     }
+    .with_failed_runs(rel.figure, cand)
 }
 
 /// A relative limit that could not be judged: there is no baseline to compare with.
@@ -375,6 +461,9 @@ pub fn skip_relative(rel: &Relative, cand: &[&Sample]) -> LimitReport {
         verdict: Verdict::Skipped,
         failing: false,
         samples_needed: None,
+        samples_used: cand.len() as u32,
+        stopped: Stopped::Cap,
+        failed_runs: Vec::new(),
         message: format!(
             "{} {}: skipped, no baseline (--baseline-target T or --baseline FILE)",
             rel.name, rel.text
@@ -404,6 +493,7 @@ mod tests {
             tokens_per_second: Some(100.0),
             itl_gaps_ms: vec![10.0, 12.0],
             error: None,
+            failed_checks: Vec::new(),
         }
     }
 
