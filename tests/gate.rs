@@ -285,18 +285,15 @@ for c in cases:
 async fn outputs_that_degenerate_one_time_in_five_fail_on_repetition() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup(&sim, "fail");
-    let g = gate(
-        &dir,
-        &[
-            "--target",
-            "cand-loop",
-            "--baseline-target",
-            "prod",
-            "--format",
-            "json",
-        ],
-    )
-    .await;
+    let args = [
+        "--target",
+        "cand-loop",
+        "--baseline-target",
+        "prod",
+        "--format",
+        "json",
+    ];
+    let g = gate(&dir, &args).await;
     assert_eq!(g.code, Some(1), "{}", g.stderr);
     let v: serde_json::Value = serde_json::from_str(&g.stdout).unwrap();
     let limits = v["probes"][0]["limits"].as_array().unwrap();
@@ -329,18 +326,7 @@ async fn outputs_that_degenerate_one_time_in_five_fail_on_repetition() {
         .collect();
     assert_eq!(named, looping(&v));
     // The Markdown summary and the JUnit file name them too.
-    let (g, junit, md) = gate_reporting(
-        &dir,
-        &[
-            "--target",
-            "cand-loop",
-            "--baseline-target",
-            "prod",
-            "--format",
-            "json",
-        ],
-    )
-    .await;
+    let (g, junit, md) = gate_reporting(&dir, &args).await;
     assert_eq!(g.code, Some(1), "{}", g.stderr);
     let runs = looping(&serde_json::from_str(&g.stdout).unwrap());
     assert!((2..=3).contains(&runs.len()), "{}", g.stdout);

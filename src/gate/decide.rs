@@ -99,19 +99,9 @@ pub fn slo(slo: &Slo, cand: &[&Sample], alpha: f64, fails: bool) -> (LimitReport
     let ci = interval(slo.figure, cand, alpha, slo.value);
     r.candidate_ci = Some(ci);
     let text = format!("{} interval {}", slo.name, shown(slo.figure, ci));
-    match place(ci.0, ci.1, slo.value, worse_up) {
-        Some(v) => {
-            let word = if v == Verdict::Fail { "past" } else { "within" };
-            r.message = format!("{text} is {word} {}", r.limit);
-            r.verdict = v;
-            r.failing = v == Verdict::Fail;
-            (r.with_failed_runs(slo.figure, cand), State::Decided)
-        }
-        None => {
-            r.message = format!("{text} straddles {}", r.limit);
-            (open(r, fails), State::Open)
-        }
-    }
+    let placed = place(ci.0, ci.1, slo.value, worse_up);
+    let limit = r.limit.clone();
+    conclude(r, placed, (&text, &limit), slo.figure, cand, fails)
 }
 
 /// A relative limit: candidate over baseline, from each side's interval at half the limit's
@@ -135,9 +125,10 @@ pub fn relative(
         r.message = format!("{}: nothing measured on one side yet", rel.name);
         return (open(r, fails), State::Open);
     };
-    let centre = b.unwrap_or(0.5);
-    let (cl, ch) = interval(rel.figure, cand, alpha / 2.0, centre);
-    let (bl, bh) = interval(rel.figure, base, alpha / 2.0, centre);
+    // The prior must not depend on the samples (it would void the guarantee): success rates
+    // worth gating sit high.
+    let (cl, ch) = interval(rel.figure, cand, alpha / 2.0, 0.95);
+    let (bl, bh) = interval(rel.figure, base, alpha / 2.0, 0.95);
     let ci = (
         if bh > 0.0 { cl / bh } else { 0.0 },
         if bl > 0.0 { ch / bl } else { f64::INFINITY },
@@ -151,18 +142,33 @@ pub fn relative(
         "unbounded".into()
     };
     let text = format!("{} ratio {ratio:.2} (interval {:.2}-{hi})", rel.name, ci.0);
-    match place(ci.0, ci.1, 1.0 + rel.change, rel.figure.higher_is_worse()) {
+    let placed = place(ci.0, ci.1, 1.0 + rel.change, rel.figure.higher_is_worse());
+    conclude(r, placed, (&text, &rel.text), rel.figure, cand, fails)
+}
+
+/// Finishes a report from where its interval lies: decided (`past` or `within` the limit) or
+/// open (`straddles` it); the message is `what`, that word, and `limit`.
+fn conclude(
+    mut r: LimitReport,
+    placed: Option<Verdict>,
+    (what, limit): (&str, &str),
+    figure: Figure,
+    cand: &[&Sample],
+    fails: bool,
+) -> (LimitReport, State) {
+    let word = match placed {
+        Some(Verdict::Fail) => "is past",
+        Some(_) => "is within",
+        None => "straddles",
+    };
+    r.message = format!("{what} {word} {limit}");
+    match placed {
         Some(v) => {
-            let word = if v == Verdict::Fail { "past" } else { "within" };
-            r.message = format!("{text} is {word} {}", rel.text);
             r.verdict = v;
             r.failing = v == Verdict::Fail;
-            (r.with_failed_runs(rel.figure, cand), State::Decided)
+            (r.with_failed_runs(figure, cand), State::Decided)
         }
-        None => {
-            r.message = format!("{text} straddles {}", rel.text);
-            (open(r, fails), State::Open)
-        }
+        None => (open(r, fails), State::Open),
     }
 }
 

@@ -102,34 +102,25 @@ pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
 /// A metric's measured values over `samples`, in base units (seconds for latencies), sorted.
 /// Inter-token gaps are pooled over the runs.
 pub fn values(metric: Metric, samples: &[&Sample]) -> Vec<f64> {
-    let secs = |x: &f64| x / 1000.0;
+    let latency_ms: fn(&Sample) -> Option<f64> = match metric {
+        Metric::Ttft => |s| s.ttft_ms,
+        Metric::AnswerTtft => |s| s.answer_ttft_ms,
+        Metric::E2e => |s| s.e2e_ms,
+        Metric::Tpot => |s| s.tpot_ms,
+        Metric::Itl | Metric::TokensPerSecond => |_| None,
+    };
     let mut v: Vec<f64> = match metric {
-        Metric::Ttft => samples
-            .iter()
-            .filter_map(|s| s.ttft_ms)
-            .map(|x| secs(&x))
-            .collect(),
-        Metric::AnswerTtft => samples
-            .iter()
-            .filter_map(|s| s.answer_ttft_ms)
-            .map(|x| secs(&x))
-            .collect(),
-        Metric::E2e => samples
-            .iter()
-            .filter_map(|s| s.e2e_ms)
-            .map(|x| secs(&x))
-            .collect(),
-        Metric::Tpot => samples
-            .iter()
-            .filter_map(|s| s.tpot_ms)
-            .map(|x| secs(&x))
-            .collect(),
         Metric::Itl => samples
             .iter()
             .flat_map(|s| s.itl_gaps_ms.iter())
-            .map(secs)
+            .map(|x| x / 1000.0)
             .collect(),
         Metric::TokensPerSecond => samples.iter().filter_map(|s| s.tokens_per_second).collect(),
+        _ => samples
+            .iter()
+            .filter_map(|s| latency_ms(s))
+            .map(|x| x / 1000.0)
+            .collect(),
     };
     v.sort_by(f64::total_cmp);
     v
