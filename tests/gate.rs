@@ -18,14 +18,17 @@ gate:
   inconclusive: INCONCLUSIVE
 "#;
 
+/// A target line of `llm-canary.yaml` serving `scenario` of the sim.
+fn target(sim: &Sim, name: &str, scenario: &str) -> String {
+    format!(
+        "  - {{name: {name}, base_url: \"{}\", model: m, server: vllm}}\n",
+        sim.base_url(scenario)
+    )
+}
+
 fn setup(sim: &Sim, inconclusive: &str) -> TempDir {
     let dir = TempDir::new("gate");
-    let t = |name: &str, scenario: &str| {
-        format!(
-            "  - {{name: {name}, base_url: \"{}\", model: m, server: vllm}}\n",
-            sim.base_url(scenario)
-        )
-    };
+    let t = |name: &str, scenario: &str| target(sim, name, scenario);
     let agent = [
         "targets:\n".to_string(),
         t("prod", "healthy,ttft=100ms,itl=10ms"),
@@ -583,12 +586,7 @@ async fn wait_ready_reports_the_cold_start() {
 /// A probe with no fixed `samples:`: the sequential gate, on a fast sim with jitter.
 fn setup_sequential(sim: &Sim) -> TempDir {
     let dir = TempDir::new("gate-seq");
-    let t = |name: &str, scenario: &str| {
-        format!(
-            "  - {{name: {name}, base_url: \"{}\", model: m, server: vllm}}\n",
-            sim.base_url(scenario)
-        )
-    };
+    let t = |name: &str, scenario: &str| target(sim, name, scenario);
     let agent = [
         "targets:\n".to_string(),
         t("prod", "healthy,ttft=20ms,jitter=8ms,itl=1ms"),
