@@ -144,7 +144,7 @@ pub struct GateArgs {
     pub samples: Option<u32>,
     /// Sequential sampling (the default): pairs in batches of 10 until every limit is decided,
     /// at most this many per probe and side; a limit still open then is inconclusive
-    /// (default: the probe's gate.max_samples, else 200).
+    /// (default: the probe's gate.max_samples, else 200). See docs/gate-statistics.md.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_samples: Option<u32>,
     /// Uncounted runs per probe and side before sampling.

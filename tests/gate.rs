@@ -762,3 +762,33 @@ async fn a_probe_sets_its_own_cap_or_a_fixed_n_but_not_both() {
         both.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_bar_names_the_limits_still_open() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_sequential(&sim);
+    let cmd = format!(
+        "'{}' gate -c '{}' --target same --baseline-target prod --max-samples 10 --warmup 0 --concurrency 1",
+        env!("CARGO_BIN_EXE_llm-canary"),
+        dir.path().join("llm-canary.yaml").display()
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    // Ten pairs cannot bound a median to within 15%: the one look, at the cap, leaves it open,
+    // and the bar says so (clearing what an earlier, longer line left).
+    assert_eq!(out.status.code(), Some(1), "{tty}");
+    assert!(
+        tty.contains(
+            "\r[##############################] 20/20 runs; open: p ttft_p50 +15%\x1b[K\r\n"
+        ),
+        "{tty:?}"
+    );
+    assert!(tty.contains("10 (cap)"), "{tty:?}");
+}

@@ -51,15 +51,14 @@ impl Progress {
                 "gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of {limits} are skipped, not judged"
             ),
             Event::Run { done, total } => self.run(&mut err, done, total),
+            // The bar's line ends with sampling.
+            Event::Done if self.tty => writeln!(err),
+            Event::Done => Ok(()),
             Event::Open { done, total, open } => {
                 self.open = open;
                 self.sequential = true;
                 if self.tty {
-                    self.bar(&mut err, done, total)?;
-                    if self.open.is_empty() || done == total {
-                        writeln!(err)?;
-                    }
-                    Ok(())
+                    self.bar(&mut err, done, total)
                 } else if self.open.is_empty() {
                     writeln!(err, "gate: {done} runs, every limit decided")
                 } else {
@@ -76,11 +75,7 @@ impl Progress {
 
     fn run(&mut self, err: &mut dyn Write, done: usize, total: usize) -> std::io::Result<()> {
         if self.tty {
-            self.bar(err, done, total)?;
-            if done == total {
-                writeln!(err)?;
-            }
-            return Ok(());
+            return self.bar(err, done, total);
         }
         let tenth = (done * 10) / total.max(1);
         if !self.sequential && (tenth > self.last_tenth || done == total) {

@@ -296,6 +296,28 @@ mod tests {
     }
 
     #[test]
+    fn a_candidate_exactly_at_the_limit_is_rarely_failed() {
+        // Every `fail` here is wrong: the candidate's p95 is exactly 15% above the baseline's.
+        // 300 seeded gates looking every 10 pairs up to 200: the share failed must stay within
+        // the limit's error rate (5%, plus sampling slack).
+        let rel = parse_relative("ttft_p95", "+15%").unwrap();
+        let mut wrong = 0;
+        for seed in 0..300 {
+            let (c, b) = (uniform(seed, 200, 1.15), uniform(seed + 1000, 200, 1.0));
+            let (c, b): (Vec<&Sample>, Vec<&Sample>) = (c.iter().collect(), b.iter().collect());
+            let failed = (10..=200).step_by(10).any(|n| {
+                let (r, _) = relative(&rel, &c[..n], &b[..n], 0.05, true);
+                r.verdict == Verdict::Fail
+            });
+            wrong += usize::from(failed);
+        }
+        assert!(
+            wrong <= 20,
+            "{wrong} of 300 gates failed a candidate at the limit"
+        );
+    }
+
+    #[test]
     fn alpha_is_split_over_limits() {
         assert_eq!(alpha_per_limit(5), 0.01);
         assert_eq!(alpha_per_limit(0), GATE_ALPHA);

@@ -109,6 +109,8 @@ pub enum Event {
         total: usize,
         open: Vec<String>,
     },
+    /// Sampling is over.
+    Done,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -615,6 +617,7 @@ pub async fn run(
             on(Event::Open { done, total, open });
         }
     }
+    on(Event::Done);
 
     let mut out = Vec::new();
     for (p, s) in probes.iter().zip(&sampling) {
