@@ -2,7 +2,8 @@
 //! Run: `cargo bench --bench gate --profile dev` (about 5 minutes; the statistics do not depend
 //! on the optimiser, and the dev profile reuses the test build). `GATE_BENCH_TRIALS`,
 //! `GATE_BENCH_GATES`, `GATE_BENCH_AT_ONCE` and `GATE_BENCH_SCALE` (of the sim's 100 ms) change
-//! the counts and the time scale (`GATE_BENCH_GATES=0`: the statistics alone).
+//! the counts and the time scale (`GATE_BENCH_GATES=0`: the statistics alone;
+//! `GATE_BENCH_TRIALS=0`: the real engine alone).
 //!
 //! One limit, `ttft_p95: "+15%"`, the default cap of 200 pairs, batches of 10, conditions:
 //! the same replica, a true +30 %, a true +20 % and a true +100 % first token (and, for the
@@ -264,10 +265,13 @@ fn real_engine(sim: &Sim, gates: usize, at_once: usize) {
         }
         t.print(name, true);
         println!(
-            "  {:>13} {:.0} s, load average {}",
+            "  {:>13} {:.0} s, load average {}; the first gate: {}",
             "",
             start.elapsed().as_secs_f64(),
-            load_average()
+            load_average(),
+            reports
+                .first()
+                .map_or("-", |r| r.probes[0].limits[0].message.as_str())
         );
     }
 }
@@ -288,9 +292,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4000);
-    let start = Instant::now();
-    pure_statistics(trials);
-    println!("  ({:.0} s)", start.elapsed().as_secs_f64());
+    if trials > 0 {
+        let start = Instant::now();
+        pure_statistics(trials);
+        println!("  ({:.0} s)", start.elapsed().as_secs_f64());
+    }
     let gates: usize = std::env::var("GATE_BENCH_GATES")
         .ok()
         .and_then(|v| v.parse().ok())

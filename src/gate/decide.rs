@@ -120,7 +120,6 @@ pub fn relative(
     );
     (r.candidate, r.baseline) = (c, b);
     r.ratio = c.zip(b).filter(|&(_, b)| b != 0.0).map(|(c, b)| c / b);
-    r.samples_used = cand.len().min(base.len()) as u32;
     let Some(ratio) = r.ratio else {
         r.message = format!("{}: nothing measured on one side yet", rel.name);
         return (open(r, fails), State::Open);

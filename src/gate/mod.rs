@@ -480,19 +480,27 @@ async fn execute(
     let _ = spawner.await;
 }
 
-/// Runs the gate: returns its report, or why it could not decide. Progress goes to `on`.
-pub async fn run(
+/// What a gate compares: the candidate, the baseline (a target or a file's samples per probe)
+/// and the gated probes.
+struct Setup {
+    cand: Arc<Target>,
+    base: Option<Arc<Target>>,
+    file: Option<HashMap<String, Vec<Sample>>>,
+    probes: Vec<Arc<Probe>>,
+}
+
+/// Resolves the options against the config, or says what is wrong before a single run.
+fn setup(
     cfg: &Config,
     opts: &GateOptions,
     on: &mut (dyn FnMut(Event) + Send),
-) -> Result<GateReport, GateError> {
-    let started_at = jiff::Timestamp::now().to_string();
+) -> anyhow::Result<Setup> {
     let cand = target(cfg, "target", &opts.target)?.clone();
     let base = match &opts.baseline_target {
         Some(b) => Some(target(cfg, "baseline target", b)?.clone()),
         None => None,
     };
-    let file_baseline = opts
+    let file = opts
         .baseline_file
         .as_ref()
         .map(load_baseline_file)
@@ -500,7 +508,7 @@ pub async fn run(
     for p in &opts.probes {
         if !cfg.probes.iter().any(|x| &x.name == p) {
             let known: Vec<&str> = cfg.probes.iter().map(|p| p.name.as_str()).collect();
-            return Err(anyhow!("unknown probe {p:?} (known: {})", known.join(", ")).into());
+            return Err(anyhow!("unknown probe {p:?} (known: {})", known.join(", ")));
         }
     }
     let probes: Vec<Arc<Probe>> = cfg
@@ -518,37 +526,98 @@ pub async fn run(
     if probes.is_empty() {
         return Err(anyhow!(
             "no probe has a `gate:` section with limits (or name probes with --probe)"
-        )
-        .into());
+        ));
     }
-    if base.is_none() && file_baseline.is_none() {
+    if base.is_none() && file.is_none() {
         no_baseline(&probes, opts.require_baseline, on)?;
     }
-    if let Some(file) = &file_baseline {
+    if let Some(file) = &file {
         for p in &probes {
             if !p.gate.vs_baseline.is_empty() && !file.contains_key(&p.name) {
-                return Err(
-                    anyhow!("the baseline file has no samples for probe {:?}", p.name).into(),
-                );
+                return Err(anyhow!(
+                    "the baseline file has no samples for probe {:?}",
+                    p.name
+                ));
             }
         }
     }
+    Ok(Setup {
+        cand,
+        base,
+        file,
+        probes,
+    })
+}
 
+/// Runs the gate: returns its report, or why it could not decide. Progress goes to `on`.
+pub async fn run(
+    cfg: &Config,
+    opts: &GateOptions,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> Result<GateReport, GateError> {
+    let started_at = jiff::Timestamp::now().to_string();
+    let s = setup(cfg, opts, on)?;
     let runner = Arc::new(Runner::new(opts.concurrency.max(1)));
     let cold_start_ms = match opts.wait_ready {
-        Some(limit) => Some(wait_ready(&runner, &probes[0], &cand, limit, on).await?),
+        Some(limit) => Some(wait_ready(&runner, &s.probes[0], &s.cand, limit, on).await?),
         None => None,
     };
-    let sides: Vec<Arc<Target>> = std::iter::once(cand.clone()).chain(base.clone()).collect();
+    let sides: Vec<Arc<Target>> = std::iter::once(s.cand.clone())
+        .chain(s.base.clone())
+        .collect();
     for _ in 0..opts.warmup {
-        for p in &probes {
+        for p in &s.probes {
             for t in &sides {
                 runner.run_one(p, t).await;
             }
         }
     }
+    let baseline_given = s.base.is_some() || s.file.is_some();
+    let sampling = sample(&s, &sides, &runner, opts, on).await;
 
-    let baseline_given = base.is_some() || file_baseline.is_some();
+    let mut out = Vec::new();
+    for (p, sp) in s.probes.iter().zip(&sampling) {
+        let file = s.file.as_ref().and_then(|f| f.get(&p.name));
+        let judged_on = Sides::of(sp, file, baseline_given);
+        let limits = verdicts(p, sp, &judged_on);
+        out.push(ProbeGate {
+            probe: p.name.clone(),
+            plan: sp.plan,
+            samples: sp.taken,
+            stopped: sp.stopped.unwrap_or(Stopped::Cap),
+            pass: limits.iter().all(|l| !l.failing),
+            candidate: judged_on.cand,
+            baseline: judged_on.base,
+            limits,
+        });
+    }
+    Ok(GateReport {
+        version: 1,
+        target: s.cand.name.clone(),
+        baseline: opts
+            .baseline_target
+            .clone()
+            .or_else(|| opts.baseline_file.as_ref().map(|f| f.display().to_string())),
+        started_at,
+        finished_at: jiff::Timestamp::now().to_string(),
+        cold_start_ms,
+        alpha: decide::GATE_ALPHA,
+        pass: out.iter().all(|p| p.pass),
+        probes: out,
+    })
+}
+
+/// Samples every probe in rounds until each has stopped: a fixed N in one round, the
+/// sequential gate a batch a round with a look after each.
+async fn sample(
+    setup: &Setup,
+    sides: &[Arc<Target>],
+    runner: &Arc<Runner>,
+    opts: &GateOptions,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> Vec<Sampling> {
+    let probes = &setup.probes;
+    let baseline_given = setup.base.is_some() || setup.file.is_some();
     let mut sampling: Vec<Sampling> = probes
         .iter()
         .map(|p| {
@@ -556,25 +625,10 @@ pub async fn run(
             Sampling::new(Plan::of(opts, p), limits)
         })
         .collect();
-    let alpha = decide::alpha_per_limit(judged_limits(&probes, &sampling, baseline_given));
-    let file_of = |p: &Probe| file_baseline.as_ref().and_then(|f| f.get(&p.name));
+    let alpha = decide::alpha_per_limit(judged_limits(probes, &sampling, baseline_given));
     let mut done = 0;
     loop {
-        // Interleaved: pair n of every probe runs on A and B back to back, A first in even
-        // pairs and B first in odd ones, so neither side always runs right after the other.
-        let rounds = sampling.iter().map(Sampling::round).max().unwrap_or(0);
-        let mut plan = Vec::new();
-        for i in 0..rounds {
-            for (pi, s) in sampling.iter().enumerate() {
-                if i < s.round() {
-                    let n = s.taken + i;
-                    for k in 0..sides.len() {
-                        let side = if n % 2 == 0 { k } else { sides.len() - 1 - k };
-                        plan.push((pi, side, n));
-                    }
-                }
-            }
-        }
+        let plan = next_round(&sampling, sides.len());
         if plan.is_empty() {
             break;
         }
@@ -587,9 +641,9 @@ pub async fn run(
         let total: usize = sampling.iter().map(|s| s.most_runs(sides.len())).sum();
         execute(
             plan,
-            &probes,
-            &sides,
-            &runner,
+            probes,
+            sides,
+            runner,
             opts.concurrency,
             |pi, side, i, r| {
                 sampling[pi].got[side][i as usize] = Some(r);
@@ -603,13 +657,12 @@ pub async fn run(
         for (p, s) in probes.iter().zip(&mut sampling) {
             match s.plan {
                 Plan::Fixed { samples } if s.taken >= samples => s.stopped = Some(Stopped::Cap),
-                Plan::Fixed { .. } => {}
                 Plan::Sequential { .. } if s.stopped.is_none() => {
                     sequential = true;
-                    let judged_on = Sides::of(s, file_of(p), baseline_given);
-                    open.extend(look(p, s, &judged_on, alpha));
+                    let file = setup.file.as_ref().and_then(|f| f.get(&p.name));
+                    open.extend(look(p, s, &Sides::of(s, file, baseline_given), alpha));
                 }
-                Plan::Sequential { .. } => {}
+                _ => {}
             }
         }
         if sequential {
@@ -618,36 +671,27 @@ pub async fn run(
         }
     }
     on(Event::Done);
+    sampling
+}
 
-    let mut out = Vec::new();
-    for (p, s) in probes.iter().zip(&sampling) {
-        let judged_on = Sides::of(s, file_of(p), baseline_given);
-        let limits = verdicts(p, s, &judged_on);
-        out.push(ProbeGate {
-            probe: p.name.clone(),
-            plan: s.plan,
-            samples: s.taken,
-            stopped: s.stopped.unwrap_or(Stopped::Cap),
-            pass: limits.iter().all(|l| !l.failing),
-            candidate: judged_on.cand,
-            baseline: judged_on.base,
-            limits,
-        });
+/// The next round's runs (probe, side, pair), interleaved: pair n of every probe runs on A
+/// and B back to back, A first in even pairs and B first in odd ones, so neither side always
+/// runs right after the other.
+fn next_round(sampling: &[Sampling], sides: usize) -> Vec<(usize, usize, u32)> {
+    let rounds = sampling.iter().map(Sampling::round).max().unwrap_or(0);
+    let mut plan = Vec::new();
+    for i in 0..rounds {
+        for (pi, s) in sampling.iter().enumerate() {
+            if i < s.round() {
+                let n = s.taken + i;
+                for k in 0..sides {
+                    let side = if n % 2 == 0 { k } else { sides - 1 - k };
+                    plan.push((pi, side, n));
+                }
+            }
+        }
     }
-    Ok(GateReport {
-        version: 1,
-        target: cand.name.clone(),
-        baseline: opts
-            .baseline_target
-            .clone()
-            .or_else(|| opts.baseline_file.as_ref().map(|f| f.display().to_string())),
-        started_at,
-        finished_at: jiff::Timestamp::now().to_string(),
-        cold_start_ms,
-        alpha: decide::GATE_ALPHA,
-        pass: out.iter().all(|p| p.pass),
-        probes: out,
-    })
+    plan
 }
 
 /// The limits the sequential gate judges on an interval (outcome counts are counted, relative
