@@ -199,13 +199,11 @@ async fn pairs_run_back_to_back_and_take_turns_going_first() {
     assert_eq!(order, "CBBCCBBC");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_terminal_gets_a_progress_bar() {
-    let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let dir = setup(&sim, "fail");
-    // util-linux's `script` gives the gate a pseudo-terminal for stdout and stderr.
+/// The gate run with `args` on a pseudo-terminal (util-linux's `script`) for stdout and
+/// stderr: its exit code and all it wrote there.
+async fn on_a_terminal(dir: &TempDir, args: &str) -> (Option<i32>, String) {
     let cmd = format!(
-        "'{}' gate -c '{}' --target cand-same --baseline-target prod --probe p --samples 2 --warmup 0 --concurrency 1",
+        "'{}' gate -c '{}' {args}",
         env!("CARGO_BIN_EXE_llm-canary"),
         dir.path().join("llm-canary.yaml").display()
     );
@@ -219,10 +217,22 @@ async fn a_terminal_gets_a_progress_bar() {
     })
     .await
     .unwrap();
-    let tty = String::from_utf8_lossy(&out.stdout);
+    let tty = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), tty)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_gets_a_progress_bar() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let (code, tty) = on_a_terminal(
+        &dir,
+        "--target cand-same --baseline-target prod --probe p --samples 2 --warmup 0 --concurrency 1",
+    )
+    .await;
     // The bar is what this test holds; on 2 samples a busy machine can make the verdict
     // inconclusive (exit 1), never an error.
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{tty}");
+    assert!(matches!(code, Some(0 | 1)), "{tty}");
     // One bar redrawn in place (\r), never the plain lines meant for logs.
     for bar in [
         "\r[#######-----------------------] 1/4 runs",
@@ -767,23 +777,14 @@ async fn a_probe_sets_its_own_cap_or_a_fixed_n_but_not_both() {
 async fn a_terminal_bar_names_the_limits_still_open() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup_sequential(&sim);
-    let cmd = format!(
-        "'{}' gate -c '{}' --target same --baseline-target prod --max-samples 10 --warmup 0 --concurrency 1",
-        env!("CARGO_BIN_EXE_llm-canary"),
-        dir.path().join("llm-canary.yaml").display()
-    );
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("script")
-            .args(["-qec", &cmd, "/dev/null"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let tty = String::from_utf8_lossy(&out.stdout);
+    let (code, tty) = on_a_terminal(
+        &dir,
+        "--target same --baseline-target prod --max-samples 10 --warmup 0 --concurrency 1",
+    )
+    .await;
     // Ten pairs cannot bound a median to within 15%: the one look, at the cap, leaves it open,
     // and the bar says so (clearing what an earlier, longer line left).
-    assert_eq!(out.status.code(), Some(1), "{tty}");
+    assert_eq!(code, Some(1), "{tty}");
     assert!(
         tty.contains(
             "\r[##############################] 20/20 runs; open: p ttft_p50 +15%\x1b[K\r\n"
