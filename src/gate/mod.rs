@@ -62,8 +62,14 @@ pub struct GateOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum Plan {
-    Fixed { samples: u32 },
-    Sequential { max_samples: u32 },
+    /// The report's `samples` (per side) already says N.
+    Fixed {
+        #[serde(skip_serializing)]
+        samples: u32,
+    },
+    Sequential {
+        max_samples: u32,
+    },
 }
 
 impl Plan {
