@@ -143,9 +143,15 @@ pub struct GateArgs {
     /// without it they are reported as skipped.
     #[arg(long)]
     pub require_baseline: bool,
-    /// Samples per probe and side (default: the probe's gate.samples, else 20).
-    #[arg(long)]
+    /// A fixed number of samples per probe and side, judged once with bootstrap intervals
+    /// (default: sequential, or the probe's gate.samples where it sets one).
+    #[arg(long, conflicts_with = "max_samples", value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
+    /// Sequential sampling (the default): pairs in batches of 10 until every limit is decided,
+    /// at most this many per probe and side; a limit still open then is inconclusive
+    /// (default: the probe's gate.max_samples, else 200). See docs/gate-statistics.md.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_samples: Option<u32>,
     /// Uncounted runs per probe and side before sampling.
     #[arg(long, default_value_t = 1)]
     pub warmup: u32,

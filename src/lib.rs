@@ -21,7 +21,8 @@
 //!   patterns, JSON and JSON Schema, tool calls.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: what one run measured, the context it ran in, and the record made of both.
-//! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
+//! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
+//!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
 //!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
 //!   renders), `/probe` (one configured pair now), and the admin endpoints behind the token guard.

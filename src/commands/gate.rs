@@ -1,17 +1,115 @@
-//! `gate`: run the gate, print the table or the JSON, write the JUnit and Markdown files, and
-//! exit 0 pass, 1 fail, 2 error.
+//! `gate`: run the gate, show its progress, print the table or the JSON, write the JUnit and
+//! Markdown files, and exit 0 pass, 1 fail, 2 error.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 use crate::cli::{Format, GateArgs};
 use crate::config::Config;
-use crate::gate::{self, report, GateError};
+use crate::gate::{self, report, Event, GateError, GateOptions};
+
+impl From<&GateArgs> for GateOptions {
+    fn from(a: &GateArgs) -> GateOptions {
+        GateOptions {
+            target: a.target.clone(),
+            baseline_target: a.baseline_target.clone(),
+            baseline_file: a.baseline.clone(),
+            require_baseline: a.require_baseline,
+            samples: a.samples,
+            max_samples: a.max_samples,
+            warmup: a.warmup,
+            probes: a.probes.clone(),
+            concurrency: a.concurrency,
+            wait_ready: a.wait_ready,
+        }
+    }
+}
+
+/// The gate's progress on stderr: a bar on a terminal, plain lines otherwise.
+struct Progress {
+    tty: bool,
+    last_tenth: usize,
+    open: Vec<String>,
+    /// A sequential gate reports its looks; plain lines then come from them alone.
+    sequential: bool,
+}
+
+impl Progress {
+    /// Progress is best effort: a closed stderr must not stop the gate.
+    fn show(&mut self, e: Event) {
+        let _ = self.write(e);
+    }
+
+    fn write(&mut self, e: Event) -> std::io::Result<()> {
+        let mut err = std::io::stderr().lock();
+        match e {
+            Event::Waiting { target, last } => writeln!(err, "gate: waiting for {target}: {last}"),
+            Event::Unjudged { limits } => writeln!(
+                err,
+                "gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of {limits} are skipped, not judged"
+            ),
+            Event::Run { done, total } => self.run(&mut err, done, total),
+            // The bar's line ends with sampling.
+            Event::Done if self.tty => writeln!(err),
+            Event::Done => Ok(()),
+            Event::Open { done, total, open } => {
+                self.open = open;
+                self.sequential = true;
+                if self.tty {
+                    self.bar(&mut err, done, total)
+                } else if self.open.is_empty() {
+                    writeln!(err, "gate: {done} runs, every limit decided")
+                } else {
+                    writeln!(
+                        err,
+                        "gate: {done} runs, {} open: {}",
+                        self.open.len(),
+                        self.open.join(", ")
+                    )
+                }
+            }
+        }
+    }
+
+    fn run(&mut self, err: &mut dyn Write, done: usize, total: usize) -> std::io::Result<()> {
+        if self.tty {
+            return self.bar(err, done, total);
+        }
+        let tenth = (done * 10) / total.max(1);
+        if !self.sequential && (tenth > self.last_tenth || done == total) {
+            self.last_tenth = tenth;
+            writeln!(err, "gate: {done}/{total} runs")?;
+        }
+        Ok(())
+    }
+
+    /// The bar, redrawn in place, with the limits still open after it.
+    fn bar(&self, err: &mut dyn Write, done: usize, total: usize) -> std::io::Result<()> {
+        let width = 30;
+        let filled = width * done / total.max(1);
+        write!(
+            err,
+            "\r[{}{}] {done}/{total} runs",
+            "#".repeat(filled),
+            "-".repeat(width - filled)
+        )?;
+        if !self.open.is_empty() {
+            write!(err, "; open: {}\x1b[K", self.open.join(", "))?;
+        }
+        Ok(())
+    }
+}
 
 pub async fn gate(cfg: &Config, outs: &GateArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let r = match gate::run(cfg, outs).await {
+    let mut progress = Progress {
+        tty: std::io::stderr().is_terminal(),
+        last_tenth: 0,
+        open: Vec::new(),
+        sequential: false,
+    };
+    let r = match gate::run(cfg, &GateOptions::from(outs), &mut |e| progress.show(e)).await {
         Ok(r) => r,
         Err(GateError::Setup(e)) => return Err(e),
         Err(GateError::NotReady(nr)) => {

@@ -57,7 +57,10 @@ impl Default for Timeouts {
 
 #[derive(Debug, Clone, Default)]
 pub struct GateSpec {
+    /// A fixed number of samples per side (bootstrap intervals), as `--samples` sets it.
     pub samples: Option<u32>,
+    /// The sequential gate's cap per side, as `--max-samples` sets it.
+    pub max_samples: Option<u32>,
     pub slo: Vec<Slo>,
     pub vs_baseline: Vec<Relative>,
     pub inconclusive: Inconclusive,
@@ -494,6 +497,17 @@ fn load_gate(
         Some(s) => Some(positive(src, at, "samples", s, 100_000)? as u32),
         None => None,
     };
+    let max_samples = match &g.max_samples {
+        Some(s) => Some(positive(src, at, "max_samples", s, 100_000)? as u32),
+        None => None,
+    };
+    if let (Some(_), Some(m)) = (&g.samples, &g.max_samples) {
+        return Err(src.err(
+            &at.key("max_samples"),
+            m.referenced,
+            "samples (a fixed number) and max_samples (the sequential gate's cap) exclude each other: keep one",
+        ));
+    }
     let mut slo = Vec::new();
     let slo_field = at.key("slo");
     for (k, v) in g.slo.unwrap_or_default() {
@@ -508,6 +522,7 @@ fn load_gate(
     }
     Ok(GateSpec {
         samples,
+        max_samples,
         slo,
         vs_baseline,
         inconclusive: g.inconclusive.unwrap_or_default(),

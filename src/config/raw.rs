@@ -237,6 +237,7 @@ pub struct RawChecks {
 #[serde(deny_unknown_fields)]
 pub struct RawGate {
     pub samples: Option<Spanned<i64>>,
+    pub max_samples: Option<Spanned<i64>>,
     pub slo: Option<BTreeMap<String, Spanned<Scalar>>>,
     pub vs_baseline: Option<BTreeMap<String, Spanned<Scalar>>>,
     pub inconclusive: Option<Inconclusive>,

@@ -1,13 +1,20 @@
-//! The pre-release gate (`llm-canary gate`): samples each gated probe `--samples` times against
-//! the candidate — interleaved with the baseline target (A, B, A, B …) so drift of the machine
-//! or network hits both alike — after warm-up runs that do not count, then judges every limit
-//! of the probe's `gate:` block with [`stats`].
+//! The pre-release gate (`llm-canary gate`): samples each gated probe against the candidate —
+//! interleaved with the baseline target (A, B, A, B …) so drift of the machine or network hits
+//! both alike — after warm-up runs that do not count, and judges every limit of the probe's
+//! `gate:` block. Sequential by default: pairs in batches, every limit judged on anytime-valid
+//! confidence sequences after each ([`decide`]), until all are decided or the cap is reached.
+//! A fixed N (`--samples`, `gate.samples:`) samples N and judges once with the bootstrap
+//! ([`stats`]). The core returns data and reports progress through a callback ([`Event`]);
+//! `commands::gate` prints.
 
+pub mod decide;
 pub mod report;
+mod sample;
+mod sampling;
+pub mod sequence;
 pub mod stats;
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,15 +22,113 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::GateArgs;
-use crate::config::{Config, Inconclusive, Probe, Target};
+use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
-use stats::{LimitReport, Sample, Verdict};
+use sampling::{sample, verdicts, Sides};
+use stats::{LimitReport, Sample, Stopped, Verdict};
+
+/// The sequential gate's cap per side when neither the command line nor the probe sets one.
+pub const DEFAULT_MAX_SAMPLES: u32 = 200;
+
+/// Pairs per probe between two looks of the sequential gate.
+pub const BATCH: u32 = 10;
+
+/// What the gate is asked to do (the command builds it from its flags).
+#[derive(Debug, Clone, Default)]
+pub struct GateOptions {
+    /// The candidate target.
+    pub target: String,
+    /// A baseline target sampled in the same run, interleaved with the candidate.
+    pub baseline_target: Option<String>,
+    /// A previous gate's JSON report as the baseline.
+    pub baseline_file: Option<PathBuf>,
+    /// Refuse to start when relative limits have no baseline.
+    pub require_baseline: bool,
+    /// A fixed number of samples per probe and side, for every probe.
+    pub samples: Option<u32>,
+    /// The sequential cap per probe and side, for every probe.
+    pub max_samples: Option<u32>,
+    /// Uncounted runs per probe and side before sampling.
+    pub warmup: u32,
+    /// Only these probes (default: every probe with gate limits).
+    pub probes: Vec<String>,
+    /// Runs in flight at once.
+    pub concurrency: usize,
+    /// Poll the candidate until its first successful generation, this long at most.
+    pub wait_ready: Option<Duration>,
+}
+
+/// How a probe is sampled: a fixed N, or sequentially up to a cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Plan {
+    /// The report's `samples` (per side) already says N.
+    Fixed {
+        #[serde(skip_serializing)]
+        samples: u32,
+    },
+    Sequential {
+        max_samples: u32,
+    },
+}
+
+impl Plan {
+    /// `--samples` over `--max-samples` over the probe's `samples:` over its `max_samples:`.
+    fn of(opts: &GateOptions, p: &Probe) -> Plan {
+        match (opts.samples, opts.max_samples, p.gate.samples) {
+            (Some(n), _, _) => Plan::Fixed { samples: n },
+            (None, Some(m), _) => Plan::Sequential { max_samples: m },
+            (None, None, Some(n)) => Plan::Fixed { samples: n },
+            (None, None, None) => Plan::Sequential {
+                max_samples: p.gate.max_samples.unwrap_or(DEFAULT_MAX_SAMPLES),
+            },
+        }
+    }
+
+    fn cap(self) -> u32 {
+        match self {
+            Plan::Fixed { samples } => samples,
+            Plan::Sequential { max_samples } => max_samples,
+        }
+    }
+
+    /// Pairs per round: a fixed N all at once, the sequential gate a batch between looks.
+    fn batch(self) -> u32 {
+        match self {
+            Plan::Fixed { samples } => samples,
+            Plan::Sequential { .. } => BATCH,
+        }
+    }
+}
+
+/// What the gate reports while it works; the command decides how to show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// `--wait-ready`: the candidate's last attempt failed so.
+    Waiting { target: String, last: String },
+    /// No baseline: these probes' relative limits go unjudged (`probe (limit, …); …`).
+    Unjudged { limits: String },
+    /// A run finished: `done` of at most `total` runs.
+    Run { done: usize, total: usize },
+    /// A sequential look: the limits still open (`probe limit`); empty once all are decided.
+    Open {
+        done: usize,
+        total: usize,
+        open: Vec<String>,
+    },
+    /// Sampling is over.
+    Done,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeGate {
     pub probe: String,
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// Samples taken per side.
     pub samples: u32,
+    /// Why sampling ended: every limit decided, or the cap.
+    pub stopped: Stopped,
     pub candidate: Vec<Sample>,
     pub baseline: Vec<Sample>,
     pub limits: Vec<LimitReport>,
@@ -40,6 +145,8 @@ pub struct GateReport {
     pub finished_at: String,
     /// Time from the first readiness poll to the candidate's first successful generation.
     pub cold_start_ms: Option<f64>,
+    /// The sequential gate's error rate, all its limits together.
+    pub alpha: f64,
     pub pass: bool,
     pub probes: Vec<ProbeGate>,
 }
@@ -72,42 +179,6 @@ fn load_baseline_file(path: &PathBuf) -> anyhow::Result<HashMap<String, Vec<Samp
         .collect())
 }
 
-/// Progress on stderr: a bar on a terminal, plain lines otherwise.
-struct Progress {
-    total: usize,
-    done: usize,
-    tty: bool,
-    last_line: usize,
-}
-
-impl Progress {
-    fn step(&mut self) {
-        self.done += 1;
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let width = 30;
-            let filled = width * self.done / self.total.max(1);
-            let _ = write!(
-                err,
-                "\r[{}{}] {}/{} runs",
-                "#".repeat(filled),
-                "-".repeat(width - filled),
-                self.done,
-                self.total
-            );
-            if self.done == self.total {
-                let _ = writeln!(err);
-            }
-        } else {
-            let tenth = (self.done * 10) / self.total.max(1);
-            if tenth > self.last_line || self.done == self.total {
-                self.last_line = tenth;
-                let _ = writeln!(err, "gate: {}/{} runs", self.done, self.total);
-            }
-        }
-    }
-}
-
 /// The candidate never produced a successful generation within `--wait-ready`: a failed gate,
 /// not a usage error.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +195,7 @@ async fn wait_ready(
     probe: &Probe,
     target: &Target,
     limit: Duration,
+    on: &mut (dyn FnMut(Event) + Send),
 ) -> Result<f64, NotReady> {
     let start = Instant::now();
     let deadline = start + limit;
@@ -133,7 +205,10 @@ async fn wait_ready(
             return Ok(start.elapsed().as_secs_f64() * 1000.0);
         }
         let last = format!("{} {}", r.outcome, r.error.unwrap_or_default());
-        eprintln!("gate: waiting for {}: {last}", target.name);
+        on(Event::Waiting {
+            target: target.name.clone(),
+            last: last.clone(),
+        });
         let next = Instant::now() + Duration::from_secs(1);
         if next >= deadline {
             return Err(NotReady {
@@ -156,9 +231,13 @@ pub enum GateError {
     Setup(#[from] anyhow::Error),
 }
 
-/// Says on stderr which relative limits go unjudged for want of a baseline, or refuses to start
-/// under `--require-baseline`: in CI a gate that passes on half its limits must not look whole.
-fn no_baseline(probes: &[Arc<Probe>], require: bool) -> anyhow::Result<()> {
+/// Says which relative limits go unjudged for want of a baseline, or refuses to start under
+/// `--require-baseline`: in CI a gate that passes on half its limits must not look whole.
+fn no_baseline(
+    probes: &[Arc<Probe>],
+    require: bool,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> anyhow::Result<()> {
     let unjudged: Vec<String> = probes
         .iter()
         .filter(|p| !p.gate.vs_baseline.is_empty())
@@ -181,30 +260,39 @@ fn no_baseline(probes: &[Arc<Probe>], require: bool) -> anyhow::Result<()> {
             unjudged.join("; ")
         ));
     }
-    eprintln!(
-        "gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of {} are skipped, not judged",
-        unjudged.join("; ")
-    );
+    on(Event::Unjudged {
+        limits: unjudged.join("; "),
+    });
     Ok(())
 }
 
-pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError> {
-    let started_at = jiff::Timestamp::now().to_string();
-    let cand = cfg
-        .known_target("target", &opts.target)
-        .map_err(anyhow::Error::from)?
-        .clone();
+/// What a gate compares: the candidate, the baseline (a target or a file's samples per probe)
+/// and the gated probes.
+struct Setup {
+    cand: Arc<Target>,
+    base: Option<Arc<Target>>,
+    file: Option<HashMap<String, Vec<Sample>>>,
+    probes: Vec<Arc<Probe>>,
+}
+
+/// Resolves the options against the config, or says what is wrong before a single run.
+fn setup(
+    cfg: &Config,
+    opts: &GateOptions,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> anyhow::Result<Setup> {
+    let cand = cfg.known_target("target", &opts.target)?.clone();
     let base = match &opts.baseline_target {
-        Some(b) => Some(
-            cfg.known_target("baseline target", b)
-                .map_err(anyhow::Error::from)?
-                .clone(),
-        ),
+        Some(b) => Some(cfg.known_target("baseline target", b)?.clone()),
         None => None,
     };
-    let file_baseline = opts.baseline.as_ref().map(load_baseline_file).transpose()?;
+    let file = opts
+        .baseline_file
+        .as_ref()
+        .map(load_baseline_file)
+        .transpose()?;
     for p in &opts.probes {
-        cfg.known_probe(p).map_err(anyhow::Error::from)?;
+        cfg.known_probe(p)?;
     }
     let probes: Vec<Arc<Probe>> = cfg
         .probes
@@ -221,136 +309,82 @@ pub async fn run(cfg: &Config, opts: &GateArgs) -> Result<GateReport, GateError>
     if probes.is_empty() {
         return Err(anyhow!(
             "no probe has a `gate:` section with limits (or name probes with --probe)"
-        )
-        .into());
+        ));
     }
-    if base.is_none() && file_baseline.is_none() {
-        no_baseline(&probes, opts.require_baseline)?;
+    if base.is_none() && file.is_none() {
+        no_baseline(&probes, opts.require_baseline, on)?;
     }
-    if let Some(file) = &file_baseline {
+    if let Some(file) = &file {
         for p in &probes {
             if !p.gate.vs_baseline.is_empty() && !file.contains_key(&p.name) {
-                return Err(
-                    anyhow!("the baseline file has no samples for probe {:?}", p.name).into(),
-                );
+                return Err(anyhow!(
+                    "the baseline file has no samples for probe {:?}",
+                    p.name
+                ));
             }
         }
     }
+    Ok(Setup {
+        cand,
+        base,
+        file,
+        probes,
+    })
+}
 
+/// Runs the gate: returns its report, or why it could not decide. Progress goes to `on`.
+pub async fn run(
+    cfg: &Config,
+    opts: &GateOptions,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> Result<GateReport, GateError> {
+    let started_at = jiff::Timestamp::now().to_string();
+    let s = setup(cfg, opts, on)?;
     let runner = Arc::new(Runner::new(opts.concurrency.max(1)));
     let cold_start_ms = match opts.wait_ready {
-        Some(limit) => Some(wait_ready(&runner, &probes[0], &cand, limit).await?),
+        Some(limit) => Some(wait_ready(&runner, &s.probes[0], &s.cand, limit, on).await?),
         None => None,
     };
-    let sides: Vec<Arc<Target>> = std::iter::once(cand.clone()).chain(base.clone()).collect();
+    let sides: Vec<Arc<Target>> = std::iter::once(s.cand.clone())
+        .chain(s.base.clone())
+        .collect();
     for _ in 0..opts.warmup {
-        for p in &probes {
+        for p in &s.probes {
             for t in &sides {
                 runner.run_one(p, t).await;
             }
         }
     }
-
-    // The plan, interleaved: pair i of every probe runs on A and B back to back, A first in even
-    // pairs and B first in odd ones, so neither side always runs right after the other.
-    let n_of = |p: &Probe| opts.samples.or(p.gate.samples).unwrap_or(20);
-    let max_n = probes.iter().map(|p| n_of(p)).max().unwrap_or(0);
-    let mut plan: Vec<(usize, usize, u32)> = Vec::new();
-    for i in 0..max_n {
-        for (pi, p) in probes.iter().enumerate() {
-            if i < n_of(p) {
-                for k in 0..sides.len() {
-                    let side = if i % 2 == 0 { k } else { sides.len() - 1 - k };
-                    plan.push((pi, side, i));
-                }
-            }
-        }
-    }
-    let mut progress = Progress {
-        total: plan.len(),
-        done: 0,
-        tty: std::io::stderr().is_terminal(),
-        last_line: 0,
-    };
-    let limit = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let spawner = {
-        let (probes, sides, runner) = (probes.clone(), sides.clone(), runner.clone());
-        tokio::spawn(async move {
-            for (pi, side, i) in plan {
-                let permit = limit
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the semaphore is never closed");
-                let (p, t, runner, tx) = (
-                    probes[pi].clone(),
-                    sides[side].clone(),
-                    runner.clone(),
-                    tx.clone(),
-                );
-                tokio::spawn(async move {
-                    let r = runner.run_one(&p, &t).await;
-                    drop(permit);
-                    let _ = tx.send((pi, side, i, Sample::from(&r)));
-                });
-            }
-        })
-    };
-    // Kept in pair order whatever order they finish in, so sample i of A and of B are a pair.
-    let mut got: Vec<[Vec<Option<Sample>>; 2]> = probes
-        .iter()
-        .map(|p| [vec![None; n_of(p) as usize], vec![None; n_of(p) as usize]])
-        .collect();
-    while let Some((pi, side, i, s)) = rx.recv().await {
-        got[pi][side][i as usize] = Some(s);
-        progress.step();
-    }
-    let _ = spawner.await;
+    let baseline_given = s.base.is_some() || s.file.is_some();
+    let sampling = sample(&s, &sides, &runner, opts, on).await;
 
     let mut out = Vec::new();
-    for (p, [cand_s, base_s]) in probes.iter().zip(got) {
-        let (cand_s, base_s): (Vec<Sample>, Vec<Sample>) = (
-            cand_s.into_iter().flatten().collect(),
-            base_s.into_iter().flatten().collect(),
-        );
-        let (base_s, paired) = match &file_baseline {
-            Some(f) => (f.get(&p.name).cloned().unwrap_or_default(), false),
-            None => (base_s, true),
-        };
-        let c: Vec<&Sample> = cand_s.iter().collect();
-        let b: Vec<&Sample> = base_s.iter().collect();
-        let inconclusive_fails = p.gate.inconclusive == Inconclusive::Fail;
-        let mut limits: Vec<LimitReport> =
-            p.gate.slo.iter().map(|s| stats::judge_slo(s, &c)).collect();
-        let baseline_given = base.is_some() || file_baseline.is_some();
-        limits.extend(p.gate.vs_baseline.iter().map(|r| {
-            if baseline_given {
-                stats::judge_relative(r, &c, &b, paired, inconclusive_fails)
-            } else {
-                stats::skip_relative(r, &c)
-            }
-        }));
-        let pass = limits.iter().all(|l| !l.failing);
+    for (p, sp) in s.probes.iter().zip(&sampling) {
+        let file = s.file.as_ref().and_then(|f| f.get(&p.name));
+        let judged_on = Sides::of(sp, file, baseline_given);
+        let limits = verdicts(p, sp, &judged_on);
         out.push(ProbeGate {
             probe: p.name.clone(),
-            samples: n_of(p),
-            candidate: cand_s,
-            baseline: base_s,
+            plan: sp.plan,
+            samples: sp.taken,
+            stopped: sp.stopped.unwrap_or(Stopped::Cap),
+            pass: limits.iter().all(|l| !l.failing),
+            candidate: judged_on.cand,
+            baseline: judged_on.base,
             limits,
-            pass,
         });
     }
     Ok(GateReport {
         version: 1,
-        target: cand.name.clone(),
+        target: s.cand.name.clone(),
         baseline: opts
             .baseline_target
             .clone()
-            .or_else(|| opts.baseline.as_ref().map(|f| f.display().to_string())),
+            .or_else(|| opts.baseline_file.as_ref().map(|f| f.display().to_string())),
         started_at,
         finished_at: jiff::Timestamp::now().to_string(),
         cold_start_ms,
+        alpha: decide::GATE_ALPHA,
         pass: out.iter().all(|p| p.pass),
         probes: out,
     })

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::stats::{LimitReport, Verdict};
-use super::GateReport;
+use super::stats::{LimitReport, Stopped, Verdict};
+use super::{GateReport, Plan};
 use crate::config::gate::Figure;
 
 fn fig(l: &LimitReport) -> Option<Figure> {
@@ -18,16 +18,27 @@ fn value(l: &LimitReport, v: Option<f64>, ci: Option<(f64, f64)>) -> String {
             "{} [{}-{}]",
             super::stats::show(f, v),
             super::stats::show(f, lo),
-            super::stats::show(f, hi)
+            upper(hi, |hi| super::stats::show(f, hi))
         ),
         (Some(v), None) => super::stats::show(f, v),
         (None, _) => "-".into(),
     }
 }
 
+/// An interval's upper end, or `∞` where the samples do not bound it yet.
+fn upper(hi: f64, show: impl Fn(f64) -> String) -> String {
+    if hi.is_finite() {
+        show(hi)
+    } else {
+        "∞".into()
+    }
+}
+
 fn ratio(l: &LimitReport) -> String {
     match (l.ratio, l.ratio_ci) {
-        (Some(r), Some((lo, hi))) => format!("{r:.2} [{lo:.2}-{hi:.2}]"),
+        (Some(r), Some((lo, hi))) => {
+            format!("{r:.2} [{lo:.2}-{}]", upper(hi, |h| format!("{h:.2}")))
+        }
         (Some(r), None) => format!("{r:.2}"),
         _ => "-".into(),
     }
@@ -43,7 +54,16 @@ fn verdict(l: &LimitReport) -> &'static str {
     }
 }
 
-fn rows(r: &GateReport) -> Vec<[String; 7]> {
+/// Samples per side behind a verdict, and why sampling stopped there.
+fn samples(l: &LimitReport) -> String {
+    match (l.verdict, l.stopped) {
+        (Verdict::Skipped, _) => "-".into(),
+        (_, Stopped::Decided) => format!("{} (decided)", l.samples_used),
+        (_, Stopped::Cap) => format!("{} (cap)", l.samples_used),
+    }
+}
+
+fn rows(r: &GateReport) -> Vec<[String; 8]> {
     r.limits()
         .map(|(p, l)| {
             [
@@ -53,6 +73,7 @@ fn rows(r: &GateReport) -> Vec<[String; 7]> {
                 value(l, l.baseline, l.baseline_ci),
                 ratio(l),
                 verdict(l).to_string(),
+                samples(l),
                 match (l.verdict, l.samples_needed) {
                     (Verdict::Skipped, _) => "no baseline".to_string(),
                     (_, Some(n)) => format!("~{n} samples to settle"),
@@ -86,14 +107,46 @@ fn headline(r: &GateReport) -> String {
     s
 }
 
+/// What the intervals are, in one line.
+fn intervals(r: &GateReport) -> String {
+    let sequential = r
+        .probes
+        .iter()
+        .any(|p| matches!(p.plan, Plan::Sequential { .. }));
+    let fixed = r
+        .probes
+        .iter()
+        .any(|p| matches!(p.plan, Plan::Fixed { .. }));
+    let mut parts = Vec::new();
+    if sequential {
+        parts.push(format!(
+            "sequential: anytime-valid confidence sequences, {:.0}% for all limits together",
+            (1.0 - r.alpha) * 100.0
+        ));
+    }
+    if fixed {
+        parts.push("fixed samples: bootstrap 95% per limit".to_string());
+    }
+    format!("intervals: {}", parts.join("; "))
+}
+
+/// The failed runs behind a failing limit, one line each, indented by `indent`.
+fn failed_runs(l: &LimitReport, indent: &str) -> String {
+    l.failed_runs
+        .iter()
+        .map(|f| format!("{indent}{}: {}\n", f.request_id, f.sentence))
+        .collect()
+}
+
 pub fn table(r: &GateReport) -> String {
     let header = [
         "PROBE",
         "LIMIT",
-        "CANDIDATE [95% CI]",
-        "BASELINE [95% CI]",
-        "RATIO [95% CI]",
+        "CANDIDATE [CI]",
+        "BASELINE [CI]",
+        "RATIO [CI]",
         "VERDICT",
+        "SAMPLES",
         "NOTE",
     ];
     let rows = rows(r);
@@ -112,28 +165,44 @@ pub fn table(r: &GateReport) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    let _ = writeln!(out, "\n{}", headline(r));
+    let _ = writeln!(out, "\n{}\n{}", headline(r), intervals(r));
     for (p, l) in r.limits().filter(|(_, l)| l.failing) {
         let _ = writeln!(out, "  {}: {}", p.probe, l.message);
+        out.push_str(&failed_runs(l, "    run "));
     }
     out
 }
 
 pub fn markdown(r: &GateReport) -> String {
     let mut out = format!(
-        "## {} llm-canary gate\n\n{}\n\n",
+        "## {} llm-canary gate\n\n{}\n\n{}\n\n",
         if r.pass { "✅" } else { "❌" },
-        headline(r)
+        headline(r),
+        intervals(r)
     );
-    out.push_str("| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |\n|---|---|---|---|---|---|\n");
+    out.push_str("| probe | limit | candidate [CI] | baseline [CI] | ratio [CI] | verdict | samples |\n|---|---|---|---|---|---|---|\n");
     for row in rows(r) {
-        let cells: Vec<String> = row[..6].iter().map(|c| c.replace('|', "\\|")).collect();
+        let cells: Vec<String> = row[..7].iter().map(|c| c.replace('|', "\\|")).collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     let failing: Vec<String> = r
         .limits()
         .filter(|(_, l)| l.failing)
-        .map(|(p, l)| format!("- **{}**: {}", p.probe, l.message))
+        .map(|(p, l)| {
+            let runs = l.failed_runs.iter().map(|f| {
+                format!(
+                    "\n  - `{}`: {}",
+                    f.request_id,
+                    f.sentence.replace('|', "\\|")
+                )
+            });
+            format!(
+                "- **{}**: {}{}",
+                p.probe,
+                l.message,
+                runs.collect::<String>()
+            )
+        })
         .collect();
     if !failing.is_empty() {
         let _ = write!(out, "\n{}\n", failing.join("\n"));
@@ -154,6 +223,13 @@ fn xml(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+fn stopped(l: &LimitReport) -> &'static str {
+    match l.stopped {
+        Stopped::Decided => "decided",
+        Stopped::Cap => "cap",
+    }
 }
 
 pub fn junit(r: &GateReport) -> String {
@@ -199,14 +275,17 @@ pub fn junit(r: &GateReport) -> String {
                 };
                 let _ = writeln!(
                     out,
-                    ">\n      <failure type=\"{kind}\" message=\"{}\"/>\n    </testcase>",
-                    xml(&l.message)
+                    ">\n      <failure type=\"{kind}\" message=\"{}\">{}</failure>\n    </testcase>",
+                    xml(&l.message),
+                    xml(&format!("{} samples per side, stopped: {}\n{}", l.samples_used, stopped(l), failed_runs(l, "run ")))
                 );
             } else {
                 let _ = writeln!(
                     out,
-                    ">\n      <system-out>{}</system-out>\n    </testcase>",
-                    xml(&l.message)
+                    ">\n      <system-out>{} ({} samples per side, stopped: {})</system-out>\n    </testcase>",
+                    xml(&l.message),
+                    l.samples_used,
+                    stopped(l)
                 );
             }
         }

@@ -1,111 +1,14 @@
-//! The gate's statistics: a figure from a set of samples, bootstrap 95% confidence intervals,
+//! The fixed-N gate's statistics: bootstrap 95% confidence intervals of a figure,
 //! and verdicts that do not flap on noise — a relative limit fails only when the whole interval
 //! of the candidate/baseline ratio is past it, and is `inconclusive` when the interval straddles
 //! it. Pure functions over samples; a fixed seed makes every verdict reproducible.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::config::gate::{Figure, Metric, Op, Relative, Slo};
+pub use super::sample::{value, values, Sample};
+use crate::config::gate::{Figure, Op, Relative, Slo};
 use crate::outcome::Outcome;
-use crate::result::ProbeResult;
-use crate::timeline::{ms, nearest_rank};
-
-/// One gate sample: what the figures need of one run (kept in the gate's JSON, so a previous
-/// gate can serve as `--baseline FILE`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    pub request_id: String,
-    pub outcome: String,
-    pub success: bool,
-    pub ttft_ms: Option<f64>,
-    /// Absent from gate files written before it existed.
-    #[serde(default)]
-    pub answer_ttft_ms: Option<f64>,
-    pub e2e_ms: Option<f64>,
-    pub tpot_ms: Option<f64>,
-    pub tokens_per_second: Option<f64>,
-    #[serde(default)]
-    pub itl_gaps_ms: Vec<f64>,
-    pub error: Option<String>,
-}
-
-impl From<&ProbeResult> for Sample {
-    fn from(r: &ProbeResult) -> Sample {
-        Sample {
-            request_id: r.request_id.clone(),
-            outcome: r.outcome.as_str().to_string(),
-            success: r.success(),
-            ttft_ms: r.figures.ttft_ms,
-            answer_ttft_ms: r.figures.answer_ttft_ms,
-            e2e_ms: if r.outcome.is_transport() {
-                None
-            } else {
-                r.figures.e2e_ms
-            },
-            tpot_ms: r.figures.tpot_ms,
-            tokens_per_second: r.figures.tokens_per_second,
-            itl_gaps_ms: r
-                .timeline
-                .as_ref()
-                .map(|t| t.gaps().into_iter().map(ms).collect())
-                .unwrap_or_default(),
-            error: r.error.clone(),
-        }
-    }
-}
-
-/// The figure over `samples`, in base units (seconds for latencies); `None` when nothing was
-/// measured.
-pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
-    if samples.is_empty() {
-        return None;
-    }
-    match figure {
-        Figure::SuccessRate => {
-            Some(samples.iter().filter(|s| s.success).count() as f64 / samples.len() as f64)
-        }
-        Figure::OutcomeCount(o) => {
-            Some(samples.iter().filter(|s| s.outcome == o.as_str()).count() as f64)
-        }
-        Figure::Quantile(metric, q) => {
-            let mut v: Vec<f64> = match metric {
-                Metric::Ttft => samples
-                    .iter()
-                    .filter_map(|s| s.ttft_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::AnswerTtft => samples
-                    .iter()
-                    .filter_map(|s| s.answer_ttft_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::E2e => samples
-                    .iter()
-                    .filter_map(|s| s.e2e_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::Tpot => samples
-                    .iter()
-                    .filter_map(|s| s.tpot_ms)
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::Itl => samples
-                    .iter()
-                    .flat_map(|s| s.itl_gaps_ms.iter())
-                    .map(|x| x / 1000.0)
-                    .collect(),
-                Metric::TokensPerSecond => {
-                    samples.iter().filter_map(|s| s.tokens_per_second).collect()
-                }
-            };
-            if v.is_empty() {
-                return None;
-            }
-            v.sort_by(f64::total_cmp);
-            Some(nearest_rank(&v, f64::from(q) / 100.0))
-        }
-    }
-}
+use crate::timeline::nearest_rank;
 
 const RESAMPLES: usize = 2000;
 
@@ -199,9 +102,59 @@ pub struct LimitReport {
     pub verdict: Verdict,
     /// Whether this limit makes the gate fail (a failure, or inconclusive under `fail`).
     pub failing: bool,
-    /// About how many samples per side would settle an inconclusive limit.
+    /// About how many samples per side would settle an inconclusive limit (fixed N only).
     pub samples_needed: Option<u32>,
+    /// Samples per side when the verdict was reached.
+    pub samples_used: u32,
+    /// Whether the verdict came as soon as the interval allowed, or at the cap.
+    pub stopped: Stopped,
     pub message: String,
+    /// The candidate's failed runs behind a failing limit, at most [`FAILED_RUNS`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_runs: Vec<FailedRun>,
+}
+
+/// Why sampling ended for a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stopped {
+    /// The interval lay wholly past or wholly within the limit.
+    Decided,
+    /// The samples ran out first: `--max-samples`, or the fixed `--samples N`.
+    Cap,
+}
+
+/// A failed run named in a report: its request id and what went wrong.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedRun {
+    pub request_id: String,
+    pub sentence: String,
+}
+
+/// How many failed runs a failing limit names.
+pub const FAILED_RUNS: usize = 5;
+
+impl LimitReport {
+    /// Names the runs behind this limit when it fails: those with the counted outcome for an
+    /// outcome count, else every failed run of the candidate.
+    pub fn with_failed_runs(mut self, figure: Figure, cand: &[&Sample]) -> LimitReport {
+        if !self.failing {
+            return self;
+        }
+        self.failed_runs = cand
+            .iter()
+            .filter(|s| match figure {
+                Figure::OutcomeCount(o) => s.outcome == o.as_str(),
+                _ => !s.success,
+            })
+            .take(FAILED_RUNS)
+            .map(|s| FailedRun {
+                request_id: s.request_id.clone(),
+                sentence: s.sentence(),
+            })
+            .collect();
+        self
+    }
 }
 
 /// Formats a figure's value for people: durations for latencies, plain numbers otherwise.
@@ -279,8 +232,12 @@ pub fn judge_slo(slo: &Slo, cand: &[&Sample]) -> LimitReport {
         failing: verdict == Verdict::Fail,
         verdict,
         samples_needed: None,
+        samples_used: cand.len() as u32,
+        stopped: Stopped::Cap,
         message,
+        failed_runs: Vec::new(),
     }
+    .with_failed_runs(slo.figure, cand)
 }
 
 /// A relative limit: the 95% interval of candidate/baseline against the allowed change
@@ -356,8 +313,12 @@ pub fn judge_relative(
             || (verdict == Verdict::Inconclusive && inconclusive_fails),
         verdict,
         samples_needed: needed,
+        samples_used: cand.len().min(base.len()) as u32,
+        stopped: Stopped::Cap,
         message,
+        failed_runs: Vec::new(),
     }
+    .with_failed_runs(rel.figure, cand)
 }
 
 /// A relative limit that could not be judged: there is no baseline to compare with.
@@ -375,6 +336,9 @@ pub fn skip_relative(rel: &Relative, cand: &[&Sample]) -> LimitReport {
         verdict: Verdict::Skipped,
         failing: false,
         samples_needed: None,
+        samples_used: cand.len() as u32,
+        stopped: Stopped::Cap,
+        failed_runs: Vec::new(),
         message: format!(
             "{} {}: skipped, no baseline (--baseline-target T or --baseline FILE)",
             rel.name, rel.text
@@ -404,6 +368,7 @@ mod tests {
             tokens_per_second: Some(100.0),
             itl_gaps_ms: vec![10.0, 12.0],
             error: None,
+            failed_checks: Vec::new(),
         }
     }
 

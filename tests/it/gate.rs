@@ -18,14 +18,17 @@ gate:
   inconclusive: INCONCLUSIVE
 "#;
 
+/// A target line of `llm-canary.yaml` serving `scenario` of the sim.
+fn target(sim: &Sim, name: &str, scenario: &str) -> String {
+    format!(
+        "  - {{name: {name}, base_url: \"{}\", model: m, server: vllm}}\n",
+        sim.base_url(scenario)
+    )
+}
+
 fn setup(sim: &Sim, inconclusive: &str) -> TempDir {
     let dir = TempDir::new("gate");
-    let t = |name: &str, scenario: &str| {
-        format!(
-            "  - {{name: {name}, base_url: \"{}\", model: m, server: vllm}}\n",
-            sim.base_url(scenario)
-        )
-    };
+    let t = |name: &str, scenario: &str| target(sim, name, scenario);
     let agent = [
         "targets:\n".to_string(),
         t("prod", "healthy,ttft=100ms,itl=10ms"),
@@ -196,13 +199,11 @@ async fn pairs_run_back_to_back_and_take_turns_going_first() {
     assert_eq!(order, "CBBCCBBC");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_terminal_gets_a_progress_bar() {
-    let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let dir = setup(&sim, "fail");
-    // util-linux's `script` gives the gate a pseudo-terminal for stdout and stderr.
+/// The gate run with `args` on a pseudo-terminal (util-linux's `script`) for stdout and
+/// stderr: its exit code and all it wrote there.
+async fn on_a_terminal(dir: &TempDir, args: &str) -> (Option<i32>, String) {
     let cmd = format!(
-        "'{}' gate -c '{}' --target cand-same --baseline-target prod --probe p --samples 2 --warmup 0 --concurrency 1",
+        "'{}' gate -c '{}' {args}",
         env!("CARGO_BIN_EXE_llm-canary"),
         dir.path().join("llm-canary.yaml").display()
     );
@@ -216,10 +217,22 @@ async fn a_terminal_gets_a_progress_bar() {
     })
     .await
     .unwrap();
-    let tty = String::from_utf8_lossy(&out.stdout);
+    let tty = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), tty)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_gets_a_progress_bar() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup(&sim, "fail");
+    let (code, tty) = on_a_terminal(
+        &dir,
+        "--target cand-same --baseline-target prod --probe p --samples 2 --warmup 0 --concurrency 1",
+    )
+    .await;
     // The bar is what this test holds; on 2 samples a busy machine can make the verdict
     // inconclusive (exit 1), never an error.
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{tty}");
+    assert!(matches!(code, Some(0 | 1)), "{tty}");
     // One bar redrawn in place (\r), never the plain lines meant for logs.
     for bar in [
         "\r[#######-----------------------] 1/4 runs",
@@ -273,7 +286,7 @@ for c in cases:
 
     assert!(md.starts_with("## ❌ llm-canary gate"), "{md}");
     assert!(md.contains(
-        "| probe | limit | candidate [95% CI] | baseline [95% CI] | ratio [95% CI] | verdict |"
+        "| probe | limit | candidate [CI] | baseline [CI] | ratio [CI] | verdict | samples |"
     ));
     assert!(
         md.contains("| p | ttft_p95 <= 300ms |") && md.contains("| FAIL |"),
@@ -285,18 +298,15 @@ for c in cases:
 async fn outputs_that_degenerate_one_time_in_five_fail_on_repetition() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup(&sim, "fail");
-    let g = gate(
-        &dir,
-        &[
-            "--target",
-            "cand-loop",
-            "--baseline-target",
-            "prod",
-            "--format",
-            "json",
-        ],
-    )
-    .await;
+    let args = [
+        "--target",
+        "cand-loop",
+        "--baseline-target",
+        "prod",
+        "--format",
+        "json",
+    ];
+    let g = gate(&dir, &args).await;
     assert_eq!(g.code, Some(1), "{}", g.stderr);
     let v: serde_json::Value = serde_json::from_str(&g.stdout).unwrap();
     let limits = v["probes"][0]["limits"].as_array().unwrap();
@@ -311,6 +321,39 @@ async fn outputs_that_degenerate_one_time_in_five_fail_on_repetition() {
         limits.iter().find(|l| l["name"] == "ttft_p50").unwrap()["verdict"],
         "pass"
     );
+    // The failing limit names the runs behind it: each repeating run's request id and sentence.
+    let looping = |v: &serde_json::Value| -> Vec<String> {
+        v["probes"][0]["candidate"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["outcome"] == "repetition")
+            .map(|s| s["request_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let named: Vec<&str> = rep["failed_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, looping(&v));
+    // The Markdown summary and the JUnit file name them too.
+    let (g, junit, md) = gate_reporting(&dir, &args).await;
+    assert_eq!(g.code, Some(1), "{}", g.stderr);
+    let runs = looping(&serde_json::from_str(&g.stdout).unwrap());
+    assert!((2..=3).contains(&runs.len()), "{}", g.stdout);
+    for id in &runs {
+        let named = format!("\n  - `{id}`: repetition: failed checks repetition\n");
+        assert!(md.contains(&named), "no {named:?} in {md}");
+    }
+    let check = r#"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+f = [c.find('failure') for c in root.findall('.//testcase') if c.get('name') == 'outcome.repetition <= 0'][0]
+print(sum(1 for l in f.text.splitlines() if l.startswith('run ') and l.endswith(': repetition: failed checks repetition')))
+"#;
+    assert_eq!(python_reads(check, &junit), runs.len().to_string());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -548,4 +591,205 @@ async fn wait_ready_reports_the_cold_start() {
             && xml.contains("<failure"),
         "{xml}"
     );
+}
+
+/// A probe with no fixed `samples:`: the sequential gate, on a fast sim with jitter.
+fn setup_sequential(sim: &Sim) -> TempDir {
+    let dir = TempDir::new("gate-seq");
+    let t = |name: &str, scenario: &str| target(sim, name, scenario);
+    let agent = [
+        "targets:\n".to_string(),
+        t("prod", "healthy,ttft=20ms,jitter=8ms,itl=1ms"),
+        t("same", "healthy,ttft=20ms,jitter=8ms,itl=1ms,build=b"),
+        t("double", "healthy,ttft=40ms,jitter=16ms,itl=1ms"),
+    ]
+    .concat();
+    let probe = "name: p\nprompt: q.txt\nmax_tokens: 20\nchecks: {expect: \"(?i)paris\", allow_truncation: true}\ngate:\n  slo: {outcome.repetition: \"<= 0\"}\n  vs_baseline: {ttft_p50: \"+15%\"}\n";
+    dir.write(&[
+        ("llm-canary.yaml", &agent),
+        ("probes/p.yaml", probe),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    dir
+}
+
+/// The JSON report of a gate, and its `ttft_p50` limit.
+fn json_limit(g: &Gate) -> (serde_json::Value, serde_json::Value) {
+    let v: serde_json::Value =
+        serde_json::from_str(&g.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", g.stdout, g.stderr));
+    let limit = v["probes"][0]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "ttft_p50")
+        .unwrap()
+        .clone();
+    (v, limit)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sequential_gate_fails_a_doubled_first_token_before_the_cap() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_sequential(&sim);
+    let args = ["--target", "double", "--baseline-target", "prod"];
+    let g = gate(&dir, &[&args[..], &["--format", "json"]].concat()).await;
+    assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
+    let (v, l) = json_limit(&g);
+    assert_eq!(l["verdict"], "fail", "{l}");
+    assert_eq!(l["stopped"], "decided", "{l}");
+    let used = l["samples_used"].as_u64().unwrap();
+    assert!(used < 200, "decided only at {used}");
+    // Sampling stopped at that look: no pair taken after the verdict.
+    assert_eq!(v["probes"][0]["samples"].as_u64(), Some(used));
+    assert_eq!(v["probes"][0]["mode"], "sequential");
+    assert_eq!(v["probes"][0]["max_samples"], 200);
+    assert_eq!(v["probes"][0]["stopped"], "decided");
+    assert_eq!(
+        sim.seen().len() as u64,
+        2 * used + 2,
+        "pairs plus one warm-up each"
+    );
+    let (lo, hi) = (
+        l["ratio_ci"][0].as_f64().unwrap(),
+        l["ratio_ci"][1].as_f64(),
+    );
+    assert!(lo > 1.15, "{l}");
+    assert!(hi.is_none_or(|hi| hi >= lo), "{l}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sequential_gate_passes_the_same_replica_and_says_why_it_stopped() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_sequential(&sim);
+    let (g, junit, md) =
+        gate_reporting(&dir, &["--target", "same", "--baseline-target", "prod"]).await;
+    assert_eq!(g.code, Some(0), "{}{}", g.stdout, g.stderr);
+    let row = line(&g.stdout, "ttft_p50 +15%");
+    assert!(row.contains("pass") && row.contains(" (decided)"), "{row}");
+    assert!(
+        g.stdout.contains("intervals: sequential: anytime-valid confidence sequences, 95% for all limits together"),
+        "{}",
+        g.stdout
+    );
+    // Plain progress lines name the limits still open, and the end.
+    assert!(
+        g.stderr.lines().last()
+            == Some(&*format!(
+                "gate: {} runs, every limit decided",
+                sim.seen().len() - 2
+            )),
+        "{}",
+        g.stderr
+    );
+    assert!(
+        md.contains("| verdict | samples |") && md.contains(" (decided) |"),
+        "{md}"
+    );
+    let check = r#"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+print(all('stopped: decided' in c.find('system-out').text for c in root.findall('.//testcase')))
+"#;
+    assert_eq!(python_reads(check, &junit), "True");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sequential_gate_at_its_cap_is_inconclusive() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_sequential(&sim);
+    let g = gate(
+        &dir,
+        &[
+            "--target",
+            "same",
+            "--baseline-target",
+            "prod",
+            "--max-samples",
+            "4",
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    // Four pairs cannot bound a median to within 15%: undecided, and `inconclusive: fail`
+    // (the default) fails the gate.
+    assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
+    let (v, l) = json_limit(&g);
+    assert_eq!(l["verdict"], "inconclusive", "{l}");
+    assert_eq!(
+        (&l["stopped"], &l["samples_used"]),
+        (&"cap".into(), &4.into())
+    );
+    assert_eq!(v["probes"][0]["stopped"], "cap");
+    assert_eq!(v["probes"][0]["max_samples"], 4);
+    // --samples is the fixed-N gate, and cannot be mixed with --max-samples.
+    let both = gate(
+        &dir,
+        &["--target", "same", "--samples", "3", "--max-samples", "4"],
+    )
+    .await;
+    assert_eq!(both.code, Some(2), "{}", both.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_probe_sets_its_own_cap_or_a_fixed_n_but_not_both() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_sequential(&sim);
+    let probe = dir.path().join("probes/p.yaml");
+    let text = std::fs::read_to_string(&probe).unwrap();
+    let with = |extra: &str| text.replace("gate:\n", &format!("gate:\n{extra}"));
+    std::fs::write(&probe, with("  max_samples: 3\n")).unwrap();
+    let args = [
+        "--target",
+        "same",
+        "--baseline-target",
+        "prod",
+        "--format",
+        "json",
+    ];
+    let g = gate(&dir, &args).await;
+    let (v, l) = json_limit(&g);
+    assert_eq!(
+        (&v["probes"][0]["max_samples"], &l["stopped"]),
+        (&3.into(), &"cap".into())
+    );
+    // A fixed N stays the fixed-N gate it always was.
+    std::fs::write(&probe, with("  samples: 3\n")).unwrap();
+    let (v, l) = json_limit(&gate(&dir, &args).await);
+    assert_eq!(
+        (&v["probes"][0]["mode"], &v["probes"][0]["samples"]),
+        (&"fixed".into(), &3.into())
+    );
+    assert_eq!(l["stopped"], "cap");
+    std::fs::write(&probe, with("  samples: 3\n  max_samples: 4\n")).unwrap();
+    let both = gate(&dir, &args).await;
+    assert_eq!(both.code, Some(2), "{}", both.stderr);
+    assert!(
+        both.stderr.contains("p.yaml:7:16: field gate.max_samples: ")
+            && both.stderr.contains("max_samples")
+            && both.stderr.contains("samples (a fixed number) and max_samples (the sequential gate's cap) exclude each other: keep one"),
+        "{}",
+        both.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_bar_names_the_limits_still_open() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_sequential(&sim);
+    let (code, tty) = on_a_terminal(
+        &dir,
+        "--target same --baseline-target prod --max-samples 10 --warmup 0 --concurrency 1",
+    )
+    .await;
+    // Ten pairs cannot bound a median to within 15%: the one look, at the cap, leaves it open,
+    // and the bar says so (clearing what an earlier, longer line left).
+    assert_eq!(code, Some(1), "{tty}");
+    assert!(
+        tty.contains(
+            "\r[##############################] 20/20 runs; open: p ttft_p50 +15%\x1b[K\r\n"
+        ),
+        "{tty:?}"
+    );
+    assert!(tty.contains("10 (cap)"), "{tty:?}");
 }
