@@ -9,6 +9,8 @@
 
 mod admin;
 mod endpoints;
+pub mod feed;
+pub mod history;
 mod on_demand;
 mod pusher;
 mod remote_writer;
@@ -27,10 +29,11 @@ use crate::config::{self, Config, Probe, Target};
 use crate::listener::{descriptor_budget, Door, Limits};
 use crate::maintenance::{self, Announced};
 use crate::runner::{Pair, Runner};
+use crate::sinks::incidents::Incidents;
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::push;
 use crate::sinks::results_log::ResultsLog;
-use crate::sinks::status_history::{Run, StatusHistory};
+use crate::sinks::status_history::{self, Run, StatusHistory};
 
 type PairKey = (String, String);
 
@@ -67,6 +70,7 @@ pub struct Agent {
     push_status: Mutex<PushStatus>,
     results_log: Mutex<Option<ResultsLog>>,
     history: StatusHistory,
+    incidents: Mutex<Incidents>,
     announced: Announced,
     /// Wakes the maintenance loop when a window is announced or the config changed.
     maintenance_wake: Notify,
@@ -184,6 +188,8 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
     let metrics = Metrics::new(&cfg);
     let history = StatusHistory::default();
     history.retain_pairs(&pair_keys(&cfg));
+    let mut incidents = Incidents::new(cfg.status_history);
+    incidents.retain_pairs(&pair_keys(&cfg));
     let agent = Arc::new(Agent {
         path,
         runner: Arc::new(Runner::new(cfg.agent.concurrency)),
@@ -195,6 +201,7 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         push_wake: Notify::new(),
         push_status: Mutex::new(PushStatus::default()),
         history,
+        incidents: Mutex::new(incidents),
         announced: Announced::default(),
         maintenance_wake: Notify::new(),
         loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
@@ -205,7 +212,16 @@ pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::R
         // thread: nothing else runs yet, and a blocking-pool thread would leave its own
         // allocator arena behind in the daemon's resident set.
         let started = Instant::now();
-        let (taken, bad) = agent.history.rebuild(settings, jiff::Timestamp::now());
+        let now = jiff::Timestamp::now();
+        let oldest = now
+            .checked_sub(jiff::SignedDuration::try_from(cfg.status_history)?)
+            .unwrap_or(now);
+        let mut incidents = agent.incidents.lock().expect("incidents lock");
+        let (taken, bad) = status_history::replay(settings, oldest, |run| {
+            agent.history.record(run);
+            incidents.record(run);
+        });
+        drop(incidents);
         tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
     }
     let (reload_tx, mut reload_rx) = mpsc::channel::<ReloadReply>(4);
@@ -378,6 +394,11 @@ fn reload(
     }
     *agent.cfg.write().expect("config lock") = new.clone();
     agent.history.retain_pairs(&pair_keys(&new));
+    {
+        let mut incidents = agent.incidents.lock().expect("incidents lock");
+        incidents.retain_pairs(&pair_keys(&new));
+        incidents.set_retention(new.status_history);
+    }
     agent.announced.prune(&new, jiff::Timestamp::now());
     agent.maintenance_wake.notify_one();
     // Old loops stop; runs in flight finish and are recorded.
@@ -452,7 +473,9 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
         .any(|(p, t)| p.name == probe.name && t.name == target.name)
     {
         agent.metrics().record(&r, &target);
-        agent.history.record(&Run::from(&r));
+        let run = Run::from(&r);
+        agent.history.record(&run);
+        agent.incidents.lock().expect("incidents lock").record(&run);
     }
     // Disk writes leave the (single) runtime thread, so a slow disk never delays a probe's
     // timestamps; the run counts as finished once its line is written.
