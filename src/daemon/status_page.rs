@@ -20,7 +20,7 @@ pub const REFRESH_SECONDS: u32 = 30;
 /// Failures listed at the bottom, newest first, across every pair.
 const FAILURES_LISTED: usize = 20;
 /// Incidents listed, newest first, across every target.
-const INCIDENTS_LISTED: usize = 50;
+const INCIDENTS_LISTED: usize = 20;
 
 /// `s` escaped for HTML text and quoted attribute values.
 fn esc(out: &mut String, s: &str) {
@@ -73,7 +73,7 @@ tr.target th{background:#f6f8fa;font-size:15px;padding-top:8px}\
 .up{background:#1a7f37}.degraded{background:#bf8700}.down{background:#cf222e}.maintenance{background:#0969da}.pending{background:#6e7781}\
 small,.sub{color:#59636e;font-size:12px}.num{font-variant-numeric:tabular-nums;white-space:nowrap}\
 svg.chart{display:block;width:200px;height:36px;background:#f6f8fa}svg.week{display:block;width:168px;height:10px}\
-svg.days{display:inline-block;vertical-align:middle;width:360px;height:14px;margin-left:12px}a.badge{text-decoration:none}\
+.days-strip{float:right;font-weight:400}svg.days{display:inline-block;vertical-align:middle;width:360px;height:14px;margin-right:6px}a.badge{text-decoration:none}\
 td.err{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-word;overflow-wrap:anywhere;max-width:420px}\
 code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all}\
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}\
@@ -135,8 +135,8 @@ pub fn render(
         <span style=\"background:#cf222e\"></span>all failed<span style=\"background:#0969da\"></span>maintenance\
         <span style=\"background:#d1d9e0\"></span>no runs. The bars beside each target: its last 90 days (UTC), \
         coloured the same way, one bar a day; hover for the day's uptime and TTFT p95.</p>\n");
-    failures(&mut o, failed);
     incident_list(&mut o, incidents);
+    failures(&mut o, failed);
     o.push_str("<h2>How states are decided</h2><ul class=\"rules\">");
     for (name, rule) in RULES {
         let _ = write!(
@@ -351,7 +351,7 @@ fn day_bars(o: &mut String, days: &TargetDays) {
     }
     let _ = write!(
         o,
-        "<svg class=\"days\" viewBox=\"0 0 {} 14\" preserveAspectRatio=\"none\" role=\"img\">",
+        "<span class=\"days-strip\"><svg class=\"days\" viewBox=\"0 0 {} 14\" preserveAspectRatio=\"none\" role=\"img\">",
         4 * days.days.len()
     );
     for (i, d) in days.days.iter().enumerate() {
@@ -387,7 +387,7 @@ fn day_bars(o: &mut String, days: &TargetDays) {
         .sum();
     let _ = write!(
         o,
-        "</svg> <small class=\"uptime-90d\">{} days: {}</small>",
+        "</svg><small class=\"uptime-90d\">{} days: {}</small></span>",
         days.days.len(),
         percent(all.uptime())
     );

@@ -155,14 +155,17 @@ impl Incidents {
         }
     }
 
-    /// The incidents, newest first; only `target`'s when given.
+    /// The incidents, the latest started first (then by id); only `target`'s when given.
     pub fn list(&self, target: Option<&str>) -> Vec<Incident> {
-        self.list
+        let mut out: Vec<Incident> = self
+            .list
             .iter()
-            .rev()
             .filter(|i| target.is_none_or(|t| i.target == t))
             .cloned()
-            .collect()
+            .collect();
+        // The log holds runs as they finished: of two targets, the later start may come first.
+        out.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(a.id.cmp(&b.id)));
+        out
     }
 
     /// The open incident of each target that has one.
