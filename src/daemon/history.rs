@@ -40,9 +40,7 @@ pub fn pool(pairs: &[PairDays]) -> TargetDays {
                 .iter()
                 .map(|p| p.days[i])
                 .fold(Day::default(), |a, b| Day {
-                    runs: a.runs + b.runs,
-                    failed: a.failed + b.failed,
-                    maintenance: a.maintenance + b.maintenance,
+                    tally: [a.tally, b.tally].into_iter().sum(),
                     ttft_p50_ms: max(a.ttft_p50_ms, b.ttft_p50_ms),
                     ttft_p95_ms: max(a.ttft_p95_ms, b.ttft_p95_ms),
                     tokens_per_second_p50: match (a.tokens_per_second_p50, b.tokens_per_second_p50)
@@ -79,7 +77,7 @@ enum Metric {
 impl Metric {
     fn value(self, day: &Day) -> Option<f64> {
         match self {
-            Metric::Uptime => day.uptime(),
+            Metric::Uptime => day.tally.uptime(),
             Metric::TtftP95 => day.ttft_p95_ms.map(f64::from),
         }
     }
@@ -98,7 +96,7 @@ fn points(days: &TargetDays, window: usize, metric: Metric) -> Vec<Point> {
         .map(|i| Point {
             date: days.date(i),
             value: metric.value(&days.days[i]),
-            runs: days.days[i].runs,
+            runs: days.days[i].tally.runs,
         })
         .collect()
 }
@@ -163,11 +161,15 @@ pub fn json(agent: &Agent, query: Option<&str>, now: Timestamp) -> Result<Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sinks::status_history::Tally;
 
     fn day(runs: u32, failed: u32, p95: Option<f32>) -> Day {
         Day {
-            runs,
-            failed,
+            tally: Tally {
+                runs,
+                failed,
+                maintenance: 0,
+            },
             ttft_p95_ms: p95,
             ..Day::default()
         }
@@ -185,9 +187,12 @@ mod tests {
             p(vec![day(10, 1, Some(100.0)), day(0, 0, None)]),
             p(vec![day(30, 0, Some(300.0)), day(0, 0, None)]),
         ]);
-        assert_eq!(t.days[0].uptime(), Some(39.0 / 40.0));
+        assert_eq!(t.days[0].tally.uptime(), Some(39.0 / 40.0));
         assert_eq!(t.days[0].ttft_p95_ms, Some(300.0), "the worst probe's");
-        assert_eq!((t.days[1].uptime(), t.days[1].ttft_p95_ms), (None, None));
+        assert_eq!(
+            (t.days[1].tally.uptime(), t.days[1].ttft_p95_ms),
+            (None, None)
+        );
         assert_eq!(
             (t.date(0), t.date(1)),
             ("1970-01-01".into(), "1970-01-02".into())

@@ -355,20 +355,16 @@ fn day_bars(o: &mut String, days: &TargetDays) {
         4 * days.days.len()
     );
     for (i, d) in days.days.iter().enumerate() {
-        let tally = Tally {
-            runs: d.runs,
-            failed: d.failed,
-            maintenance: d.maintenance,
-        };
+        let t = d.tally;
         let _ = write!(
             o,
             "<rect class=\"day\" data-date=\"{date}\" data-runs=\"{}\" data-failed=\"{}\" x=\"{}\" width=\"3\" height=\"14\" fill=\"{}\"><title>{date}: {} of {} runs",
-            d.runs,
-            d.failed,
+            t.runs,
+            t.failed,
             4 * i,
-            cell_colour(tally),
-            percent(d.uptime()),
-            d.runs,
+            cell_colour(t),
+            percent(t.uptime()),
+            t.runs,
             date = days.date(i),
         );
         if let Some(p95) = d.ttft_p95_ms {
@@ -376,15 +372,7 @@ fn day_bars(o: &mut String, days: &TargetDays) {
         }
         o.push_str("</title></rect>");
     }
-    let all: Tally = days
-        .days
-        .iter()
-        .map(|d| Tally {
-            runs: d.runs,
-            failed: d.failed,
-            maintenance: d.maintenance,
-        })
-        .sum();
+    let all: Tally = days.days.iter().map(|d| d.tally).sum();
     let _ = write!(
         o,
         "</svg><small class=\"uptime-90d\">{} days: {}</small></span>",

@@ -13,7 +13,7 @@
 //!   and today's TTFT and decode-speed samples (at most 288 each, exact up to a run every 5
 //!   minutes, a uniform sample beyond).
 //!
-//! That is about 6.4 KiB a pair fixed and up to 2.6 KiB of samples (0.9 MiB for 100 pairs),
+//! That is about 6.4 KiB a pair fixed and up to 1.3 KiB of samples (0.8 MiB for 100 pairs),
 //! plus up to ~2 KiB of failure text. Two resolutions for the week, not a week of 5-minute
 //! slots (2016 × 6 bytes, 12 KiB a pair): the daemon's idle budget is 8 MiB for 100 pairs, and
 //! a weekly uptime needs no 5-minute detail.
@@ -212,23 +212,25 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
     }
 }
 
-/// A uniform sample of at most `N` figures (all of them while there are no more than `N`).
+/// A uniform sample of at most `N` figures (all of them while there are no more than `N`), kept
+/// on the log scale: it orders them as their values do, in half the bytes.
 #[derive(Debug, Default)]
 struct Reservoir<const N: usize> {
     seen: u32,
-    v: Vec<f32>,
+    v: Vec<u16>,
 }
 
 impl<const N: usize> Reservoir<N> {
     fn add(&mut self, x: f64) {
+        let x = LogScale::encode(Some(x));
         self.seen += 1;
         if self.v.len() < N {
-            self.v.push(x as f32);
+            self.v.push(x);
         } else {
             // Reservoir sampling keeps a uniform sample of every figure seen.
             let i = fastrand::usize(..self.seen as usize);
             if i < N {
-                self.v[i] = x as f32;
+                self.v[i] = x;
             }
         }
     }
@@ -236,10 +238,10 @@ impl<const N: usize> Reservoir<N> {
     /// Nearest-rank quantiles of the sample, encoded.
     fn quantiles<const K: usize>(&self, qs: [f64; K]) -> [u16; K] {
         let mut v = self.v.clone();
-        v.sort_by(f32::total_cmp);
+        v.sort_unstable();
         qs.map(|q| {
             let rank = ((q * v.len() as f64).ceil() as usize).max(1);
-            LogScale::encode(v.get(rank - 1).map(|x| f64::from(*x)))
+            v.get(rank - 1).copied().unwrap_or(0)
         })
     }
 }
@@ -463,9 +465,11 @@ impl PairHistory {
                 .map(|d| {
                     let s = self.daily.get(d);
                     Day {
-                        runs: s.runs,
-                        failed: s.failed,
-                        maintenance: s.maintenance,
+                        tally: Tally {
+                            runs: s.runs,
+                            failed: s.failed,
+                            maintenance: s.maintenance,
+                        },
                         ttft_p50_ms: tenth(s.ttft_p50),
                         ttft_p95_ms: tenth(s.ttft_p95),
                         tokens_per_second_p50: tenth(s.tps_p50),
@@ -479,19 +483,11 @@ impl PairHistory {
 /// One UTC day of a pair, decoded.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Day {
-    pub runs: u32,
-    pub failed: u32,
-    pub maintenance: u32,
+    #[serde(flatten)]
+    pub tally: Tally,
     pub ttft_p50_ms: Option<f32>,
     pub ttft_p95_ms: Option<f32>,
     pub tokens_per_second_p50: Option<f32>,
-}
-
-impl Day {
-    /// Successes over runs outside maintenance; `None` without such runs.
-    pub fn uptime(&self) -> Option<f64> {
-        (self.runs > 0).then(|| f64::from(self.runs - self.failed) / f64::from(self.runs))
-    }
 }
 
 /// A pair's last `DAYS` UTC days, oldest first, today last.

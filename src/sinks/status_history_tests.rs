@@ -260,10 +260,11 @@ fn days_roll_up_runs_and_figures_for_ninety_days() {
     let d = h.days_target("t", now).remove(0);
     assert_eq!(d.days.len(), DAYS);
     assert_eq!(d.start, ts("2024-12-11T00:00:00Z"));
-    assert_eq!((d.days[0].runs, d.days[0].failed), (1, 1));
+    assert_eq!((d.days[0].tally.runs, d.days[0].tally.failed), (1, 1));
     let today = d.days[DAYS - 1];
-    assert_eq!((today.runs, today.failed, today.maintenance), (20, 1, 1));
-    assert_eq!(today.uptime(), Some(0.95));
+    let t = today.tally;
+    assert_eq!((t.runs, t.failed, t.maintenance), (20, 1, 1));
+    assert_eq!(t.uptime(), Some(0.95));
     // Nearest rank over 10, 20, ... 200 ms: p50 the 10th, p95 the 19th.
     assert_eq!(today.ttft_p50_ms, Some(100.0));
     assert_eq!(today.ttft_p95_ms, Some(190.0));
