@@ -5,7 +5,9 @@
 //! results log (the status page's memory full), and samples the daemon's RSS and CPU time from
 //! /proc: idle RSS once the history is rebuilt and before the first fire, peak and final RSS
 //! while probing (with the status page and its JSON fetched every 10 s), and average CPU use.
-//! `LLM_CANARY_BENCH_SECS` sets the probing time (default 600).
+//! `LLM_CANARY_BENCH_SECS` sets the probing time (default 600). `LLM_CANARY_BENCH_DAYS=90` seeds
+//! 90 days instead of a week (hourly runs before the week): the daily rollups and the incidents
+//! full, the incident list at its cap, and `/api/v1/incidents` and `/feed.atom` fetched too.
 //!
 //! Soak mode (`scripts/soak`): `LLM_CANARY_SOAK=1` fires 20 pairs every second instead, and
 //! also reports RSS growth after a warm-up minute, open file descriptors over time, and missed
@@ -18,22 +20,22 @@ use llm_canary::sim::Sim;
 mod support;
 use support::{cpu_seconds, open_fds, status_kib};
 
-/// A week of one pair's history: every 5 minutes for the last day, hourly before that, so
-/// every slot of the status history holds something.
-fn seed_history(out: &mut String, probe: &str, target: &str, now: i64) {
+/// `days` of one pair's history: every 5 minutes for the last day, hourly before that, so
+/// every slot of the status history holds something; a failure every 11th run.
+fn seed_history(out: &mut Vec<(i64, String)>, probe: &str, target: &str, now: i64, days: i64) {
     let mut at: Vec<i64> = (0..288).map(|i| now - 300 * (i + 1)).collect();
-    at.extend((24..168).map(|h| now - 3600 * h - 60));
+    at.extend((24..24 * days).map(|h| now - 3600 * h - 60));
     at.sort();
     for (i, t) in at.into_iter().enumerate() {
         let ok = i % 11 != 0;
         let ts = jiff::Timestamp::from_second(t).unwrap();
-        out.push_str(&format!(
+        out.push((t, format!(
             "{{\"probe\":\"{probe}\",\"target\":\"{target}\",\"request_id\":\"seed-{i}\",\"started_at\":\"{ts}\",\"outcome\":\"{}\",\"success\":{ok},\"http_status\":{},\"ttft_ms\":{},\"tokens_per_second\":85.5,\"warmup\":false,\"maintenance\":false,\"trace_id\":\"{t:032x}\",\"error\":{}}}\n",
             if ok { "ok" } else { "http_error" },
             if ok { 200 } else { 503 },
             40 + i % 50,
             if ok { "null".to_string() } else { format!("\"HTTP 503 overloaded: the replica is draining ({i})\"") },
-        ));
+        )));
     }
 }
 
@@ -91,14 +93,21 @@ fn main() {
     }
     std::fs::write(dir.join("prompts/q.txt"), "What is the capital of France?").unwrap();
     let now = jiff::Timestamp::now().as_second();
-    let mut history = String::new();
+    let days: i64 = std::env::var("LLM_CANARY_BENCH_DAYS")
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(7);
+    let mut lines = Vec::new();
     for p in 0..n_probes {
         for t in 0..n_targets {
-            seed_history(&mut history, &format!("p{p}"), &format!("t{t}"), now);
+            seed_history(&mut lines, &format!("p{p}"), &format!("t{t}"), now, days);
         }
     }
+    // In the order the runs started, as a daemon writes them.
+    lines.sort_by_key(|l| l.0);
+    let seeded = lines.len();
+    let history: String = lines.into_iter().map(|l| l.1).collect();
     std::fs::write(dir.join("results.jsonl.1"), &history).unwrap();
-    let seeded = history.lines().count();
     drop(history);
 
     // Start just after a fire instant of "*/15", so that idle is measured before the first fire.
@@ -127,6 +136,7 @@ fn main() {
     let idle_file = status_kib(pid, "RssFile:").unwrap_or(0);
     let idle_anon = status_kib(pid, "RssAnon:").unwrap_or(0);
     let (mut page_bytes, mut json_bytes, mut last_fetch) = (0, 0, Instant::now());
+    let (mut incidents_bytes, mut feed_bytes) = (0, 0);
     // The daemon's CPU time spent answering the page and the JSON, apart from probing.
     let mut fetch_cpu = 0.0;
     let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
@@ -140,6 +150,10 @@ fn main() {
             let before = cpu_seconds(pid).unwrap_or(0.0);
             page_bytes = fetch(port, "/");
             json_bytes = fetch(port, "/api/v1/status");
+            if days > 7 {
+                incidents_bytes = fetch(port, "/api/v1/incidents");
+                feed_bytes = fetch(port, "/feed.atom");
+            }
             fetch_cpu += cpu_seconds(pid).unwrap_or(0.0) - before;
             last_fetch = Instant::now();
         }
@@ -170,11 +184,18 @@ fn main() {
         runs.lines().count()
     );
     println!(
-        "  status history: {seeded} runs of a week rebuilt in {rebuild_secs:.1} s (to the first answer){}; status page {:.0} KiB, JSON {:.0} KiB",
+        "  status history: {seeded} runs of {days} days rebuilt in {rebuild_secs:.1} s (to the first answer){}; status page {:.0} KiB, JSON {:.0} KiB",
         if fired { ", a run had fired already" } else { "" },
         page_bytes as f64 / 1024.0,
         json_bytes as f64 / 1024.0
     );
+    if days > 7 {
+        println!(
+            "  /api/v1/incidents {:.0} KiB, /feed.atom {:.0} KiB",
+            incidents_bytes as f64 / 1024.0,
+            feed_bytes as f64 / 1024.0
+        );
+    }
     println!(
         "  idle RSS {:.1} MiB (file-backed {:.1}, anonymous {:.1}); while probing: peak {:.1} MiB, at the end {:.1} MiB",
         idle as f64 / 1024.0,

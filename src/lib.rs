@@ -25,10 +25,12 @@
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
 //! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
 //!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
-//!   renders), `/probe` (one configured pair now), and the admin endpoints behind the token guard.
+//!   renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
+//!   configured pair now), and the admin endpoints behind the token guard.
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
-//!   queue), the results log and the status page's fixed-size history (rebuilt from the results
-//!   log at start).
+//!   queue), the results log, the status page's fixed-size history (rebuilt from the results
+//!   log at start), its states and their rule (`state`), and the incident detector
+//!   (`incidents`, a pure fold over runs).
 //! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept

@@ -1,7 +1,7 @@
-//! Durations as written in config files: `500ms`, `5s`, `2m`, `1h`, `1m30s`, `1.5s`.
+//! Durations as written in config files: `500ms`, `5s`, `2m`, `1h`, `1m30s`, `1.5s`, `90d`.
 //!
 //! The grammar is jiff's "friendly" format, so it also takes the long spellings jiff reads
-//! (`5 seconds`, `1h 30m`, `1 hour, 30 minutes`, `01:30:00`) with hours as the largest unit.
+//! (`5 seconds`, `1h 30m`, `1 hour, 30 minutes`, `01:30:00`) with days (of 24 hours) as the largest unit.
 //! What we add: a unit is required, a duration is not negative, and at most a year long.
 
 use std::time::Duration;
@@ -23,8 +23,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if s.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(format!("duration {text:?} needs a unit: ms, s, m or h"));
     }
+    // A span, so days may be written (`90d`); a day is 24 hours here, as people mean it.
     let signed = PARSER
-        .parse_duration(s)
+        .parse_span(s)
+        .and_then(|span| span.to_duration(jiff::SpanRelativeTo::days_are_24_hours()))
         .map_err(|_| format!("invalid duration {text:?} (write e.g. 500ms, 5s, 2m)"))?;
     let d = Duration::try_from(signed)
         .map_err(|_| format!("duration {text:?} must not be negative"))?;
@@ -58,6 +60,7 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90d"), Ok(Duration::from_secs(90 * 86_400)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
     }
@@ -80,8 +83,8 @@ mod tests {
             assert_eq!(parse_duration(text), Err(message.to_string()));
         }
         assert_eq!(parse_duration("8760h"), Ok(LONGEST));
-        // Days have no fixed length in jiff's duration grammar; we never took them either.
-        assert!(parse_duration("1d").is_err());
+        // A day is 24 hours, daylight saving or not.
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
         assert!(parse_duration("").is_err());
     }
 }

@@ -63,6 +63,8 @@ pub struct Config {
     pub probes: Vec<Arc<Probe>>,
     /// Recurring maintenance windows (`maintenance:`).
     pub maintenance: Vec<MaintenanceWindow>,
+    /// How long incidents and daily rollups are kept (`status.history`, 1 to 90 days).
+    pub status_history: Duration,
     /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
     pub warnings: Vec<String>,
 }
@@ -228,6 +230,10 @@ fn time_zone(
     })
 }
 
+/// `status.history`'s bounds: the daily rollups hold 90 days.
+const STATUS_HISTORY_MIN: Duration = Duration::from_secs(86_400);
+const STATUS_HISTORY_MAX: Duration = Duration::from_secs(90 * 86_400);
+
 /// Target and probe names become label values: keep them short and plain.
 fn check_name(
     src: &Source,
@@ -340,6 +346,17 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         raw.maintenance.unwrap_or_default(),
         &targets,
     )?;
+    let status_history = match raw.status.and_then(|s| s.history) {
+        Some(h) if h.value.0 < STATUS_HISTORY_MIN || h.value.0 > STATUS_HISTORY_MAX => {
+            return Err(src.err(
+                &root.key("status").key("history"),
+                h.referenced,
+                "history must be between 1d and 90d",
+            ))
+        }
+        Some(h) => h.value.0,
+        None => STATUS_HISTORY_MAX,
+    };
     Ok(Config {
         path: path.to_path_buf(),
         agent,
@@ -348,6 +365,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         targets,
         probes,
         maintenance,
+        status_history,
         warnings,
     })
 }

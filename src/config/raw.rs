@@ -23,6 +23,14 @@ pub struct RawMain {
     pub probes_dir: Option<String>,
     pub prompts_dir: Option<String>,
     pub maintenance: Option<Vec<RawMaintenance>>,
+    pub status: Option<RawStatus>,
+}
+
+/// The status page's memory.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStatus {
+    pub history: Option<Spanned<Dur>>,
 }
 
 /// A recurring maintenance window: from each fire time of `schedule` (in `timezone`), for

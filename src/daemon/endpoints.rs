@@ -1,4 +1,5 @@
 //! The agent's own HTTP endpoints on `agent.listen`: the status page `/`, `/api/v1/status`,
+//! `/api/v1/incidents`, `/api/v1/history`, the Atom feeds `/feed.atom` and `/feed/<target>.atom`,
 //! `/badge/<target>.svg`, `/metrics` (the registry, to scrape beside or instead of pushing),
 //! `/healthz` (liveness and the last push's status), `/probe` (one pair now), and the mutating
 //! `POST /-/reload` and `POST /-/maintenance` behind the admin guard; served by hyper behind the
@@ -17,7 +18,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{admin, on_demand, status, status_page, Agent, ReloadError, ReloadReply};
+use super::{
+    admin, feed, history, on_demand, status, status_page, Agent, ReloadError, ReloadReply,
+};
 use crate::listener::Door;
 
 /// `POST /-/maintenance`'s body at most: a target name, a duration and a short reason.
@@ -25,6 +28,7 @@ const MAX_BODY: usize = 4096;
 
 const TEXT: &str = "text/plain; charset=utf-8";
 const JSON: &str = "application/json";
+const ATOM: &str = "application/atom+xml; charset=utf-8";
 
 /// Per connection, the request head and any read-ahead live in this much buffer at most: our
 /// requests are a line and a few headers (hyper's floor is 8 KiB).
@@ -72,7 +76,8 @@ async fn route(
         (&Method::GET, "/") => {
             let now = jiff::Timestamp::now();
             let head = status::head(agent, now);
-            let page = status_page::render(&head, status::targets(agent, now));
+            let incidents = agent.incidents.lock().expect("incidents lock").list(None);
+            let page = status_page::render(&head, status::targets(agent, now), &incidents);
             let mut r = reply(StatusCode::OK, "text/html; charset=utf-8", page);
             r.headers_mut()
                 .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -86,6 +91,33 @@ async fn route(
                 JSON,
                 status::json(&head, status::targets(agent, now)),
             )
+        }
+        (&Method::GET, "/api/v1/incidents") => {
+            let incidents = agent.incidents.lock().expect("incidents lock").list(None);
+            let body = json!({
+                "agent": agent.cfg().agent.name,
+                "generated_at": jiff::Timestamp::now(),
+                "incidents": incidents,
+            });
+            reply(StatusCode::OK, JSON, body.to_string())
+        }
+        (&Method::GET, "/api/v1/history") => {
+            match history::json(agent, req.uri().query(), jiff::Timestamp::now()) {
+                Ok(body) => reply(StatusCode::OK, JSON, body),
+                Err(history::Refused(code, why)) => reply(
+                    StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST),
+                    TEXT,
+                    format!("{why}\n"),
+                ),
+            }
+        }
+        (&Method::GET, "/feed.atom") => atom(agent, None),
+        (&Method::GET, p) if p.starts_with("/feed/") && p.ends_with(".atom") => {
+            let name = &p["/feed/".len()..p.len() - ".atom".len()];
+            if agent.cfg().target(name).is_none() {
+                return reply(StatusCode::NOT_FOUND, TEXT, "no such target\n");
+            }
+            atom(agent, Some(name))
         }
         (&Method::GET, p) if p.starts_with("/badge/") && p.ends_with(".svg") => {
             let name = &p["/badge/".len()..p.len() - ".svg".len()];
@@ -151,9 +183,24 @@ async fn route(
         _ => reply(
             StatusCode::NOT_FOUND,
             TEXT,
-            "not found: try /, /api/v1/status, /badge/<target>.svg, /metrics, /healthz, /probe?target=T&probe=P, POST /-/reload, POST /-/maintenance\n",
+            "not found: try /, /api/v1/status, /api/v1/incidents, /api/v1/history?target=T&window=90d&metric=uptime, /feed.atom, /feed/<target>.atom, /badge/<target>.svg, /metrics, /healthz, /probe?target=T&probe=P, POST /-/reload, POST /-/maintenance\n",
         ),
     }
+}
+
+/// An Atom feed of the incidents, every target's or one's.
+fn atom(agent: &Agent, target: Option<&str>) -> Response<Full<Bytes>> {
+    let incidents = agent.incidents.lock().expect("incidents lock").list(target);
+    let body = feed::atom(
+        &agent.cfg().agent.name,
+        target,
+        &incidents,
+        jiff::Timestamp::now(),
+    );
+    let mut r = reply(StatusCode::OK, ATOM, body);
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
 }
 
 /// Opens (or ends) a target's announced maintenance window.

@@ -9,6 +9,8 @@
 
 mod admin;
 mod endpoints;
+pub mod feed;
+pub mod history;
 mod on_demand;
 mod pusher;
 mod remote_writer;
@@ -29,10 +31,11 @@ use crate::config::{self, Config, Pair, Probe, Selection, Target};
 use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
 use crate::maintenance::{self, Announced};
 use crate::runner::Runner;
+use crate::sinks::incidents::Incidents;
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::push;
 use crate::sinks::results_log::ResultsLog;
-use crate::sinks::status_history::{Run, StatusHistory};
+use crate::sinks::status_history::{self, Run, StatusHistory};
 use schedules::{Schedules, Stop};
 
 type PairKey = (String, String);
@@ -72,6 +75,7 @@ pub struct Agent {
     push_status: Mutex<PushStatus>,
     results_log: Mutex<Option<ResultsLog>>,
     history: StatusHistory,
+    incidents: Mutex<Incidents>,
     announced: Announced,
     /// Wakes the maintenance loop when a window is announced or the config changed.
     maintenance_wake: Notify,
@@ -102,6 +106,7 @@ impl Agent {
             push_wake: Notify::new(),
             push_status: Mutex::new(PushStatus::default()),
             history: StatusHistory::default(),
+            incidents: Mutex::new(Incidents::new(cfg.status_history)),
             announced: Announced::default(),
             maintenance_wake: Notify::new(),
             loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
@@ -133,6 +138,10 @@ impl Agent {
             .map(|(p, t)| (p.name.clone(), t.name.clone()))
             .collect();
         self.history.retain_pairs(&keys);
+        self.incidents
+            .lock()
+            .expect("incidents lock")
+            .retain_pairs(&keys);
         *self.scheduled.write().expect("scheduled lock") = keys.into_iter().collect();
     }
 
@@ -216,7 +225,16 @@ impl Daemon {
             // thread: nothing else runs yet, and a blocking-pool thread would leave its own
             // allocator arena behind in the daemon's resident set.
             let started = Instant::now();
-            let (taken, bad) = agent.history.rebuild(settings, jiff::Timestamp::now());
+            let now = jiff::Timestamp::now();
+            let oldest = now
+                .checked_sub(jiff::SignedDuration::try_from(cfg.status_history)?)
+                .unwrap_or(now);
+            let mut incidents = agent.incidents.lock().expect("incidents lock");
+            let (taken, bad) = status_history::replay(settings, oldest, |run| {
+                agent.history.record(run);
+                incidents.record(run);
+            });
+            drop(incidents);
             tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
         }
         let (reload_tx, reloads) = mpsc::channel::<ReloadReply>(4);
@@ -409,6 +427,11 @@ fn reload(agent: &Arc<Agent>, schedules: &mut Schedules) -> Result<(), ReloadErr
         *agent.results_log.lock().expect("results log lock") = open_log(&new);
     }
     *agent.cfg.write().expect("config lock") = new.clone();
+    agent
+        .incidents
+        .lock()
+        .expect("incidents lock")
+        .set_retention(new.status_history);
     agent.announced.prune(&new, jiff::Timestamp::now());
     agent.maintenance_wake.notify_one();
     // Old loops stop; runs in flight finish and are recorded.
@@ -440,7 +463,9 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     // A pair that left the config while it ran is not recorded: its series were retired.
     if agent.is_scheduled(&key) {
         agent.metrics().record(&r, &target);
-        agent.history.record(&Run::from(&r));
+        let run = Run::from(&r);
+        agent.history.record(&run);
+        agent.incidents.lock().expect("incidents lock").record(&run);
     }
     // Disk writes leave the (single) runtime thread, so a slow disk never delays a probe's
     // timestamps; the run counts as finished once its line is written.

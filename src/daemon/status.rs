@@ -5,34 +5,13 @@
 use jiff::Timestamp;
 use serde::Serialize;
 
+use super::history::{self, TargetDays};
 use super::Agent;
 use crate::config::{Config, Target};
 use crate::maintenance::{self, Window};
-use crate::sinks::status_history::{PairSnapshot, RECENT_RUNS};
-
-/// A pair's or a target's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    Up,
-    Degraded,
-    Down,
-    Maintenance,
-    /// No run yet.
-    Pending,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Up => "up",
-            State::Degraded => "degraded",
-            State::Down => "down",
-            State::Maintenance => "maintenance",
-            State::Pending => "pending",
-        }
-    }
-}
+use crate::sinks::state::RECENT_RUNS;
+pub use crate::sinks::state::{target_state, State};
+use crate::sinks::status_history::PairSnapshot;
 
 /// The rule, as the page states it. `pair_state` and `target_state` are its code.
 pub const RULES: [(&str, &str); 5] = [
@@ -49,37 +28,7 @@ pub const UPTIME_RULE: &str = "Uptime: successful runs over runs outside mainten
 
 /// A pair's state from its last runs (at most `RECENT_RUNS`).
 pub fn pair_state(s: &PairSnapshot, in_maintenance: bool) -> State {
-    if in_maintenance {
-        State::Maintenance
-    } else if s.recent_runs == 0 {
-        State::Pending
-    } else if s.recent_failed == 0 {
-        State::Up
-    } else if s.recent_failed == s.recent_runs {
-        State::Down
-    } else {
-        State::Degraded
-    }
-}
-
-/// A target's state from its probes' states.
-pub fn target_state(probes: &[State], in_maintenance: bool) -> State {
-    let judged: Vec<State> = probes
-        .iter()
-        .copied()
-        .filter(|s| *s != State::Pending)
-        .collect();
-    if in_maintenance {
-        State::Maintenance
-    } else if judged.is_empty() {
-        State::Pending
-    } else if judged.iter().all(|s| *s == State::Down) {
-        State::Down
-    } else if judged.iter().all(|s| *s == State::Up) {
-        State::Up
-    } else {
-        State::Degraded
-    }
+    crate::sinks::state::pair_state(s.recent_runs, s.recent_failed, in_maintenance)
 }
 
 #[derive(Debug, Serialize)]
@@ -99,6 +48,9 @@ pub struct TargetStatus {
     pub state: State,
     pub maintenance: Option<Window>,
     pub probes: Vec<ProbeStatus>,
+    /// The last 90 days, pooled over the probes: the page's bars (`/api/v1/history` serves them).
+    #[serde(skip)]
+    pub days: TargetDays,
 }
 
 /// One target as of `now`, with its pairs (in probe order).
@@ -123,6 +75,7 @@ fn target_status(agent: &Agent, cfg: &Config, t: &Target, now: Timestamp) -> Tar
         state: target_state(&states, window.is_some()),
         maintenance: window,
         probes,
+        days: history::pool(&agent.history.days_target(&t.name, now)),
     }
 }
 
@@ -199,6 +152,7 @@ mod tests {
             state: State::Pending,
             maintenance: None,
             probes: vec![],
+            days: TargetDays::default(),
         };
         let v: serde_json::Value =
             serde_json::from_slice(&json(&head, [t("x"), t("y")].into_iter())).unwrap();

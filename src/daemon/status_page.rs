@@ -9,13 +9,18 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
+use super::feed::lasted;
+use super::history::TargetDays;
 use super::status::{Head, ProbeStatus, State, TargetStatus, RULES, UPTIME_RULE};
+use crate::sinks::incidents::Incident;
 use crate::sinks::status_history::{Failure, Series, Tally, FAILURES_KEPT};
 
 /// How often the page reloads itself, in seconds.
 pub const REFRESH_SECONDS: u32 = 30;
 /// Failures listed at the bottom, newest first, across every pair.
 const FAILURES_LISTED: usize = 20;
+/// Incidents listed, newest first, across every target.
+const INCIDENTS_LISTED: usize = 20;
 
 /// `s` escaped for HTML text and quoted attribute values.
 fn esc(out: &mut String, s: &str) {
@@ -68,13 +73,18 @@ tr.target th{background:#f6f8fa;font-size:15px;padding-top:8px}\
 .up{background:#1a7f37}.degraded{background:#bf8700}.down{background:#cf222e}.maintenance{background:#0969da}.pending{background:#6e7781}\
 small,.sub{color:#59636e;font-size:12px}.num{font-variant-numeric:tabular-nums;white-space:nowrap}\
 svg.chart{display:block;width:200px;height:36px;background:#f6f8fa}svg.week{display:block;width:168px;height:10px}\
+.days-strip{float:right;font-weight:400}svg.days{display:inline-block;vertical-align:middle;width:360px;height:14px;margin-right:6px}a.badge{text-decoration:none}\
 td.err{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-word;overflow-wrap:anywhere;max-width:420px}\
 code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-break:break-all}\
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}\
 ul.rules{margin:0;padding-left:20px}";
 
-/// The whole page, taking the targets one at a time.
-pub fn render(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> String {
+/// The whole page, taking the targets one at a time, with the incidents (newest first).
+pub fn render(
+    head: &Head,
+    targets: impl Iterator<Item = TargetStatus>,
+    incidents: &[Incident],
+) -> String {
     // About 6 KiB a pair with a full day: sized once, so the buffer is not copied as it grows.
     let mut o = String::with_capacity(16 * 1024 + head.pairs * 6 * 1024);
     let _ = write!(
@@ -93,7 +103,8 @@ pub fn render(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> Strin
     let _ = writeln!(
         o,
         "</h1><p class=\"meta\">Generated <span id=\"generated\">{}</span>; refreshes every {REFRESH_SECONDS} s · \
-         <a href=\"/api/v1/status\">JSON</a> · <a href=\"/metrics\">metrics</a></p>",
+         <a href=\"/api/v1/status\">JSON</a> · <a href=\"#incidents\">incidents</a> · \
+         <a href=\"/feed.atom\">Atom feed</a> · <a href=\"/metrics\">metrics</a></p>",
         when(head.generated_at)
     );
     // The summary counts states the table is about to show: it goes in here afterwards.
@@ -106,7 +117,7 @@ pub fn render(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> Strin
     let mut states = Vec::new();
     let mut failed: Vec<(String, String, Failure)> = Vec::new();
     for t in targets {
-        target_rows(&mut o, &t);
+        target_rows(&mut o, &t, incidents.iter().find(|i| i.target == t.target));
         states.push(t.state);
         for p in t.probes {
             let h = p.history;
@@ -122,7 +133,9 @@ pub fn render(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> Strin
         <span style=\"background:#1a7f37\"></span>decode speed. Week strip:\
         <span style=\"background:#1a7f37\"></span>all ok<span style=\"background:#bf8700\"></span>some failed\
         <span style=\"background:#cf222e\"></span>all failed<span style=\"background:#0969da\"></span>maintenance\
-        <span style=\"background:#d1d9e0\"></span>no runs</p>\n");
+        <span style=\"background:#d1d9e0\"></span>no runs. The bars beside each target: its last 90 days (UTC), \
+        coloured the same way, one bar a day; hover for the day's uptime and TTFT p95.</p>\n");
+    incident_list(&mut o, incidents);
     failures(&mut o, failed);
     o.push_str("<h2>How states are decided</h2><ul class=\"rules\">");
     for (name, rule) in RULES {
@@ -154,7 +167,7 @@ fn summary(states: &[State]) -> String {
     o
 }
 
-fn target_rows(o: &mut String, t: &TargetStatus) {
+fn target_rows(o: &mut String, t: &TargetStatus, latest: Option<&Incident>) {
     o.push_str("<tr class=\"target\" data-target=\"");
     esc(o, &t.target);
     let _ = write!(
@@ -165,9 +178,18 @@ fn target_rows(o: &mut String, t: &TargetStatus) {
     esc(o, &t.target);
     o.push_str(" <small>");
     esc(o, &t.model);
+    // The badge leads to the target's latest incident.
+    o.push_str("</small> <a class=\"badge\" href=\"#");
+    match latest {
+        Some(i) => {
+            o.push_str("incident-");
+            esc(o, &i.id);
+        }
+        None => o.push_str("incidents"),
+    }
     let _ = write!(
         o,
-        "</small> <span class=\"state {0}\">{0}</span>",
+        "\"><span class=\"state {0}\">{0}</span></a>",
         t.state.as_str()
     );
     if let Some(w) = &t.maintenance {
@@ -183,6 +205,7 @@ fn target_rows(o: &mut String, t: &TargetStatus) {
         o.push_str(if w.announced { " (announced)" } else { "" });
         o.push_str("</small>");
     }
+    day_bars(o, &t.days);
     o.push_str("</th></tr>\n");
     for p in &t.probes {
         pair_row(o, p);
@@ -309,6 +332,55 @@ fn chart(o: &mut String, lines: &[(&[Option<f32>], &str)]) {
     o.push_str("</svg>");
 }
 
+/// A cell's colour: blue for maintenance only, grey without runs, else by how many failed.
+fn cell_colour(t: Tally) -> &'static str {
+    match t {
+        t if t.runs == 0 && t.maintenance > 0 => "#0969da",
+        t if t.runs == 0 => "#d1d9e0",
+        t if t.failed == 0 => "#1a7f37",
+        t if t.failed == t.runs => "#cf222e",
+        _ => "#bf8700",
+    }
+}
+
+/// The target's days as bars (3 units wide, 1 apart), each titled with its figures, and the
+/// uptime over all of them.
+fn day_bars(o: &mut String, days: &TargetDays) {
+    if days.days.is_empty() {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<span class=\"days-strip\"><svg class=\"days\" viewBox=\"0 0 {} 14\" preserveAspectRatio=\"none\" role=\"img\">",
+        4 * days.days.len()
+    );
+    for (i, d) in days.days.iter().enumerate() {
+        let t = d.tally;
+        let _ = write!(
+            o,
+            "<rect class=\"day\" data-date=\"{date}\" data-runs=\"{}\" data-failed=\"{}\" x=\"{}\" width=\"3\" height=\"14\" fill=\"{}\"><title>{date}: {} of {} runs",
+            t.runs,
+            t.failed,
+            4 * i,
+            cell_colour(t),
+            percent(t.uptime()),
+            t.runs,
+            date = days.date(i),
+        );
+        if let Some(p95) = d.ttft_p95_ms {
+            let _ = write!(o, ", TTFT p95 {}", ms(f64::from(p95)));
+        }
+        o.push_str("</title></rect>");
+    }
+    let all: Tally = days.days.iter().map(|d| d.tally).sum();
+    let _ = write!(
+        o,
+        "</svg><small class=\"uptime-90d\">{} days: {}</small></span>",
+        days.days.len(),
+        percent(all.uptime())
+    );
+}
+
 /// The week in hourly cells, one path per colour.
 fn week_strip(o: &mut String, week: &Series) {
     let _ = write!(
@@ -316,15 +388,10 @@ fn week_strip(o: &mut String, week: &Series) {
         "<svg class=\"week\" viewBox=\"0 0 {} 10\" preserveAspectRatio=\"none\" role=\"img\">",
         week.len()
     );
-    let kind = |t: Tally| match t {
-        t if t.runs == 0 && t.maintenance > 0 => "#0969da",
-        t if t.runs == 0 => "#d1d9e0",
-        t if t.failed == 0 => "#1a7f37",
-        t if t.failed == t.runs => "#cf222e",
-        _ => "#bf8700",
-    };
     // One rectangle per run of equal cells, one path per colour.
-    let cells: Vec<&str> = (0..week.len()).map(|i| kind(week.tally(i))).collect();
+    let cells: Vec<&str> = (0..week.len())
+        .map(|i| cell_colour(week.tally(i)))
+        .collect();
     for fill in ["#d1d9e0", "#1a7f37", "#bf8700", "#cf222e", "#0969da"] {
         let mut d = String::new();
         let mut i = 0;
@@ -389,6 +456,51 @@ fn failures(o: &mut String, mut all: Vec<(String, String, Failure)>) {
             esc(o, &f.failed_checks.join(", "));
             o.push_str("</small>");
         }
+        o.push_str("</td></tr>\n");
+    }
+    o.push_str("</tbody></table>\n");
+}
+
+fn incident_list(o: &mut String, incidents: &[Incident]) {
+    let _ = write!(
+        o,
+        "<h2 id=\"incidents\">Incidents</h2><p class=\"sub\">A target's spells of degraded or down, by the rule below; \
+         maintenance never opens one. Newest first (at most {INCIDENTS_LISTED}) · \
+         <a href=\"/api/v1/incidents\">JSON</a> · <a href=\"/feed.atom\">Atom feed</a></p>"
+    );
+    if incidents.is_empty() {
+        o.push_str("<p class=\"none\">No incidents recorded.</p>\n");
+        return;
+    }
+    o.push_str("<table class=\"incidents\"><thead><tr><th>Target</th><th>State</th><th>Started</th><th>Ended</th><th>Duration</th><th>Failed runs</th><th>First error</th></tr></thead><tbody>\n");
+    for i in incidents.iter().take(INCIDENTS_LISTED) {
+        let state = i.state.as_str();
+        o.push_str("<tr class=\"incident\" id=\"incident-");
+        esc(o, &i.id);
+        o.push_str("\" data-target=\"");
+        esc(o, &i.target);
+        let _ = write!(
+            o,
+            "\" data-state=\"{state}\" data-open=\"{}\"><td class=\"i-target\">",
+            i.is_open()
+        );
+        esc(o, &i.target);
+        let _ = write!(
+            o,
+            "</td><td><span class=\"state {state}\">{state}</span></td><td class=\"num i-start\">{}</td><td class=\"num i-end\">{}</td><td class=\"num i-duration\">{}{}</td><td class=\"i-outcomes\">",
+            when(i.started_at),
+            i.ended_at.map_or_else(|| "ongoing".to_string(), when),
+            lasted(i),
+            if i.is_open() { " so far" } else { "" },
+        );
+        let outcomes: Vec<String> = i
+            .outcomes
+            .iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect();
+        esc(o, &outcomes.join(", "));
+        o.push_str("</td><td class=\"err i-error\">");
+        esc(o, &i.first_error);
         o.push_str("</td></tr>\n");
     }
     o.push_str("</tbody></table>\n");

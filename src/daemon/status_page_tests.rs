@@ -14,7 +14,7 @@ struct Report {
 }
 
 fn render_report(r: Report) -> String {
-    render(&r.head, r.targets.into_iter())
+    render(&r.head, r.targets.into_iter(), &[])
 }
 
 fn report() -> Report {
@@ -65,6 +65,7 @@ fn report() -> Report {
                 uptime_7d: snap.last_7d.uptime(),
                 history: snap,
             }],
+            days: Default::default(),
         }],
     }
 }

@@ -1,10 +1,12 @@
 //! Where results go: the metrics registry (scraped on /metrics, pushed to a Pushgateway, written
-//! to a remote-write receiver), the results log, and the status page's history. Sinks turn
+//! to a remote-write receiver), the results log, the status page's history and the incidents on it. Sinks turn
 //! results into output; nothing here measures anything.
 
+pub mod incidents;
 pub mod metrics;
 pub mod pair_series;
 pub mod push;
 pub mod remote_write;
 pub mod results_log;
+pub mod state;
 pub mod status_history;

@@ -5,13 +5,18 @@
 //! - a day of 5-minute slots (288 × 12 bytes): runs, failures and maintenance runs, TTFT p50 and
 //!   p95 of the slot's runs (warm-ups left out), and the mean decode speed;
 //! - a week of 1-hour slots (168 × 6 bytes): runs, failures and maintenance runs;
+//! - 90 UTC days (90 × 20 bytes): runs, failures, maintenance runs, TTFT p50 and p95 and the
+//!   median decode speed;
 //! - the outcomes of the last 5 runs, the last run, and the last 5 failures (their sentence
 //!   clipped to 200 characters, their failed checks and, for `repetition`, the detector);
-//! - the open slot's TTFT samples (at most 64: past that a uniform sample of the slot's runs).
+//! - the open slot's TTFT samples (at most 64: past that a uniform sample of the slot's runs),
+//!   and today's TTFT and decode-speed samples (at most 288 each, exact up to a run every 5
+//!   minutes, a uniform sample beyond).
 //!
-//! That is about 4.6 KiB a pair (460 KiB for 100 pairs) plus up to ~2 KiB of failure text.
-//! Two resolutions, not a week of 5-minute slots (2016 × 6 bytes, 12 KiB a pair): the daemon's
-//! idle budget is 8 MiB for 100 pairs, and a weekly uptime needs no 5-minute detail.
+//! That is about 6.4 KiB a pair fixed and up to 1.3 KiB of samples (0.8 MiB for 100 pairs),
+//! plus up to ~2 KiB of failure text. Two resolutions for the week, not a week of 5-minute
+//! slots (2016 × 6 bytes, 12 KiB a pair): the daemon's idle budget is 8 MiB for 100 pairs, and
+//! a weekly uptime needs no 5-minute detail.
 //!
 //! Runs in a maintenance window count apart: uptime is successes over runs outside windows.
 
@@ -25,16 +30,21 @@ use serde::{Deserialize, Serialize};
 use crate::config::ResultsLogSettings;
 use crate::result::ProbeResult;
 use crate::sinks::results_log::log_files;
+use crate::sinks::state::Recent;
 use crate::util::clip;
 
 pub const FINE_SECONDS: i64 = 300;
 pub const FINE_SLOTS: usize = 288;
 pub const COARSE_SECONDS: i64 = 3600;
 pub const COARSE_SLOTS: usize = 168;
-/// The runs the state (up, degraded, down) is judged on.
-pub const RECENT_RUNS: u8 = 5;
+pub use crate::sinks::state::RECENT_RUNS;
+/// Daily rollups kept, today included.
+pub const DAYS: usize = 90;
+pub const DAY_SECONDS: i64 = 86_400;
 pub const FAILURES_KEPT: usize = 5;
 const OPEN_SAMPLES: usize = 64;
+/// Today's TTFT and decode-speed samples: exact up to a run every 5 minutes.
+const DAY_SAMPLES: usize = 288;
 
 /// What the history needs of one run, from a result or from a line of the results log.
 #[derive(Debug, Clone, Deserialize)]
@@ -202,12 +212,53 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
     }
 }
 
+/// A uniform sample of at most `N` figures (all of them while there are no more than `N`), kept
+/// on the log scale: it orders them as their values do, in half the bytes.
+#[derive(Debug, Default)]
+struct Reservoir<const N: usize> {
+    seen: u32,
+    v: Vec<u16>,
+}
+
+impl<const N: usize> Reservoir<N> {
+    fn add(&mut self, x: f64) {
+        let x = LogScale::encode(Some(x));
+        self.seen += 1;
+        if self.v.len() < N {
+            self.v.push(x);
+        } else {
+            // Reservoir sampling keeps a uniform sample of every figure seen.
+            let i = fastrand::usize(..self.seen as usize);
+            if i < N {
+                self.v[i] = x;
+            }
+        }
+    }
+
+    /// Nearest-rank quantiles of the sample, encoded.
+    fn quantiles<const K: usize>(&self, qs: [f64; K]) -> [u16; K] {
+        let mut v = self.v.clone();
+        v.sort_unstable();
+        qs.map(|q| {
+            let rank = ((q * v.len() as f64).ceil() as usize).max(1);
+            v.get(rank - 1).copied().unwrap_or(0)
+        })
+    }
+}
+
+/// TTFT counts unless the run was a warm-up; decode speed when finite.
+fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
+    (
+        run.ttft_ms.filter(|_| !run.warmup),
+        run.tokens_per_second.filter(|v| v.is_finite()),
+    )
+}
+
 /// The 5-minute slot still filling: its TTFT samples and decode speeds.
 #[derive(Debug)]
 struct Open {
     bucket: i64,
-    seen: u32,
-    ttft: Vec<f32>,
+    ttft: Reservoir<OPEN_SAMPLES>,
     tps_sum: f64,
     tps_n: u32,
 }
@@ -216,27 +267,18 @@ impl Open {
     fn starting(bucket: i64) -> Open {
         Open {
             bucket,
-            seen: 0,
-            ttft: Vec::new(),
+            ttft: Reservoir::default(),
             tps_sum: 0.0,
             tps_n: 0,
         }
     }
 
     fn add(&mut self, run: &Run) {
-        if let (Some(t), false) = (run.ttft_ms, run.warmup) {
-            self.seen += 1;
-            if self.ttft.len() < OPEN_SAMPLES {
-                self.ttft.push(t as f32);
-            } else {
-                // Reservoir sampling keeps a uniform sample of the slot's runs.
-                let i = fastrand::usize(..self.seen as usize);
-                if i < OPEN_SAMPLES {
-                    self.ttft[i] = t as f32;
-                }
-            }
+        let (ttft, tps) = figures_of(run);
+        if let Some(t) = ttft {
+            self.ttft.add(t);
         }
-        if let Some(tps) = run.tokens_per_second.filter(|v| v.is_finite()) {
+        if let Some(tps) = tps {
             self.tps_sum += tps;
             self.tps_n += 1;
         }
@@ -244,18 +286,50 @@ impl Open {
 
     /// (p50, p95, mean decode speed), encoded.
     fn figures(&self) -> (u16, u16, u16) {
-        let mut v = self.ttft.clone();
-        v.sort_by(f32::total_cmp);
-        let q = |q: f64| {
-            let rank = ((q * v.len() as f64).ceil() as usize).max(1);
-            v.get(rank - 1).map(|x| f64::from(*x))
-        };
+        let [p50, p95] = self.ttft.quantiles([0.5, 0.95]);
         let tps = (self.tps_n > 0).then(|| self.tps_sum / f64::from(self.tps_n));
-        (
-            LogScale::encode(q(0.5)),
-            LogScale::encode(q(0.95)),
-            LogScale::encode(tps),
-        )
+        (p50, p95, LogScale::encode(tps))
+    }
+}
+
+/// One UTC day of a pair: runs, failures and maintenance runs, TTFT p50 and p95 (warm-ups left
+/// out) and the decode speed's median. 20 bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Daily {
+    runs: u32,
+    failed: u32,
+    maintenance: u32,
+    ttft_p50: u16,
+    ttft_p95: u16,
+    tps_p50: u16,
+}
+
+/// The day still filling: its samples, from which its slot's figures are redone on each run.
+#[derive(Debug)]
+struct OpenDay {
+    day: i64,
+    ttft: Reservoir<DAY_SAMPLES>,
+    tps: Reservoir<DAY_SAMPLES>,
+}
+
+impl OpenDay {
+    fn starting(day: i64) -> OpenDay {
+        OpenDay {
+            day,
+            ttft: Reservoir::default(),
+            tps: Reservoir::default(),
+        }
+    }
+}
+
+/// A failed run's sentence: its error, clipped; or, for a record written before content
+/// failures carried one, the outcome and the detector that fired.
+pub fn sentence(run: &Run) -> String {
+    let detector = run.repetition.as_ref().and_then(|r| r.detector.as_deref());
+    match (&run.error, detector) {
+        (Some(e), _) => clip(e),
+        (None, Some(d)) => format!("{}, detector {d}", run.outcome),
+        (None, None) => format!("{} failed", run.outcome),
     }
 }
 
@@ -279,13 +353,7 @@ pub struct Failure {
 impl Failure {
     fn of(run: &Run) -> Failure {
         let detector = run.repetition.as_ref().and_then(|r| r.detector.clone());
-        // A record written before content failures carried a sentence still names the
-        // detector that fired.
-        let error = match (&run.error, &detector) {
-            (Some(e), _) => clip(e),
-            (None, Some(d)) => format!("{}, detector {d}", run.outcome),
-            (None, None) => format!("{} failed", run.outcome),
-        };
+        let error = sentence(run);
         Failure {
             started_at: run.started_at,
             outcome: run.outcome.clone(),
@@ -305,9 +373,9 @@ struct PairHistory {
     fine: Ring<Fine, FINE_SLOTS>,
     coarse: Ring<Counts, COARSE_SLOTS>,
     open: Open,
-    /// Bit i: the i-th most recent run failed; `recent_n` runs known (at most RECENT_RUNS).
-    recent_bits: u8,
-    recent_n: u8,
+    daily: Ring<Daily, DAYS>,
+    open_day: OpenDay,
+    recent: Recent,
     last: Option<(Timestamp, String, bool)>,
     failures: VecDeque<Failure>,
 }
@@ -318,8 +386,9 @@ impl PairHistory {
             fine: Ring::new(),
             coarse: Ring::new(),
             open: Open::starting(i64::MIN),
-            recent_bits: 0,
-            recent_n: 0,
+            daily: Ring::new(),
+            open_day: OpenDay::starting(i64::MIN),
+            recent: Recent::default(),
             last: None,
             failures: VecDeque::with_capacity(FAILURES_KEPT),
         })
@@ -327,6 +396,7 @@ impl PairHistory {
 
     fn add(&mut self, run: &Run) {
         let secs = run.started_at.as_second();
+        self.add_day(run);
         let b = secs.div_euclid(FINE_SECONDS);
         let Some(slot) = self.fine.slot_mut(b) else {
             return;
@@ -347,9 +417,7 @@ impl PairHistory {
                 (slot.ttft_p50, slot.ttft_p95, slot.tps) = (p50, p95, tps);
             }
         }
-        self.recent_bits = (self.recent_bits << 1) | u8::from(!run.success);
-        self.recent_bits &= (1u8 << RECENT_RUNS) - 1;
-        self.recent_n = (self.recent_n + 1).min(RECENT_RUNS);
+        self.recent.push(run.success);
         self.last = Some((run.started_at, run.outcome.clone(), run.success));
         if !run.success {
             if self.failures.len() == FAILURES_KEPT {
@@ -358,6 +426,77 @@ impl PairHistory {
             self.failures.push_back(Failure::of(run));
         }
     }
+}
+
+impl PairHistory {
+    /// Counts the run in its day, and redoes the day's figures while it is the open one (runs
+    /// older than the week still come in here while the log is replayed).
+    fn add_day(&mut self, run: &Run) {
+        let d = run.started_at.as_second().div_euclid(DAY_SECONDS);
+        let Some(slot) = self.daily.slot_mut(d) else {
+            return;
+        };
+        if run.maintenance {
+            slot.maintenance = slot.maintenance.saturating_add(1);
+        } else {
+            slot.runs = slot.runs.saturating_add(1);
+            slot.failed = slot.failed.saturating_add(u32::from(!run.success));
+        }
+        if d > self.open_day.day {
+            self.open_day = OpenDay::starting(d);
+        }
+        if d == self.open_day.day {
+            let (ttft, tps) = figures_of(run);
+            let o = &mut self.open_day;
+            ttft.inspect(|t| o.ttft.add(*t));
+            tps.inspect(|t| o.tps.add(*t));
+            [slot.ttft_p50, slot.ttft_p95] = o.ttft.quantiles([0.5, 0.95]);
+            [slot.tps_p50] = o.tps.quantiles([0.5]);
+        }
+    }
+
+    fn days(&self, probe: &str, now: Timestamp) -> PairDays {
+        let today = now.as_second().div_euclid(DAY_SECONDS);
+        let first = today - DAYS as i64 + 1;
+        PairDays {
+            probe: probe.to_string(),
+            start: Timestamp::from_second(first * DAY_SECONDS).unwrap_or_default(),
+            days: (first..=today)
+                .map(|d| {
+                    let s = self.daily.get(d);
+                    Day {
+                        tally: Tally {
+                            runs: s.runs,
+                            failed: s.failed,
+                            maintenance: s.maintenance,
+                        },
+                        ttft_p50_ms: tenth(s.ttft_p50),
+                        ttft_p95_ms: tenth(s.ttft_p95),
+                        tokens_per_second_p50: tenth(s.tps_p50),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One UTC day of a pair, decoded.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Day {
+    #[serde(flatten)]
+    pub tally: Tally,
+    pub ttft_p50_ms: Option<f32>,
+    pub ttft_p95_ms: Option<f32>,
+    pub tokens_per_second_p50: Option<f32>,
+}
+
+/// A pair's last `DAYS` UTC days, oldest first, today last.
+#[derive(Debug, Clone)]
+pub struct PairDays {
+    pub probe: String,
+    /// Midnight (UTC) of the first day.
+    pub start: Timestamp,
+    pub days: Vec<Day>,
 }
 
 /// Runs, failures and maintenance runs over a span.
@@ -504,8 +643,8 @@ impl PairHistory {
         PairSnapshot {
             probe: probe.to_string(),
             target: target.to_string(),
-            recent_runs: self.recent_n,
-            recent_failed: self.recent_bits.count_ones() as u8,
+            recent_runs: self.recent.runs(),
+            recent_failed: self.recent.failed(),
             last_run: self.last.as_ref().map(|l| l.0),
             last_outcome: self.last.as_ref().map(|l| l.1.clone()),
             last_1h: day.last(12),
@@ -542,38 +681,16 @@ impl StatusHistory {
         }
     }
 
-    /// Replays the results log (rotated files oldest first), skipping what is older than the
-    /// history holds; returns the runs taken in and the lines that did not parse.
-    pub fn rebuild(&self, settings: &ResultsLogSettings, now: Timestamp) -> (usize, usize) {
-        let oldest = now.as_second() - COARSE_SECONDS * COARSE_SLOTS as i64;
-        let (mut taken, mut bad) = (0, 0);
-        let mut line = String::new();
-        for path in log_files(settings) {
-            let Ok(file) = std::fs::File::open(&path) else {
-                continue;
-            };
-            let mut reader = std::io::BufReader::new(file);
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), error = %e, "cannot read the results log");
-                        break;
-                    }
-                }
-                match serde_json::from_str::<Run>(&line) {
-                    Ok(run) if run.started_at.as_second() >= oldest => {
-                        self.record(&run);
-                        taken += 1;
-                    }
-                    Ok(_) => {}
-                    Err(_) => bad += 1,
-                }
-            }
-        }
-        (taken, bad)
+    /// The last `DAYS` days of `target`'s pairs as of `now`, sorted by probe.
+    pub fn days_target(&self, target: &str, now: Timestamp) -> Vec<PairDays> {
+        let map = self.pairs.lock().expect("history lock");
+        let mut out: Vec<PairDays> = map
+            .iter()
+            .filter(|((_, t), _)| t == target)
+            .map(|((p, _), h)| h.days(p, now))
+            .collect();
+        out.sort_by(|a, b| a.probe.cmp(&b.probe));
+        out
     }
 
     /// Every pair's history as of `now`, sorted by target then probe.
@@ -597,6 +714,43 @@ impl StatusHistory {
         out.sort_by(|a, b| (&a.target, &a.probe).cmp(&(&b.target, &b.probe)));
         out
     }
+}
+
+/// Replays the results log (rotated files oldest first) into `each`, skipping runs that
+/// started before `oldest`; returns the runs taken in and the lines that did not parse.
+pub fn replay(
+    settings: &ResultsLogSettings,
+    oldest: Timestamp,
+    mut each: impl FnMut(&Run),
+) -> (usize, usize) {
+    let (mut taken, mut bad) = (0, 0);
+    let mut line = String::new();
+    for path in log_files(settings) {
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let mut reader = std::io::BufReader::new(file);
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot read the results log");
+                    break;
+                }
+            }
+            match serde_json::from_str::<Run>(&line) {
+                Ok(run) if run.started_at >= oldest => {
+                    each(&run);
+                    taken += 1;
+                }
+                Ok(_) => {}
+                Err(_) => bad += 1,
+            }
+        }
+    }
+    (taken, bad)
 }
 
 #[cfg(test)]

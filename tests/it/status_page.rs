@@ -5,6 +5,7 @@
 //! screenshot is saved to `target/status-page.png`.
 
 use crate::common;
+mod incidents;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,9 +54,24 @@ fn chromium(args: &[&str], url: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// A week of one pair's history, every 20 minutes, a hostile failure every 7th run.
+/// A week of one pair's history, every 20 minutes, a hostile failure every 7th run; before it, a
+/// day a fortnight (85 days ago to 15), four hourly runs each, the second failing.
 fn seeded_history(now: jiff::Timestamp) -> (String, String) {
     let (mut older, mut newer) = (String::new(), String::new());
+    for day in (15..=85).rev().step_by(14) {
+        for h in 0..4 {
+            let at = now - jiff::SignedDuration::from_hours(24 * day - h);
+            let ok = h != 1;
+            let line = serde_json::json!({
+                "probe": "p", "target": "healthy", "model": "m", "request_id": format!("seed-old-{day}-{h}"),
+                "started_at": at.to_string(), "outcome": if ok { "ok" } else { "timeout" },
+                "success": ok, "http_status": 200, "ttft_ms": 100.0 + (day + h) as f64,
+                "tokens_per_second": 70.0, "warmup": false, "maintenance": false,
+                "trace_id": "", "error": if ok { None } else { Some("no first token within 5s") },
+            });
+            older.push_str(&format!("{line}\n"));
+        }
+    }
     for i in 0..(7 * 72 - 2) {
         let at = now - jiff::SignedDuration::from_mins(20 * (7 * 72 - 1 - i));
         let ok = i % 7 != 3;
@@ -76,8 +92,10 @@ fn log_records(dir: &Path) -> Vec<Value> {
     ["results.jsonl.1", "results.jsonl"]
         .iter()
         .flat_map(|f| {
-            std::fs::read_to_string(dir.join(f))
-                .unwrap_or_default()
+            let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            // A line counts once its newline is written: the daemon may be writing the next.
+            let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+            complete
                 .lines()
                 .map(|l| serde_json::from_str::<Value>(l).unwrap())
                 .collect::<Vec<_>>()
@@ -307,6 +325,7 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says_body() {
 
     let records = log_records(&dir);
     check_dom(&dom, &records, d.log());
+    incidents::check(&d, &dom, &records).await;
 
     // The JSON says what the page says; the gauge and the records carry the windows.
     let api: Value = serde_json::from_str(&get(&d.url("/api/v1/status")).await).unwrap();

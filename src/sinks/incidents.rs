@@ -1,0 +1,192 @@
+//! Incidents: a target's spells of `down` or `degraded`, decided by the status page's own rule
+//! (a pair's last runs, a target's pairs). One opens on the run that turns the target down or
+//! degraded, and closes on the run that makes it up again. A run in a maintenance window counts
+//! among the pair's last runs but neither opens nor closes one.
+//!
+//! [`Incidents`] is a pure fold over runs in the order they started: the daemon feeds it each
+//! result and, at start, the results log; [`detect`] does the same for any sequence of runs.
+//!
+//! Kept: incidents that ended within the retention (`status.history`, 90 days by default),
+//! and at most [`MAX_INCIDENTS`] in all (the oldest go first): each is about 0.5 KiB with its
+//! sentence clipped to 200 characters, so the list stays under 0.5 MiB.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+
+use crate::sinks::state::{pair_state, target_state, Recent, State};
+use crate::sinks::status_history::{sentence, Run};
+
+/// Incidents kept at most, open ones included.
+pub const MAX_INCIDENTS: usize = 1000;
+
+/// One spell of a target being down or degraded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Incident {
+    /// `<target>-<start in Unix milliseconds>`: the same after a restart, since the start is
+    /// the opening run's.
+    pub id: String,
+    pub target: String,
+    /// The worst state it reached: `down` or `degraded`.
+    pub state: State,
+    /// When the run that opened it started.
+    pub started_at: Timestamp,
+    /// When the run that closed it started; `None` while it is open.
+    pub ended_at: Option<Timestamp>,
+    /// To its end, or while it is open to the latest run of the target.
+    pub duration_seconds: i64,
+    /// Failed runs seen in it (outside maintenance), counted by outcome.
+    pub outcomes: BTreeMap<String, u32>,
+    /// The sentence of the first failed run.
+    pub first_error: String,
+}
+
+impl Incident {
+    pub fn is_open(&self) -> bool {
+        self.ended_at.is_none()
+    }
+
+    /// The last time it changed: its end, or its start while open.
+    pub fn updated_at(&self) -> Timestamp {
+        self.ended_at.unwrap_or(self.started_at)
+    }
+}
+
+/// The incident detector's running state.
+#[derive(Debug)]
+pub struct Incidents {
+    retention: SignedDuration,
+    /// The pairs that count (the configured ones); `None`: every pair seen.
+    pairs_kept: Option<HashSet<(String, String)>>,
+    /// Per target, its pairs' last runs.
+    recent: HashMap<String, BTreeMap<String, Recent>>,
+    /// Oldest first; at most one open per target.
+    list: VecDeque<Incident>,
+}
+
+impl Incidents {
+    pub fn new(retention: std::time::Duration) -> Incidents {
+        Incidents {
+            retention: SignedDuration::try_from(retention).unwrap_or(SignedDuration::MAX),
+            pairs_kept: None,
+            recent: HashMap::new(),
+            list: VecDeque::new(),
+        }
+    }
+
+    /// Keeps incidents that ended within `retention` from now on.
+    pub fn set_retention(&mut self, retention: std::time::Duration) {
+        self.retention = SignedDuration::try_from(retention).unwrap_or(SignedDuration::MAX);
+    }
+
+    /// Counts only these (probe, target) pairs from now on, and forgets the others' runs, as
+    /// the status page does.
+    pub fn retain_pairs(&mut self, pairs: &[(String, String)]) {
+        let keep: HashSet<(String, String)> = pairs.iter().cloned().collect();
+        for (target, probes) in self.recent.iter_mut() {
+            probes.retain(|p, _| keep.contains(&(p.clone(), target.clone())));
+        }
+        self.recent.retain(|_, probes| !probes.is_empty());
+        self.pairs_kept = Some(keep);
+    }
+
+    /// Takes in one run (runs in the order they started).
+    pub fn record(&mut self, run: &Run) {
+        if let Some(keep) = &self.pairs_kept {
+            if !keep.contains(&(run.probe.clone(), run.target.clone())) {
+                return;
+            }
+        }
+        let probes = self.recent.entry(run.target.clone()).or_default();
+        probes
+            .entry(run.probe.clone())
+            .or_default()
+            .push(run.success);
+        let states: Vec<State> = probes
+            .values()
+            .map(|r| pair_state(r.runs(), r.failed(), false))
+            .collect();
+        let state = target_state(&states, false);
+        let open = self
+            .list
+            .iter_mut()
+            .rev()
+            .find(|i| i.target == run.target && i.is_open());
+        match (open, state) {
+            _ if run.maintenance => {}
+            (Some(i), State::Up) => {
+                i.ended_at = Some(run.started_at);
+                i.duration_seconds = seconds(run.started_at.duration_since(i.started_at));
+            }
+            (Some(i), s) => {
+                if s == State::Down {
+                    i.state = State::Down;
+                }
+                i.duration_seconds = seconds(run.started_at.duration_since(i.started_at));
+                if !run.success {
+                    *i.outcomes.entry(run.outcome.clone()).or_default() += 1;
+                }
+            }
+            (None, s @ (State::Down | State::Degraded)) => {
+                self.list.push_back(Incident {
+                    id: format!("{}-{}", run.target, run.started_at.as_millisecond()),
+                    target: run.target.clone(),
+                    state: s,
+                    started_at: run.started_at,
+                    ended_at: None,
+                    duration_seconds: 0,
+                    outcomes: BTreeMap::from([(run.outcome.clone(), 1)]),
+                    first_error: sentence(run),
+                });
+            }
+            (None, _) => {}
+        }
+        self.prune(run.started_at);
+    }
+
+    /// Drops incidents that ended before the retention, then the oldest past the cap.
+    fn prune(&mut self, now: Timestamp) {
+        let horizon = now.checked_sub(self.retention).unwrap_or(Timestamp::MIN);
+        self.list
+            .retain(|i| i.ended_at.is_none_or(|end| end >= horizon));
+        while self.list.len() > MAX_INCIDENTS {
+            self.list.pop_front();
+        }
+    }
+
+    /// The incidents, the latest started first (then by id); only `target`'s when given.
+    pub fn list(&self, target: Option<&str>) -> Vec<Incident> {
+        let mut out: Vec<Incident> = self
+            .list
+            .iter()
+            .filter(|i| target.is_none_or(|t| i.target == t))
+            .cloned()
+            .collect();
+        // The log holds runs as they finished: of two targets, the later start may come first.
+        out.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(a.id.cmp(&b.id)));
+        out
+    }
+
+    /// The open incident of each target that has one.
+    pub fn open(&self) -> impl Iterator<Item = &Incident> {
+        self.list.iter().filter(|i| i.is_open())
+    }
+}
+
+fn seconds(d: SignedDuration) -> i64 {
+    d.as_secs().max(0)
+}
+
+/// Every incident in `runs` (in the order they started), oldest first, however old.
+pub fn detect<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<Incident> {
+    let mut inc = Incidents::new(std::time::Duration::MAX);
+    for r in runs {
+        inc.record(r);
+    }
+    inc.list.into_iter().collect()
+}
+
+#[cfg(test)]
+#[path = "incidents_tests.rs"]
+mod tests;

@@ -1,0 +1,133 @@
+//! Tests of the incident detector: opening and closing on the page's rule, maintenance, the
+//! retention and the cap, and that a replay gives the same incidents as the live fold.
+
+use super::*;
+
+fn at(min: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + 60 * min).unwrap()
+}
+
+fn run(probe: &str, target: &str, min: i64, outcome: &str) -> Run {
+    let ok = outcome == "ok";
+    Run {
+        probe: probe.into(),
+        target: target.into(),
+        started_at: at(min),
+        outcome: outcome.into(),
+        success: ok,
+        maintenance: false,
+        warmup: false,
+        ttft_ms: Some(50.0),
+        tokens_per_second: Some(40.0),
+        http_status: Some(if ok { 200 } else { 503 }),
+        request_id: format!("r{min}"),
+        trace_id: String::new(),
+        error: (!ok).then(|| format!("HTTP 503 at minute {min}")),
+        failed_checks: vec![],
+        repetition: None,
+    }
+}
+
+#[test]
+fn one_failure_opens_a_degraded_incident_and_five_good_runs_close_it() {
+    let mut runs = vec![run("p", "t", 0, "ok"), run("p", "t", 1, "http_error")];
+    runs.extend((2..6).map(|m| run("p", "t", m, "ok")));
+    let open = detect(&runs);
+    assert_eq!(open.len(), 1);
+    assert!(
+        open[0].is_open(),
+        "4 good runs: 1 of the last 5 still failed"
+    );
+    assert_eq!(open[0].state, State::Degraded);
+    assert_eq!(open[0].duration_seconds, 4 * 60);
+    runs.push(run("p", "t", 6, "ok"));
+    let i = &detect(&runs)[0];
+    assert_eq!(i.id, format!("t-{}", at(1).as_millisecond()));
+    assert_eq!((i.started_at, i.ended_at), (at(1), Some(at(6))));
+    assert_eq!(i.duration_seconds, 300);
+    assert_eq!(i.first_error, "HTTP 503 at minute 1");
+    assert_eq!(i.outcomes, BTreeMap::from([("http_error".into(), 1)]));
+}
+
+#[test]
+fn an_incident_that_goes_down_says_down_and_counts_every_outcome() {
+    let mut runs: Vec<Run> = (0..5).map(|m| run("p", "t", m, "http_error")).collect();
+    runs.push(run("p", "t", 5, "timeout"));
+    let i = &detect(&runs)[0];
+    assert_eq!(i.state, State::Down);
+    assert_eq!(
+        i.outcomes,
+        BTreeMap::from([("http_error".into(), 5), ("timeout".into(), 1)])
+    );
+    assert!(i.is_open());
+}
+
+#[test]
+fn a_target_is_judged_on_all_its_probes_and_targets_apart() {
+    // q fails on t: t is degraded (p is up); u's runs never touch t's incident.
+    let runs = [
+        run("p", "t", 0, "ok"),
+        run("q", "t", 0, "empty_output"),
+        run("p", "u", 1, "ok"),
+        run("q", "t", 2, "ok"),
+    ];
+    let all = detect(&runs);
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        (all[0].target.as_str(), all[0].state),
+        ("t", State::Degraded)
+    );
+    assert_eq!(all[0].ended_at, None);
+}
+
+#[test]
+fn maintenance_never_opens_an_incident() {
+    let mut runs: Vec<Run> = (0..6).map(|m| run("p", "t", m, "http_error")).collect();
+    for r in &mut runs {
+        r.maintenance = true;
+    }
+    assert!(detect(&runs).is_empty());
+    // The window's failures still weigh on the state afterwards, as on the page.
+    runs.push(run("p", "t", 6, "ok"));
+    let i = &detect(&runs)[0];
+    assert_eq!((i.started_at, i.state), (at(6), State::Degraded));
+}
+
+#[test]
+fn pairs_left_out_of_the_config_do_not_count() {
+    let mut inc = Incidents::new(std::time::Duration::from_secs(86_400));
+    inc.retain_pairs(&[("p".into(), "t".into())]);
+    inc.record(&run("gone", "t", 0, "http_error"));
+    assert!(inc.list(None).is_empty());
+}
+
+#[test]
+fn closed_incidents_older_than_the_retention_go() {
+    let mut inc = Incidents::new(std::time::Duration::from_secs(3600));
+    inc.record(&run("p", "t", 0, "http_error"));
+    for m in 1..=5 {
+        inc.record(&run("p", "t", m, "ok"));
+    }
+    assert_eq!(inc.list(Some("t")).len(), 1);
+    assert!(inc.list(Some("u")).is_empty());
+    inc.record(&run("p", "t", 64, "ok"));
+    assert_eq!(inc.list(None).len(), 1, "ended 59 minutes ago");
+    inc.record(&run("p", "t", 66, "ok"));
+    assert!(inc.list(None).is_empty(), "ended 61 minutes ago");
+}
+
+#[test]
+fn the_list_is_capped_newest_kept() {
+    let mut inc = Incidents::new(std::time::Duration::MAX);
+    let mut m = 0;
+    for _ in 0..MAX_INCIDENTS + 5 {
+        inc.record(&run("p", "t", m, "http_error"));
+        for k in 1..=5 {
+            inc.record(&run("p", "t", m + k, "ok"));
+        }
+        m += 6;
+    }
+    let list = inc.list(None);
+    assert_eq!(list.len(), MAX_INCIDENTS);
+    assert_eq!(list[0].started_at, at(m - 6), "newest first");
+}
