@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "llm-canary",
-    version,
+    version = env!("LLM_CANARY_VERSION"),
     about = "Black-box canary for LLM inference endpoints",
     propagate_version = true
 )]

@@ -648,3 +648,44 @@ fn every_config_flag_has_help() {
     }
     assert!(seen >= 5, "{seen} subcommands take -c");
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    // The commit build.rs read, unless git cannot say (a source tarball): then "unknown".
+    let root = env!("CARGO_MANIFEST_DIR");
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| text(&o.stdout).trim().to_owned())
+    };
+    let commit = match std::env::var("LLM_CANARY_COMMIT") {
+        Ok(c) if !c.trim().is_empty() => c.trim().to_owned(),
+        _ => git(&["rev-parse", "--short=12", "HEAD"])
+            .filter(|_| {
+                let top = git(&["rev-parse", "--show-toplevel"]).map(std::fs::canonicalize);
+                matches!(top, Some(Ok(top)) if top == std::fs::canonicalize(root).unwrap())
+            })
+            .unwrap_or_else(|| "unknown".to_owned()),
+    };
+    let expected = format!("llm-canary {} ({commit})\n", env!("CARGO_PKG_VERSION"));
+    for args in [&["--version"][..], &["-V"][..]] {
+        let out = bin().args(args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), expected, "{args:?}");
+    }
+    if commit != "unknown" {
+        assert!(
+            commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{commit}"
+        );
+    }
+}

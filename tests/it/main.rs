@@ -1,6 +1,7 @@
 //! The integration tests: one crate, linked once, one module per suite. Each test still runs in
 //! a process of its own under nextest. The suites that need a real LLM server or a stress budget
-//! (real_llm, real_llm_flavors, fire_drill, chaos) are their own crates behind features.
+//! (real_llm, real_llm_flavors, fire_drill, chaos), and the Debian package's install test (deb,
+//! run as root by scripts/test-deb) are their own crates behind features.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -21,6 +22,7 @@ mod maintenance_rules;
 mod measurement;
 mod on_demand;
 mod outcomes;
+mod packaging;
 mod remote_write;
 mod requests;
 mod status_page;
