@@ -3,6 +3,9 @@
 //! results into output; nothing here measures anything.
 
 pub mod metrics;
+pub mod otlp;
+pub mod otlp_trace;
+pub mod outbound;
 pub mod pair_series;
 pub mod push;
 pub mod remote_write;
