@@ -280,7 +280,7 @@ impl Aggregator {
         }
     }
 
-    /// Adds one run.
+    /// Adds one run: to the runs counter always, to the histograms unless it was a warm-up.
     pub fn record(&mut self, r: &ProbeResult, target: &Target) {
         let attrs = run_attributes(r, target);
         let mut runs = attrs.clone();
@@ -294,6 +294,11 @@ impl Aggregator {
             .or_insert(State::Count(0))
         {
             *n += 1;
+        }
+        // A cold start's figures would skew the histograms, as on the Prometheus side; the run
+        // still counts.
+        if r.warmup {
+            return;
         }
         if let Some(ms) = elapsed_ms(r) {
             self.observe(Instrument::Duration, &attrs, s(ms));
@@ -412,5 +417,93 @@ impl Aggregator {
             }],
         };
         Some((req, points))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerKind;
+    use std::collections::BTreeMap;
+
+    fn target() -> Target {
+        Target {
+            name: "t".into(),
+            base_url: "http://llm.svc:8000/v1".into(),
+            api: Api::OpenaiChat,
+            server: ServerKind::Vllm,
+            model: "m".into(),
+            labels: BTreeMap::from([("env".to_string(), "prod".to_string())]),
+            api_key: None,
+            headers: vec![],
+            priority: None,
+        }
+    }
+
+    fn run(e2e_ms: f64, outcome: Outcome) -> ProbeResult {
+        let mut r = ProbeResult::example();
+        r.figures.e2e_ms = Some(e2e_ms);
+        r.outcome = outcome;
+        r
+    }
+
+    fn histogram(req: &ExportMetricsServiceRequest, name: &str) -> Vec<HistogramDataPoint> {
+        let m = &req.resource_metrics[0].scope_metrics[0].metrics;
+        match &m.iter().find(|m| m.name == name).unwrap().data {
+            Some(metric::Data::Histogram(h)) => h.data_points.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_value_on_a_bound_falls_in_that_bucket_and_failures_carry_error_type() {
+        let mut a = Aggregator::new(1);
+        let t = target();
+        // 40 ms is a bound: it belongs to the (20 ms, 40 ms] bucket, index 2.
+        a.record(&run(40.0, Outcome::Ok), &t);
+        a.record(&run(40.1, Outcome::Ok), &t);
+        a.record(&run(100_000.0, Outcome::Stall), &t);
+        let (req, points) = a
+            .export(Resource::default(), 5, Temporality::Cumulative)
+            .unwrap();
+        // Two attribute sets (ok, stall) for the duration and the runs counter.
+        assert_eq!(points, 4);
+        let mut d = histogram(&req, "gen_ai.client.operation.duration");
+        d.sort_by_key(|p| p.count);
+        let (stall, ok) = (&d[0], &d[1]);
+        assert_eq!(ok.bucket_counts[2..4], [1, 1]);
+        assert_eq!(
+            (ok.count, ok.min, ok.max),
+            (2, Some(0.04), Some(40.1 / 1000.0))
+        );
+        assert_eq!(*stall.bucket_counts.last().unwrap(), 1, "above every bound");
+        assert!(stall
+            .attributes
+            .iter()
+            .any(|kv| kv.key == "error.type" && format!("{:?}", kv.value).contains("stall")));
+        assert!(!ok.attributes.iter().any(|kv| kv.key == "error.type"));
+        assert_eq!((ok.start_time_unix_nano, ok.time_unix_nano), (1, 5));
+    }
+
+    #[test]
+    fn delta_starts_afresh_and_cumulative_keeps_counting() {
+        let t = target();
+        for (temporality, second_count, second_start) in
+            [(Temporality::Cumulative, 2, 1), (Temporality::Delta, 1, 5)]
+        {
+            let mut a = Aggregator::new(1);
+            a.record(&run(10.0, Outcome::Ok), &t);
+            a.export(Resource::default(), 5, temporality).unwrap();
+            a.record(&run(10.0, Outcome::Ok), &t);
+            let (req, _) = a.export(Resource::default(), 9, temporality).unwrap();
+            let p = &histogram(&req, "gen_ai.client.operation.duration")[0];
+            assert_eq!(
+                (p.count, p.start_time_unix_nano),
+                (second_count, second_start)
+            );
+            if temporality == Temporality::Delta {
+                assert!(a.export(Resource::default(), 12, temporality).is_none());
+            }
+        }
     }
 }

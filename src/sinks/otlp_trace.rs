@@ -118,3 +118,32 @@ pub fn request(resource: Resource, spans: Vec<Span>) -> ExportTraceServiceReques
         }],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_is_sampled_and_successes_by_their_share() {
+        let mut r = ProbeResult::example();
+        let mut kept = 0;
+        for i in 1..=2000u64 {
+            r.trace_id = format!("{:016x}{:016x}", i, i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            kept += usize::from(sampled(&r, 0.25));
+        }
+        assert!((400..600).contains(&kept), "{kept} of 2000 at 0.25");
+        assert!(!sampled(&r, 0.0));
+        r.outcome = Outcome::Stall;
+        assert!(sampled(&r, 0.0));
+    }
+
+    #[test]
+    fn the_span_id_is_the_parent_id_traceparent_carried() {
+        let (traceparent, trace_id) = crate::probe::request::trace_context();
+        let mut r = ProbeResult::example();
+        r.trace_id = trace_id;
+        let (t, s) = ids(&r.trace_id).unwrap();
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(traceparent, format!("00-{}-{}-01", hex(&t), hex(&s)));
+    }
+}
