@@ -8,6 +8,8 @@
 //! `LLM_CANARY_BENCH_SECS` sets the probing time (default 600). `LLM_CANARY_BENCH_DAYS=90` seeds
 //! 90 days instead of a week (hourly runs before the week): the daily rollups and the incidents
 //! full, the incident list at its cap, and `/api/v1/incidents` and `/feed.atom` fetched too.
+//! `LLM_CANARY_BENCH_OTLP=1` also exports OTLP metrics and every run's span (`otlp: {traces: true}`) every 15 s, to the sim,
+//! which refuses them (404): the agent encodes and sends as it would to a collector.
 //!
 //! Soak mode (`scripts/soak`): `LLM_CANARY_SOAK=1` fires 20 pairs every second instead, and
 //! also reports RSS growth after a warm-up minute, open file descriptors over time, and missed
@@ -82,6 +84,13 @@ fn main() {
     );
     for t in 0..n_targets {
         agent.push_str(&format!("  - {{name: t{t}, base_url: \"{}\", model: m, server: vllm, labels: {{model_version: \"1\"}}}}\n", sim.base_url("healthy")));
+    }
+    let otlp = std::env::var_os("LLM_CANARY_BENCH_OTLP").is_some();
+    if otlp {
+        agent.push_str(&format!(
+            "otlp: {{endpoint: \"http://{}\", traces: true}}\n",
+            sim.addr()
+        ));
     }
     std::fs::write(dir.join("llm-canary.yaml"), agent).unwrap();
     for p in 0..n_probes {
@@ -179,8 +188,13 @@ fn main() {
         .filter(|l| l.contains("\"outcome\":\"ok\""))
         .count();
     println!(
-        "daemon, {} pairs firing \"{schedule}\" for {wall:.0} s: {} runs ({ok} ok)",
+        "daemon, {} pairs firing \"{schedule}\" for {wall:.0} s{}: {} runs ({ok} ok)",
         n_targets * n_probes,
+        if otlp {
+            ", OTLP metrics and spans on"
+        } else {
+            ""
+        },
         runs.lines().count()
     );
     println!(

@@ -9,6 +9,7 @@ pub mod env;
 pub mod error;
 pub mod gate;
 mod maintenance;
+mod otlp;
 mod probe;
 mod probe_files;
 pub mod raw;
@@ -26,6 +27,7 @@ use serde_saphyr::{Location, Spanned};
 
 pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;
+pub use otlp::{OtlpSettings, Temporality};
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
@@ -35,10 +37,10 @@ pub use target::Target;
 use crate::secret::Secret;
 
 /// Label names the agent sets itself, or that a metric carries of its own (a histogram's `le`,
-/// a summary's `quantile`, `target_info`'s, `build_info`'s and the remote-write drops'); static
+/// a summary's `quantile`, `target_info`'s, `build_info`'s, the remote-write drops' and the OTLP queues'); static
 /// labels may not take them: a series with a label twice is refused by Prometheus and by every
 /// remote-write store.
-pub const RESERVED_LABELS: [&str; 12] = [
+pub const RESERVED_LABELS: [&str; 13] = [
     "probe",
     "target",
     "model",
@@ -51,6 +53,7 @@ pub const RESERVED_LABELS: [&str; 12] = [
     "fingerprint",
     "version",
     "reason",
+    "signal",
 ];
 
 #[derive(Debug, Clone)]
@@ -59,6 +62,7 @@ pub struct Config {
     pub agent: AgentSettings,
     pub push: Option<Push>,
     pub remote_write: Option<RemoteWriteSettings>,
+    pub otlp: Option<OtlpSettings>,
     pub targets: Vec<Arc<Target>>,
     pub probes: Vec<Arc<Probe>>,
     /// Recurring maintenance windows (`maintenance:`).
@@ -302,6 +306,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         .remote_write
         .map(|r| remote_write::load(&src, &root.key("remote_write"), r, base))
         .transpose()?;
+    let otlp = raw
+        .otlp
+        .map(|o| otlp::load(&src, &root.key("otlp"), o, base))
+        .transpose()?;
 
     let at = root.key("targets");
     if raw.targets.value.is_empty() {
@@ -362,6 +370,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         agent,
         push,
         remote_write,
+        otlp,
         targets,
         probes,
         maintenance,

@@ -19,6 +19,7 @@ pub struct RawMain {
     pub agent: RawAgent,
     pub push: Option<RawPush>,
     pub remote_write: Option<RawRemoteWrite>,
+    pub otlp: Option<super::otlp::RawOtlp>,
     pub targets: Spanned<Vec<RawTarget>>,
     pub probes_dir: Option<String>,
     pub prompts_dir: Option<String>,

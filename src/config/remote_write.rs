@@ -34,7 +34,7 @@ pub struct RemoteWriteSettings {
 /// A whole queue of 10 million samples is about 300 MB compressed: past any agent's budget.
 const MOST_SAMPLES: i64 = 10_000_000;
 
-fn nonzero(
+pub(super) fn nonzero(
     src: &Source,
     at: &FieldPath,
     key: &str,

@@ -12,6 +12,8 @@ mod endpoints;
 pub mod feed;
 pub mod history;
 mod on_demand;
+mod otlp_exporter;
+mod outbox;
 mod pusher;
 mod remote_writer;
 mod schedules;
@@ -84,6 +86,8 @@ pub struct Agent {
     /// One client for the Pushgateway and the remote-write receiver, built on first use: its
     /// TLS root store is about 200 KB, which a daemon that sends to neither never holds.
     sink_client: OnceLock<reqwest::Client>,
+    /// OpenTelemetry: the GenAI histograms and the client spans, and their outboxes.
+    otlp: otlp_exporter::OtlpExporter,
 }
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -111,6 +115,7 @@ impl Agent {
             maintenance_wake: Notify::new(),
             loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
             sink_client: OnceLock::new(),
+            otlp: otlp_exporter::OtlpExporter::new(),
             cfg: RwLock::new(cfg),
         }
     }
@@ -179,7 +184,11 @@ fn open_log(cfg: &Config) -> Option<ResultsLog> {
 /// `push:` to push to. A daemon like that probes and keeps what it learns to itself, which
 /// nobody notices until an outage goes unseen, so `check` and `run` both say so.
 pub fn unexported(cfg: &Config) -> Option<String> {
-    if cfg.agent.listen.is_some() || cfg.push.is_some() || cfg.remote_write.is_some() {
+    if cfg.agent.listen.is_some()
+        || cfg.push.is_some()
+        || cfg.remote_write.is_some()
+        || cfg.otlp.is_some()
+    {
         return None;
     }
     let kept = match &cfg.agent.results_log {
@@ -245,7 +254,7 @@ impl Daemon {
         }
         let mut schedules = Schedules::new();
         let writer = remote_writer::RemoteWriter::new();
-        let background = vec![
+        let mut background = vec![
             tokio::spawn(pusher::run(agent.clone(), schedules.stop_signal())),
             tokio::spawn(maintenance_loop(agent.clone(), schedules.stop_signal())),
             tokio::spawn(remote_writer::sample_loop(
@@ -253,12 +262,14 @@ impl Daemon {
                 writer.clone(),
                 schedules.stop_signal(),
             )),
-            tokio::spawn(remote_writer::send_loop(
+            tokio::spawn(outbox::send_loop(
                 agent.clone(),
-                writer.clone(),
+                writer.outbox.clone(),
+                remote_writer::routing,
                 schedules.stop_signal(),
             )),
         ];
+        background.extend(agent.otlp.start(&agent, &schedules));
         let count = pairs.len();
         schedules.start(&agent, pairs);
         release_freed_memory();
@@ -332,7 +343,8 @@ impl Daemon {
         }
         tokio::join!(
             pusher::final_push(agent),
-            remote_writer::final_flush(agent, &self.writer)
+            remote_writer::final_flush(agent, &self.writer),
+            agent.otlp.final_flush(agent),
         );
     }
 }
@@ -463,6 +475,7 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     // A pair that left the config while it ran is not recorded: its series were retired.
     if agent.is_scheduled(&key) {
         agent.metrics().record(&r, &target);
+        agent.otlp.record(&agent, &r, &target);
         let run = Run::from(&r);
         agent.history.record(&run);
         agent.incidents.lock().expect("incidents lock").record(&run);

@@ -1,29 +1,40 @@
-//! The remote-write loops: every `remote_write.interval` the registry is sampled into the
-//! queue (like a scrape: one timestamp for every series, whatever number of runs happened), and
-//! a sender drains the queue oldest first, retrying with backoff while the receiver is away.
-//! Sampling never waits for the sender, so an outage costs queue space, not schedule.
+//! The remote-write sampler: every `remote_write.interval` the registry is sampled into the
+//! outbox (like a scrape: one timestamp for every series, whatever number of runs happened);
+//! the outbox's sender drains it, retrying with backoff while the receiver is away.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
-
+use super::outbox::{self, Outbox, Tally};
 use super::Agent;
 use crate::config::RemoteWriteSettings;
-use crate::sinks::metrics::{now_seconds, DROPPED_QUEUE_FULL, DROPPED_REJECTED};
-use crate::sinks::push;
-use crate::sinks::remote_write::{self, Queue, Sampler, SendError};
+use crate::sinks::metrics::{DROPPED_QUEUE_FULL, DROPPED_REJECTED};
+use crate::sinks::outbound::Route;
+use crate::sinks::remote_write::{self, Sampler};
 
 /// Metrics (a histogram is ~23 series) sampled between two chances for other tasks to run.
 const METRICS_PER_STEP: usize = 100;
 /// How often an agent without `remote_write:` looks again (a reload may add it).
 const UNCONFIGURED_RECHECK: Duration = Duration::from_secs(15);
 
-/// The queue the two loops share.
+/// Where the remote-write outbox goes, from the running config.
+pub fn routing(agent: &Agent) -> Option<(Route, Tally)> {
+    let settings = agent.cfg().remote_write.clone()?;
+    let rw = &agent.metrics().remote_write;
+    let tally = Tally {
+        sent: rw.samples_sent.clone(),
+        rejected: rw.samples_dropped.with_label_values(&[DROPPED_REJECTED]),
+        failures: rw.failures.clone(),
+        queued: rw.queue_samples.clone(),
+        last_success: Some(rw.last_success.clone()),
+    };
+    Some((remote_write::route(&settings), tally))
+}
+
+/// The sampler's side of the remote-write outbox.
 pub struct RemoteWriter {
-    queue: Mutex<Queue>,
-    wake: Notify,
+    pub outbox: Arc<Outbox>,
     /// Whether the queue was found too small for the registry (said once).
     warned_small: AtomicBool,
 }
@@ -31,14 +42,13 @@ pub struct RemoteWriter {
 impl RemoteWriter {
     pub fn new() -> Arc<RemoteWriter> {
         Arc::new(RemoteWriter {
-            queue: Mutex::new(Queue::new(0)),
-            wake: Notify::new(),
+            outbox: Outbox::new(),
             warned_small: AtomicBool::new(false),
         })
     }
 
-    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().expect("remote-write queue lock")
+    fn queue(&self) -> std::sync::MutexGuard<'_, crate::sinks::remote_write::Queue> {
+        self.outbox.queue()
     }
 
     /// Samples the registry into the queue now, giving way to other tasks every
@@ -58,8 +68,7 @@ impl RemoteWriter {
             settings.max_samples_per_send,
             |body, n| {
                 total += n;
-                dropped += self.queue().push(body, n);
-                self.wake.notify_one();
+                dropped += self.outbox.put(body, n);
             },
         );
         for c in metrics.collectors() {
@@ -89,40 +98,7 @@ impl RemoteWriter {
         if total > settings.max_samples / 2 && !self.warned_small.swap(true, Ordering::Relaxed) {
             tracing::warn!(samples = total, max_samples = settings.max_samples, "remote_write.queue.max_samples holds fewer than two samplings of the registry: the shortest outage loses data; raise it");
         }
-        rw.queue_samples.set(self.queue().samples() as i64);
-    }
-
-    /// Sends the oldest batch once. `None`: nothing to send.
-    async fn send_one(
-        &self,
-        agent: &Agent,
-        client: &reqwest::Client,
-        settings: &RemoteWriteSettings,
-    ) -> Option<Result<(), SendError>> {
-        let batch = self.queue().front()?;
-        let result = remote_write::send(client, settings, batch.body).await;
-        let metrics = agent.metrics();
-        let rw = &metrics.remote_write;
-        match &result {
-            Ok(()) => {
-                // Counted as sent even if an outage dropped it from the queue meanwhile: it
-                // arrived (and was also counted as dropped, the one case counted twice).
-                self.queue().remove(batch.seq);
-                rw.samples_sent.inc_by(batch.samples as u64);
-                rw.last_success.set(now_seconds());
-            }
-            Err(e @ SendError::Rejected { .. }) => {
-                rw.failures.inc();
-                let n = self.queue().remove(batch.seq);
-                rw.samples_dropped
-                    .with_label_values(&[DROPPED_REJECTED])
-                    .inc_by(n as u64);
-                tracing::error!(error = %e, samples = n, "remote-write receiver refused a batch; dropped");
-            }
-            Err(SendError::Retry { .. }) => rw.failures.inc(),
-        }
-        rw.queue_samples.set(self.queue().samples() as i64);
-        Some(result)
+        rw.queue_samples.set(self.queue().items() as i64);
     }
 }
 
@@ -160,49 +136,6 @@ pub async fn sample_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: sup
     }
 }
 
-/// Drains the queue until `stop`, backing off while the receiver fails.
-pub async fn send_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: super::Stop) {
-    let mut failures = 0u32;
-    loop {
-        let wake = rw.wake.notified();
-        let settings = agent.cfg().remote_write.clone();
-        let sent = match &settings {
-            Some(s) => {
-                tokio::select! {
-                    r = rw.send_one(&agent, agent.sink_client(), s) => r,
-                    _ = stop.stopped() => return,
-                }
-            }
-            None => None,
-        };
-        let pause = match (sent, &settings) {
-            (None, _) | (_, None) => {
-                tokio::select! {
-                    _ = wake => continue,
-                    _ = stop.stopped() => return,
-                }
-            }
-            (Some(Err(e @ SendError::Retry { .. })), Some(s)) => {
-                failures = failures.saturating_add(1);
-                let pause = push::backoff(failures - 1, s.max_backoff);
-                tracing::warn!(error = %e, failures, retry_in = ?pause, queued = rw.queue().samples(), "remote write failed; samples stay queued");
-                pause
-            }
-            (Some(_), Some(_)) => {
-                if failures > 0 {
-                    tracing::info!(failures, "remote write recovered");
-                }
-                failures = 0;
-                continue;
-            }
-        };
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.stopped() => return,
-        }
-    }
-}
-
 /// At shutdown: one last sample, then send what the queue holds until it is empty, the
 /// receiver fails, or `remote_write.timeout` has passed.
 pub async fn final_flush(agent: &Agent, rw: &RemoteWriter) {
@@ -210,24 +143,5 @@ pub async fn final_flush(agent: &Agent, rw: &RemoteWriter) {
         return;
     };
     rw.sample(agent, &settings).await;
-    let client = agent.sink_client();
-    let deadline = tokio::time::Instant::now() + settings.timeout;
-    loop {
-        let step = tokio::time::timeout_at(deadline, rw.send_one(agent, client, &settings));
-        match step.await {
-            Ok(Some(Ok(()))) | Ok(Some(Err(SendError::Rejected { .. }))) => continue,
-            Ok(None) => return,
-            Ok(Some(Err(e))) => {
-                tracing::warn!(error = %e, left = rw.queue().samples(), "remote write failed at shutdown; queued samples are lost");
-                return;
-            }
-            Err(_) => {
-                tracing::warn!(
-                    left = rw.queue().samples(),
-                    "remote write did not finish within remote_write.timeout at shutdown"
-                );
-                return;
-            }
-        }
-    }
+    outbox::flush(agent, &rw.outbox, routing).await;
 }

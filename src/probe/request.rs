@@ -27,11 +27,13 @@ pub fn request_id() -> String {
 }
 
 /// A fresh W3C trace context for one request: (`traceparent` value, trace id). Sampled, so
-/// the serving stack records the probe's spans.
+/// the serving stack records the probe's spans. The parent id is the trace id's low half: the
+/// record keeps the trace id, and so names the client span (`otlp.traces`) the server's spans
+/// hang under.
 pub fn trace_context() -> (String, String) {
-    let trace_id = format!("{:032x}", fastrand::u128(1..));
-    let span_id = format!("{:016x}", fastrand::u64(1..));
-    (format!("00-{trace_id}-{span_id}-01"), trace_id)
+    let (high, low) = (fastrand::u64(..), fastrand::u64(1..));
+    let trace_id = format!("{high:016x}{low:016x}");
+    (format!("00-{trace_id}-{low:016x}-01"), trace_id)
 }
 
 /// The request for one run: URL, headers and JSON body, built from the probe and target.
@@ -138,5 +140,7 @@ mod tests {
         assert_eq!((parts[1].len(), parts[2].len()), (32, 16));
         assert_ne!(parts[1], "0".repeat(32));
         assert_ne!(trace_context().1, id);
+        // The parent id is the trace id's low half (the client span's id).
+        assert_eq!(parts[2], &parts[1][16..]);
     }
 }

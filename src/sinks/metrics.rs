@@ -57,6 +57,7 @@ pub struct Metrics {
     pub reload_successful: IntGauge,
     pub reload_success_time: Gauge,
     pub remote_write: RemoteWriteMetrics,
+    pub otlp: OtlpMetrics,
 }
 
 /// Where each of a pair's counters and gauges is in [`PairSeries`].
@@ -89,6 +90,15 @@ pub struct RemoteWriteMetrics {
     pub failures: IntCounter,
     pub queue_samples: IntGauge,
     pub last_success: Gauge,
+}
+
+/// The OTLP queues' health, by `signal` (`metrics`: data points, `traces`: spans).
+pub struct OtlpMetrics {
+    pub sent: IntCounterVec,
+    /// By `signal` and `reason` (`queue_full`, `rejected`), as remote-write's.
+    pub dropped: IntCounterVec,
+    pub failures: IntCounterVec,
+    pub queued: IntGaugeVec,
 }
 
 /// Why remote-write samples were dropped (the `reason` label).
@@ -185,6 +195,12 @@ impl Metrics {
                 failures: reg!(IntCounter::new(name("remote_write_failures_total"), "Failed remote-write requests (each retry counts).")),
                 queue_samples: reg!(IntGauge::new(name("remote_write_queue_samples"), "Samples waiting in the remote-write queue.")),
                 last_success: reg!(Gauge::new(name("remote_write_last_success_timestamp_seconds"), "When a remote-write request last succeeded (Unix time).")),
+            },
+            otlp: OtlpMetrics {
+                sent: reg!(IntCounterVec::new(Opts::new(name("otlp_items_sent_total"), "Data points (signal=metrics) or spans (signal=traces) the OTLP receiver accepted."), &["signal"])),
+                dropped: reg!(IntCounterVec::new(Opts::new(name("otlp_items_dropped_total"), "OTLP items never delivered: queue_full when an outage outlasted the queue, rejected when the receiver refused them."), &["signal", "reason"])),
+                failures: reg!(IntCounterVec::new(Opts::new(name("otlp_failures_total"), "Failed OTLP requests (each retry counts)."), &["signal"])),
+                queued: reg!(IntGaugeVec::new(Opts::new(name("otlp_queue_items"), "OTLP items waiting in the queue."), &["signal"])),
             },
             static_labels: cfg.agent.labels.clone().into_iter().collect(),
             collectors,

@@ -4,6 +4,9 @@
 
 pub mod incidents;
 pub mod metrics;
+pub mod otlp;
+pub mod otlp_trace;
+pub mod outbound;
 pub mod pair_series;
 pub mod push;
 pub mod remote_write;

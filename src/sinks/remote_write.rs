@@ -1,14 +1,15 @@
 //! Prometheus remote-write, protocol 1.0 (what every store accepts): the registry, sampled
 //! with one timestamp, becomes snappy-compressed protobuf batches in a queue bounded by
 //! samples; when an outage outlasts it, the oldest batches go first and are counted. This
-//! module owns the wire format, the queue and one request; the daemon's remote writer owns the
-//! schedule and the retries.
+//! module owns the wire format, the queue and the route; the daemon's remote writer owns the
+//! schedule, and its outbox the retries.
 
 use prometheus::proto::{MetricFamily, MetricType};
 use prost::bytes::Bytes;
 use prost::Message;
 use std::collections::VecDeque;
 
+use super::outbound::Route;
 use crate::config::RemoteWriteSettings;
 
 /// `prometheus.WriteRequest` (prompb/remote.proto). Field 3 (metadata) is left out: version
@@ -45,72 +46,74 @@ pub struct Sample {
     pub timestamp: i64,
 }
 
-/// One request's body, ready to send (and to resend as it is).
+/// One request's body, ready to send (and to resend as it is), and the items (samples, data
+/// points, spans) it holds.
 #[derive(Debug, Clone)]
 pub struct Batch {
     pub seq: u64,
     pub body: Bytes,
-    pub samples: usize,
+    pub items: usize,
 }
 
-/// Batches waiting for the receiver, at most `max_samples` samples in all.
+/// Batches waiting for the receiver, at most `max_items` items in all. Every queued sender of
+/// the daemon uses it.
 #[derive(Debug)]
 pub struct Queue {
     batches: VecDeque<Batch>,
-    samples: usize,
-    max_samples: usize,
+    items: usize,
+    max_items: usize,
     next_seq: u64,
 }
 
 impl Queue {
-    pub fn new(max_samples: usize) -> Queue {
+    pub fn new(max_items: usize) -> Queue {
         Queue {
             batches: VecDeque::new(),
-            samples: 0,
-            max_samples,
+            items: 0,
+            max_items,
             next_seq: 0,
         }
     }
 
-    /// Samples queued now.
-    pub fn samples(&self) -> usize {
-        self.samples
+    /// Items queued now.
+    pub fn items(&self) -> usize {
+        self.items
     }
 
-    /// A new bound (after a reload); returns the samples dropped to fit it.
-    pub fn set_max(&mut self, max_samples: usize) -> usize {
-        self.max_samples = max_samples;
+    /// A new bound (after a reload); returns the items dropped to fit it.
+    pub fn set_max(&mut self, max_items: usize) -> usize {
+        self.max_items = max_items;
         self.make_room(0)
     }
 
-    /// Drops the oldest batches until `incoming` more samples fit. The newest data is what an
-    /// alert needs after an outage, and a receiver refuses samples older than what it holds.
+    /// Drops the oldest batches until `incoming` more items fit. The newest data is what an
+    /// alert needs after an outage, and a receiver refuses items older than what it holds.
     fn make_room(&mut self, incoming: usize) -> usize {
         let mut dropped = 0;
-        while self.samples + incoming > self.max_samples {
+        while self.items + incoming > self.max_items {
             let Some(b) = self.batches.pop_front() else {
                 break;
             };
-            self.samples -= b.samples;
-            dropped += b.samples;
+            self.items -= b.items;
+            dropped += b.items;
         }
         dropped
     }
 
-    /// Appends a batch; returns the samples dropped to make room (the batch itself when it
+    /// Appends a batch; returns the items dropped to make room (the batch itself when it
     /// alone exceeds the bound).
-    pub fn push(&mut self, body: Bytes, samples: usize) -> usize {
-        if samples > self.max_samples {
-            return samples;
+    pub fn push(&mut self, body: Bytes, items: usize) -> usize {
+        if items > self.max_items {
+            return items;
         }
-        let dropped = self.make_room(samples);
+        let dropped = self.make_room(items);
         self.batches.push_back(Batch {
             seq: self.next_seq,
             body,
-            samples,
+            items,
         });
         self.next_seq += 1;
-        self.samples += samples;
+        self.items += items;
         dropped
     }
 
@@ -120,24 +123,24 @@ impl Queue {
     }
 
     /// Removes batch `seq` if it is still the oldest (an outage may have dropped it meanwhile);
-    /// returns its samples.
+    /// returns its items.
     pub fn remove(&mut self, seq: u64) -> usize {
         match self.batches.front() {
             Some(b) if b.seq == seq => {
-                let n = b.samples;
+                let n = b.items;
                 self.batches.pop_front();
-                self.samples -= n;
+                self.items -= n;
                 n
             }
             _ => 0,
         }
     }
 
-    /// Empties the queue (remote-write was configured away); returns the samples dropped.
+    /// Empties the queue (its sender was configured away); returns the items dropped.
     pub fn clear(&mut self) -> usize {
-        let n = self.samples;
+        let n = self.items;
         self.batches.clear();
-        self.samples = 0;
+        self.items = 0;
         n
     }
 }
@@ -268,50 +271,19 @@ impl<'a, F: FnMut(Bytes, usize)> Sampler<'a, F> {
     }
 }
 
-/// Why a request did not land.
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    /// The receiver is unreachable, overloaded (429) or failing (5xx): send it again later.
-    #[error("remote write to {url}: {reason}")]
-    Retry { url: String, reason: String },
-    /// The receiver refused the data (4xx): resending the same bytes cannot succeed.
-    #[error("remote write to {url} refused: {reason}")]
-    Rejected { url: String, reason: String },
-}
-
-/// One POST of a batch.
-pub async fn send(
-    client: &reqwest::Client,
-    settings: &RemoteWriteSettings,
-    body: Bytes,
-) -> Result<(), SendError> {
-    let url = &settings.url;
-    let req = client
-        .post(url)
-        .timeout(settings.timeout)
-        .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
-        .header(reqwest::header::CONTENT_ENCODING, "snappy")
-        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
-        .body(body);
-    let resp = super::push::authorize(req, settings.auth.as_ref())
-        .send()
-        .await
-        .map_err(|e| SendError::Retry {
-            url: url.clone(),
-            reason: crate::util::error_chain(&e),
-        })?;
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(());
-    }
-    let body = resp.text().await.unwrap_or_default();
-    let body: String = body.chars().filter(|c| !c.is_control()).take(300).collect();
-    let reason = format!("HTTP {}: {}", status.as_u16(), body.trim());
-    let url = url.clone();
-    if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-        Err(SendError::Retry { url, reason })
-    } else {
-        Err(SendError::Rejected { url, reason })
+/// Where batches go: the receiver, with the protocol's headers.
+pub fn route(settings: &RemoteWriteSettings) -> Route {
+    Route {
+        what: "remote write",
+        url: settings.url.clone(),
+        headers: &[
+            ("content-type", "application/x-protobuf"),
+            ("content-encoding", "snappy"),
+            ("x-prometheus-remote-write-version", "0.1.0"),
+        ],
+        auth: settings.auth.clone(),
+        timeout: settings.timeout,
+        max_backoff: settings.max_backoff,
     }
 }
 
@@ -388,17 +360,17 @@ mod tests {
         assert_eq!(q.push(Bytes::from_static(b"b"), 4), 0);
         // A third batch of 4 needs room: the oldest (a) goes.
         assert_eq!(q.push(Bytes::from_static(b"c"), 4), 4);
-        assert_eq!(q.samples(), 8);
+        assert_eq!(q.items(), 8);
         let front = q.front().unwrap();
         assert_eq!(&front.body[..], b"b");
         // Delivered: gone. A stale sequence number (dropped meanwhile) removes nothing.
         assert_eq!(q.remove(front.seq), 4);
         assert_eq!(q.remove(front.seq), 0);
-        assert_eq!(q.samples(), 4);
+        assert_eq!(q.items(), 4);
         // A batch larger than the whole queue is dropped at once.
         assert_eq!(q.push(Bytes::from_static(b"d"), 11), 11);
         assert_eq!(q.set_max(3), 4);
-        assert_eq!((q.samples(), q.front().is_none()), (0, true));
+        assert_eq!((q.items(), q.front().is_none()), (0, true));
         q.push(Bytes::from_static(b"e"), 2);
         assert_eq!(q.clear(), 2);
     }

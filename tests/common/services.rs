@@ -209,6 +209,34 @@ fn start_prometheus(
     (child, port)
 }
 
+/// VictoriaMetrics (single node) on `port`, storing in `dir/vm-data` (kept across restarts like
+/// the Prometheus receiver's): a second remote-write store, written at `/api/v1/write` and
+/// queried with its Prometheus-compatible `/api/v1/query`. Points are searchable at once
+/// (`-search.latencyOffset=0s`; its default hides the last 30 s).
+pub async fn victoria_metrics_on(dir: &std::path::Path, port: u16) -> Service {
+    let child = Command::new(binary("victoria-metrics", "victoria-metrics"))
+        .arg(format!(
+            "-storageDataPath={}",
+            dir.join("vm-data").display()
+        ))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+        .arg("-retentionPeriod=1d")
+        .arg("-search.latencyOffset=0s")
+        .arg("-search.disableCache")
+        .arg("-loggerLevel=ERROR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start VictoriaMetrics");
+    let s = Service {
+        child,
+        port,
+        _dir: None,
+    };
+    wait_ready(&format!("{}/health", s.url()), Duration::from_secs(30)).await;
+    s
+}
+
 /// A remote-write receiver: Prometheus without scrape jobs on `port`, storing in `dir/data`
 /// (the folder outlives the process, so a test can stop it and start another on the same
 /// data), behind `web_config` (`--web.config.file`, e.g. basic auth) if given. Ready when

@@ -21,6 +21,7 @@ mod gate;
 mod maintenance_rules;
 mod measurement;
 mod on_demand;
+mod otlp;
 mod outcomes;
 mod packaging;
 mod remote_write;

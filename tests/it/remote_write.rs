@@ -1,7 +1,7 @@
-//! `remote_write:` against a real receiver (Debian's Prometheus with
-//! `--web.enable-remote-write-receiver`): what the store holds matches the results log, an
-//! outage shorter than the queue loses nothing, a longer one drops the oldest samples and
-//! counts them. And against a scripted receiver: a bearer token, retries of the same batch on
+//! `remote_write:` against real receivers (Debian's Prometheus with
+//! `--web.enable-remote-write-receiver`, and Debian's VictoriaMetrics): what the store holds
+//! matches the results log, an outage shorter than the queue loses nothing, a longer one drops
+//! the oldest samples and counts them. And against a scripted receiver: a bearer token, retries of the same batch on
 //! 429 and 5xx, a dropped batch on 400, with push to a real Pushgateway beside.
 
 use crate::common;
@@ -21,11 +21,19 @@ const PASSWORD: &str = "s3cret-test";
 /// python3 -c "import crypt; print(crypt.crypt('s3cret-test', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))"
 const PASSWORD_BCRYPT: &str = "$2b$04$yEaYGxehxLxwEv0YfmHhAe5MQpXqdG9TiUfOMiRs6V8IDZ5dgX.Cu";
 
+/// Which receiver a store runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Prometheus,
+    VictoriaMetrics,
+}
+
 /// The receiver's folder (data and web config), kept across its restarts.
 struct Store {
     dir: TempDir,
     port: u16,
     auth: bool,
+    kind: Kind,
 }
 
 impl Store {
@@ -39,10 +47,21 @@ impl Store {
             dir,
             port: services::free_port(),
             auth,
+            kind: Kind::Prometheus,
+        }
+    }
+
+    fn victoria_metrics() -> Store {
+        Store {
+            kind: Kind::VictoriaMetrics,
+            ..Store::new(false)
         }
     }
 
     async fn start(&self) -> Service {
+        if self.kind == Kind::VictoriaMetrics {
+            return services::victoria_metrics_on(self.dir.path(), self.port).await;
+        }
         let web = self.dir.path().join("web.yml");
         services::receiver_on(
             self.dir.path(),
@@ -146,11 +165,21 @@ async fn runs_beyond(d: &Daemon, n: usize, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_shorter_than_the_queue_loses_nothing() {
-    let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let store = Store::new(true);
-    let receiver = store.start().await;
     let auth = format!("  username: {USER}\n  password_file: rw-password\n");
-    let mut d = start_agent(&store, &sim, "{max_samples: 100000}", &auth);
+    loses_nothing_through_an_outage(Store::new(true), &auth).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics_receives_through_an_outage() {
+    loses_nothing_through_an_outage(Store::victoria_metrics(), "").await;
+}
+
+/// Runs go on while the store is stopped; once it is back the queue drains, and every run of
+/// the results log is in the store, with the agent's and target's labels.
+async fn loses_nothing_through_an_outage(store: Store, auth: &str) {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let receiver = store.start().await;
+    let mut d = start_agent(&store, &sim, "{max_samples: 100000}", auth);
 
     let stored_runs = "llm_canary_probe_runs_total{outcome=\"ok\",target=\"sim-a\"}";
     eventually(
@@ -197,6 +226,22 @@ async fn an_outage_shorter_than_the_queue_loses_nothing() {
     // and the run counter reaching the number of runs.
     let runs = results(&d);
     assert!(runs.len() >= at_outage + 4);
+    // A store may make what it accepted searchable a moment later (VictoriaMetrics moves its
+    // in-memory parts to searchable ones every second or so).
+    let last = runs.last().unwrap().0;
+    eventually(
+        "the last run to be searchable",
+        Duration::from_secs(30),
+        || async {
+            let s = store
+                .samples("llm_canary_last_run_timestamp_seconds{target=\"sim-a\"}")
+                .await;
+            s.iter()
+                .any(|(_, v)| (v * 1000.0).round() as i64 == last)
+                .then_some(())
+        },
+    )
+    .await;
     let stamps = store
         .samples("llm_canary_last_run_timestamp_seconds{target=\"sim-a\"}")
         .await;
