@@ -137,6 +137,12 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     r.warmup = true;
     m.record(&r, &cfg.targets[0]);
     m.set_maintenance(&cfg.targets[0], false);
+    for signal in ["metrics", "traces"] {
+        m.otlp.sent.with_label_values(&[signal]);
+        m.otlp.dropped.with_label_values(&[signal, "queue_full"]);
+        m.otlp.failures.with_label_values(&[signal]);
+        m.otlp.queued.with_label_values(&[signal]);
+    }
     (dir, m)
 }
 
