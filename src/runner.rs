@@ -39,16 +39,17 @@ pub struct Runner {
 
 /// Each target's last model-list answer, by name and address, and when it was asked.
 #[derive(Default, Clone)]
-struct ModelLists(Arc<Mutex<HashMap<(String, String), (Instant, Option<String>)>>>);
+struct ModelLists(Arc<Mutex<ModelListMap>>);
+
+/// By (name, address): when the list was asked, and its answer.
+type ModelListMap = HashMap<(String, String), (Instant, Option<String>)>;
 
 fn model_list_key(target: &Target) -> (String, String) {
     (target.name.clone(), target.base_url.clone())
 }
 
 impl ModelLists {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), (Instant, Option<String>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ModelListMap> {
         self.0.lock().expect("the model-list map is never poisoned")
     }
 

@@ -38,8 +38,9 @@ fn period(probe: &Probe, now: &jiff::Timestamp) -> Option<Duration> {
     gaps.get(gaps.len() / 2).copied()
 }
 
-/// At worst, from the fault to the page through `probe` with the kit's alerting path, and why.
-fn time_to_page(probe: &Probe, now: &jiff::Timestamp) -> Option<(Duration, String)> {
+/// At worst, from the fault to the page through `probe` with the kit's alerting path, why, and
+/// what would make it sooner.
+fn time_to_page(probe: &Probe, now: &jiff::Timestamp) -> Option<(Duration, String, &'static str)> {
     let period = period(probe, now)?;
     let every = human_duration(period);
     if !probe.confirm.is_on() {
@@ -53,7 +54,8 @@ fn time_to_page(probe: &Probe, now: &jiff::Timestamp) -> Option<(Duration, Strin
             "probe {:?} runs every {every} with `confirm: off`",
             probe.name
         );
-        return Some((page, why));
+        let fix = "confirm its failures (e.g. `confirm: {runs: 2, after: 20s}`) or run a probe of it every 90s or more often";
+        return Some((page, why, fix));
     }
     let why = format!(
         "probe {:?} runs every {every} and confirms a failure with {} run(s) {} apart",
@@ -61,7 +63,8 @@ fn time_to_page(probe: &Probe, now: &jiff::Timestamp) -> Option<(Duration, Strin
         probe.confirm.runs,
         human_duration(probe.confirm.after)
     );
-    Some((confirmed_after(period, probe.confirm) + ALERTING, why))
+    let fix = "run a probe of it every 90s or more often, or shorten `confirm.after`";
+    Some((confirmed_after(period, probe.confirm) + ALERTING, why, fix))
 }
 
 /// For each target none of whose probes can page a hard-down within the P0 clock (the page is
@@ -74,10 +77,10 @@ pub fn warnings(cfg: &Config, now: &jiff::Timestamp) -> Vec<String> {
             .iter()
             .filter(|p| p.targets.contains(&t.name))
             .filter_map(|p| time_to_page(p, now))
-            .min_by_key(|(page, _)| *page);
-        if let Some((page, why)) = best.filter(|(page, _)| *page > P0_CLOCK) {
+            .min_by_key(|(page, _, _)| *page);
+        if let Some((page, why, fix)) = best.filter(|(page, _, _)| *page > P0_CLOCK) {
             out.push(format!(
-                "target {:?} may page only {} after it goes down, past the 3-minute P0 clock: its fastest, {why}, and the alert follows a push, a 15s scrape and a 30s evaluation; run a probe of it every 90s or more often, or shorten `confirm.after`",
+                "target {:?} may page only {} after it goes down, past the 3-minute P0 clock: its fastest, {why}, and the alert follows a push, a 15s scrape and a 30s evaluation; {fix}",
                 t.name,
                 human_duration(page),
             ));
