@@ -21,7 +21,7 @@
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
 //! - [`result`]: what one run measured, the context it ran in, and the record made of both.
 //! - [`gate`]: the pre-release gate — sampling plan, bootstrap statistics, verdicts, reports.
-//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
+//! - [`daemon`]: `run` — cron scheduling and confirmation runs, reload, shutdown; its push and remote-write loops and
 //!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
 //!   renders), `/probe` (one configured pair now), and the admin endpoints behind the token guard.
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
