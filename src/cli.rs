@@ -29,10 +29,19 @@ pub enum Format {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Daemon: fire every probe on its schedule, push, serve /metrics and /healthz.
+    ///
+    /// A failed (probe, target) pair is run again before its next scheduled run, as the probe's
+    /// `confirm:` says (default `{runs: 2, after: 20s}`; `confirm: off` turns it off), so the
+    /// alert rules page on a failure that is confirmed, at any cadence.
     Run(RunArgs),
     /// Run every (probe, target) once, now; exit 0 if all ok, 1 if some failed.
+    ///
+    /// Each pair runs once: a failed run is not confirmed (a probe's `confirm:` is the daemon's).
     Once(OnceArgs),
     /// Pre-release gate: sample a candidate (against a baseline) and decide; exit 0 pass, 1 fail.
+    ///
+    /// Every sample counts as it ran: a failed one is not confirmed (a probe's `confirm:` is the
+    /// daemon's).
     Gate(GateArgs),
     /// Validate config, probes and prompts; print each probe's next fire times.
     Check(CheckArgs),

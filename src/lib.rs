@@ -23,8 +23,8 @@
 //! - [`result`]: what one run measured, the context it ran in, and the record made of both.
 //! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
-//! - [`daemon`]: `run` — cron scheduling, reload, shutdown; its push and remote-write loops and
-//!   endpoints: the status page, JSON status and badges (`status` judges, `status_page`
+//! - [`daemon`]: `run` — cron scheduling and confirmation runs, reload, shutdown; its push,
+//!   remote-write and OTLP loops and endpoints: the status page, JSON status and badges (`status` judges, `status_page`
 //!   renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
 //!   configured pair now), and the admin endpoints behind the token guard.
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and

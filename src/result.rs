@@ -1,4 +1,4 @@
-//! The result of one probe run: plain data, serialized as DESIGN's result record (one JSON
+//! The result of one probe run: plain data, serialized as docs/design.md's result record (one JSON
 //! object per line for `once --format json`, the results log and the gate). Absent figures are
 //! `null`; the generated text only when asked for; never the API key.
 //!
@@ -70,6 +70,9 @@ pub struct RunContext {
     pub output_changed: bool,
     /// The run fell in a maintenance window of its target.
     pub maintenance: bool,
+    /// The run confirms a failure: the daemon re-ran the pair after a failed run, before its
+    /// next scheduled run (the probe's `confirm:`).
+    pub confirm: bool,
     /// The target's model-list entry, as last asked (see [`crate::probe::identity`]).
     pub models: Option<String>,
 }
@@ -152,6 +155,9 @@ pub struct ProbeResult {
     /// The run fell in a maintenance window of its target (configured or announced): it is
     /// measured and recorded as usual, and alerts hold.
     pub maintenance: bool,
+    /// A confirmation run: the daemon re-ran the pair after a failed run, before its next
+    /// scheduled one (`once`, `gate` and `/probe` never confirm).
+    pub confirm: bool,
     /// Chunks that carried generated content, and response body bytes read.
     pub content_chunks: usize,
     pub response_bytes: usize,
@@ -230,6 +236,7 @@ impl ProbeResult {
             output_changed: ctx.output_changed,
             trace_id: m.trace_id,
             maintenance: ctx.maintenance,
+            confirm: ctx.confirm,
             content_chunks: m.content_chunks,
             response_bytes: m.response_bytes,
             repetition: m.repetition,
@@ -304,25 +311,28 @@ mod tests {
         m.build = Some("b1".into());
         let ctx = RunContext {
             models: Some("m1".into()),
+            confirm: true,
             ..RunContext::default()
         };
         let v: serde_json::Value =
             serde_json::from_str(&ProbeResult::new(m.clone(), ctx).to_json_line()).unwrap();
         assert_eq!((&v["outcome"], &v["success"]), (&"ok".into(), &true.into()));
         assert_eq!(v["fingerprint"], "b1; models m1");
+        assert_eq!(v["confirm"], true);
         m.outcome = Outcome::Repetition;
         m.build = None;
         let line = ProbeResult::new(m, RunContext::default()).to_json_line();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["success"], false);
         assert_eq!(v["fingerprint"], serde_json::Value::Null);
+        assert_eq!(v["confirm"], false);
         // The record's keys and their order are part of what readers see.
         let keys = "probe target model labels request_id started_at outcome success failed_checks \
              http_status ttfb_ms ttft_ms answer_ttft_ms e2e_ms tpot_ms tokens_per_second \
              itl_p50_ms itl_p99_ms itl_max_ms output_tokens tokens_source reasoning_tokens \
              finish_reason output_chars repetition_score warmup error server_timings \
              server_ttft_ms reported_model fingerprint target_changed output_sha256 \
-             output_changed trace_id maintenance content_chunks response_bytes repetition \
+             output_changed trace_id maintenance confirm content_chunks response_bytes repetition \
              stopped_early";
         let at: Vec<Option<usize>> = keys
             .split_whitespace()

@@ -175,18 +175,20 @@ impl Runner {
     /// One run, waiting for a concurrency slot first; flagged in [`Runner::windows`].
     pub async fn run_one(&self, probe: &Probe, target: &Target) -> ProbeResult {
         let windows = self.windows.clone();
-        self.run_in(probe, target, |at| {
+        self.run_in(probe, target, false, |at| {
             windows.is_some_and(|in_window| in_window(&target.name, at))
         })
         .await
     }
 
-    /// One run, waiting for a concurrency slot first; `in_window` says whether the run, by
-    /// the instant it started, fell in a maintenance window of its target.
+    /// One run, waiting for a concurrency slot first; `confirm` when it confirms a failed run
+    /// of the pair; `in_window` says whether the run, by the instant it started, fell in a
+    /// maintenance window of its target.
     pub async fn run_in(
         &self,
         probe: &Probe,
         target: &Target,
+        confirm: bool,
         in_window: impl FnOnce(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
         let _permit = self
@@ -215,6 +217,7 @@ impl Runner {
             target_changed: change.target_changed,
             output_changed: change.output_changed,
             maintenance: in_window(m.started_at),
+            confirm,
             models: change.models,
         };
         ProbeResult::new(m, ctx)

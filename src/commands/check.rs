@@ -73,6 +73,15 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
                     cron.as_str(),
                     next_fires(cron, &p.timezone, now, 3)
                 );
+                let confirm = match p.confirm {
+                    c if c.is_on() => format!(
+                        "a failed run is re-run up to {} time(s), {} after each failure, before its next scheduled run",
+                        c.runs,
+                        crate::util::human_duration(c.after)
+                    ),
+                    _ => "off".to_string(),
+                };
+                let _ = writeln!(s, "  confirm: {confirm}");
             }
             None => {
                 let _ = writeln!(
@@ -98,6 +107,9 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         let _ = writeln!(s, "admin endpoints (POST /-/reload, /-/maintenance): off, as agent.listen is not loopback-only and no admin token is set (agent.admin_token_env or admin_token_file); SIGHUP still reloads");
     }
     for w in &cfg.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    for w in super::p0_clock::warnings(cfg, now) {
         let _ = writeln!(s, "warning: {w}");
     }
     if let Some(why) = crate::daemon::unexported(cfg) {

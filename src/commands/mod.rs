@@ -7,6 +7,7 @@ mod check;
 pub mod demo;
 mod gate;
 pub mod once;
+mod p0_clock;
 
 use std::process::ExitCode;
 

@@ -4,6 +4,7 @@
 //! [`ConfigError`] naming file, line, column and field.
 
 mod auth;
+mod confirm;
 pub mod duration;
 pub mod env;
 pub mod error;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use serde_saphyr::{Location, Spanned};
 
+pub use confirm::Confirm;
 pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;
 pub use otlp::{OtlpSettings, Temporality};

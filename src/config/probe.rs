@@ -10,6 +10,7 @@ use jiff::tz::TimeZone;
 use super::gate::{self, Relative, Slo};
 use serde_saphyr::Spanned;
 
+use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
@@ -34,6 +35,8 @@ pub struct Probe {
     pub timeouts: Timeouts,
     pub checks: CheckSpec,
     pub gate: GateSpec,
+    /// How the daemon re-runs a failed pair before its next scheduled run.
+    pub confirm: Confirm,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,6 +278,7 @@ fn load_probe(
         tools.as_deref(),
     )?;
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
+    let confirm = confirm::load(src, &at.key("confirm"), r.confirm)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
         warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
@@ -294,6 +298,7 @@ fn load_probe(
         timeouts,
         checks,
         gate,
+        confirm,
     })
 }
 

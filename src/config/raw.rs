@@ -214,6 +214,8 @@ pub struct RawProbe {
     pub timeouts: Option<RawTimeouts>,
     pub checks: Option<RawChecks>,
     pub gate: Option<RawGate>,
+    /// How the daemon re-runs a failed pair (see [`super::confirm`]).
+    pub confirm: Option<super::confirm::RawConfirm>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -8,6 +8,7 @@
 //! once more and exits.
 
 mod admin;
+mod confirm;
 mod endpoints;
 pub mod feed;
 pub mod history;
@@ -459,22 +460,49 @@ fn reload(agent: &Arc<Agent>, schedules: &mut Schedules) -> Result<(), ReloadErr
     Ok(())
 }
 
-/// One run of a claimed pair (by its schedule or by `/probe`), recorded everywhere; the claim
-/// ends when its line is written.
-async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: PairKey) {
+/// Why a pair runs: `/probe` asked, or its schedule, or a failed run to confirm (these two
+/// keep the pair's row of failed runs).
+enum Occasion {
+    OnDemand,
+    Scheduled(Arc<Mutex<confirm::Row>>),
+    Confirmation(Arc<Mutex<confirm::Row>>),
+}
+
+/// One run of a claimed pair, recorded everywhere; the claim ends when its line is written.
+/// Returns when to confirm it, if it failed and the probe asks for that.
+async fn fire(
+    agent: Arc<Agent>,
+    probe: Arc<Probe>,
+    target: Arc<Target>,
+    key: PairKey,
+    occasion: Occasion,
+) -> Option<Duration> {
     let gauge = agent.metrics().runs_in_flight.clone();
     gauge.inc();
+    let confirming = matches!(occasion, Occasion::Confirmation(_));
     let r = agent
         .runner
-        .run_in(&probe, &target, |at| {
+        .run_in(&probe, &target, confirming, |at| {
             maintenance::active(&agent.cfg(), &agent.announced, &target.name, at).is_some()
         })
         .await;
     gauge.dec();
-    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, "probe run finished");
+    let note = match &occasion {
+        Occasion::OnDemand => confirm::Note::default(),
+        Occasion::Scheduled(row) | Occasion::Confirmation(row) => row
+            .lock()
+            .expect("row lock")
+            .note(probe.confirm, r.success(), r.started_at),
+    };
+    tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, "probe run finished");
     // A pair that left the config while it ran is not recorded: its series were retired.
     if agent.is_scheduled(&key) {
-        agent.metrics().record(&r, &target);
+        let metrics = agent.metrics();
+        metrics.record(&r, &target);
+        if let Some(since) = note.confirmed {
+            tracing::warn!(probe = %r.probe, target = %r.target, since = %since, failed_runs = probe.confirm.runs + 1, "failure confirmed: every run since failed");
+            metrics.confirmed_failure(&probe.name, &target, since);
+        }
         agent.otlp.record(&agent, &r, &target);
         let run = Run::from(&r);
         agent.history.record(&run);
@@ -499,6 +527,7 @@ async fn fire(agent: Arc<Agent>, probe: Arc<Probe>, target: Arc<Target>, key: Pa
     agent.in_flight.lock().expect("in-flight lock").remove(&key);
     agent.idle.notify_waiters();
     agent.push_wake.notify_one();
+    note.confirm_after
 }
 
 /// Keeps `llm_canary_maintenance` in step with the windows: set for every target, then asleep

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::{fire, Agent};
+use super::{fire, Agent, Occasion};
 use crate::config::{Pair, Selection, UnknownName};
 
 /// Why a `/probe` request names no pair to run (a 400, with the names that would do).
@@ -69,7 +69,7 @@ pub async fn probe(agent: &Arc<Agent>, query: Option<&str>) -> Result<Vec<u8>, B
     if agent.claim(&key) {
         // Spawned, so a scraper that gives up does not cancel the run half-way (its claim
         // would never be released); the concurrency limit applies inside `fire`.
-        let _ = tokio::spawn(fire(agent.clone(), p, t, key)).await;
+        let _ = tokio::spawn(fire(agent.clone(), p, t, key, Occasion::OnDemand)).await;
     } else {
         tracing::debug!(%probe, %target, "/probe: the pair is in flight; answering with its latest result");
     }

@@ -1,14 +1,16 @@
-//! The scheduling loops, one per (probe, target) pair of the running config, and the signal
-//! that ends them: [`Schedules`] starts a generation per config (a reload ends the old one's
+//! The scheduling loops, one per (probe, target) pair of the running config, each running its
+//! pair's confirmation runs between scheduled ones ([`super::confirm`]), and the signal that
+//! ends them: [`Schedules`] starts a generation per config (a reload ends the old one's
 //! loops, whose runs in flight still finish and are recorded), then drains (no new runs) and
 //! stops (the background loops end too).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use super::{fire, Agent};
+use super::{confirm, fire, Agent, Occasion};
 use crate::config::{Probe, Target};
 use crate::runner::Pair;
 
@@ -81,7 +83,8 @@ impl Schedules {
     }
 }
 
-/// Fires one pair on its schedule until its generation ends.
+/// Fires one pair on its schedule until its generation ends, and confirms its failed runs
+/// between scheduled ones.
 async fn pair_loop(
     agent: Arc<Agent>,
     probe: Arc<Probe>,
@@ -94,6 +97,11 @@ async fn pair_loop(
         return;
     };
     let mut last_fire: Option<jiff::Timestamp> = None;
+    let key = (probe.name.clone(), target.name.clone());
+    let row = Arc::new(Mutex::new(confirm::Row::default()));
+    // This loop's run in flight, which says when to confirm it, and when that is.
+    let mut running: Option<tokio::task::JoinHandle<Option<Duration>>> = None;
+    let mut confirm_at: Option<Instant> = None;
     loop {
         let now = jiff::Timestamp::now();
         // Never fire the same instant twice, even if the wall clock lags the timer a little.
@@ -109,17 +117,44 @@ async fn pair_loop(
         } else {
             probe.jitter.mul_f64(fastrand::f64())
         };
-        tokio::select! {
-            _ = tokio::time::sleep(wait + jitter) => {}
-            _ = phase.wait_for(|p| *p != Phase::Serving(gen)) => return,
+        let due = Instant::now() + wait + jitter;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => break,
+                _ = phase.wait_for(|p| *p != Phase::Serving(gen)) => return,
+                ended = async { running.as_mut().expect("enabled only while running").await }, if running.is_some() => {
+                    running = None;
+                    // One that would come after the next scheduled run is left to it.
+                    confirm_at = ended
+                        .ok()
+                        .flatten()
+                        .map(|after| Instant::now() + after)
+                        .filter(|at| *at < due);
+                }
+                _ = tokio::time::sleep_until(confirm_at.unwrap_or(due)), if confirm_at.is_some() => {
+                    confirm_at = None;
+                    // Not while `/probe` runs the pair: that run is the newer word.
+                    if agent.claim(&key) {
+                        let occasion = Occasion::Confirmation(row.clone());
+                        running = Some(tokio::spawn(fire(agent.clone(), probe.clone(), target.clone(), key.clone(), occasion)));
+                    }
+                }
+            }
         }
         last_fire = Some(next.timestamp());
-        let key = (probe.name.clone(), target.name.clone());
+        confirm_at = None;
         if !agent.claim(&key) {
             tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
             agent.metrics().skipped(&probe.name, &target);
             continue;
         }
-        tokio::spawn(fire(agent.clone(), probe.clone(), target.clone(), key));
+        let occasion = Occasion::Scheduled(row.clone());
+        running = Some(tokio::spawn(fire(
+            agent.clone(),
+            probe.clone(),
+            target.clone(),
+            key.clone(),
+            occasion,
+        )));
     }
 }

@@ -45,6 +45,9 @@ pub struct Metrics {
     e2e: HistogramVec,
     tpot: HistogramVec,
     itl: HistogramVec,
+    /// Confirmation runs by outcome: few pairs ever have one, so a series is made only when
+    /// its first run is counted.
+    confirm_runs: IntCounterVec,
     target_info: GaugeVec,
     /// The (reported_model, fingerprint) each pair's `target_info` series carries now.
     info_of: Mutex<HashMap<Vec<String>, [String; 2]>>,
@@ -79,6 +82,7 @@ struct PairSlots {
     output_changes: Slot,
     skipped: Slot,
     aborted: Slot,
+    confirmed_failure: Slot,
 }
 
 /// The remote-write queue's health.
@@ -125,6 +129,8 @@ impl Metrics {
         pair.extend(target_keys.iter().map(String::as_str));
         let mut with_identity = pair.clone();
         with_identity.extend(["reported_model", "fingerprint"]);
+        let mut by_outcome = pair.clone();
+        by_outcome.push("outcome");
         let per_target = &pair[1..];
 
         let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
@@ -164,6 +170,7 @@ impl Metrics {
             output_changes: b.counter(name("output_changes_total"), "Times a temperature-0 probe's output differed from its previous one."),
             skipped: b.counter(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."),
             aborted: b.counter(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."),
+            confirmed_failure: b.gauge(name("confirmed_failure_timestamp_seconds"), "When the first run of the pair's last confirmed failure started (Unix time): that run and its confirmation runs all failed. Older than last_success_timestamp_seconds once the pair succeeded again."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
         for f in pair.families() {
@@ -180,6 +187,7 @@ impl Metrics {
             e2e: reg!(hist("e2e_seconds", "Request start to end of stream, for completed streams (warm-up runs excluded).", &LATENCY_BUCKETS)),
             tpot: reg!(hist("time_per_output_token_seconds", "Decode time per output token after the first (warm-up runs excluded).", &TOKEN_BUCKETS)),
             itl: reg!(hist("inter_token_latency_seconds", "Gaps between successive content chunks (warm-up runs excluded).", &TOKEN_BUCKETS)),
+            confirm_runs: reg!(IntCounterVec::new(Opts::new(name("confirm_runs_total"), "Confirmation runs (a failed pair re-run before its next scheduled run) by outcome; they count in probe_runs_total too."), &by_outcome)),
             target_info: reg!(GaugeVec::new(Opts::new(name("target_info"), "1, labelled with the model name and build fingerprint the target reported last."), &with_identity)),
             info_of: Mutex::new(HashMap::new()),
             maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
@@ -260,13 +268,7 @@ impl Metrics {
     pub fn record(&self, r: &ProbeResult, target: &Target) {
         let values = self.pair_values(&r.probe, target);
         let l: Vec<&str> = values.iter().map(String::as_str).collect();
-        // Rounded as the results log writes it, so a run's time is the same in both.
-        let started = r
-            .started_at
-            .round(jiff::Unit::Millisecond)
-            .unwrap_or(r.started_at)
-            .as_millisecond() as f64
-            / 1000.0;
+        let started = seconds(r.started_at);
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         let s = &self.slots;
         self.pair.update(&values, |v| {
@@ -301,6 +303,11 @@ impl Metrics {
                 }
             }
         });
+        if r.confirm {
+            self.confirm_runs
+                .with_label_values(&with(&l, &[r.outcome.as_str().to_string()]))
+                .inc();
+        }
         if let Some(fp) = &r.fingerprint {
             let identity = [r.reported_model.clone().unwrap_or_default(), fp.to_string()];
             let mut info_of = self.info_of.lock().expect("info lock");
@@ -362,6 +369,15 @@ impl Metrics {
         self.inc(probe, target, self.slots.aborted);
     }
 
+    /// Sets `llm_canary_confirmed_failure_timestamp_seconds` of a pair: its failure that began
+    /// at `since` is confirmed.
+    pub fn confirmed_failure(&self, probe: &str, target: &Target, since: jiff::Timestamp) {
+        let s = self.slots.confirmed_failure;
+        self.pair.update(&self.pair_values(probe, target), |v| {
+            v.set(s, seconds(since))
+        });
+    }
+
     fn inc(&self, probe: &str, target: &Target, slot: Slot) {
         self.pair
             .update(&self.pair_values(probe, target), |v| v.inc(slot));
@@ -374,6 +390,11 @@ impl Metrics {
         self.pair.remove(values);
         if let Some(old) = self.info_of.lock().expect("info lock").remove(values) {
             let _ = self.target_info.remove_label_values(&with(&l, &old));
+        }
+        for outcome in Outcome::ALL {
+            let _ = self
+                .confirm_runs
+                .remove_label_values(&with(&l, &[outcome.as_str().to_string()]));
         }
         for h in [
             &self.ttft,
@@ -481,6 +502,15 @@ fn with<'a>(pair: &[&'a str], more: &'a [String]) -> Vec<&'a str> {
     let mut v = pair.to_vec();
     v.extend(more.iter().map(String::as_str));
     v
+}
+
+/// A run's start in Unix seconds, rounded as the results log writes it, so a run's time is the
+/// same in both.
+fn seconds(t: jiff::Timestamp) -> f64 {
+    t.round(jiff::Unit::Millisecond)
+        .unwrap_or(t)
+        .as_millisecond() as f64
+        / 1000.0
 }
 
 pub fn now_seconds() -> f64 {

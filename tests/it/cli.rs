@@ -605,7 +605,7 @@ async fn a_pattern_mismatch_names_the_pattern_and_shows_the_text() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (dir, _) = common::config(&sim, &[("wrong", "mismatch", "")], common::PROBE);
     let cfg = dir.path().join("llm-canary.yaml").display().to_string();
-    // The generated text stays out unless asked for (DESIGN): the pattern is named.
+    // The generated text stays out unless asked for (docs/design.md): the pattern is named.
     let records = once_json(&dir).await;
     let error = records[0]["error"].as_str().unwrap_or_default();
     assert!(
@@ -688,4 +688,57 @@ fn version_names_the_commit_it_was_built_from() {
             "{commit}"
         );
     }
+}
+
+#[test]
+fn check_warns_of_targets_no_probe_can_page_within_the_p0_clock() {
+    let dir = common::TempDir::new("check-p0");
+    let target =
+        |n: &str| format!("  - {{name: {n}, base_url: \"http://127.0.0.1:9/v1\", model: m}}\n");
+    let targets: String = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|n| target(n))
+        .collect();
+    dir.write(&[
+        ("llm-canary.yaml", &format!("agent: {{listen: \"127.0.0.1:0\"}}\ntargets:\n{targets}")),
+        ("probes/minute.yaml", "name: minute\nschedule: \"* * * * *\"\ntargets: [a]\nprompt: q.txt\n"),
+        ("probes/five.yaml", "name: five\nschedule: \"*/5 * * * *\"\ntargets: [a, b]\nprompt: q.txt\n"),
+        ("probes/two-quick.yaml", "name: two-quick\nschedule: \"*/2 * * * *\"\ntargets: [c]\nprompt: q.txt\nconfirm: {after: 5s}\n"),
+        ("probes/half-off.yaml", "name: half-off\nschedule: \"*/30 * * * * *\"\ntargets: [d]\nprompt: q.txt\nconfirm: off\n"),
+        ("probes/two-off.yaml", "name: two-off\nschedule: \"*/2 * * * *\"\ntargets: [e]\nprompt: q.txt\nconfirm: {runs: 0}\n"),
+        ("prompts/q.txt", "hi"),
+    ]);
+    let out = bin()
+        .arg("check")
+        .arg("-c")
+        .arg(dir.path().join("llm-canary.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    let warned = |t: &str| s.contains(&format!("warning: target \"{t}\" may page only"));
+    // a: its 1-minute probe pages in time, whatever the 5-minute one does. c: a 2-minute
+    // cadence with confirmations 5 s apart makes it (2m + 10s + 45s). d: 30 s probes make the
+    // rules' own 3-minute clock.
+    for (t, want) in [
+        ("a", false),
+        ("b", true),
+        ("c", false),
+        ("d", false),
+        ("e", true),
+    ] {
+        assert_eq!(warned(t), want, "{t}: {s}");
+    }
+    assert!(
+        s.contains("warning: target \"b\" may page only 385s after it goes down, past the 3-minute P0 clock: its fastest, probe \"five\" runs every 5m and confirms a failure with 2 run(s) 20s apart"),
+        "{s}"
+    );
+    assert!(
+        s.contains("probe \"two-off\" runs every 2m with `confirm: off`"),
+        "{s}"
+    );
+    assert!(
+        s.contains("  confirm: a failed run is re-run up to 2 time(s), 5s after each failure, before its next scheduled run"),
+        "{s}"
+    );
 }

@@ -593,3 +593,120 @@ async fn delete_on_shutdown_removes_the_group() {
         "the group is gone from the gateway"
     );
 }
+
+/// The records of `target` in the results log, in the order they were written.
+fn runs_of(d: &Daemon, target: &str) -> Vec<serde_json::Value> {
+    d.results()
+        .into_iter()
+        .filter(|r| r["target"] == target)
+        .collect()
+}
+
+fn started(r: &serde_json::Value) -> f64 {
+    let t: jiff::Timestamp = r["started_at"].as_str().unwrap().parse().unwrap();
+    t.as_millisecond() as f64 / 1000.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_is_confirmed_before_the_next_scheduled_one_and_a_blip_is_not_a_failure() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    // `down` fails every request; `blip` every second one, so a failed run's confirmation
+    // succeeds.
+    let yaml = format!(
+        "agent:\n  name: canary-test\n  listen: 127.0.0.1:{port}\n  results_log: results.jsonl\n\
+         targets:\n  - {{name: down, base_url: \"{}\", model: m}}\n  - {{name: blip, base_url: \"{}\", model: m}}\n",
+        sim.base_url("http-500"),
+        sim.base_url("http-500,every=2"),
+    );
+    let probe = "name: p\nschedule: \"*/5 * * * * *\"\nprompt: q.txt\nmax_tokens: 32\nconfirm: {runs: 2, after: 1s}\nchecks: {expect: \"(?i)paris\"}\n";
+    let d = start(yaml, probe, port);
+
+    let down = eventually(
+        "a scheduled run of `down` and its two confirmations",
+        Duration::from_secs(40),
+        || async {
+            let runs = runs_of(&d, "down");
+            (runs.len() >= 3).then_some(runs)
+        },
+    )
+    .await;
+    let flags: Vec<_> = down[..3]
+        .iter()
+        .map(|r| (r["confirm"].clone(), r["success"].clone()))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            (false.into(), false.into()),
+            (true.into(), false.into()),
+            (true.into(), false.into())
+        ],
+        "{down:?}"
+    );
+    // Each `after` (1 s) after the run before it, all before the next scheduled run (5 s).
+    let t: Vec<f64> = down[..3].iter().map(started).collect();
+    assert!(
+        t[1] - t[0] >= 1.0 && t[2] - t[1] >= 1.0 && t[2] - t[0] < 5.0,
+        "{t:?}"
+    );
+    // Then nothing until the next scheduled run: the failure is confirmed.
+    if let Some(fourth) = down.get(3) {
+        assert_eq!(fourth["confirm"], false, "{down:?}");
+    }
+    let text = d.metrics().await;
+    assert_eq!(
+        sample(
+            &text,
+            "llm_canary_confirm_runs_total",
+            &["target=\"down\"", "outcome=\"http_error\""]
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "llm_canary_confirmed_failure_timestamp_seconds",
+            &["target=\"down\""]
+        ),
+        Some(t[0]),
+        "{text}"
+    );
+
+    // One failed run of `blip`, then a successful confirmation: counted, never confirmed.
+    eventually(
+        "a failed run of `blip` confirmed ok",
+        Duration::from_secs(40),
+        || async {
+            let runs = runs_of(&d, "blip");
+            runs.windows(2)
+                .any(|w| {
+                    w[0]["success"] == false
+                        && w[0]["confirm"] == false
+                        && w[1]["success"] == true
+                        && w[1]["confirm"] == true
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    let text = d.metrics().await;
+    assert!(
+        sample(
+            &text,
+            "llm_canary_confirm_runs_total",
+            &["target=\"blip\"", "outcome=\"ok\""]
+        ) >= Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "llm_canary_confirmed_failure_timestamp_seconds",
+            &["target=\"blip\""]
+        ),
+        None,
+        "{text}"
+    );
+}

@@ -22,7 +22,7 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 59 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 60 rules found"), "{out}");
 }
 
 #[test]
@@ -33,7 +33,8 @@ fn prometheus_alert_unit_tests() {
 
 #[test]
 fn prometheus_target_down_unit_tests() {
-    // The hard-down page at probe intervals of 10 s, 1 min and 5 min.
+    // The hard-down page at probe intervals of 10 s, 1 min and 5 min, and with confirmation
+    // runs at 30 s, 2 min and 5 min.
     let out = promtool(&["test", "rules"], "tests/down_test.yml");
     assert!(out.contains("SUCCESS"), "{out}");
 }

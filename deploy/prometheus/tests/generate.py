@@ -520,44 +520,78 @@ def root_cause():
     }]
 
 
-def probe_runs(interval, fails, horizon, scrape=10, restart=None, phase=0, **extra):
+def runs_of(interval, fails, horizon, phase=0, confirm=None):
+    """The runs of one pair until `horizon`: (start, failed, confirmed since) in order, scheduled
+    every `interval` seconds from `phase`. With `confirm` = (runs, after), a failed run is run
+    again `after` later unless the next scheduled run comes first, until `runs` more runs failed
+    in a row (the failure is confirmed: since the row's first run) or one succeeds. Runs fail
+    fast: a confirmation starts `after` after the run before it."""
+    out, row, since = [], 0, None
+    for t in range(phase, horizon + 1, interval):
+        start = t
+        while start <= horizon:
+            failed = fails(start)
+            confirmed = None
+            if failed:
+                row += 1
+                since = start if row == 1 else since
+                if confirm and row == confirm[0] + 1:
+                    confirmed = since
+            else:
+                row, since = 0, None
+            out.append((start, failed, confirmed))
+            if not failed or not confirm or row > confirm[0] or start + confirm[1] >= t + interval:
+                break
+            start += confirm[1]
+    return out
+
+
+def probe_runs(interval, fails, horizon, scrape=10, restart=None, phase=0, confirm=None, **extra):
     """What the agent pushes for one (probe, target) pair whose runs start every `interval`
-    seconds from `phase`, as Prometheus scrapes it off the gateway every `scrape` seconds until
-    `horizon` (each run visible from its start time: the push follows within seconds).
+    seconds from `phase` (and its confirmation runs, see runs_of), as Prometheus scrapes it off
+    the gateway every `scrape` seconds until `horizon` (each run visible from its start time:
+    the push follows within seconds).
     `fails(t)`: whether the run starting at t fails. `restart`: when the agent restarts; its new
     registry has no success until the next one, so the gateway drops that series. Before the
     first run the agent has pushed nothing."""
-    last_run, last_success, success, ok, failed = [], [], [], [], []
-    r = s = None
+    last_run, last_success, success, ok, failed, confirmed = [], [], [], [], [], []
+    runs = runs_of(interval, fails, horizon, phase, confirm)
+    r = s = c = None
+    last_failed = False
     n_ok = n_failed = 0
     for i in range(horizon // scrape + 1):
         t = i * scrape
         if restart is not None and t - scrape < restart <= t:
             s = None
-        for run in range(phase if r is None else r + interval, t + 1, interval):
-            r = run
-            if fails(run):
+        while runs and runs[0][0] <= t:
+            r, last_failed, since = runs.pop(0)
+            if last_failed:
                 n_failed += 1
             else:
                 n_ok += 1
-                s = run
+                s = r
+            c = since if since is not None else c
         if r is None:
-            for v in (last_run, last_success, success, ok, failed):
+            for v in (last_run, last_success, success, ok, failed, confirmed):
                 v.append(None)
             continue
         last_run.append(r)
         gone = s is None and last_success and last_success[-1] not in (None, STALE)
         last_success.append(STALE if gone else s)
-        success.append(0 if fails(r) else 1)
+        success.append(0 if last_failed else 1)
         ok.append(n_ok)
         failed.append(n_failed)
-    return [
+        confirmed.append(c)
+    series = [
         gauge("llm_canary_last_run_timestamp_seconds", last_run, **extra),
         gauge("llm_canary_last_success_timestamp_seconds", last_success, **extra),
         gauge("llm_canary_probe_success", success, **extra),
         gauge("llm_canary_probe_runs_total", ok, outcome="ok", **extra),
         gauge("llm_canary_probe_runs_total", failed, outcome="connect_error", **extra),
     ]
+    if any(v is not None for v in confirmed):
+        series.append(gauge("llm_canary_confirmed_failure_timestamp_seconds", confirmed, **extra))
+    return series
 
 
 def down_alert(seconds, target="chat-7b", change=None):
@@ -604,6 +638,35 @@ def down():
             "input_series": probe_runs(interval, lambda t: 900 <= t < 960, 1600),
             "alert_rule_test": check(range(900, 1530, 30), []),
         })
+
+    # With confirmation runs (the default, {runs: 2, after: 20s}) a hard-down target pages at
+    # the first evaluation after a run and its confirmations failed, whatever the cadence: t0 =
+    # 10m5s, just after a successful run at 10m; the first failed run comes one period later.
+    confirm = (2, 20)
+    for interval, name, first, fire in [
+            # 10m30s fails, its confirmation at 10m50s too, and the scheduled run at 11m comes
+            # before the second confirmation would: three failed runs in a row at 11m.
+            (30, "30 s", 630, 660),
+            # 12m, 12m20s, 12m40s fail; seen at the evaluation at 13m.
+            (120, "2 min", 720, 780),
+            # 15m, 15m20s, 15m40s fail; seen at the evaluation at 16m.
+            (300, "5 min", 900, 960)]:
+        tests.append({
+            "name": f"target down, probes every {name} with confirmation runs: pages {fire - first}s after the first failed run ({fire - 605}s after t0), and resolves",
+            "interval": "10s",
+            "input_series": probe_runs(interval, lambda t: 605 <= t < 1500, 1600, confirm=confirm),
+            "alert_rule_test": check([fire - 30], []) + check([fire], [down_alert(fire - 600)])
+            + check([1500 + (-1500 % interval) + 30], []),
+        })
+        # One blip (a failed scheduled run, then a successful confirmation) never pages, nor
+        # does a run and its first confirmation failing when the second succeeds.
+        for bad, what in [(20, "one blip"), (30, "a run and one confirmation failing")]:
+            tests.append({
+                "name": f"{what} does not page, probes every {name} with confirmation runs",
+                "interval": "10s",
+                "input_series": probe_runs(interval, lambda t, a=first, b=bad: a <= t < a + b, 1600, confirm=confirm),
+                "alert_rule_test": check(range(600, 1530, 30), []),
+            })
 
     # Counted from the start of the last good run, not from the fault: a fault just before a run
     # (t0 = 10m59s, 1-min probes) pages 3 minutes after the run at 10m, at about t0 + 2m.
@@ -679,7 +742,7 @@ def fleet():
             + probe_runs(interval, fails_b or fails_a, horizon, phase=3, **b, **extra)
 
     def down(seconds):
-        ago = f"{seconds // 60}m {seconds % 60}s"
+        ago = f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
         lab = {k: v for k, v in BASE.items() if k != "instance"}
         return {"exp_labels": dict(lab, severity="P0"), "exp_annotations": {
             "summary": f"chat-7b fails capital from every replica in eu: no success for {ago}",
@@ -714,6 +777,22 @@ def fleet():
             "interval": "10s",
             "input_series": pair(interval, lambda t: 900 <= t < 960),
             "alert_rule_test": check(range(900, 1530, 30), []),
+        })
+    # With confirmation runs: the first replica to confirm a failure (a, 3 s ahead of b) pages,
+    # at any cadence; one blip of each replica (a failed run, then a successful confirmation)
+    # never does.
+    for interval, name, first, fire in [(30, "30 s", 630, 660), (120, "2 min", 720, 780), (300, "5 min", 900, 960)]:
+        tests.append({
+            "name": f"fleet: an HA pair with confirmation runs sees the target down, probes every {name}: pages {fire - first}s after the first failed run",
+            "interval": "10s",
+            "input_series": pair(interval, lambda t: 605 <= t < 1500, confirm=(2, 20)),
+            "alert_rule_test": check([fire - 30], []) + check([fire], [down(fire - 603)]),
+        })
+        tests.append({
+            "name": f"fleet: one blip of each replica does not page, probes every {name} with confirmation runs",
+            "interval": "10s",
+            "input_series": pair(interval, lambda t, a=first: a <= t < a + 10, confirm=(2, 20)),
+            "alert_rule_test": check(range(600, 1530, 30), []),
         })
     # One replica's path fails for good, the other succeeds: no page (down only when no replica
     # had a success), and the replicas disagree.

@@ -272,6 +272,7 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         timeouts: crate::config::Timeouts::default(),
         checks: crate::checks::CheckSpec::default(),
         gate: crate::config::GateSpec::default(),
+        confirm: crate::config::Confirm::OFF,
     }
 }
 
