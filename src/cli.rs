@@ -1,4 +1,4 @@
-//! The command line (DESIGN's contract): run | once | gate | check | sim | demo.
+//! The command line (docs/design.md's contract): run | once | gate | check | sim | demo.
 
 use std::path::PathBuf;
 use std::time::Duration;

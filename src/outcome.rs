@@ -1,4 +1,4 @@
-//! The fixed outcome vocabulary (DESIGN's `outcome` label) and its precedence. Dashboards and
+//! The fixed outcome vocabulary (docs/design.md's `outcome` label) and its precedence. Dashboards and
 //! alert rules match on these strings, so they never change.
 
 use serde::Serialize;
@@ -101,7 +101,7 @@ impl Outcome {
         Self::TRANSPORT.contains(&self)
     }
 
-    /// DESIGN's precedence of content outcomes, highest first: when several checks fail, the
+    /// docs/design.md's precedence of content outcomes, highest first: when several checks fail, the
     /// run's outcome is the first of them in this list. Written out, not taken from the order
     /// the variants happen to be declared in.
     pub const CONTENT_PRECEDENCE: [Outcome; 9] = [
@@ -162,7 +162,7 @@ mod tests {
             Outcome::first_content_failure(&[Truncated, EmptyOutput]),
             EmptyOutput
         );
-        // DESIGN: truncated, then format_error, then tool_call_error, then the length checks.
+        // docs/design.md: truncated, then format_error, then tool_call_error, then the length checks.
         assert_eq!(
             Outcome::first_content_failure(&[TooShort, ToolCallError, FormatError]),
             FormatError

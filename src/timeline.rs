@@ -82,7 +82,7 @@ impl Timeline {
         }
     }
 
-    /// `output_tokens` is the count DESIGN prescribes (usage when sent, else content chunks),
+    /// `output_tokens` is the count docs/design.md prescribes (usage when sent, else content chunks),
     /// with where it came from.
     pub fn figures(&self, output_tokens: Option<(u64, TokensSource)>) -> Figures {
         let since = |t: Instant| ms(t - self.start);

@@ -48,7 +48,7 @@ pub struct Answer<'a> {
     pub tool_calls: &'a [tool_call::ToolCall],
     /// Reading stopped because the output certainly looped.
     pub stopped_early: bool,
-    /// The generated text may be quoted in the explanations (`--show-output`): DESIGN keeps it
+    /// The generated text may be quoted in the explanations (`--show-output`): docs/design.md keeps it
     /// out of results otherwise.
     pub show_text: bool,
 }

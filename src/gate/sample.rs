@@ -33,6 +33,8 @@ impl Sample {
     /// What went wrong in this run, in one sentence: its error, else the checks it failed.
     pub fn sentence(&self) -> String {
         match &self.error {
+            // A content failure's sentence names its outcome first ("repetition, detector …").
+            Some(e) if e.starts_with(self.outcome.as_str()) => e.clone(),
             Some(e) if !e.is_empty() => format!("{}: {e}", self.outcome),
             _ if !self.failed_checks.is_empty() => {
                 format!(

@@ -1,4 +1,4 @@
-//! The agent's Prometheus registry: DESIGN's series per (probe, target), labelled with probe,
+//! The agent's Prometheus registry: docs/design.md's series per (probe, target), labelled with probe,
 //! target, model and the static labels, plus the agent's own health. Metric names live here
 //! and nowhere else.
 
@@ -19,12 +19,12 @@ use crate::sinks::pair_series::{PairSeries, Slot};
 
 pub const PREFIX: &str = "llm_canary_";
 
-/// TTFT and end-to-end buckets, in seconds (DESIGN).
+/// TTFT and end-to-end buckets, in seconds (docs/design.md).
 pub const LATENCY_BUCKETS: [f64; 20] = [
     0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0,
     20.0, 30.0, 60.0,
 ];
-/// Per-token gap buckets, in seconds (DESIGN).
+/// Per-token gap buckets, in seconds (docs/design.md).
 pub const TOKEN_BUCKETS: [f64; 13] = [
     0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0,
 ];
@@ -536,8 +536,8 @@ mod tests {
         (dir, cfg)
     }
 
-    /// DESIGN's buckets, as written there: the latency histograms start at 10 ms.
-    const DESIGN_BUCKETS: &str =
+    /// docs/design.md's buckets, as written there: the latency histograms start at 10 ms.
+    const CONTRACT_BUCKETS: &str =
         "0.01 0.025 0.05 0.075 0.1 0.15 0.2 0.3 0.5 0.75 1 1.5 2 3 5 7.5 10 20 30 60";
 
     #[test]
@@ -577,7 +577,7 @@ mod tests {
         );
         assert_eq!(le("llm_canary_ttft_seconds", "0.01").as_deref(), Some("0"));
         assert_eq!(le("llm_canary_ttft_seconds", "0.05").as_deref(), Some("1"));
-        // Every latency histogram has DESIGN's buckets, from 0.01 s.
+        // Every latency histogram has docs/design.md's buckets, from 0.01 s.
         for name in ["ttft", "answer_ttft", "e2e"] {
             let bounds: Vec<String> = find(&format!("llm_canary_{name}_seconds_bucket{{"))
                 .iter()
@@ -590,7 +590,7 @@ mod tests {
                 })
                 .filter(|b| b != "+Inf")
                 .collect();
-            assert_eq!(bounds.join(" "), DESIGN_BUCKETS, "{name}");
+            assert_eq!(bounds.join(" "), CONTRACT_BUCKETS, "{name}");
         }
     }
 

@@ -1,4 +1,4 @@
-//! The results log: every result as one JSON line (DESIGN's record), rotated by size so the
+//! The results log: every result as one JSON line (the record of docs/design.md), rotated by size so the
 //! per-request history Prometheus cannot hold stays bounded on disk: `results.jsonl`, then
 //! `results.jsonl.1` (newest) ... `results.jsonl.N` (oldest).
 

@@ -1,4 +1,4 @@
-//! Every outcome of DESIGN's vocabulary, produced by a sim scenario over real loopback sockets.
+//! Every outcome of docs/design.md's vocabulary, produced by a sim scenario over real loopback sockets.
 
 use crate::common;
 
