@@ -136,6 +136,10 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     m.record(&r, &cfg.targets[0]);
     r.warmup = true;
     m.record(&r, &cfg.targets[0]);
+    r.warmup = false;
+    r.confirm = true;
+    m.record(&r, &cfg.targets[0]);
+    m.confirmed_failure("p", &cfg.targets[0], jiff::Timestamp::UNIX_EPOCH);
     m.set_maintenance(&cfg.targets[0], false);
     for signal in ["metrics", "traces"] {
         m.otlp.sent.with_label_values(&[signal]);
