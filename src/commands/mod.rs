@@ -13,8 +13,6 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 
-pub use once::select_pairs;
-
 pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Once(args) => {

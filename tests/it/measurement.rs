@@ -59,22 +59,24 @@ async fn chinese_split_inside_characters_is_reassembled() {
 #[tokio::test]
 async fn ttft_and_decode_speed_match_the_script() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    // First content at 200ms, then one token every 20ms: 50 tokens/s.
-    let r = run(&sim, "healthy,ttft=200ms,itl=20ms", "").await;
+    // First content at 200ms, then one token every 50ms: 20 tokens/s. The gaps are long enough
+    // that a first chunk read a few milliseconds late on a busy machine moves the figure by
+    // well under the 3.6 % that counting n tokens instead of n - 1 over the span would add.
+    let r = run(&sim, "healthy,ttft=200ms,itl=50ms", "").await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
     let f = &r.figures;
     let ttft = f.ttft_ms.unwrap();
     assert!((200.0..260.0).contains(&ttft), "ttft {ttft}");
     let tps = f.tokens_per_second.unwrap();
-    assert!((45.0..=51.0).contains(&tps), "tokens/s {tps}");
+    assert!((19.0..=20.35).contains(&tps), "tokens/s {tps}");
     let tpot = f.tpot_ms.unwrap();
-    assert!((19.5..23.0).contains(&tpot), "tpot {tpot}");
+    assert!((49.0..56.0).contains(&tpot), "tpot {tpot}");
     let p50 = f.itl_p50_ms.unwrap();
-    assert!((15.0..25.0).contains(&p50), "itl p50 {p50}");
+    assert!((40.0..60.0).contains(&p50), "itl p50 {p50}");
     assert!(f.itl_max_ms.unwrap() >= f.itl_p99_ms.unwrap() && f.itl_p99_ms.unwrap() >= p50);
     assert!(f.ttfb_ms.unwrap() < ttft);
     assert!(
-        f.e2e_ms.unwrap() >= ttft + 28.0 * 20.0 - 5.0,
+        f.e2e_ms.unwrap() >= ttft + 28.0 * 50.0 - 5.0,
         "e2e {:?}",
         f.e2e_ms
     );
@@ -87,7 +89,8 @@ async fn a_stall_shows_in_the_inter_token_gaps() {
     let r = run(&sim, "stall,stall=400ms", "").await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
     let max = r.figures.itl_max_ms.unwrap();
-    assert!((400.0..480.0).contains(&max), "itl max {max}");
+    // At least the pause; the upper bound leaves room for a busy machine's scheduling delay.
+    assert!((400.0..600.0).contains(&max), "itl max {max}");
     assert!(r.figures.itl_p50_ms.unwrap() < 30.0);
 }
 
