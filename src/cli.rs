@@ -1,4 +1,5 @@
-//! The command line (DESIGN's contract): run | once | gate | check | sim | demo.
+//! The command line (DESIGN's contract): run | once | gate | check | sim | demo | calibrate |
+//! report.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -43,6 +44,27 @@ pub enum Command {
     /// Probe a target while reading the server's own figures; print ours beside theirs.
     /// Exit 0 when they agree within the tolerance, 1 when not.
     Calibrate(CalibrateArgs),
+    /// Summarise a results log (and its rotated files) per (probe, target).
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// The results log (agent.results_log); its rotated files (.1, .2, ...) are read too.
+    pub log: PathBuf,
+    /// Only runs that started within this long before now, e.g. 24h or 7d.
+    #[arg(long, value_parser = wait_ready)]
+    pub since: Option<Duration>,
+    /// table, markdown (e.g. for $GITHUB_STEP_SUMMARY) or json.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -174,7 +196,7 @@ pub struct GateArgs {
     pub format: Format,
 }
 
-/// `--wait-ready` in the config files' duration syntax.
+/// `--wait-ready` and `--since` in the config files' duration syntax.
 fn wait_ready(text: &str) -> Result<Duration, String> {
     crate::config::duration::parse_duration(text)
 }

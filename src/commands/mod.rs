@@ -7,6 +7,7 @@ mod check;
 pub mod demo;
 mod gate;
 pub mod once;
+mod report;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,10 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             gate::gate(&cfg, &args, &mut out).await
+        }
+        Command::Report(args) => {
+            let mut out = std::io::stdout().lock();
+            report::report(&args, &mut out)
         }
     }
 }

@@ -22,5 +22,6 @@ mod measurement;
 mod on_demand;
 mod outcomes;
 mod remote_write;
+mod report;
 mod requests;
 mod status_page;
