@@ -1,5 +1,5 @@
 //! The command line (DESIGN's contract): run | once | gate | check | sim | demo | calibrate |
-//! report.
+//! report | mcp.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,6 +46,19 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Summarise a results log (and its rotated files) per (probe, target).
     Report(ReportArgs),
+    /// A Model Context Protocol server over stdio: list_targets, status, probe and report.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// A running daemon (http://agent:9464) whose /api/v1/status the `status` tool returns,
+    /// instead of a fresh run of every pair.
+    #[arg(long)]
+    pub from: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

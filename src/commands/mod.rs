@@ -6,6 +6,7 @@ mod calibrate;
 mod check;
 pub mod demo;
 mod gate;
+mod mcp;
 pub mod once;
 mod report;
 
@@ -46,6 +47,10 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             gate::gate(&cfg, &args, &mut out).await
+        }
+        Command::Mcp(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            mcp::mcp(cfg, &args).await
         }
         Command::Report(args) => {
             let mut out = std::io::stdout().lock();

@@ -18,6 +18,7 @@ mod front_door;
 mod fuzz_regressions;
 mod gate;
 mod maintenance_rules;
+mod mcp;
 mod measurement;
 mod on_demand;
 mod outcomes;
