@@ -75,6 +75,95 @@ impl Session {
     }
 }
 
+impl Session {
+    /// `llm-canary mcp -c DIR/llm-canary.yaml ARGS`, initialized.
+    fn start(dir: &TempDir, args: &[&str]) -> Session {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .args(["mcp", "-c"])
+            .arg(dir.path().join("llm-canary.yaml"))
+            .args(args)
+            .env("MCP_TEST_KEY", KEY)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Session {
+            child,
+            stdin: Some(stdin),
+            lines,
+            seen: String::new(),
+            next_id: 0,
+        };
+        let init = s.call(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "it", "version": "1"}}),
+        );
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "llm-canary",
+            "{init:#}"
+        );
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init:#}"
+        );
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_from_a_daemon_is_its_api_v1_status() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = common::services::free_port();
+    let agent = format!(
+        "agent:\n  name: canary-mcp\n  listen: 127.0.0.1:{port}\ntargets:\n\
+         - {{name: healthy, base_url: \"{}\", model: m}}\n",
+        sim.base_url("healthy"),
+    );
+    let probe = PROBE.replace("*/5 * * * *", "* * * * * *");
+    let daemon = common::daemon::Daemon::start(
+        &[
+            ("llm-canary.yaml", &agent),
+            ("probes/p.yaml", &probe),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+    let api = daemon.url("/api/v1/status");
+    common::services::eventually("the daemon's first run", Duration::from_secs(30), || {
+        let api = api.clone();
+        async move {
+            let text = reqwest::get(&api).await.ok()?.text().await.ok()?;
+            let v: Value = serde_json::from_str(&text).ok()?;
+            (v["targets"][0]["probes"][0]["state"] == "up").then_some(())
+        }
+    })
+    .await;
+    let mut s = Session::start(&daemon.dir, &["--from", &daemon.url("")]);
+    let (status, err) = s.tool("status", json!({}));
+    assert!(!err, "{status:#}");
+    // The daemon's own document, not a fresh run's records.
+    assert_eq!(status["targets"][0]["target"], "healthy", "{status:#}");
+    assert_eq!(
+        status["targets"][0]["probes"][0]["state"], "up",
+        "{status:#}"
+    );
+    assert!(status.get("results").is_none(), "{status:#}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_answers_a_json_rpc_session_and_never_shows_the_key() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
@@ -91,47 +180,7 @@ async fn mcp_answers_a_json_rpc_session_and_never_shows_the_key() {
         ("probes/p.yaml", PROBE),
         ("prompts/q.txt", common::PROMPT),
     ]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-        .args(["mcp", "-c"])
-        .arg(dir.path().join("llm-canary.yaml"))
-        .env("MCP_TEST_KEY", KEY)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut s = Session {
-        child,
-        stdin: Some(stdin),
-        lines,
-        seen: String::new(),
-        next_id: 0,
-    };
-
-    let init = s.call(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "it", "version": "1"}}),
-    );
-    assert_eq!(
-        init["result"]["serverInfo"]["name"], "llm-canary",
-        "{init:#}"
-    );
-    assert!(
-        init["result"]["capabilities"]["tools"].is_object(),
-        "{init:#}"
-    );
-    s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut s = Session::start(&dir, &[]);
 
     let list = s.call("tools/list", json!({}));
     let mut names: Vec<&str> = list["result"]["tools"]
