@@ -6,7 +6,7 @@
 //!
 //! Data flows one way: config → probe run → result → reports.
 //!
-//! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report).
+//! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report | mcp).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
 //! - [`schedule`]: cron expressions → next fire times: read once into a field spec (the check
@@ -39,7 +39,8 @@
 //!   context needs: warm-up, change detection, each target's model list.
 //! - [`report`]: table and JSON lines.
 //! - [`summary`]: a results log (rotated files included) summarised per (probe, target):
-//!   runs, outcomes, nearest-rank percentiles, incidents; `report` and `mcp` print it.
+//!   runs, outcomes, nearest-rank percentiles, incidents; the `report` command and the `mcp`
+//!   server (`commands::mcp`) print it.
 //! - [`sim`]: the simulated OpenAI-compatible replica: a router with one function per route,
 //!   its caches, its scenarios, an answer per scenario written by a plan chosen before the first
 //!   byte, and its own misbehaving HTTP writer.
