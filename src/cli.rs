@@ -1,4 +1,5 @@
-//! The command line (docs/design.md's contract): run | once | gate | check | sim | demo.
+//! The command line (docs/design.md's contract): run | once | gate | check | sim | demo |
+//! calibrate | report | mcp.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,6 +53,40 @@ pub enum Command {
     /// Probe a target while reading the server's own figures; print ours beside theirs.
     /// Exit 0 when they agree within the tolerance, 1 when not.
     Calibrate(CalibrateArgs),
+    /// Summarise a results log (and its rotated files) per (probe, target).
+    Report(ReportArgs),
+    /// A Model Context Protocol server over stdio: list_targets, status, probe and report.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// A running daemon (http://agent:9464) whose /api/v1/status the `status` tool returns,
+    /// instead of a fresh run of every pair.
+    #[arg(long)]
+    pub from: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// The results log (agent.results_log); its rotated files (.1, .2, ...) are read too.
+    pub log: PathBuf,
+    /// Only runs that started within this long before now, e.g. 24h or 7d.
+    #[arg(long, value_parser = wait_ready)]
+    pub since: Option<Duration>,
+    /// table, markdown (e.g. for $GITHUB_STEP_SUMMARY) or json.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -183,7 +218,7 @@ pub struct GateArgs {
     pub format: Format,
 }
 
-/// `--wait-ready` in the config files' duration syntax.
+/// `--wait-ready` and `--since` in the config files' duration syntax.
 fn wait_ready(text: &str) -> Result<Duration, String> {
     crate::config::duration::parse_duration(text)
 }

@@ -6,7 +6,7 @@
 //!
 //! Data flows one way: config → probe run → result → reports.
 //!
-//! - [`cli`]: the command line (run | once | gate | check | sim | demo).
+//! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report | mcp).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
 //! - [`schedule`]: cron expressions → next fire times: read once into a field spec (the check
@@ -38,6 +38,9 @@
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit and remembers what a run's
 //!   context needs: warm-up, change detection, each target's model list.
 //! - [`report`]: table and JSON lines.
+//! - [`summary`]: a results log (rotated files included) summarised per (probe, target):
+//!   runs, outcomes, nearest-rank percentiles, incidents; the `report` command and the `mcp`
+//!   server (`commands::mcp`) print it.
 //! - [`sim`]: the simulated OpenAI-compatible replica: a router with one function per route,
 //!   its caches, its scenarios, an answer per scenario written by a plan chosen before the first
 //!   byte, and its own misbehaving HTTP writer.
@@ -68,6 +71,7 @@ pub(crate) mod secret;
 pub mod sim;
 pub mod sinks;
 pub mod stream;
+pub mod summary;
 pub mod timeline;
 pub mod util;
 

@@ -11,9 +11,9 @@ pub fn human_duration(d: Duration) -> String {
         format!("{}µs", d.as_micros())
     } else if ms < 1000 {
         format!("{ms}ms")
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", d.as_secs_f64())

@@ -65,7 +65,7 @@ fn days(field: &[Item]) -> Option<String> {
 /// "every 30 minutes"; a step that does not divide the range restarts with it.
 fn every(n: u32, unit: &str, range: u32, restart: &str) -> String {
     let mut s = format!("every {n} {unit}s");
-    if range % n != 0 {
+    if !range.is_multiple_of(n) {
         s.push_str(&format!(", restarting at {restart}"));
     }
     s

@@ -6,8 +6,10 @@ mod calibrate;
 mod check;
 pub mod demo;
 mod gate;
+mod mcp;
 pub mod once;
 mod p0_clock;
+mod report;
 
 use std::process::ExitCode;
 
@@ -44,6 +46,14 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             gate::gate(&cfg, &args, &mut out).await
+        }
+        Command::Mcp(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            mcp::mcp(cfg, &args).await
+        }
+        Command::Report(args) => {
+            let mut out = std::io::stdout().lock();
+            report::report(&args, &mut out)
         }
     }
 }

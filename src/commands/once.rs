@@ -28,16 +28,10 @@ pub fn select_pairs(
     Ok(pairs)
 }
 
-pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
-    let pairs = select_pairs(cfg, &opts.probes, &opts.targets)?;
-    let push = match (opts.push, &cfg.push) {
-        (true, None) => bail!("--push needs a `push:` section in {}", cfg.path.display()),
-        (true, Some(p)) => Some(p),
-        (false, _) => None,
-    };
-    let mut runner = Runner::new(opts.concurrency.unwrap_or(cfg.agent.concurrency));
-    runner.show_output = opts.show_output;
-    // Only the config's windows: announced ones live in a daemon.
+/// A runner for runs outside the daemon, which knows the config's maintenance windows (announced
+/// ones live in a daemon).
+pub fn runner(cfg: &Config, concurrency: usize) -> Runner {
+    let mut runner = Runner::new(concurrency);
     let (windows, announced) = (
         Arc::new(cfg.clone()),
         crate::maintenance::Announced::default(),
@@ -45,6 +39,18 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     runner.windows = Some(Arc::new(move |target: &str, at| {
         crate::maintenance::active(&windows, &announced, target, at).is_some()
     }));
+    runner
+}
+
+pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let pairs = select_pairs(cfg, &opts.probes, &opts.targets)?;
+    let push = match (opts.push, &cfg.push) {
+        (true, None) => bail!("--push needs a `push:` section in {}", cfg.path.display()),
+        (true, Some(p)) => Some(p),
+        (false, _) => None,
+    };
+    let mut runner = runner(cfg, opts.concurrency.unwrap_or(cfg.agent.concurrency));
+    runner.show_output = opts.show_output;
     let results = Arc::new(runner).run_all(pairs).await;
     for r in &results {
         tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, request_id = %r.request_id, "probe run finished");

@@ -463,7 +463,7 @@ mod tests {
     fn samples_needed_measures_the_half_that_reaches_the_bound() {
         // The interval is lopsided (a long upper tail), so using the wrong half shows.
         let skew = |i: usize| {
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 2.5
             } else {
                 1.0 + (i % 5) as f64 / 8.0

@@ -477,7 +477,9 @@ impl Reader {
             }
             seen.text.push_str(&d.text);
             if let Some(t) = &self.stop_on_loop {
-                if seen.chunks % LOOP_CHECK_EVERY == 0 && repetition::certain_loop(&seen.text, t) {
+                if seen.chunks.is_multiple_of(LOOP_CHECK_EVERY)
+                    && repetition::certain_loop(&seen.text, t)
+                {
                     seen.stopped_early = true;
                 }
             }
