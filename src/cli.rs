@@ -43,6 +43,18 @@ pub enum Command {
     /// Probe a target while reading the server's own figures; print ours beside theirs.
     /// Exit 0 when they agree within the tolerance, 1 when not.
     Calibrate(CalibrateArgs),
+    /// Write Prometheus recording rules and burn-rate alerts for every target's `slo:`.
+    Rules(RulesArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RulesArgs {
+    /// The agent's config file.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// Write the rules here instead of to stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

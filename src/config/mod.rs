@@ -14,6 +14,7 @@ mod probe_files;
 pub mod raw;
 mod remote_write;
 mod select;
+pub mod slo;
 mod target;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
 pub use select::{in_shard, Pair, Selection, UnknownName};
+pub use slo::{LatencyObjective, Slo, SloFigure};
 pub use target::Target;
 
 use crate::secret::Secret;

@@ -184,6 +184,7 @@ pub struct RawTarget {
     pub api_key_file: Option<Spanned<String>>,
     pub headers: Option<Spanned<BTreeMap<String, String>>>,
     pub priority: Option<Spanned<i64>>,
+    pub slo: Option<Spanned<super::slo::RawSlo>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

@@ -27,6 +27,8 @@ pub struct Target {
     /// sensitive, so it never prints).
     pub headers: reqwest::header::HeaderMap,
     pub priority: Option<i64>,
+    /// Objectives `rules` turns into burn-rate alerts (`slo:`).
+    pub slo: Option<super::Slo>,
 }
 
 impl Target {
@@ -94,6 +96,10 @@ pub(super) fn load_target(
             ));
         }
     }
+    let slo = t
+        .slo
+        .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
+        .transpose()?;
     Ok(Target {
         name: t.name.value,
         base_url,
@@ -104,6 +110,7 @@ pub(super) fn load_target(
         api_key,
         headers,
         priority: t.priority.map(|p| p.value),
+        slo,
     })
 }
 

@@ -23,4 +23,5 @@ mod on_demand;
 mod outcomes;
 mod remote_write;
 mod requests;
+mod slo_rules;
 mod status_page;
