@@ -4,6 +4,7 @@
 mod cadence;
 mod calibrate;
 mod check;
+mod cost;
 pub mod demo;
 mod gate;
 pub mod once;

@@ -9,6 +9,7 @@ pub mod env;
 pub mod error;
 pub mod gate;
 mod maintenance;
+mod price;
 mod probe;
 mod probe_files;
 pub mod raw;
@@ -27,6 +28,7 @@ use serde_saphyr::{Location, Spanned};
 
 pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;
+pub use price::Price;
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;

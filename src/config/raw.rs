@@ -185,6 +185,7 @@ pub struct RawTarget {
     pub headers: Option<Spanned<BTreeMap<String, String>>>,
     pub priority: Option<Spanned<i64>>,
     pub slo: Option<Spanned<super::slo::RawSlo>>,
+    pub price: Option<super::price::RawPrice>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

@@ -29,6 +29,8 @@ pub struct Target {
     pub priority: Option<i64>,
     /// Objectives `rules` turns into burn-rate alerts (`slo:`).
     pub slo: Option<super::Slo>,
+    /// What its tokens cost (`price:`), for `check`'s estimate.
+    pub price: Option<super::Price>,
 }
 
 impl Target {
@@ -100,6 +102,10 @@ pub(super) fn load_target(
         .slo
         .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
         .transpose()?;
+    let price = t
+        .price
+        .map(|p| super::price::load_price(src, &at.key("price"), p))
+        .transpose()?;
     Ok(Target {
         name: t.name.value,
         base_url,
@@ -111,6 +117,7 @@ pub(super) fn load_target(
         headers,
         priority: t.priority.map(|p| p.value),
         slo,
+        price,
     })
 }
 
