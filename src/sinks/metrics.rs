@@ -78,6 +78,9 @@ struct PairSlots {
     output_changes: Slot,
     skipped: Slot,
     aborted: Slot,
+    /// By direction: input, then output.
+    tokens: Slot,
+    cost: Slot,
 }
 
 /// The remote-write queue's health.
@@ -154,6 +157,8 @@ impl Metrics {
             output_changes: b.counter(name("output_changes_total"), "Times a temperature-0 probe's output differed from its previous one."),
             skipped: b.counter(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."),
             aborted: b.counter(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."),
+            tokens: b.counter_by(name("probe_tokens_total"), "Tokens the probe's runs sent (input: the server's count of prompt tokens) and generated (output), as the server counted them (output: else the content chunks).", "direction", ["input", "output"]),
+            cost: b.counter(name("probe_cost_total"), "What the probe's runs cost at the target's price: (input tokens x price.input + output tokens x price.output) / 1e6, in the target's price.currency."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
         for f in pair.families() {
@@ -267,6 +272,18 @@ impl Metrics {
             if r.output_changed {
                 v.inc(s.output_changes);
             }
+            // Warm-up runs cost like any other.
+            let (input, output) = (r.input_tokens, r.output_tokens);
+            if let Some(n) = input {
+                v.add(s.tokens.nth(0), n as f64);
+            }
+            if let Some(n) = output {
+                v.add(s.tokens.nth(1), n as f64);
+            }
+            if let Some(price) = &target.price {
+                let cost = price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64);
+                v.add(s.cost, cost);
+            }
             let ttft = secs(r.figures.ttft_ms);
             // A transport failure has no meaningful end-to-end time (a timeout or a reset).
             let e2e = secs(r.figures.e2e_ms).filter(|_| !r.outcome.is_transport());
@@ -332,8 +349,13 @@ impl Metrics {
                 s.aborted,
                 s.target_changes,
                 s.output_changes,
+                s.tokens.nth(0),
+                s.tokens.nth(1),
             ] {
                 v.init(slot);
+            }
+            if target.price.is_some() {
+                v.init(s.cost);
             }
         });
     }
@@ -582,6 +604,66 @@ mod tests {
         assert!(info.contains("model_version=\"7\""), "{info}");
         assert!(
             line("llm_canary_target_last_change_timestamp_seconds").ends_with(" 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn tokens_and_cost_add_up_per_pair_warm_ups_included() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(
+            dir.path().join("llm-canary.yaml"),
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 2, output: 10}}\n  - {name: free, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("probes/p.yaml"), "name: p\nprompt: q.txt\n").unwrap();
+        std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
+        let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+        let m = Metrics::new(&cfg);
+        m.init_pair("p", &cfg.targets[1]);
+        let mut r = ProbeResult::example();
+        (r.input_tokens, r.output_tokens) = (Some(1000), Some(100));
+        m.record(&r, &cfg.targets[0]);
+        r.warmup = true;
+        m.record(&r, &cfg.targets[0]);
+        let text = String::from_utf8(m.encode()).unwrap();
+        let value = |prefix: &str| {
+            text.lines()
+                .find(|l| l.starts_with(prefix))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let tokens = "llm_canary_probe_tokens_total{direction=";
+        assert_eq!(
+            value(&format!(
+                "{tokens}\"input\",model=\"m\",probe=\"p\",target=\"t\"}}"
+            )),
+            Some(2000.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(&format!(
+                "{tokens}\"output\",model=\"m\",probe=\"p\",target=\"t\"}}"
+            )),
+            Some(200.0),
+            "{text}"
+        );
+        // Twice (1000 x 2 + 100 x 10) / 1e6.
+        let cost =
+            value("llm_canary_probe_cost_total{model=\"m\",probe=\"p\",target=\"t\"}").unwrap();
+        assert!((cost - 0.006).abs() < 1e-12, "{text}");
+        // A target without a price counts tokens, from zero, and no cost.
+        assert_eq!(
+            value(&format!(
+                "{tokens}\"input\",model=\"m\",probe=\"p\",target=\"free\"}}"
+            )),
+            Some(0.0),
+            "{text}"
+        );
+        assert!(
+            !text.contains("llm_canary_probe_cost_total{model=\"m\",probe=\"p\",target=\"free\"}"),
             "{text}"
         );
     }

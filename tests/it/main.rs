@@ -21,6 +21,7 @@ mod maintenance_rules;
 mod measurement;
 mod on_demand;
 mod outcomes;
+mod probing_cost;
 mod remote_write;
 mod requests;
 mod slo_rules;
