@@ -106,7 +106,7 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     for (file, text) in [
         (
             "llm-canary.yaml",
-            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 1, output: 2}}\n",
+            "agent: {budget: {daily: 1}}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 1, output: 2}}\n",
         ),
         ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
         ("prompts/q.txt", "hi"),

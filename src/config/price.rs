@@ -73,3 +73,75 @@ pub(super) fn load_price(
         currency,
     })
 }
+
+/// `agent.budget:` as written: what probing may cost a day and a month (UTC), in the targets'
+/// price currency.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    pub daily: Option<Spanned<f64>>,
+    pub monthly: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    pub daily: Option<f64>,
+    pub monthly: Option<f64>,
+    pub currency: String,
+}
+
+/// A budget needs prices, all in one currency, to be compared with.
+pub(super) fn load_budget(
+    src: &Source,
+    at: &FieldPath,
+    raw: Spanned<RawBudget>,
+    targets: &[std::sync::Arc<super::Target>],
+) -> Result<Budget, ConfigError> {
+    let (loc, raw) = (raw.referenced, raw.value);
+    for (key, v) in [("daily", &raw.daily), ("monthly", &raw.monthly)] {
+        if let Some(v) = v
+            .as_ref()
+            .filter(|v| !(v.value.is_finite() && v.value > 0.0))
+        {
+            return Err(src.err(
+                &at.key(key),
+                v.referenced,
+                format!("{key} must be an amount above 0, found {}", v.value),
+            ));
+        }
+    }
+    if raw.daily.is_none() && raw.monthly.is_none() {
+        return Err(src.err(at, loc, "budget needs daily, monthly or both"));
+    }
+    let mut currencies: Vec<&str> = targets
+        .iter()
+        .filter_map(|t| t.price.as_ref().map(|p| p.currency.as_str()))
+        .collect();
+    currencies.sort_unstable();
+    currencies.dedup();
+    let currency = match currencies.as_slice() {
+        [one] => one.to_string(),
+        [] => {
+            return Err(src.err(
+                at,
+                loc,
+                "budget needs a target with a price: (nothing else costs anything)",
+            ))
+        }
+        many => {
+            return Err(src.err(
+                at,
+                loc,
+                format!(
+                    "budget cannot add up prices in several currencies ({}): give every target's price one currency",
+                    many.join(", ")
+                ),
+            ))
+        }
+    };
+    Ok(Budget {
+        daily: raw.daily.map(|d| d.value),
+        monthly: raw.monthly.map(|m| m.value),
+        currency,
+    })
+}

@@ -59,6 +59,7 @@ pub struct RawAgent {
     pub shard: Option<Spanned<String>>,
     pub admin_token_env: Option<Spanned<String>>,
     pub admin_token_file: Option<Spanned<String>>,
+    pub budget: Option<Spanned<super::price::RawBudget>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -15,6 +15,7 @@ use prometheus::{
 use crate::config::{Config, Target};
 use crate::outcome::Outcome;
 use crate::result::ProbeResult;
+use crate::sinks::budget::{Change, Period, Spend};
 use crate::sinks::pair_series::{PairSeries, Slot};
 
 pub const PREFIX: &str = "llm_canary_";
@@ -57,6 +58,10 @@ pub struct Metrics {
     pub reload_successful: IntGauge,
     pub reload_success_time: Gauge,
     pub remote_write: RemoteWriteMetrics,
+    /// 1 while a period's spend is over `agent.budget`.
+    budget_exceeded: IntGaugeVec,
+    /// The budget and what was spent against it.
+    spend: Mutex<(Option<crate::config::Budget>, Spend)>,
 }
 
 /// Where each of a pair's counters and gauges is in [`PairSeries`].
@@ -191,12 +196,21 @@ impl Metrics {
                 queue_samples: reg!(IntGauge::new(name("remote_write_queue_samples"), "Samples waiting in the remote-write queue.")),
                 last_success: reg!(Gauge::new(name("remote_write_last_success_timestamp_seconds"), "When a remote-write request last succeeded (Unix time).")),
             },
+            budget_exceeded: reg!(IntGaugeVec::new(Opts::new(name("budget_exceeded"), "1 while what probing spent this period (UTC day or month, counted since the agent started) is over agent.budget, else 0."), &["period"])),
+            spend: Mutex::new((cfg.agent.budget.clone(), Spend::default())),
             static_labels: cfg.agent.labels.clone().into_iter().collect(),
             collectors,
             target_keys,
         };
         for reason in [DROPPED_QUEUE_FULL, DROPPED_REJECTED] {
             m.remote_write.samples_dropped.with_label_values(&[reason]);
+        }
+        if let Some(b) = &cfg.agent.budget {
+            for (p, limit) in Period::ALL.into_iter().zip([b.daily, b.monthly]) {
+                if limit.is_some() {
+                    m.budget_exceeded.with_label_values(&[p.as_str()]).set(0);
+                }
+            }
         }
         m.reload_successful.set(1);
         m.reload_success_time.set(now_seconds());
@@ -258,6 +272,11 @@ impl Metrics {
             / 1000.0;
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         let s = &self.slots;
+        let (input, output) = (r.input_tokens, r.output_tokens);
+        let cost = target
+            .price
+            .as_ref()
+            .map(|price| price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64));
         self.pair.update(&values, |v| {
             v.inc(s.runs.nth(r.outcome.index()));
             v.set(s.probe_success, if r.success() { 1.0 } else { 0.0 });
@@ -273,16 +292,14 @@ impl Metrics {
                 v.inc(s.output_changes);
             }
             // Warm-up runs cost like any other.
-            let (input, output) = (r.input_tokens, r.output_tokens);
             if let Some(n) = input {
                 v.add(s.tokens.nth(0), n as f64);
             }
             if let Some(n) = output {
                 v.add(s.tokens.nth(1), n as f64);
             }
-            if let Some(price) = &target.price {
-                let cost = price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64);
-                v.add(s.cost, cost);
+            if let Some(c) = cost {
+                v.add(s.cost, c);
             }
             let ttft = secs(r.figures.ttft_ms);
             // A transport failure has no meaningful end-to-end time (a timeout or a reset).
@@ -302,6 +319,9 @@ impl Metrics {
                 }
             }
         });
+        if let Some(c) = cost {
+            self.spent(c, r.started_at);
+        }
         if let Some(fp) = &r.fingerprint {
             let identity = [r.reported_model.clone().unwrap_or_default(), fp.to_string()];
             let mut info_of = self.info_of.lock().expect("info lock");
@@ -337,6 +357,44 @@ impl Metrics {
                 h.observe(g.as_secs_f64());
             }
         }
+    }
+
+    /// Counts `cost` against the budget: the gauge and a warning when a period goes over.
+    fn spent(&self, cost: f64, at: jiff::Timestamp) {
+        let mut guard = self.spend.lock().expect("spend lock");
+        let (budget, spend) = &mut *guard;
+        let Some(budget) = budget.as_ref() else {
+            return;
+        };
+        for change in spend.add(cost, at, budget) {
+            match change {
+                Change::Exceeded {
+                    period,
+                    spent,
+                    budget: limit,
+                } => {
+                    self.budget_exceeded
+                        .with_label_values(&[period.as_str()])
+                        .set(1);
+                    tracing::warn!(
+                        period = period.as_str(),
+                        spent = format!("{spent:.2} {}", budget.currency),
+                        budget = format!("{limit:.2} {}", budget.currency),
+                        "probing cost is over its budget"
+                    );
+                }
+                Change::Reset(period) => {
+                    self.budget_exceeded
+                        .with_label_values(&[period.as_str()])
+                        .set(0);
+                }
+            }
+        }
+    }
+
+    /// A reloaded config's budget; what was spent so far still counts.
+    pub fn set_budget(&self, budget: Option<crate::config::Budget>) {
+        self.spend.lock().expect("spend lock").0 = budget;
     }
 
     /// Creates a pair's counters at zero, so rates and ratios exist before anything happens.
@@ -666,5 +724,40 @@ mod tests {
             !text.contains("llm_canary_probe_cost_total{model=\"m\",probe=\"p\",target=\"free\"}"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_budget_gone_over_sets_its_gauge() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(
+            dir.path().join("llm-canary.yaml"),
+            "agent: {budget: {daily: 0.01}}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 2, output: 10, currency: EUR}}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("probes/p.yaml"), "name: p\nprompt: q.txt\n").unwrap();
+        std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
+        let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+        let m = Metrics::new(&cfg);
+        let gauge = |m: &Metrics| {
+            let text = String::from_utf8(m.encode()).unwrap();
+            assert!(
+                !text.contains("period=\"monthly\""),
+                "no monthly budget: {text}"
+            );
+            text.lines()
+                .find(|l| l.starts_with("llm_canary_budget_exceeded{period=\"daily\"}"))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        };
+        assert_eq!(gauge(&m).as_deref(), Some("0"));
+        let mut r = ProbeResult::example();
+        r.started_at = jiff::Timestamp::now();
+        // 0.006 EUR a run: over 0.01 on the second.
+        (r.input_tokens, r.output_tokens) = (Some(1000), Some(400));
+        m.record(&r, &cfg.targets[0]);
+        assert_eq!(gauge(&m).as_deref(), Some("0"));
+        m.record(&r, &cfg.targets[0]);
+        assert_eq!(gauge(&m).as_deref(), Some("1"));
     }
 }
