@@ -57,6 +57,8 @@ pub enum Command {
     Report(ReportArgs),
     /// A Model Context Protocol server over stdio: list_targets, status, probe and report.
     Mcp(McpArgs),
+    /// Write Prometheus recording rules and burn-rate alerts for every target's `slo:`.
+    Rules(RulesArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -87,6 +89,16 @@ pub struct ReportArgs {
     /// table, markdown (e.g. for $GITHUB_STEP_SUMMARY) or json.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RulesArgs {
+    /// The agent's config file.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// Write the rules here instead of to stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

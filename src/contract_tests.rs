@@ -106,7 +106,7 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     for (file, text) in [
         (
             "llm-canary.yaml",
-            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+            "agent: {budget: {daily: 1}}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 1, output: 2}}\n",
         ),
         ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
         ("prompts/q.txt", "hi"),
@@ -252,4 +252,48 @@ fn the_reader_finds_what_it_reads() {
     assert!(rows("Metrics").len() > 30);
     assert!(rows("Result record").len() > 30);
     assert_eq!(ticked("a `b` c `d`"), ["b", "d"]);
+}
+
+#[test]
+fn every_slo_rule_rules_writes_is_in_the_contract() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(
+        "llm-canary.yaml",
+        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    slo:\n      availability: 99%\n      latency: [{figure: ttft, at_most: 1s, share: 90%}]\n",
+    );
+    write("probes/p.yaml", "name: p\nprompt: q.txt\n");
+    write("prompts/q.txt", "Hello?\n");
+    let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
+    let text = crate::slo_rules::generate(&cfg).expect("rules");
+    let code: BTreeSet<String> = text
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("- record: ")
+                .or_else(|| l.strip_prefix("- alert: "))
+        })
+        .map(str::to_string)
+        .collect();
+    let mut doc = BTreeSet::new();
+    for row in rows("SLO rules") {
+        for name in ticked(&row[0]) {
+            match name.strip_suffix("WINDOW") {
+                Some(stem) => {
+                    for w in ["5m", "30m", "1h", "6h", "3d"] {
+                        doc.insert(format!("{stem}{w}"));
+                    }
+                }
+                None => {
+                    doc.insert(name);
+                }
+            }
+        }
+    }
+    let gaps = differences("SLO rule", &code, &doc);
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
 }

@@ -6,7 +6,8 @@
 //!
 //! Data flows one way: config → probe run → result → reports.
 //!
-//! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report | mcp).
+//! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report |
+//!   mcp | rules).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
 //! - [`schedule`]: cron expressions → next fire times: read once into a field spec (the check
@@ -47,6 +48,8 @@
 //! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings),
 //!   one sample loop over a `Source` (histograms, llama.cpp counters, timings); it returns data
 //!   and reports progress through a callback, and `commands` prints.
+//! - [`slo_rules`]: `rules` — targets' `slo:` → Prometheus recording rules and multiwindow,
+//!   multi-burn-rate alerts, error budget left and goodput.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
@@ -70,6 +73,7 @@ pub mod schedule;
 pub(crate) mod secret;
 pub mod sim;
 pub mod sinks;
+pub mod slo_rules;
 pub mod stream;
 pub mod summary;
 pub mod timeline;

@@ -48,6 +48,8 @@ pub struct Measurement {
     pub response_bytes: usize,
     pub repetition: Option<repetition::Report>,
     pub stopped_early: bool,
+    /// The server's count of prompt tokens, when it reports one.
+    pub input_tokens: Option<u64>,
     pub output: Option<String>,
     pub timeline: Option<Timeline>,
 }
@@ -166,6 +168,8 @@ pub struct ProbeResult {
     /// Reading stopped once the output certainly looped (`checks.stop_on_repetition`): the
     /// figures are those measured until then.
     pub stopped_early: bool,
+    /// The server's count of prompt tokens, when it reports one.
+    pub input_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The raw arrival instants, for benchmarks and the gate; not part of the record.
@@ -241,6 +245,7 @@ impl ProbeResult {
             response_bytes: m.response_bytes,
             repetition: m.repetition,
             stopped_early: m.stopped_early,
+            input_tokens: m.input_tokens,
             output: m.output,
             timeline: m.timeline,
         }
@@ -295,6 +300,7 @@ impl Measurement {
             response_bytes: 0,
             repetition: None,
             stopped_early: false,
+            input_tokens: None,
             output: None,
             timeline: None,
         }
@@ -333,7 +339,7 @@ mod tests {
              finish_reason output_chars repetition_score warmup error server_timings \
              server_ttft_ms reported_model fingerprint target_changed output_sha256 \
              output_changed trace_id maintenance confirm content_chunks response_bytes repetition \
-             stopped_early";
+             stopped_early input_tokens";
         let at: Vec<Option<usize>> = keys
             .split_whitespace()
             .map(|k| line.find(&format!("\"{k}\":")))

@@ -91,6 +91,7 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             }
         }
     }
+    s.push_str(&super::cost::describe(cfg, now));
     for w in &cfg.maintenance {
         let _ = writeln!(
             s,

@@ -4,6 +4,7 @@
 mod cadence;
 mod calibrate;
 mod check;
+mod cost;
 pub mod demo;
 mod gate;
 mod mcp;
@@ -41,6 +42,21 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             calibrate::calibrate(&cfg, &args, &mut out).await
+        }
+        Command::Rules(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            let Some(rules) = crate::slo_rules::generate(&cfg) else {
+                anyhow::bail!(
+                    "{}: no target has an slo: nothing to generate",
+                    args.config.display()
+                );
+            };
+            match &args.output {
+                Some(f) => std::fs::write(f, rules)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", f.display()))?,
+                None => std::io::Write::write_all(&mut std::io::stdout().lock(), rules.as_bytes())?,
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Gate(args) => {
             let cfg = crate::config::load(&args.config)?;

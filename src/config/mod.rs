@@ -11,11 +11,13 @@ pub mod error;
 pub mod gate;
 mod maintenance;
 mod otlp;
+mod price;
 mod probe;
 mod probe_files;
 pub mod raw;
 mod remote_write;
 mod select;
+pub mod slo;
 mod target;
 
 use std::collections::BTreeMap;
@@ -30,10 +32,12 @@ pub use confirm::Confirm;
 pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;
 pub use otlp::{OtlpSettings, Temporality};
+pub use price::{Budget, Price};
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
 pub use select::{in_shard, Pair, Selection, UnknownName};
+pub use slo::{LatencyObjective, Slo, SloFigure};
 pub use target::Target;
 
 use crate::secret::Secret;
@@ -87,6 +91,8 @@ pub struct AgentSettings {
     /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
     /// is loopback-only).
     pub admin_token: Option<Secret>,
+    /// What probing may cost (`budget:`), checked as runs are counted.
+    pub budget: Option<Budget>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,12 +300,13 @@ fn hostname() -> String {
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let text = read(path)?;
     let src = Source { path, text: &text };
-    let raw: raw::RawMain = src.parse()?;
+    let mut raw: raw::RawMain = src.parse()?;
+    let raw_budget = raw.agent.budget.take();
     let base = path.parent().unwrap_or(Path::new("."));
     let mut warnings = Vec::new();
 
     let root = FieldPath::root();
-    let agent = load_agent(&src, &root.key("agent"), raw.agent, base)?;
+    let mut agent = load_agent(&src, &root.key("agent"), raw.agent, base)?;
     let push = raw
         .push
         .map(|p| load_push(&src, &root.key("push"), p, base))
@@ -343,6 +350,9 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
     let probes_dir = dir(raw.probes_dir, "probes");
     let prompts_dir = dir(raw.prompts_dir, "prompts");
+    agent.budget = raw_budget
+        .map(|b| price::load_budget(&src, &root.key("agent").key("budget"), b, &targets))
+        .transpose()?;
     let probes = probe::load_all(&probes_dir, &prompts_dir, base, &targets, &mut warnings)?;
     if probes.is_empty() {
         return Err(ConfigError::file(
@@ -451,6 +461,7 @@ fn load_agent(
             base,
             "admin_token",
         )?,
+        budget: None,
     })
 }
 

@@ -60,6 +60,7 @@ pub struct RawAgent {
     pub shard: Option<Spanned<String>>,
     pub admin_token_env: Option<Spanned<String>>,
     pub admin_token_file: Option<Spanned<String>>,
+    pub budget: Option<Spanned<super::price::RawBudget>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -185,6 +186,8 @@ pub struct RawTarget {
     pub api_key_file: Option<Spanned<String>>,
     pub headers: Option<Spanned<BTreeMap<String, String>>>,
     pub priority: Option<Spanned<i64>>,
+    pub slo: Option<Spanned<super::slo::RawSlo>>,
+    pub price: Option<super::price::RawPrice>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

@@ -27,6 +27,10 @@ pub struct Target {
     /// sensitive, so it never prints).
     pub headers: reqwest::header::HeaderMap,
     pub priority: Option<i64>,
+    /// Objectives `rules` turns into burn-rate alerts (`slo:`).
+    pub slo: Option<super::Slo>,
+    /// What its tokens cost (`price:`), for `check`'s estimate.
+    pub price: Option<super::Price>,
 }
 
 impl Target {
@@ -94,6 +98,14 @@ pub(super) fn load_target(
             ));
         }
     }
+    let slo = t
+        .slo
+        .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
+        .transpose()?;
+    let price = t
+        .price
+        .map(|p| super::price::load_price(src, &at.key("price"), p))
+        .transpose()?;
     Ok(Target {
         name: t.name.value,
         base_url,
@@ -104,6 +116,8 @@ pub(super) fn load_target(
         api_key,
         headers,
         priority: t.priority.map(|p| p.value),
+        slo,
+        price,
     })
 }
 

@@ -413,6 +413,7 @@ fn reload(agent: &Arc<Agent>, schedules: &mut Schedules) -> Result<(), ReloadErr
     let old = agent.cfg();
     let metrics = agent.metrics();
     if metrics.fits(&new, &old.agent.labels) {
+        metrics.set_budget(new.agent.budget.clone());
         // Series of pairs that left (or changed labels) disappear; the others keep counting.
         let keep: HashSet<Vec<String>> = scheduled_pairs(&new)
             .iter()

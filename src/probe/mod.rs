@@ -121,6 +121,7 @@ pub async fn run(
         response_bytes: seen.bytes_read,
         repetition,
         stopped_early: seen.stopped_early,
+        input_tokens: seen.input_tokens,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

@@ -50,6 +50,7 @@ pub struct Reading {
     /// Events that carried generated content.
     pub chunks: usize,
     pub usage_tokens: Option<u64>,
+    pub input_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
     pub finish_reason: Option<String>,
     pub server_timings: Option<Value>,
@@ -197,6 +198,7 @@ pub async fn read(
             tool_calls: ToolCalls::default(),
             chunks: 0,
             usage_tokens: None,
+            input_tokens: None,
             reasoning_tokens: None,
             finish_reason: None,
             server_timings: None,
@@ -456,6 +458,9 @@ impl Reader {
         let seen = &mut self.seen;
         if d.output_tokens.is_some() {
             seen.usage_tokens = d.output_tokens;
+        }
+        if d.input_tokens.is_some() {
+            seen.input_tokens = d.input_tokens;
         }
         if d.reasoning_tokens.is_some() {
             seen.reasoning_tokens = d.reasoning_tokens;

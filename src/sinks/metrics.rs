@@ -15,6 +15,7 @@ use prometheus::{
 use crate::config::{Config, Target};
 use crate::outcome::Outcome;
 use crate::result::ProbeResult;
+use crate::sinks::budget::{Change, Period, Spend};
 use crate::sinks::pair_series::{PairSeries, Slot};
 
 pub const PREFIX: &str = "llm_canary_";
@@ -61,6 +62,10 @@ pub struct Metrics {
     pub reload_success_time: Gauge,
     pub remote_write: RemoteWriteMetrics,
     pub otlp: OtlpMetrics,
+    /// 1 while a period's spend is over `agent.budget`.
+    budget_exceeded: IntGaugeVec,
+    /// The budget and what was spent against it.
+    spend: Mutex<(Option<crate::config::Budget>, Spend)>,
 }
 
 /// Where each of a pair's counters and gauges is in [`PairSeries`].
@@ -83,6 +88,9 @@ struct PairSlots {
     skipped: Slot,
     aborted: Slot,
     confirmed_failure: Slot,
+    /// By direction: input, then output.
+    tokens: Slot,
+    cost: Slot,
 }
 
 /// The remote-write queue's health.
@@ -171,6 +179,8 @@ impl Metrics {
             skipped: b.counter(name("skipped_runs_total"), "Scheduled runs skipped because the previous run of the pair was still in flight."),
             aborted: b.counter(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."),
             confirmed_failure: b.gauge(name("confirmed_failure_timestamp_seconds"), "When the first run of the pair's last confirmed failure started (Unix time): that run and its confirmation runs all failed. Older than last_success_timestamp_seconds once the pair succeeded again."),
+            tokens: b.counter_by(name("probe_tokens_total"), "Tokens the probe's runs sent (input: the server's count of prompt tokens) and generated (output), as the server counted them (output: else the content chunks).", "direction", ["input", "output"]),
+            cost: b.counter(name("probe_cost_total"), "What the probe's runs cost at the target's price: (input tokens x price.input + output tokens x price.output) / 1e6, in the target's price.currency."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
         for f in pair.families() {
@@ -210,12 +220,21 @@ impl Metrics {
                 failures: reg!(IntCounterVec::new(Opts::new(name("otlp_failures_total"), "Failed OTLP requests (each retry counts)."), &["signal"])),
                 queued: reg!(IntGaugeVec::new(Opts::new(name("otlp_queue_items"), "OTLP items waiting in the queue."), &["signal"])),
             },
+            budget_exceeded: reg!(IntGaugeVec::new(Opts::new(name("budget_exceeded"), "1 while what probing spent this period (UTC day or month, counted since the agent started) is over agent.budget, else 0."), &["period"])),
+            spend: Mutex::new((cfg.agent.budget.clone(), Spend::default())),
             static_labels: cfg.agent.labels.clone().into_iter().collect(),
             collectors,
             target_keys,
         };
         for reason in [DROPPED_QUEUE_FULL, DROPPED_REJECTED] {
             m.remote_write.samples_dropped.with_label_values(&[reason]);
+        }
+        if let Some(b) = &cfg.agent.budget {
+            for (p, limit) in Period::ALL.into_iter().zip([b.daily, b.monthly]) {
+                if limit.is_some() {
+                    m.budget_exceeded.with_label_values(&[p.as_str()]).set(0);
+                }
+            }
         }
         m.reload_successful.set(1);
         m.reload_success_time.set(now_seconds());
@@ -271,6 +290,11 @@ impl Metrics {
         let started = seconds(r.started_at);
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         let s = &self.slots;
+        let (input, output) = (r.input_tokens, r.output_tokens);
+        let cost = target
+            .price
+            .as_ref()
+            .map(|price| price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64));
         self.pair.update(&values, |v| {
             v.inc(s.runs.nth(r.outcome.index()));
             v.set(s.probe_success, if r.success() { 1.0 } else { 0.0 });
@@ -284,6 +308,16 @@ impl Metrics {
             }
             if r.output_changed {
                 v.inc(s.output_changes);
+            }
+            // Warm-up runs cost like any other.
+            if let Some(n) = input {
+                v.add(s.tokens.nth(0), n as f64);
+            }
+            if let Some(n) = output {
+                v.add(s.tokens.nth(1), n as f64);
+            }
+            if let Some(c) = cost {
+                v.add(s.cost, c);
             }
             let ttft = secs(r.figures.ttft_ms);
             // A transport failure has no meaningful end-to-end time (a timeout or a reset).
@@ -307,6 +341,9 @@ impl Metrics {
             self.confirm_runs
                 .with_label_values(&with(&l, &[r.outcome.as_str().to_string()]))
                 .inc();
+        }
+        if let Some(c) = cost {
+            self.spent(c, r.started_at);
         }
         if let Some(fp) = &r.fingerprint {
             let identity = [r.reported_model.clone().unwrap_or_default(), fp.to_string()];
@@ -345,6 +382,44 @@ impl Metrics {
         }
     }
 
+    /// Counts `cost` against the budget: the gauge and a warning when a period goes over.
+    fn spent(&self, cost: f64, at: jiff::Timestamp) {
+        let mut guard = self.spend.lock().expect("spend lock");
+        let (budget, spend) = &mut *guard;
+        let Some(budget) = budget.as_ref() else {
+            return;
+        };
+        for change in spend.add(cost, at, budget) {
+            match change {
+                Change::Exceeded {
+                    period,
+                    spent,
+                    budget: limit,
+                } => {
+                    self.budget_exceeded
+                        .with_label_values(&[period.as_str()])
+                        .set(1);
+                    tracing::warn!(
+                        period = period.as_str(),
+                        spent = format!("{spent:.2} {}", budget.currency),
+                        budget = format!("{limit:.2} {}", budget.currency),
+                        "probing cost is over its budget"
+                    );
+                }
+                Change::Reset(period) => {
+                    self.budget_exceeded
+                        .with_label_values(&[period.as_str()])
+                        .set(0);
+                }
+            }
+        }
+    }
+
+    /// A reloaded config's budget; what was spent so far still counts.
+    pub fn set_budget(&self, budget: Option<crate::config::Budget>) {
+        self.spend.lock().expect("spend lock").0 = budget;
+    }
+
     /// Creates a pair's counters at zero, so rates and ratios exist before anything happens.
     pub fn init_pair(&self, probe: &str, target: &Target) {
         let s = &self.slots;
@@ -355,8 +430,13 @@ impl Metrics {
                 s.aborted,
                 s.target_changes,
                 s.output_changes,
+                s.tokens.nth(0),
+                s.tokens.nth(1),
             ] {
                 v.init(slot);
+            }
+            if target.price.is_some() {
+                v.init(s.cost);
             }
         });
     }
@@ -630,5 +710,100 @@ mod tests {
             line("llm_canary_target_last_change_timestamp_seconds").ends_with(" 0"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn tokens_and_cost_add_up_per_pair_warm_ups_included() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(
+            dir.path().join("llm-canary.yaml"),
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 2, output: 10}}\n  - {name: free, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("probes/p.yaml"), "name: p\nprompt: q.txt\n").unwrap();
+        std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
+        let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+        let m = Metrics::new(&cfg);
+        m.init_pair("p", &cfg.targets[1]);
+        let mut r = ProbeResult::example();
+        (r.input_tokens, r.output_tokens) = (Some(1000), Some(100));
+        m.record(&r, &cfg.targets[0]);
+        r.warmup = true;
+        m.record(&r, &cfg.targets[0]);
+        let text = String::from_utf8(m.encode()).unwrap();
+        let value = |prefix: &str| {
+            text.lines()
+                .find(|l| l.starts_with(prefix))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let tokens = "llm_canary_probe_tokens_total{direction=";
+        assert_eq!(
+            value(&format!(
+                "{tokens}\"input\",model=\"m\",probe=\"p\",target=\"t\"}}"
+            )),
+            Some(2000.0),
+            "{text}"
+        );
+        assert_eq!(
+            value(&format!(
+                "{tokens}\"output\",model=\"m\",probe=\"p\",target=\"t\"}}"
+            )),
+            Some(200.0),
+            "{text}"
+        );
+        // Twice (1000 x 2 + 100 x 10) / 1e6.
+        let cost =
+            value("llm_canary_probe_cost_total{model=\"m\",probe=\"p\",target=\"t\"}").unwrap();
+        assert!((cost - 0.006).abs() < 1e-12, "{text}");
+        // A target without a price counts tokens, from zero, and no cost.
+        assert_eq!(
+            value(&format!(
+                "{tokens}\"input\",model=\"m\",probe=\"p\",target=\"free\"}}"
+            )),
+            Some(0.0),
+            "{text}"
+        );
+        assert!(
+            !text.contains("llm_canary_probe_cost_total{model=\"m\",probe=\"p\",target=\"free\"}"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_budget_gone_over_sets_its_gauge() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(
+            dir.path().join("llm-canary.yaml"),
+            "agent: {budget: {daily: 0.01}}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 2, output: 10, currency: EUR}}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("probes/p.yaml"), "name: p\nprompt: q.txt\n").unwrap();
+        std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
+        let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+        let m = Metrics::new(&cfg);
+        let gauge = |m: &Metrics| {
+            let text = String::from_utf8(m.encode()).unwrap();
+            assert!(
+                !text.contains("period=\"monthly\""),
+                "no monthly budget: {text}"
+            );
+            text.lines()
+                .find(|l| l.starts_with("llm_canary_budget_exceeded{period=\"daily\"}"))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        };
+        assert_eq!(gauge(&m).as_deref(), Some("0"));
+        let mut r = ProbeResult::example();
+        r.started_at = jiff::Timestamp::now();
+        // 0.006 EUR a run: over 0.01 on the second.
+        (r.input_tokens, r.output_tokens) = (Some(1000), Some(400));
+        m.record(&r, &cfg.targets[0]);
+        assert_eq!(gauge(&m).as_deref(), Some("0"));
+        m.record(&r, &cfg.targets[0]);
+        assert_eq!(gauge(&m).as_deref(), Some("1"));
     }
 }

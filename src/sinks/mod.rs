@@ -2,6 +2,7 @@
 //! to a remote-write receiver), the results log, the status page's history and the incidents on it. Sinks turn
 //! results into output; nothing here measures anything.
 
+pub mod budget;
 pub mod incidents;
 pub mod metrics;
 pub mod otlp;

@@ -435,6 +435,8 @@ mod tests {
             labels: BTreeMap::from([("env".to_string(), "prod".to_string())]),
             api_key: None,
             headers: Default::default(),
+            price: None,
+            slo: None,
             priority: None,
         }
     }

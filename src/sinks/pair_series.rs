@@ -140,6 +140,12 @@ impl Values {
         self.v[usize::from(slot.0)] += 1.0;
     }
 
+    /// Adds `by` to a counter.
+    pub fn add(&mut self, slot: Slot, by: f64) {
+        self.init(slot);
+        self.v[usize::from(slot.0)] += by;
+    }
+
     pub fn set(&mut self, slot: Slot, value: f64) {
         self.init(slot);
         self.v[usize::from(slot.0)] = value;

@@ -57,6 +57,7 @@ pub fn event(kind: &str, v: &Value) -> Delta {
     match kind {
         "message_start" => {
             d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64();
+            d.input_tokens = v["message"]["usage"]["input_tokens"].as_u64();
             d.model = super::non_empty(&v["message"]["model"]);
         }
         // Its `input` here is always `{}`: the arguments follow as JSON pieces.

@@ -74,6 +74,8 @@ pub struct Delta {
     /// The server's count of output tokens so far (a total, never a piece to add up).
     pub output_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
+    /// The server's count of prompt (input) tokens.
+    pub input_tokens: Option<u64>,
     /// An error the server reported inside a successful response.
     pub error: Option<String>,
     /// The flavor's last event: nothing more will come.
@@ -196,6 +198,7 @@ fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
     let mut d = v["choices"].get(0).map(choice).unwrap_or_default();
     d.output_tokens = v["usage"]["completion_tokens"].as_u64();
     d.reasoning_tokens = v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64();
+    d.input_tokens = v["usage"]["prompt_tokens"].as_u64();
     d.server_timings = llama_timings(v);
     d.model = non_empty(&v["model"]);
     d.fingerprint = non_empty(&v["system_fingerprint"]);

@@ -61,6 +61,7 @@ pub fn event(v: &Value) -> Delta {
         d.done = true;
         d.finish_reason = Some(text_of(&v["done_reason"]).to_string()).filter(|r| !r.is_empty());
         d.output_tokens = v["eval_count"].as_u64();
+        d.input_tokens = v["prompt_eval_count"].as_u64();
         let timings: Map<String, Value> = TIMINGS
             .iter()
             .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))

@@ -58,6 +58,7 @@ pub fn event(kind: &str, v: &Value) -> Delta {
             // llama.cpp puts its own timings beside the response, as in chat.
             d.server_timings = super::llama_timings(v);
             d.output_tokens = r["usage"]["output_tokens"].as_u64();
+            d.input_tokens = r["usage"]["input_tokens"].as_u64();
             d.reasoning_tokens = r["usage"]["output_tokens_details"]["reasoning_tokens"].as_u64();
             let called = r["output"]
                 .as_array()
