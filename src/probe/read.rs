@@ -529,6 +529,7 @@ fn stream_failure(e: SseError) -> Failure {
         }
         SseError::Body(BodyError::InvalidUtf8 { .. })
         | SseError::NoEvents { .. }
+        | SseError::ForeignLine(_)
         | SseError::Syntax(_) => Outcome::MalformedStream,
     };
     fail(outcome, e.to_string())

@@ -23,6 +23,9 @@ pub(super) const HOLD: Duration = Duration::from_secs(120);
 /// How often a Messages stream pings while it stalls.
 const PING_EVERY: Duration = Duration::from_millis(250);
 
+/// What a broken proxy splices into a stream: a line of its own error page.
+const HTML_LINE: &[u8] = b"<html><body><h1>502 Bad Gateway</h1></body></html>\n";
+
 /// The token at which a stream resets, errs or stalls.
 const FAULT_AT: usize = 3;
 
@@ -318,6 +321,9 @@ impl Streamer<'_, '_> {
                         self.w.write(&gen.frame(&err)).await?;
                         self.w.finish().await?;
                         return Ok(false);
+                    }
+                    Kind::HtmlSplice => {
+                        self.send(HTML_LINE).await?;
                     }
                     Kind::Stall => offset = gen.scenario.stall,
                     _ => {}

@@ -16,6 +16,7 @@ pub enum Kind {
     Reset,
     MidStreamError,
     Malformed,
+    HtmlSplice,
     Garbage,
     Http(u16),
     Empty,
@@ -86,6 +87,11 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "malformed",
         Kind::Malformed,
         "an event that is not JSON -> malformed_stream",
+    ),
+    (
+        "html-splice",
+        Kind::HtmlSplice,
+        "an HTML error line spliced into the stream after the third token, as a broken proxy does -> malformed_stream",
     ),
     (
         "garbage",

@@ -100,6 +100,13 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
         &["malformed_stream"],
     ),
     (
+        "html-splice",
+        "html-splice",
+        "",
+        "malformed_stream",
+        &["malformed_stream"],
+    ),
+    (
         "garbage",
         "garbage",
         "",
