@@ -368,6 +368,12 @@ impl Wire {
                         "incomplete",
                         json!({"reason": "max_output_tokens"}),
                     )
+                } else if finish == crate::checks::CONTENT_FILTER {
+                    (
+                        "response.incomplete",
+                        "incomplete",
+                        json!({"reason": "content_filter"}),
+                    )
                 } else {
                     ("response.completed", "completed", Value::Null)
                 };
@@ -391,6 +397,7 @@ impl Wire {
                 let stop = match finish {
                     "length" => "max_tokens",
                     "tool_calls" => "tool_use",
+                    crate::checks::CONTENT_FILTER => "refusal",
                     _ => "end_turn",
                 };
                 let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}});
@@ -469,7 +476,7 @@ impl Wire {
             Wire::Messages => {
                 json!({"id": "msg-sim", "type": "message", "role": "assistant", "model": model,
                                      "content": [{"type": "text", "text": text}],
-                                     "stop_reason": match finish { "length" => "max_tokens", "tool_calls" => "tool_use", _ => "end_turn" },
+                                     "stop_reason": match finish { "length" => "max_tokens", "tool_calls" => "tool_use", crate::checks::CONTENT_FILTER => "refusal", _ => "end_turn" },
                                      "usage": {"input_tokens": prompt, "output_tokens": completion}})
             }
             Wire::Ollama => {
