@@ -107,6 +107,7 @@ pub enum Api {
     OpenaiResponses,
     AnthropicMessages,
     Ollama,
+    AzureOpenai,
 }
 
 impl Api {
@@ -117,6 +118,7 @@ impl Api {
             Api::OpenaiResponses => "openai-responses",
             Api::AnthropicMessages => "anthropic-messages",
             Api::Ollama => "ollama",
+            Api::AzureOpenai => "azure-openai",
         }
     }
 }
@@ -178,7 +180,7 @@ pub struct RawTarget {
     pub base_url: Spanned<String>,
     pub api: Option<Api>,
     pub server: Option<ServerKind>,
-    pub model: String,
+    pub model: Spanned<String>,
     pub labels: Option<Spanned<BTreeMap<String, String>>>,
     pub api_key_env: Option<Spanned<String>>,
     pub api_key_file: Option<Spanned<String>>,

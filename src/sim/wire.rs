@@ -83,6 +83,10 @@ impl Wire {
             "/v1/responses" => Wire::Responses,
             "/v1/messages" => Wire::Messages,
             "/api/chat" => Wire::Ollama,
+            // Azure OpenAI: chat under the deployment's own path (base URL `.../v1` here).
+            r if r.starts_with("/v1/openai/deployments/") && r.ends_with("/chat/completions") => {
+                Wire::Chat
+            }
             _ => return None,
         })
     }
