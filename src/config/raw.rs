@@ -121,6 +121,12 @@ impl Api {
             Api::AzureOpenai => "azure-openai",
         }
     }
+
+    /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
+    /// own to read, and no cache-busting field.
+    pub fn is_hosted(self) -> bool {
+        matches!(self, Api::AzureOpenai)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
