@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::outcome::Outcome;
+use crate::outcome::{HttpReason, Outcome};
 use crate::result::ProbeResult;
 use crate::sinks::metrics::{Metrics, LATENCY_BUCKETS, PREFIX, TOKEN_BUCKETS};
 
@@ -243,6 +243,19 @@ fn every_record_field_is_in_the_contract() {
         .collect();
     let gaps = differences("record field", &code, &doc);
     assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+}
+
+#[test]
+fn every_http_error_reason_is_in_the_contract_in_order() {
+    let doc: Vec<String> = rows("HTTP error reasons")
+        .iter()
+        .map(|r| first_name(r))
+        .collect();
+    let code: Vec<String> = HttpReason::ALL
+        .iter()
+        .map(|r| r.as_str().to_string())
+        .collect();
+    assert_eq!(doc, code, "the reasons differ from HttpReason::ALL");
 }
 
 #[test]

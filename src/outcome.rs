@@ -28,6 +28,7 @@ pub enum Outcome {
     // Content, added later: their rank is in CONTENT_PRECEDENCE, not here.
     FormatError,
     ToolCallError,
+    ContentFiltered,
 }
 
 impl Outcome {
@@ -46,8 +47,8 @@ impl Outcome {
 
     /// Every outcome, `ok` first, transport then content in precedence order: built from the
     /// two lists, so a new outcome is written down once.
-    pub const ALL: [Outcome; 19] = {
-        let mut all = [Outcome::Ok; 19];
+    pub const ALL: [Outcome; 20] = {
+        let mut all = [Outcome::Ok; 20];
         let mut i = 0;
         while i < Self::TRANSPORT.len() {
             all[1 + i] = Self::TRANSPORT[i];
@@ -90,6 +91,7 @@ impl Outcome {
             Outcome::ForbiddenPattern => "forbidden_pattern",
             Outcome::FormatError => "format_error",
             Outcome::ToolCallError => "tool_call_error",
+            Outcome::ContentFiltered => "content_filtered",
         }
     }
 
@@ -104,8 +106,9 @@ impl Outcome {
     /// docs/design.md's precedence of content outcomes, highest first: when several checks fail, the
     /// run's outcome is the first of them in this list. Written out, not taken from the order
     /// the variants happen to be declared in.
-    pub const CONTENT_PRECEDENCE: [Outcome; 9] = [
+    pub const CONTENT_PRECEDENCE: [Outcome; 10] = [
         Outcome::EmptyOutput,
+        Outcome::ContentFiltered,
         Outcome::Repetition,
         Outcome::Truncated,
         Outcome::FormatError,
@@ -126,6 +129,61 @@ impl Outcome {
 }
 
 impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why the server refused a run with an HTTP error status (the `reason` of an `http_error`):
+/// a fixed vocabulary, like the outcomes, so alerts can tell a quota from an outage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpReason {
+    /// 429.
+    RateLimited,
+    /// 503, 529, or an `overloaded_error` body.
+    Overloaded,
+    /// 401, 403.
+    Auth,
+    /// 404, or an unknown model.
+    NotFound,
+    /// The prompt is over the model's context window (a 400 that says so).
+    ContextLength,
+    /// Any other 4xx.
+    BadRequest,
+    /// Any other 5xx.
+    ServerError,
+}
+
+impl HttpReason {
+    pub const ALL: [HttpReason; 7] = [
+        HttpReason::RateLimited,
+        HttpReason::Overloaded,
+        HttpReason::Auth,
+        HttpReason::NotFound,
+        HttpReason::ContextLength,
+        HttpReason::BadRequest,
+        HttpReason::ServerError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpReason::RateLimited => "rate_limited",
+            HttpReason::Overloaded => "overloaded",
+            HttpReason::Auth => "auth",
+            HttpReason::NotFound => "not_found",
+            HttpReason::ContextLength => "context_length",
+            HttpReason::BadRequest => "bad_request",
+            HttpReason::ServerError => "server_error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<HttpReason> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for HttpReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -175,6 +233,31 @@ mod tests {
             Outcome::first_content_failure(&[FormatError, Truncated]),
             Truncated
         );
+        // A filtered answer is usually empty: empty_output still names it first, and
+        // content_filtered outranks what the cut left (too short, no expected text).
+        assert_eq!(
+            Outcome::first_content_failure(&[ContentFiltered, EmptyOutput]),
+            EmptyOutput
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[TooShort, PatternMismatch, ContentFiltered]),
+            ContentFiltered
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[Repetition, ContentFiltered]),
+            ContentFiltered
+        );
+    }
+
+    #[test]
+    fn reasons_round_trip_and_serialize_as_design_says() {
+        for r in HttpReason::ALL {
+            assert_eq!(HttpReason::parse(r.as_str()), Some(r));
+            assert_eq!(
+                serde_json::to_string(&r).unwrap(),
+                format!("\"{}\"", r.as_str())
+            );
+        }
     }
 
     #[test]

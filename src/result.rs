@@ -12,7 +12,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::checks::repetition;
-use crate::outcome::Outcome;
+use crate::outcome::{HttpReason, Outcome};
 pub use crate::timeline::TokensSource;
 use crate::timeline::{Figures, Timeline};
 
@@ -28,6 +28,8 @@ pub struct Measurement {
     pub outcome: Outcome,
     pub failed_checks: Vec<Outcome>,
     pub http_status: Option<u16>,
+    pub reason: Option<HttpReason>,
+    pub rate_limit: Option<BTreeMap<String, String>>,
     pub figures: Figures,
     pub output_tokens: Option<u64>,
     pub tokens_source: Option<TokensSource>,
@@ -127,6 +129,12 @@ pub struct ProbeResult {
     pub outcome: Outcome,
     pub failed_checks: Vec<Outcome>,
     pub http_status: Option<u16>,
+    /// Why an `http_error` was refused (`rate_limited`, `overloaded`, `auth` ...); `null` for
+    /// every other outcome.
+    pub reason: Option<HttpReason>,
+    /// A refused run's `Retry-After` and `x-ratelimit-*` headers, by name; `null` when it had
+    /// none.
+    pub rate_limit: Option<BTreeMap<String, String>>,
     #[serde(flatten, serialize_with = "figures")]
     pub figures: Figures,
     pub output_tokens: Option<u64>,
@@ -218,6 +226,8 @@ impl ProbeResult {
             outcome: m.outcome,
             failed_checks: m.failed_checks,
             http_status: m.http_status,
+            reason: m.reason,
+            rate_limit: m.rate_limit,
             figures: m.figures,
             output_tokens: m.output_tokens,
             tokens_source: m.tokens_source,
@@ -282,6 +292,8 @@ impl Measurement {
             outcome: Outcome::Ok,
             failed_checks: vec![],
             http_status: Some(200),
+            reason: None,
+            rate_limit: None,
             figures: Figures::default(),
             output_tokens: None,
             tokens_source: None,
@@ -334,7 +346,7 @@ mod tests {
         assert_eq!(v["confirm"], false);
         // The record's keys and their order are part of what readers see.
         let keys = "probe target model labels request_id started_at outcome success failed_checks \
-             http_status ttfb_ms ttft_ms answer_ttft_ms e2e_ms tpot_ms tokens_per_second \
+             http_status reason rate_limit ttfb_ms ttft_ms answer_ttft_ms e2e_ms tpot_ms tokens_per_second \
              itl_p50_ms itl_p99_ms itl_max_ms output_tokens tokens_source reasoning_tokens \
              finish_reason output_chars repetition_score warmup error server_timings \
              server_ttft_ms reported_model fingerprint target_changed output_sha256 \

@@ -84,6 +84,13 @@ pub(super) enum Counters {
 impl Source {
     /// Where a target's own figures should be, by its server kind; not looked at yet.
     pub(super) fn of(target: &Target, metrics_url: Option<&str>) -> anyhow::Result<Source> {
+        if target.api.is_hosted() {
+            bail!(
+                "target {:?} speaks the hosted API `{}`: hosted providers publish no server metrics or per-response timings, so calibrate has nothing of theirs to set beside ours (`once` and `gate` measure it from outside)",
+                target.name,
+                target.api.as_str()
+            );
+        }
         let url = metrics_url.map_or_else(|| format!("{}/metrics", root(target)), str::to_string);
         Ok(match target.server {
             ServerKind::Vllm => Source::Histograms { url, names: &VLLM },

@@ -39,6 +39,10 @@ pub struct CheckSpec {
     pub tool_call: Option<tool_call::Required>,
 }
 
+/// The finish reason, in OpenAI's words, of a refusal or a content-filter stop; the flavors map
+/// their own (Anthropic's `refusal`, Gemini's `SAFETY`) to it.
+pub const CONTENT_FILTER: &str = "content_filter";
+
 /// What a run generated, as the checks see it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Answer<'a> {
@@ -83,6 +87,11 @@ impl Judgement {
             Outcome::Truncated => {
                 Some("the answer was cut at max_tokens (finish reason length)".to_string())
             }
+            Outcome::ContentFiltered => Some(format!(
+                "the provider stopped the answer by its content policy (finish reason \
+                 {CONTENT_FILTER}) after {} characters",
+                self.output_chars
+            )),
             Outcome::FormatError => self.format_error.clone(),
             Outcome::ToolCallError => self.tool_call_error.clone(),
             Outcome::TooShort | Outcome::TooLong => self.length_error.clone(),
@@ -125,6 +134,11 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     let mut failed = Vec::new();
     if text.chars().all(is_invisible) && answer.tool_calls.is_empty() {
         failed.push(Outcome::EmptyOutput);
+    }
+    // Every flavor names a refusal or a content-filter stop so: the answer is the provider's
+    // policy, not the model's, whatever the other checks make of what was left.
+    if answer.finish_reason == Some(CONTENT_FILTER) {
+        failed.push(Outcome::ContentFiltered);
     }
     let repetition = spec
         .repetition
@@ -238,6 +252,29 @@ mod tests {
             show_text: true,
             ..Answer::default()
         }
+    }
+
+    #[test]
+    fn a_content_filter_stop_is_content_filtered() {
+        let v = judge(&spec(), &text("I can't help with", CONTENT_FILTER));
+        assert_eq!(v.failed[0], Outcome::ContentFiltered);
+        assert_eq!(
+            Outcome::first_content_failure(&v.failed),
+            Outcome::ContentFiltered
+        );
+        assert!(
+            v.explanation().unwrap().contains("content policy"),
+            "{:?}",
+            v.explanation()
+        );
+        // Cut with nothing said: empty_output ranks first, content_filtered is listed.
+        let v = judge(&spec(), &text("", CONTENT_FILTER));
+        assert_eq!(
+            &v.failed[..2],
+            [Outcome::EmptyOutput, Outcome::ContentFiltered]
+        );
+        let v = judge(&spec(), &text("The capital of France is Paris.", "stop"));
+        assert!(!v.failed.contains(&Outcome::ContentFiltered));
     }
 
     #[test]

@@ -329,6 +329,13 @@ fn load_tools(
 /// Why `cache_bust: auto` cannot keep a prefix cache from answering for `probe` on `t`, when
 /// it cannot: the server kind honours no cache-busting field on that API.
 fn uncached(probe: &str, t: &Target) -> Option<String> {
+    if t.api.is_hosted() {
+        return Some(format!(
+            "probe {probe:?} on target {:?}: the hosted API `{}` caches long prompts on the provider's side and offers no field to skip it, so `cache_bust: auto` sends only `Cache-Control: no-cache` (use `cache_bust: prefix` to defeat it)",
+            t.name,
+            t.api.as_str()
+        ));
+    }
     t.server.cache_bust_field(t.api).is_none().then(|| format!(
         "probe {probe:?} on target {:?}: server kind `{}` honours no cache-busting field on {}, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",
         t.name,
@@ -537,6 +544,31 @@ fn load_gate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_warns_that_a_hosted_api_cannot_bust_caches_under_auto() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["probes", "prompts"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("llm-canary.yaml"),
+            "targets:\n  - {name: az, base_url: \"https://x.openai.azure.com\", api: azure-openai, model: gpt-4o}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
+        let load = |bust: &str| {
+            let probe = format!("name: p\nprompt: q.txt\ncache_bust: {bust}\n");
+            std::fs::write(dir.path().join("probes/p.yaml"), probe).unwrap();
+            crate::config::load(&dir.path().join("llm-canary.yaml"))
+                .unwrap()
+                .warnings
+        };
+        let w = load("auto");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("hosted API `azure-openai`"), "{w:?}");
+        assert!(load("prefix").is_empty());
+    }
 
     fn timeouts(text: &str) -> Result<Timeouts, ConfigError> {
         let src = Source {

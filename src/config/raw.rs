@@ -109,6 +109,7 @@ pub enum Api {
     OpenaiResponses,
     AnthropicMessages,
     Ollama,
+    AzureOpenai,
 }
 
 impl Api {
@@ -119,7 +120,14 @@ impl Api {
             Api::OpenaiResponses => "openai-responses",
             Api::AnthropicMessages => "anthropic-messages",
             Api::Ollama => "ollama",
+            Api::AzureOpenai => "azure-openai",
         }
+    }
+
+    /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
+    /// own to read, and no cache-busting field.
+    pub fn is_hosted(self) -> bool {
+        matches!(self, Api::AzureOpenai)
     }
 }
 
@@ -180,7 +188,7 @@ pub struct RawTarget {
     pub base_url: Spanned<String>,
     pub api: Option<Api>,
     pub server: Option<ServerKind>,
-    pub model: String,
+    pub model: Spanned<String>,
     pub labels: Option<Spanned<BTreeMap<String, String>>>,
     pub api_key_env: Option<Spanned<String>>,
     pub api_key_file: Option<Spanned<String>>,

@@ -69,6 +69,16 @@ pub(super) fn load_target(
     };
     let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
     let server = t.server.unwrap_or(ServerKind::Generic);
+    let api = t.api.unwrap_or(Api::OpenaiChat);
+    if api == Api::AzureOpenai
+        && !crate::probe::flavor::azure_openai::valid_deployment(&t.model.value)
+    {
+        return Err(src.err(
+            &at.key("model"),
+            t.model.referenced,
+            format!("model {:?} is not an Azure OpenAI deployment name: api azure-openai takes the deployment's name (letters, digits, -, _ and .) as model", t.model.value),
+        ));
+    }
     let mut headers = match t.headers {
         Some(h) => configured_headers(src, &at.key("headers"), h)?,
         None => HeaderMap::new(),
@@ -80,7 +90,7 @@ pub(super) fn load_target(
         );
     }
     if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
-        let (name, value) = key_header(server, key).ok_or_else(|| {
+        let (name, value) = key_header(api, server, key).ok_or_else(|| {
             src.err(
                 &field,
                 referenced,
@@ -109,9 +119,9 @@ pub(super) fn load_target(
     Ok(Target {
         name: t.name.value,
         base_url,
-        api: t.api.unwrap_or(Api::OpenaiChat),
+        api,
         server,
-        model: t.model,
+        model: t.model.value,
         labels,
         api_key,
         headers,
@@ -175,15 +185,19 @@ fn configured_headers(
 }
 
 /// The header that carries `key`, marked sensitive: Anthropic's own API takes it in x-api-key
-/// (with a version header); every other server (vLLM and llama.cpp serving /v1/messages too)
-/// takes a bearer token. `None` when the key cannot be a header value.
-fn key_header(server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
-    let (name, value) = match server {
-        ServerKind::Anthropic => (
+/// (with a version header), Azure OpenAI in api-key; every other server (vLLM and llama.cpp
+/// serving /v1/messages too) takes a bearer token. `None` when the key cannot be a header value.
+fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
+    let (name, value) = match (api, server) {
+        (Api::AzureOpenai, _) => (
+            HeaderName::from_static("api-key"),
+            HeaderValue::from_str(key.expose()),
+        ),
+        (_, ServerKind::Anthropic) => (
             HeaderName::from_static("x-api-key"),
             HeaderValue::from_str(key.expose()),
         ),
-        _ => (
+        (_, _) => (
             reqwest::header::AUTHORIZATION,
             HeaderValue::from_str(&format!("Bearer {}", key.expose())),
         ),

@@ -4,6 +4,7 @@
 //! only knows its path, body and event shape. A run never touches metrics or output.
 
 pub mod flavor;
+pub mod http_reason;
 pub mod identity;
 pub mod read;
 pub mod request;
@@ -98,6 +99,8 @@ pub async fn run(
         outcome,
         failed_checks,
         http_status: seen.http_status,
+        reason: seen.http_reason,
+        rate_limit: seen.rate_limit,
         figures,
         output_tokens,
         tokens_source,

@@ -5,6 +5,7 @@
 //! certainly loops, reading stops and the connection is dropped, so a looping replica is not
 //! kept busy to `max_tokens`.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures_util::{Stream, StreamExt};
@@ -16,7 +17,7 @@ use super::flavor::{self, Framing, ToolCalls};
 use super::Caps;
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
-use crate::outcome::Outcome;
+use crate::outcome::{HttpReason, Outcome};
 use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
@@ -42,6 +43,10 @@ fn fail(outcome: Outcome, error: impl Into<String>) -> Failure {
 pub struct Reading {
     pub timeline: Timeline,
     pub http_status: Option<u16>,
+    /// Why the server refused the run, with an error status.
+    pub http_reason: Option<HttpReason>,
+    /// A refused run's `Retry-After` and rate-limit headers.
+    pub rate_limit: Option<BTreeMap<String, String>>,
     /// Body bytes read (headers excluded).
     pub bytes_read: usize,
     pub text: String,
@@ -193,6 +198,8 @@ pub async fn read(
         seen: Reading {
             timeline: Timeline::new(start),
             http_status: None,
+            http_reason: None,
+            rate_limit: None,
             bytes_read: 0,
             text: String::new(),
             tool_calls: ToolCalls::default(),
@@ -273,9 +280,13 @@ impl Reader {
             .trim()
             .to_ascii_lowercase();
         if !status.is_success() {
+            self.seen.rate_limit = super::http_reason::rate_limit_headers(resp.headers());
             let text = self.head(resp).await;
-            let msg = serde_json::from_str::<Value>(&text)
-                .ok()
+            let json = serde_json::from_str::<Value>(&text).ok();
+            self.seen.http_reason =
+                Some(super::http_reason::classify(status.as_u16(), json.as_ref()));
+            let msg = json
+                .as_ref()
                 .and_then(|v| {
                     v["error"]["message"]
                         .as_str()
@@ -536,6 +547,7 @@ fn stream_failure(e: SseError) -> Failure {
         }
         SseError::Body(BodyError::InvalidUtf8 { .. })
         | SseError::NoEvents { .. }
+        | SseError::ForeignLine(_)
         | SseError::Syntax(_) => Outcome::MalformedStream,
     };
     fail(outcome, e.to_string())

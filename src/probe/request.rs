@@ -77,7 +77,7 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     let (traceparent, trace_id) = trace_context();
     put(&mut headers, "traceparent", &traceparent);
     Request {
-        url: target.endpoint(flavor::path(target.api)),
+        url: target.endpoint(&flavor::path(target.api, &target.model)),
         headers,
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
         request_id,

@@ -115,6 +115,10 @@ impl Generation {
             tokens = text.chars().map(String::from).collect();
         }
         let mut finish = "stop";
+        if self.scenario.kind == Kind::ContentFilter {
+            tokens.truncate(4);
+            finish = crate::checks::CONTENT_FILTER;
+        }
         let cut = if self.scenario.kind == Kind::Truncated {
             5.min(max)
         } else {

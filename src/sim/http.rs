@@ -135,6 +135,7 @@ fn reason(status: u16) -> &'static str {
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
+        529 => "Overloaded",
         _ => "Status",
     }
 }

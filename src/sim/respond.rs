@@ -23,6 +23,9 @@ pub(super) const HOLD: Duration = Duration::from_secs(120);
 /// How often a Messages stream pings while it stalls.
 const PING_EVERY: Duration = Duration::from_millis(250);
 
+/// What a broken proxy splices into a stream: a line of its own error page.
+const HTML_LINE: &[u8] = b"<html><body><h1>502 Bad Gateway</h1></body></html>\n";
+
 /// The token at which a stream resets, errs or stalls.
 const FAULT_AT: usize = 3;
 
@@ -54,14 +57,31 @@ impl Generation {
         };
         match self.scenario.kind {
             Kind::Http(code) => {
-                let (msg, ty) = match code {
-                    429 => ("Rate limit exceeded, retry later", "rate_limit_error"),
-                    503 => ("The model is overloaded", "server_error"),
-                    _ => ("Internal server error", "server_error"),
+                let (msg, ty, code_field) = match code {
+                    400 => (
+                        "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens.",
+                        "invalid_request_error",
+                        json!("context_length_exceeded"),
+                    ),
+                    404 => (
+                        "The model does not exist or you do not have access to it.",
+                        "invalid_request_error",
+                        json!("model_not_found"),
+                    ),
+                    429 => ("Rate limit exceeded, retry later", "rate_limit_error", json!(code)),
+                    503 => ("The model is overloaded", "server_error", json!(code)),
+                    // Anthropic's shape for its own overload status.
+                    529 => {
+                        return refuse(
+                            code,
+                            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+                        )
+                    }
+                    _ => ("Internal server error", "server_error", json!(code)),
                 };
                 refuse(
                     code,
-                    json!({"error": {"message": msg, "type": ty, "code": code}}),
+                    json!({"error": {"message": msg, "type": ty, "code": code_field}}),
                 )
             }
             Kind::EchoAuth => {
@@ -92,6 +112,13 @@ impl Generation {
                 content_type,
                 body,
             } => {
+                let mut extra = extra.to_vec();
+                if status == 429 {
+                    // What OpenAI sends with it: when to come back, and what is left.
+                    extra.push(("retry-after", "2".into()));
+                    extra.push(("x-ratelimit-remaining-requests", "0".into()));
+                    extra.push(("x-ratelimit-reset-requests", "2s".into()));
+                }
                 http::respond(sock, status, content_type, &extra, &body).await?;
                 return Ok(true);
             }
@@ -318,6 +345,9 @@ impl Streamer<'_, '_> {
                         self.w.write(&gen.frame(&err)).await?;
                         self.w.finish().await?;
                         return Ok(false);
+                    }
+                    Kind::HtmlSplice => {
+                        self.send(HTML_LINE).await?;
                     }
                     Kind::Stall => offset = gen.scenario.stall,
                     _ => {}

@@ -16,9 +16,11 @@ pub enum Kind {
     Reset,
     MidStreamError,
     Malformed,
+    HtmlSplice,
     Garbage,
     Http(u16),
     Empty,
+    ContentFilter,
     Repetition,
     RepetitionZh,
     Truncated,
@@ -88,6 +90,11 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "an event that is not JSON -> malformed_stream",
     ),
     (
+        "html-splice",
+        Kind::HtmlSplice,
+        "an HTML error line spliced into the stream after the third token, as a broken proxy does -> malformed_stream",
+    ),
+    (
         "garbage",
         Kind::Garbage,
         "an HTML page with status 200 -> malformed_stream",
@@ -95,14 +102,34 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     (
         "http-429",
         Kind::Http(429),
-        "429 rate limited -> http_error",
+        "429 rate limited, with Retry-After and x-ratelimit-* headers -> http_error, reason rate_limited",
     ),
     (
         "http-500",
         Kind::Http(500),
-        "500 internal error -> http_error",
+        "500 internal error -> http_error, reason server_error",
     ),
-    ("http-503", Kind::Http(503), "503 overloaded -> http_error"),
+    ("http-503", Kind::Http(503), "503 overloaded -> http_error, reason overloaded"),
+    (
+        "http-529",
+        Kind::Http(529),
+        "529 with Anthropic's overloaded_error -> http_error, reason overloaded",
+    ),
+    (
+        "http-404",
+        Kind::Http(404),
+        "404 model_not_found -> http_error, reason not_found",
+    ),
+    (
+        "http-400",
+        Kind::Http(400),
+        "400 context_length_exceeded -> http_error, reason context_length",
+    ),
+    (
+        "content-filter",
+        Kind::ContentFilter,
+        "four tokens, then the provider's content-filter stop (finish_reason content_filter, stop_reason refusal, incomplete for content_filter) -> content_filtered",
+    ),
     (
         "empty",
         Kind::Empty,

@@ -83,6 +83,10 @@ impl Wire {
             "/v1/responses" => Wire::Responses,
             "/v1/messages" => Wire::Messages,
             "/api/chat" => Wire::Ollama,
+            // Azure OpenAI: chat under the deployment's own path (base URL `.../v1` here).
+            r if r.starts_with("/v1/openai/deployments/") && r.ends_with("/chat/completions") => {
+                Wire::Chat
+            }
             _ => return None,
         })
     }
@@ -368,6 +372,12 @@ impl Wire {
                         "incomplete",
                         json!({"reason": "max_output_tokens"}),
                     )
+                } else if finish == crate::checks::CONTENT_FILTER {
+                    (
+                        "response.incomplete",
+                        "incomplete",
+                        json!({"reason": "content_filter"}),
+                    )
                 } else {
                     ("response.completed", "completed", Value::Null)
                 };
@@ -391,6 +401,7 @@ impl Wire {
                 let stop = match finish {
                     "length" => "max_tokens",
                     "tool_calls" => "tool_use",
+                    crate::checks::CONTENT_FILTER => "refusal",
                     _ => "end_turn",
                 };
                 let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}});
@@ -469,7 +480,7 @@ impl Wire {
             Wire::Messages => {
                 json!({"id": "msg-sim", "type": "message", "role": "assistant", "model": model,
                                      "content": [{"type": "text", "text": text}],
-                                     "stop_reason": match finish { "length" => "max_tokens", "tool_calls" => "tool_use", _ => "end_turn" },
+                                     "stop_reason": match finish { "length" => "max_tokens", "tool_calls" => "tool_use", crate::checks::CONTENT_FILTER => "refusal", _ => "end_turn" },
                                      "usage": {"input_tokens": prompt, "output_tokens": completion}})
             }
             Wire::Ollama => {

@@ -13,7 +13,7 @@ use prometheus::{
 };
 
 use crate::config::{Config, Target};
-use crate::outcome::Outcome;
+use crate::outcome::{HttpReason, Outcome};
 use crate::result::ProbeResult;
 use crate::sinks::budget::{Change, Period, Spend};
 use crate::sinks::pair_series::{PairSeries, Slot};
@@ -117,6 +117,35 @@ pub struct OtlpMetrics {
 pub const DROPPED_QUEUE_FULL: &str = "queue_full";
 pub const DROPPED_REJECTED: &str = "rejected";
 
+/// The runs counter's series: one an outcome, and `http_error` once a reason.
+fn runs_label_sets() -> Vec<Vec<(&'static str, &'static str)>> {
+    let mut sets = Vec::new();
+    for o in Outcome::ALL {
+        if o == Outcome::HttpError {
+            sets.extend(
+                HttpReason::ALL.map(|r| vec![("outcome", o.as_str()), ("reason", r.as_str())]),
+            );
+        } else {
+            sets.push(vec![("outcome", o.as_str())]);
+        }
+    }
+    sets
+}
+
+/// A run's series among [`runs_label_sets`]. An `http_error` without a reason (none is made
+/// so) counts as `server_error`.
+fn runs_index(outcome: Outcome, reason: Option<HttpReason>) -> usize {
+    let (i, http) = (outcome.index(), Outcome::HttpError.index());
+    match outcome {
+        Outcome::HttpError => {
+            let r = reason.unwrap_or(HttpReason::ServerError);
+            http + HttpReason::ALL.iter().position(|x| *x == r).unwrap_or(0)
+        }
+        _ if i < http => i,
+        _ => i + HttpReason::ALL.len() - 1,
+    }
+}
+
 fn name(n: &str) -> String {
     format!("{PREFIX}{n}")
 }
@@ -163,7 +192,7 @@ impl Metrics {
         let mut b = PairSeries::builder(&pair);
         let slots = PairSlots {
             probe_success: b.gauge(name("probe_success"), "1 if the last run of this probe on this target was ok, else 0."),
-            runs: b.counter_by(name("probe_runs_total"), "Probe runs by outcome.", "outcome", Outcome::ALL.map(Outcome::as_str)),
+            runs: b.counter_by_sets(name("probe_runs_total"), "Probe runs by outcome, and an http_error's reason.", runs_label_sets()),
             tokens_per_second: b.gauge(name("output_tokens_per_second"), "Decode speed of the last run."),
             last_ttft: b.gauge(name("last_ttft_seconds"), "Time to first token of the last (non-warm-up) run."),
             last_e2e: b.gauge(name("last_e2e_seconds"), "End-to-end time of the last completed (non-warm-up) run."),
@@ -296,7 +325,7 @@ impl Metrics {
             .as_ref()
             .map(|price| price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64));
         self.pair.update(&values, |v| {
-            v.inc(s.runs.nth(r.outcome.index()));
+            v.inc(s.runs.nth(runs_index(r.outcome, r.reason)));
             v.set(s.probe_success, if r.success() { 1.0 } else { 0.0 });
             v.set(s.last_run, started);
             if r.success() {
@@ -619,6 +648,48 @@ mod tests {
     /// docs/design.md's buckets, as written there: the latency histograms start at 10 ms.
     const CONTRACT_BUCKETS: &str =
         "0.01 0.025 0.05 0.075 0.1 0.15 0.2 0.3 0.5 0.75 1 1.5 2 3 5 7.5 10 20 30 60";
+
+    #[test]
+    fn an_http_error_is_counted_by_its_reason_and_other_runs_without_one() {
+        let sets = runs_label_sets();
+        for o in Outcome::ALL {
+            for r in [None, Some(HttpReason::Auth), Some(HttpReason::Overloaded)] {
+                let set = &sets[runs_index(o, r)];
+                assert_eq!(set[0], ("outcome", o.as_str()), "{o} {r:?}");
+                match (o, r) {
+                    (Outcome::HttpError, Some(r)) => assert_eq!(set[1], ("reason", r.as_str())),
+                    (Outcome::HttpError, None) => assert_eq!(set[1].1, "server_error"),
+                    _ => assert_eq!(set.len(), 1),
+                }
+            }
+        }
+        let (_dir, cfg) = config();
+        let m = Metrics::new(&cfg);
+        let mut r = ProbeResult::example();
+        r.outcome = Outcome::HttpError;
+        r.reason = Some(HttpReason::RateLimited);
+        m.record(&r, &cfg.targets[0]);
+        r.outcome = Outcome::ContentFiltered;
+        r.reason = None;
+        m.record(&r, &cfg.targets[0]);
+        let text = String::from_utf8(m.encode()).unwrap();
+        let runs: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("llm_canary_probe_runs_total{"))
+            .collect();
+        assert_eq!(runs.len(), 2, "{text}");
+        assert!(
+            runs.iter().any(|l| l.contains("outcome=\"http_error\"")
+                && l.contains("reason=\"rate_limited\"")
+                && l.ends_with(" 1")),
+            "{runs:?}"
+        );
+        assert!(
+            runs.iter()
+                .any(|l| l.contains("outcome=\"content_filtered\"") && !l.contains("reason=")),
+            "{runs:?}"
+        );
+    }
 
     #[test]
     fn answer_ttft_is_observed_apart_and_not_for_warm_ups() {

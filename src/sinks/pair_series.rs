@@ -25,14 +25,18 @@ impl Slot {
     }
 }
 
+/// Where a series' label value comes from: the pair's values, or the family's own.
+enum LabelValue {
+    Pair(usize),
+    Fixed(String),
+}
+
 struct Family {
     desc: Desc,
-    /// The label names in the order a series carries them (sorted, as the crate's are), each
-    /// with its place among the pair's values followed by the extra label's.
-    order: Vec<(String, usize)>,
     kind: MetricType,
-    /// The extra label's values (empty: no extra label), in slot order from `first`.
-    extra: Vec<String>,
+    /// Each series' labels, sorted by name (as the crate's are), in slot order from `first`;
+    /// a family without extra labels has one series.
+    series: Vec<Vec<(String, LabelValue)>>,
     first: u8,
 }
 
@@ -44,29 +48,48 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// `extra`: each series' own labels beyond the pair's (none: one series of the pair's).
     fn add(
         &mut self,
         name: String,
         help: &'static str,
         kind: MetricType,
-        extra: Option<(&'static str, Vec<String>)>,
+        extra: Vec<Vec<(&'static str, String)>>,
     ) -> Slot {
         let first = u8::try_from(self.slots).expect("at most 64 series a pair");
-        let (label, extra) = extra.map_or((None, Vec::new()), |(l, v)| (Some(l), v));
         self.slots += extra.len().max(1);
         assert!(self.slots <= 64, "at most 64 series a pair");
-        let mut labels = self.labels.clone();
-        labels.extend(label.map(str::to_string));
-        let mut order: Vec<(String, usize)> = labels.iter().cloned().zip(0..).collect();
-        order.sort();
-        let desc = Desc::new(name, help.to_string(), labels, Default::default());
+        let mut names = self.labels.clone();
+        for (label, _) in extra.iter().flatten() {
+            if !names.iter().any(|n| n == label) {
+                names.push(label.to_string());
+            }
+        }
+        let extra = if extra.is_empty() {
+            vec![vec![]]
+        } else {
+            extra
+        };
+        let series = extra
+            .into_iter()
+            .map(|own| {
+                let mut labels: Vec<(String, LabelValue)> = own
+                    .into_iter()
+                    .map(|(l, v)| (l.to_string(), LabelValue::Fixed(v)))
+                    .collect();
+                let pair = self.labels.iter().enumerate();
+                labels.extend(pair.map(|(at, n)| (n.clone(), LabelValue::Pair(at))));
+                labels.sort_by(|a, b| a.0.cmp(&b.0));
+                labels
+            })
+            .collect();
+        let desc = Desc::new(name, help.to_string(), names, Default::default());
         if let Ok(families) = &mut self.families {
             match desc {
                 Ok(desc) => families.push(Family {
                     desc,
-                    order,
                     kind,
-                    extra,
+                    series,
                     first,
                 }),
                 Err(e) => self.families = Err(e),
@@ -76,15 +99,14 @@ impl Builder {
     }
 
     pub fn gauge(&mut self, name: String, help: &'static str) -> Slot {
-        self.add(name, help, MetricType::GAUGE, None)
+        self.add(name, help, MetricType::GAUGE, Vec::new())
     }
 
     pub fn counter(&mut self, name: String, help: &'static str) -> Slot {
-        self.add(name, help, MetricType::COUNTER, None)
+        self.add(name, help, MetricType::COUNTER, Vec::new())
     }
 
-    /// A counter with one more label, of the given values: the slot of the first value;
-    /// [`Slot::nth`] gives the others.
+    /// A counter with one series per value of one extra label (`direction`: input, output).
     pub fn counter_by(
         &mut self,
         name: String,
@@ -92,8 +114,23 @@ impl Builder {
         label: &'static str,
         values: impl IntoIterator<Item = &'static str>,
     ) -> Slot {
-        let values = values.into_iter().map(str::to_string).collect();
-        self.add(name, help, MetricType::COUNTER, Some((label, values)))
+        let sets = values.into_iter().map(|v| vec![(label, v)]).collect();
+        self.counter_by_sets(name, help, sets)
+    }
+
+    /// A counter whose series each carry their own extra labels (not all the same ones: an
+    /// `http_error` has a `reason`, other outcomes none): the slot of the first set.
+    pub fn counter_by_sets(
+        &mut self,
+        name: String,
+        help: &'static str,
+        sets: Vec<Vec<(&'static str, &'static str)>>,
+    ) -> Slot {
+        let extra = sets
+            .into_iter()
+            .map(|set| set.into_iter().map(|(l, v)| (l, v.to_string())).collect())
+            .collect();
+        self.add(name, help, MetricType::COUNTER, extra)
     }
 
     /// The collector, or the first family whose description was invalid.
@@ -212,20 +249,20 @@ impl Collector for PairFamily {
         let pairs = self.series.pairs();
         let mut metrics = Vec::new();
         for (pair, values) in pairs.iter() {
-            for i in 0..f.extra.len().max(1) {
+            for (i, own) in f.series.iter().enumerate() {
                 let slot = usize::from(f.first) + i;
                 if values.present & (1 << slot) == 0 {
                     continue;
                 }
-                let labels = f
-                    .order
+                let labels = own
                     .iter()
-                    .map(|(name, at)| {
+                    .map(|(name, from)| {
                         let mut l = LabelPair::default();
                         l.set_name(name.clone());
-                        // Past the pair's values: the extra label's.
-                        let value = pair.get(*at).unwrap_or_else(|| &f.extra[i]);
-                        l.set_value(value.clone());
+                        l.set_value(match from {
+                            LabelValue::Pair(at) => pair[*at].clone(),
+                            LabelValue::Fixed(v) => v.clone(),
+                        });
                         l
                     })
                     .collect();
@@ -270,7 +307,14 @@ mod tests {
     fn series_appear_when_made_read_their_values_and_go_with_their_pair() {
         let mut b = PairSeries::builder(&["probe", "target"]);
         let up = b.gauge("up".into(), "Up.");
-        let runs = b.counter_by("runs_total".into(), "Runs.", "outcome", ["ok", "bad"]);
+        let runs = b.counter_by_sets(
+            "runs_total".into(),
+            "Runs.",
+            vec![
+                vec![("outcome", "ok")],
+                vec![("outcome", "bad"), ("reason", "auth")],
+            ],
+        );
         let skipped = b.counter("skipped_total".into(), "Skipped.");
         let s = b.build().unwrap();
         let p = ["p".to_string(), "t".to_string()];
@@ -290,7 +334,8 @@ mod tests {
             "up{probe=\"q\",target=\"t\"} 0.5",
             "# TYPE runs_total counter",
             "runs_total{outcome=\"ok\",probe=\"p\",target=\"t\"} 0",
-            "runs_total{outcome=\"bad\",probe=\"q\",target=\"t\"} 2",
+            // Its own labels sorted in among the pair's; the other series has no `reason`.
+            "runs_total{outcome=\"bad\",probe=\"q\",reason=\"auth\",target=\"t\"} 2",
             "skipped_total{probe=\"p\",target=\"t\"} 0",
             "# HELP skipped_total Skipped.",
         ] {

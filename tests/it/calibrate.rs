@@ -83,7 +83,7 @@ async fn calibrate(cfg: &str, target: &str, extra: &[&str]) -> Run {
 }
 
 // A first token 300 ms out leaves the 5% tolerance 15 ms of room for a busy test machine.
-const TARGETS: [(&str, &str, &str); 6] = [
+const TARGETS: [(&str, &str, &str); 7] = [
     ("vllm", "healthy,ttft=300ms", "server: vllm"),
     ("vllm-skewed", "healthy,ttft=300ms,skew=0.5", "server: vllm"),
     (
@@ -98,6 +98,7 @@ const TARGETS: [(&str, &str, &str); 6] = [
         "server: llama-cpp",
     ),
     ("generic", "healthy", ""),
+    ("azure", "healthy", "api: azure-openai"),
 ];
 
 async fn setup() -> (Sim, common::TempDir, String) {
@@ -184,11 +185,20 @@ async fn honest_figures_agree_and_skewed_ones_do_not() {
     let r = calibrate(&cfg, "generic", &[]).await;
     assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("set `server:`"), "{}", r.stderr);
+    // A hosted API has none either, and says so rather than asking for a server kind.
+    let r = calibrate(&cfg, "azure", &[]).await;
+    assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("hosted providers publish no server metrics"),
+        "{}",
+        r.stderr
+    );
     let r = calibrate(&cfg, "nope", &[]).await;
     assert_eq!(r.code, Some(2));
     assert!(
         r.stderr
-            .contains("known: vllm, vllm-skewed, sglang, llama, llama-no-metrics, generic"),
+            .contains("known: vllm, vllm-skewed, sglang, llama, llama-no-metrics, generic, azure"),
         "{}",
         r.stderr
     );

@@ -35,6 +35,9 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
     ("non-stream", "non-stream", "", "ok", &[]),
     ("llama-cpp", "llama-cpp", "server: llama-cpp", "ok", &[]),
     ("http-503", "http-503", "", "http_error", &["http_error"]),
+    ("http-529", "http-529", "", "http_error", &["http_error"]),
+    ("http-404", "http-404", "", "http_error", &["http_error"]),
+    ("http-400", "http-400", "", "http_error", &["http_error"]),
     (
         "http-429",
         "http-429",
@@ -95,6 +98,13 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
     (
         "malformed",
         "malformed",
+        "",
+        "malformed_stream",
+        &["malformed_stream"],
+    ),
+    (
+        "html-splice",
+        "html-splice",
         "",
         "malformed_stream",
         &["malformed_stream"],
@@ -166,6 +176,49 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
         "forbidden_pattern",
         &["forbidden_pattern"],
     ),
+    // Ollama has no content filter: every other flavor's own words for the stop.
+    (
+        "content-filter",
+        "content-filter",
+        "server: vllm",
+        "content_filtered",
+        CONTENT_FILTERED,
+    ),
+    (
+        "content-filter-completions",
+        "content-filter",
+        "api: openai-completions",
+        "content_filtered",
+        CONTENT_FILTERED,
+    ),
+    (
+        "content-filter-responses",
+        "content-filter",
+        "api: openai-responses",
+        "content_filtered",
+        CONTENT_FILTERED,
+    ),
+    (
+        "content-filter-messages",
+        "content-filter",
+        "api: anthropic-messages",
+        "content_filtered",
+        CONTENT_FILTERED,
+    ),
+];
+
+/// A stop after four tokens: filtered, and without the fact for it.
+const CONTENT_FILTERED: &[&str] = &["content_filtered", "pattern_mismatch"];
+
+/// The reason each refusing scenario's `http_error` carries, and whether the record keeps
+/// rate-limit headers.
+const REASONS: &[(&str, &str, bool)] = &[
+    ("http-429", "rate_limited", true),
+    ("http-500", "server_error", false),
+    ("http-503", "overloaded", false),
+    ("http-529", "overloaded", false),
+    ("http-404", "not_found", false),
+    ("http-400", "context_length", false),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,6 +248,22 @@ async fn every_outcome_from_its_scenario() {
             );
         }
         assert_eq!(r.success(), r.outcome == Outcome::Ok);
+        let want = REASONS.iter().find(|x| x.0 == case.1);
+        let reason = r.reason.map(|x| x.as_str());
+        match want {
+            Some((_, reason_want, headers)) => {
+                assert_eq!(reason, Some(*reason_want), "{}", case.0);
+                assert_eq!(r.rate_limit.is_some(), *headers, "{}", case.0);
+            }
+            None => assert_eq!(reason, None, "{}: only an http_error has a reason", case.0),
+        }
+        if let Some(h) = &r.rate_limit {
+            assert_eq!(h.get("retry-after").map(String::as_str), Some("2"));
+            assert_eq!(
+                h.get("x-ratelimit-remaining-requests").map(String::as_str),
+                Some("0")
+            );
+        }
         if r.outcome.is_transport() {
             assert!(
                 r.error.is_some(),
@@ -223,13 +292,14 @@ async fn every_outcome_from_its_scenario() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_outcome_in_every_flavor() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    // All five in one config, each with every generic scenario.
+    // Every flavor in one config, each with every generic scenario.
     let flavors = [
         "openai-chat",
         "openai-completions",
         "openai-responses",
         "anthropic-messages",
         "ollama",
+        "azure-openai",
     ];
     let mut names = Vec::new();
     let mut cases = Vec::new();
@@ -277,8 +347,12 @@ async fn every_outcome_in_every_flavor() {
         "/v1/responses",
         "/v1/messages",
         "/api/chat",
+        "/v1/openai/deployments/m/chat/completions",
     ] {
-        let n = paths.iter().filter(|p| p.ends_with(tail)).count();
+        let n = paths
+            .iter()
+            .filter(|p| p.split('?').next().is_some_and(|p| p.ends_with(tail)))
+            .count();
         assert!(n >= generic - 2, "{tail}: {n} requests");
     }
 }

@@ -134,10 +134,15 @@ def ttft_alert(name, value, baseline, ratio, target="chat-7b", change=None):
                  value=value, baseline=baseline, ratio=ratio, **links(name, target))
 
 
-def failing_alert(value="0%", change=None):
+def most(reason):
+    """The alert's sentence naming the reason most of the last 10 minutes' HTTP errors had."""
+    return f" Most HTTP errors: {reason}." if reason else ""
+
+
+def failing_alert(value="0%", change=None, reason=None):
     return alert({"severity": "P0"},
                  summary="chat-7b (chat-7b-v3 1, c1) fails its probes",
-                 description=f"Only {value} of probe runs succeeded over the last 3 minutes (baseline: 100%).{changed(change)} Outcomes: {DASHBOARD}?var-target=chat-7b",
+                 description=f"Only {value} of probe runs succeeded over the last 3 minutes (baseline: 100%).{changed(change)}{most(reason)} Outcomes: {DASHBOARD}?var-target=chat-7b",
                  value=value, baseline="100%", **links("LLMCanaryTargetFailing"))
 
 
@@ -153,16 +158,24 @@ def decode_alert(change=None):
 H = 180  # three hours of minutes
 
 
-def failing_runs():
-    """Both probes of chat-7b fail from 60m to 120m (1-minute counters)."""
+def failing_runs(reason=None):
+    """Both probes of chat-7b fail from 60m to 120m (1-minute counters): unreachable, or
+    refused with HTTP errors of `reason` (one probe) beside a few of another (the other)."""
     ok = [1 if (t < 60 or t >= 120) else 0 for t in range(H)]
     bad = [0 if (t < 60 or t >= 120) else 1 for t in range(H)]
+    if reason is None:
+        failed = [counter("llm_canary_probe_runs_total", bad, outcome="connect_error"),
+                  counter("llm_canary_probe_runs_total", bad, outcome="connect_error", probe="capital-zh")]
+    else:
+        some = [b if t % 3 == 0 else 0 for t, b in enumerate(bad)]
+        rest = [b - x for b, x in zip(bad, some)]
+        failed = [counter("llm_canary_probe_runs_total", bad, outcome="http_error", reason=reason),
+                  counter("llm_canary_probe_runs_total", some, outcome="http_error", reason="server_error", probe="capital-zh"),
+                  counter("llm_canary_probe_runs_total", rest, outcome="connect_error", probe="capital-zh")]
     return [
         counter("llm_canary_probe_runs_total", ok, outcome="ok"),
-        counter("llm_canary_probe_runs_total", bad, outcome="connect_error"),
         counter("llm_canary_probe_runs_total", ok, outcome="ok", probe="capital-zh"),
-        counter("llm_canary_probe_runs_total", bad, outcome="connect_error", probe="capital-zh"),
-    ]
+    ] + failed
 
 
 def ttft_regression():
@@ -196,6 +209,36 @@ def basic():
             {"eval_time": "62m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
             {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [failing_alert()]},
             {"eval_time": "130m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": []},
+        ],
+    })
+
+    # 1b. The same failure as HTTP errors: the page names the reason most of them had.
+    tests.append({
+        "name": "target failing on HTTP errors names their reason",
+        "interval": "1m",
+        "input_series": failing_runs("rate_limited"),
+        "alert_rule_test": [
+            {"eval_time": "68m", "alertname": "LLMCanaryTargetFailing", "exp_alerts": [failing_alert(reason="rate_limited")]},
+        ],
+    })
+
+    # 1c. Answers cut by the provider's content filter are soft failures.
+    filtered = [1 if t >= 60 and t % 3 == 0 else 0 for t in range(H)]
+    tests.append({
+        "name": "content-filtered answers raise soft failures",
+        "interval": "1m",
+        "input_series": [
+            counter("llm_canary_probe_runs_total", [1 - f for f in filtered], outcome="ok"),
+            counter("llm_canary_probe_runs_total", filtered, outcome="content_filtered"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "55m", "alertname": "LLMCanarySoftFailures", "exp_alerts": []},
+            {"eval_time": "90m", "alertname": "LLMCanarySoftFailures", "exp_alerts": [alert(
+                {"severity": "P1"},
+                summary="chat-7b answers, but 40% of its answers fail the content checks",
+                description="Soft failures (empty, content filtered, repetition, truncated, JSON format, tool call, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3 1 (c1).",
+                value="40%", baseline="10% threshold",
+                **links("LLMCanarySoftFailures"))]},
         ],
     })
 
@@ -267,7 +310,7 @@ def basic():
             {"eval_time": "90m", "alertname": "LLMCanarySoftFailures", "exp_alerts": [alert(
                 {"severity": "P1"},
                 summary="chat-7b answers, but 40% of its answers fail the content checks",
-                description="Soft failures (empty, repetition, truncated, JSON format, tool call, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3 1 (c1).",
+                description="Soft failures (empty, content filtered, repetition, truncated, JSON format, tool call, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3 1 (c1).",
                 value="40%", baseline="10% threshold",
                 **links("LLMCanarySoftFailures"))]},
             {"eval_time": "90m", "alertname": "LLMCanaryStallsWithHealthyStatus", "exp_alerts": [alert(
@@ -285,7 +328,7 @@ def basic():
     def soft(target, value):
         return alert({"severity": "P1", "target": target},
                      summary=f"{target} answers, but {value} of its answers fail the content checks",
-                     description=f"Soft failures (empty, repetition, truncated, JSON format, tool call, wrong length, pattern) at {value} of runs over 10m (threshold 10%) on chat-7b-v3 1 (c1).",
+                     description=f"Soft failures (empty, content filtered, repetition, truncated, JSON format, tool call, wrong length, pattern) at {value} of runs over 10m (threshold 10%) on chat-7b-v3 1 (c1).",
                      value=value, baseline="10% threshold", **links("LLMCanarySoftFailures", target))
     tests.append({
         "name": "answers that are not the required JSON or tool call raise soft failures",
@@ -1084,7 +1127,7 @@ def bare_labels():
             {"eval_time": "90m", "alertname": "LLMCanarySoftFailures", "exp_alerts": [bare_alert(
                 {"severity": "P1"},
                 summary="chat-7b answers, but 40% of its answers fail the content checks",
-                description="Soft failures (empty, repetition, truncated, JSON format, tool call, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3.",
+                description="Soft failures (empty, content filtered, repetition, truncated, JSON format, tool call, wrong length, pattern) at 40% of runs over 10m (threshold 10%) on chat-7b-v3.",
                 value="40%", baseline="10% threshold", **links("LLMCanarySoftFailures"))]},
             {"eval_time": "90m", "alertname": "LLMCanaryStallsWithHealthyStatus", "exp_alerts": [bare_alert(
                 {"severity": "P1", "target": "chat-13b"},

@@ -45,6 +45,7 @@ fn finish_reason(stop: &str) -> String {
         "max_tokens" => "length",
         "end_turn" | "stop_sequence" => "stop",
         "tool_use" => "tool_calls",
+        "refusal" => crate::checks::CONTENT_FILTER,
         other => other,
     }
     .to_string()
@@ -159,6 +160,11 @@ mod tests {
             (Some("length"), Some(64))
         );
         assert!(event("message_stop", &json!({"type":"message_stop"})).done);
+        let d = event(
+            "message_delta",
+            &json!({"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":3}}),
+        );
+        assert_eq!(d.finish_reason.as_deref(), Some("content_filter"));
         let d = event(
             "error",
             &json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),

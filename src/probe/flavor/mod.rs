@@ -4,6 +4,7 @@
 //! caps, outcomes) lives in `probe` and is shared.
 
 pub mod anthropic_messages;
+pub mod azure_openai;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_completions;
@@ -136,14 +137,16 @@ pub enum Framing {
     Ndjson,
 }
 
-/// The path the flavor appends to the target's `base_url`.
-pub fn path(api: Api) -> &'static str {
+/// The path (and query) the flavor appends to the target's `base_url`; the hosted APIs name
+/// the model (or deployment) in it.
+pub fn path(api: Api, model: &str) -> String {
     match api {
-        Api::OpenaiChat => openai_chat::PATH,
-        Api::OpenaiCompletions => openai_completions::PATH,
-        Api::OpenaiResponses => openai_responses::PATH,
-        Api::AnthropicMessages => anthropic_messages::PATH,
-        Api::Ollama => ollama::PATH,
+        Api::OpenaiChat => openai_chat::PATH.into(),
+        Api::OpenaiCompletions => openai_completions::PATH.into(),
+        Api::OpenaiResponses => openai_responses::PATH.into(),
+        Api::AnthropicMessages => anthropic_messages::PATH.into(),
+        Api::Ollama => ollama::PATH.into(),
+        Api::AzureOpenai => azure_openai::path(model),
     }
 }
 
@@ -158,7 +161,7 @@ pub fn framing(api: Api) -> Framing {
 /// prefix), streaming on, the token limit and the temperature.
 pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     match api {
-        Api::OpenaiChat => openai_chat::body(probe, nonce),
+        Api::OpenaiChat | Api::AzureOpenai => openai_chat::body(probe, nonce),
         Api::OpenaiCompletions => openai_completions::body(probe, nonce),
         Api::OpenaiResponses => openai_responses::body(probe, nonce),
         Api::AnthropicMessages => anthropic_messages::body(probe, nonce),
@@ -169,7 +172,7 @@ pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> 
 /// What one event carried. `kind` is the SSE event name (`message` when unnamed).
 pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
     match api {
-        Api::OpenaiChat => openai_chunk(v, openai_chat::delta),
+        Api::OpenaiChat | Api::AzureOpenai => openai_chunk(v, openai_chat::delta),
         Api::OpenaiCompletions => openai_chunk(v, openai_completions::delta),
         Api::OpenaiResponses => openai_responses::event(kind, v),
         Api::AnthropicMessages => anthropic_messages::event(kind, v),

@@ -1,0 +1,208 @@
+//! Why a server refused a run: an error status, its body's error type or code, and the headers
+//! that say when to come back, read into an [`HttpReason`] and the rate-limit headers kept in
+//! the record. Each provider words the same refusal its own way; the words are listed here once.
+
+use std::collections::BTreeMap;
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::outcome::HttpReason;
+
+/// Error types and codes that mean the service is overloaded, whatever the status
+/// (Anthropic's `overloaded_error` comes with a 529).
+const OVERLOADED: &[&str] = &[
+    "overloaded_error",
+    "overloaded",
+    "ServiceUnavailableException",
+];
+
+/// Error codes and types of an unknown model or deployment.
+const NOT_FOUND: &[&str] = &[
+    "model_not_found",
+    "DeploymentNotFound",
+    "not_found_error",
+    "ResourceNotFoundException",
+    "NOT_FOUND",
+];
+
+/// Error codes of a prompt over the context window, and the phrases of those that send none:
+/// OpenAI and Azure, vLLM, Anthropic, Gemini, Bedrock.
+const CONTEXT_CODES: &[&str] = &["context_length_exceeded", "string_above_max_length"];
+const CONTEXT_PHRASES: &[&str] = &[
+    "maximum context length",
+    "context length",
+    "context window",
+    "prompt is too long",
+    "input is too long",
+    "exceeds the maximum number of tokens",
+    "too many tokens",
+];
+
+/// The reason of an error status, from the status and the body (JSON when it parses).
+pub fn classify(status: u16, body: Option<&Value>) -> HttpReason {
+    let words = body.map(error_words).unwrap_or_default();
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    if status == 429 {
+        return HttpReason::RateLimited;
+    }
+    if matches!(status, 503 | 529) || has(OVERLOADED) {
+        return HttpReason::Overloaded;
+    }
+    if matches!(status, 401 | 403) {
+        return HttpReason::Auth;
+    }
+    if status == 404 || (status < 500 && has(NOT_FOUND)) {
+        return HttpReason::NotFound;
+    }
+    if matches!(status, 400 | 413 | 422) {
+        let message = body.map(message_of).unwrap_or_default().to_lowercase();
+        if has(CONTEXT_CODES) || CONTEXT_PHRASES.iter().any(|p| message.contains(p)) {
+            return HttpReason::ContextLength;
+        }
+    }
+    if status >= 500 {
+        HttpReason::ServerError
+    } else {
+        HttpReason::BadRequest
+    }
+}
+
+/// The error's type and code fields, as each provider nests them: OpenAI's
+/// `{"error": {"type", "code"}}`, Anthropic's `{"type": "error", "error": {"type"}}`, Gemini's
+/// `{"error": {"status"}}` and Bedrock's `__type` or `{"message"}` with an `x-amzn-errortype`.
+fn error_words(v: &Value) -> Vec<String> {
+    let err = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
+    [
+        &err["type"],
+        &err["code"],
+        &err["status"],
+        &v["__type"],
+        &err["innererror"]["code"],
+    ]
+    .into_iter()
+    .filter_map(|w| match w {
+        Value::String(s) => Some(s.rsplit(['#', ':']).next().unwrap_or(s).to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+    .collect()
+}
+
+fn message_of(v: &Value) -> String {
+    v["error"]["message"]
+        .as_str()
+        .or(v["message"].as_str())
+        .or(v["Message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `Retry-After` and the `x-ratelimit-*` / `anthropic-ratelimit-*` headers, kept in the record
+/// of a rate-limited run: when the quota comes back is what its reader asks next.
+pub fn rate_limit_headers(headers: &HeaderMap) -> Option<BTreeMap<String, String>> {
+    let kept: BTreeMap<String, String> = headers
+        .iter()
+        .filter(|(name, _)| {
+            let n = name.as_str();
+            n == "retry-after"
+                || n == "retry-after-ms"
+                || n.starts_with("x-ratelimit-")
+                || n.starts_with("anthropic-ratelimit-")
+        })
+        .filter_map(|(name, value)| {
+            let v = value.to_str().ok()?;
+            Some((name.as_str().to_string(), crate::util::one_line(v, 80)))
+        })
+        .collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use HttpReason::*;
+
+    #[test]
+    fn status_body_and_provider_words() {
+        let cases: &[(u16, Value, HttpReason)] = &[
+            (
+                429,
+                json!({"error":{"type":"rate_limit_error"}}),
+                RateLimited,
+            ),
+            (503, json!({"error":{"message":"busy"}}), Overloaded),
+            (
+                529,
+                json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+                Overloaded,
+            ),
+            (
+                500,
+                json!({"type":"error","error":{"type":"overloaded_error"}}),
+                Overloaded,
+            ),
+            (401, json!({"error":{"code":"invalid_api_key"}}), Auth),
+            (403, Value::Null, Auth),
+            (
+                404,
+                json!({"error":{"code":"DeploymentNotFound"}}),
+                NotFound,
+            ),
+            (
+                400,
+                json!({"error":{"code":"model_not_found","message":"The model `x` does not exist"}}),
+                NotFound,
+            ),
+            (
+                400,
+                json!({"error":{"code":"context_length_exceeded","message":"..."}}),
+                ContextLength,
+            ),
+            (
+                400,
+                json!({"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens","type":"BadRequestError","code":400}),
+                ContextLength,
+            ),
+            (
+                400,
+                json!({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}),
+                ContextLength,
+            ),
+            (
+                400,
+                json!({"message":"Input is too long for requested model."}),
+                ContextLength,
+            ),
+            (
+                400,
+                json!({"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}),
+                BadRequest,
+            ),
+            (422, Value::Null, BadRequest),
+            (500, json!({"error":{"message":"Internal"}}), ServerError),
+            (502, Value::Null, ServerError),
+        ];
+        for (status, body, want) in cases {
+            let body = (!body.is_null()).then_some(body);
+            assert_eq!(classify(*status, body), *want, "{status} {body:?}");
+        }
+    }
+
+    #[test]
+    fn only_rate_limit_headers_are_kept() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "7".parse().unwrap());
+        h.insert("x-ratelimit-remaining-requests", "0".parse().unwrap());
+        h.insert("authorization", "Bearer secret".parse().unwrap());
+        h.insert("content-type", "application/json".parse().unwrap());
+        let kept = rate_limit_headers(&h).unwrap();
+        assert_eq!(
+            kept.keys().collect::<Vec<_>>(),
+            ["retry-after", "x-ratelimit-remaining-requests"]
+        );
+        assert_eq!(kept["retry-after"], "7");
+        assert_eq!(rate_limit_headers(&HeaderMap::new()), None);
+    }
+}
