@@ -1,4 +1,5 @@
-//! The command line (DESIGN's contract): run | once | gate | check | sim | demo.
+//! The command line (DESIGN's contract): run | once | gate | check | sim | demo | calibrate |
+//! judge.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -43,6 +44,30 @@ pub enum Command {
     /// Probe a target while reading the server's own figures; print ours beside theirs.
     /// Exit 0 when they agree within the tolerance, 1 when not.
     Calibrate(CalibrateArgs),
+    /// Run a probe's checks on given text (a file, stdin, or JSON lines of `{"id", "text"}`)
+    /// and print the verdict a run would give it; exit 0 if all ok, 1 if some failed.
+    Judge(JudgeArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct JudgeArgs {
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// The probe whose checks judge the text.
+    #[arg(long)]
+    pub probe: String,
+    /// The answer to judge, whole (default: stdin).
+    #[arg(long, conflicts_with = "jsonl")]
+    pub text_file: Option<PathBuf>,
+    /// Answers to judge, one JSON object per line: `{"id": .., "text": .., "finish_reason": ..}`
+    /// (`finish_reason` optional); one verdict per line, with its `id`.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// The finish reason the answer came with (`length` makes it truncated); default `stop`.
+    #[arg(long, default_value = "stop")]
+    pub finish_reason: String,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, Clone, clap::Args)]

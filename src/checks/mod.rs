@@ -67,6 +67,11 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// The run's content outcome: the failed check of highest precedence, or `ok`.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::first_content_failure(&self.failed)
+    }
+
     /// The sentence that explains the run's outcome (the first failed check), for the checks
     /// that have one. An answer cut by `max_tokens` is `truncated`, and says what the cut
     /// broke: the check after it (its JSON, its tool call, a missing fact).

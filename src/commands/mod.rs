@@ -6,6 +6,7 @@ mod calibrate;
 mod check;
 pub mod demo;
 mod gate;
+mod judge;
 pub mod once;
 
 use std::process::ExitCode;
@@ -45,6 +46,11 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             gate::gate(&cfg, &args, &mut out).await
+        }
+        Command::Judge(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            let mut out = std::io::stdout().lock();
+            judge::judge(&cfg, &args, &mut out)
         }
     }
 }
