@@ -24,6 +24,9 @@ use crate::outcome::Outcome;
 pub struct CheckSpec {
     pub min_chars: Option<usize>,
     pub max_chars: Option<usize>,
+    /// Most non-blank lines: an answer that runs on (a count past where it was asked to stop)
+    /// is `too_long`.
+    pub max_lines: Option<usize>,
     pub expect: Option<Regex>,
     pub forbid: Option<Regex>,
     /// `None` when the probe says `repetition: off`.
@@ -62,6 +65,8 @@ pub struct Judgement {
     /// Why the JSON, tool-call and pattern checks failed, in one sentence each.
     pub format_error: Option<String>,
     pub tool_call_error: Option<String>,
+    /// Why the answer is too long when it has more lines than `max_lines`.
+    pub lines_error: Option<String>,
     pub expect_error: Option<String>,
     pub forbid_error: Option<String>,
 }
@@ -79,6 +84,7 @@ impl Judgement {
         let sentence = |o: &Outcome| match o {
             Outcome::FormatError => self.format_error.clone(),
             Outcome::ToolCallError => self.tool_call_error.clone(),
+            Outcome::TooLong => self.lines_error.clone(),
             Outcome::PatternMismatch => self.expect_error.clone(),
             Outcome::ForbiddenPattern => self.forbid_error.clone(),
             _ => None,
@@ -135,7 +141,15 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     if spec.min_chars.is_some_and(|min| output_chars < min) {
         failed.push(Outcome::TooShort);
     }
-    if spec.max_chars.is_some_and(|max| output_chars > max) {
+    let lines = text
+        .lines()
+        .filter(|l| !l.chars().all(is_invisible))
+        .count();
+    let lines_error = spec
+        .max_lines
+        .filter(|&max| lines > max)
+        .map(|max| format!("the answer has {lines} lines, more than max_lines ({max})"));
+    if spec.max_chars.is_some_and(|max| output_chars > max) || lines_error.is_some() {
         failed.push(Outcome::TooLong);
     }
     let quoted = |t: &str, n: usize| format!("{:?}", crate::util::one_line(t, n));
@@ -183,6 +197,7 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         repetition,
         format_error,
         tool_call_error,
+        lines_error,
         expect_error,
         forbid_error,
     }
@@ -369,6 +384,34 @@ mod tests {
             v.explanation().as_deref(),
             Some("no tool call: get_weather was to be called")
         );
+    }
+
+    #[test]
+    fn a_count_past_max_lines_is_too_long_and_says_so() {
+        let s = CheckSpec {
+            max_lines: Some(10),
+            repetition: Some(Default::default()),
+            ..CheckSpec::default()
+        };
+        // Count down from ten to one: ten lines pass, blank ones do not count.
+        let right: String = (1..=10).rev().map(|n| format!("{n}\n\n")).collect();
+        assert!(judge(&s, &text(&right, "stop")).failed.is_empty());
+        // A counter that runs on is no loop to the detectors; the bound catches it.
+        let runaway: String = (10..50).map(|n| format!("{n}\n")).collect();
+        let v = judge(&s, &text(&runaway, "stop"));
+        assert_eq!(v.failed, vec![Outcome::TooLong]);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("the answer has 40 lines, more than max_lines (10)")
+        );
+        // max_chars alone says nothing of lines.
+        let chars = CheckSpec {
+            max_chars: Some(10),
+            ..CheckSpec::default()
+        };
+        let v = judge(&chars, &text(&runaway, "stop"));
+        assert_eq!(v.failed, vec![Outcome::TooLong]);
+        assert_eq!(v.explanation(), None);
     }
 
     #[test]
