@@ -40,23 +40,52 @@ fn words(template: &str) -> usize {
         + template.chars().filter(|&c| is_cjk(c)).count()
 }
 
-/// The most common line template with words in it and a number that varies, as `(lines,
-/// items)`: how many of the answer's items share it, out of how many. Lines that are identical
-/// are the item detectors' to judge; here the template's lines must differ.
+/// The numbers in `text`, in order (`1,000` is a thousand).
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !c.is_ascii_digit() && c != '.' && c != ',')
+        .filter_map(|n| n.replace(',', "").trim_matches('.').parse().ok())
+        .collect()
+}
+
+/// Whether `next` is `prev` with every number moved by the same step, and not by none: the
+/// line says nothing but a counter. A table moves its columns by steps of their own (`# km =
+/// # miles`: 1 and 0.62; `7 x # = #`: 1 and 7; squares: ever larger).
+fn counts_on(prev: &[f64], next: &[f64]) -> bool {
+    let Some(step) = next.first().zip(prev.first()).map(|(n, p)| n - p) else {
+        return false;
+    };
+    step != 0.0
+        && prev.len() == next.len()
+        && prev
+            .iter()
+            .zip(next)
+            .all(|(p, n)| (n - p - step).abs() < 1e-9)
+}
+
+/// The longest run of lines that share a template with words in it (numbers masked) while
+/// every number in them climbs by one step, as `(lines, items)`: a line said again with a
+/// counter (`Le décembre 7: 24`, `Le décembre 8: 25`...), out of the answer's items.
 pub fn template_lines(items: &[Item]) -> (usize, usize) {
-    let mut lines: HashMap<String, Vec<&str>> = HashMap::new();
+    let mut groups: HashMap<String, Vec<Vec<f64>>> = HashMap::new();
     for item in items.iter().filter(|i| !i.heading) {
         let t = template(&item.text);
         if t.contains('#') && words(&t) >= 2 {
-            lines.entry(t).or_default().push(&item.text);
+            groups.entry(t).or_default().push(numbers(&item.text));
         }
     }
-    let best = lines
+    let best = groups
         .values()
-        .map(|v| {
-            let distinct: HashSet<&&str> = v.iter().collect();
-            // Each line that repeats an earlier one exactly is left to the item detectors.
-            distinct.len()
+        .map(|lines| {
+            let (mut best, mut run) = (1, 1);
+            for pair in lines.windows(2) {
+                run = if counts_on(&pair[0], &pair[1]) {
+                    run + 1
+                } else {
+                    1
+                };
+                best = best.max(run);
+            }
+            best
         })
         .max()
         .unwrap_or(0);
@@ -167,6 +196,12 @@ mod tests {
             .map(|n| format!("Le décembre {n}: {}\n", n + 17))
             .collect();
         assert_eq!(template_lines(&lists::items(&text, false)), (13, 13));
+        // A conversion table moves its columns by steps of their own.
+        let km: String = (1..=12)
+            .map(|n| format!("{n} km = {:.2} miles\n", n as f64 * 0.621))
+            .collect();
+        assert_eq!(template_lines(&lists::items(&km, false)).0, 1);
+        assert_eq!(numbers("1,000 m is 1.5 km."), vec![1000.0, 1.5]);
         let table: String = (1..=10).map(|n| format!("7 x {n} = {}\n", 7 * n)).collect();
         assert_eq!(template_lines(&lists::items(&table, false)).0, 0);
     }
