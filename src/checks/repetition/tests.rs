@@ -392,3 +392,46 @@ fn the_records_repetition_object_is_unchanged() {
     let all = analyze(&numbered(&["Fish and chips today"; 30]), &t);
     assert_eq!(all.fired().collect::<Vec<_>>(), Detector::ALL[..4]);
 }
+
+/// The shapes exact comparison misses, each named by its rule, and the hard negatives beside
+/// them left alone.
+#[test]
+fn templates_table_rows_and_morphemes_are_found() {
+    let t = Thresholds::default();
+    let rules = |text: &str| -> Vec<&'static str> {
+        analyze(text, &t)
+            .findings
+            .iter()
+            .map(Finding::rule)
+            .collect()
+    };
+    let counter: String = (1..=13)
+        .map(|n| format!("Le décembre {n}: {}\n", n + 17))
+        .collect();
+    assert_eq!(rules(&counter), ["template_lines"]);
+    let r = analyze(&counter, &t);
+    assert_eq!(decided(&r), (Some(Detector::RecurringItems), Some(1)));
+    assert_eq!(r.measures.template_line_ratio, 1.0);
+    let planets = "The four outer planets:\n\n| Planet | Moons |\n|---|---|\n| Jupiter | 95 |\n| Saturn | 146 |\n| Uranus | 28 |\n| Neptune | 16 |\n\nThe four outer planets:\n\n| Planet | Moons |\n|---|---|\n| Jupiter | 95 |\n| Saturn | 146 |";
+    assert_eq!(rules(planets), ["table_rows"]);
+    assert_eq!(analyze(planets, &t).measures.repeated_rows, 2);
+    let salad = "中国的茶文化，是一种古老茶文化，人们喜欢喝茶文化，茶叶来自茶文化，饮茶成为茶文化，泡茶讲究茶文化，茶具体现茶文化，茶馆传承茶文化。";
+    assert!(rules(salad).contains(&"morphemes"), "{:?}", rules(salad));
+    assert_eq!(
+        analyze(salad, &t).decided().map(Finding::detector),
+        Some(Detector::Morphemes)
+    );
+    // Tables, a plan whose days differ and a poem's refrain stay healthy.
+    for healthy in [
+        (1..=12)
+            .map(|n| format!("{n} km = {:.2} miles\n", n as f64 * 0.621))
+            .collect::<String>(),
+        (1..=14)
+            .map(|n| format!("December {n}: {}\n", ["skate", "bake", "read", "sing", "knit", "walk", "cook"][n % 7]))
+            .collect(),
+        "| Planet | Moons |\n|---|---|\n| Jupiter | 95 |\n| Saturn | 146 |\n\n| Planet | AU |\n|---|---|\n| Jupiter | 5.2 |\n| Saturn | 9.5 |".into(),
+        "春风吹过山岗，\n花儿开满路旁。\n我在等你回来，\n等你回到故乡。\n\n夏雨落在池塘，\n荷叶随风摇荡。\n我在等你回来，\n等你回到故乡。\n\n秋月挂在天上，\n桂花满院飘香。\n我在等你回来，\n等你回到故乡。".into(),
+    ] {
+        assert!(rules(&healthy).is_empty(), "{healthy:?}: {:?}", rules(&healthy));
+    }
+}
