@@ -232,7 +232,12 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         .or(marks.map(|units| Tail::Marks { units }));
     let ngrams = seq_rep_4.max(late_seq_rep_4);
     let (template_lines, _) = shapes::template_lines(&items);
-    let template_line_ratio = share(template_lines, items.len());
+    // A counter needs three lines at least to be seen climbing.
+    let template_line_ratio = if template_lines >= 3 {
+        share(template_lines, items.len())
+    } else {
+        0.0
+    };
     let (repeated_rows, table_rows) = shapes::repeated_rows(&prose);
     let (clause_ending_ratio, clauses) = shapes::clause_endings(&prose);
     let findings = [
