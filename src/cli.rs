@@ -1,5 +1,5 @@
 //! The command line (docs/design.md's contract): run | once | gate | check | sim | demo |
-//! calibrate | report | mcp.
+//! calibrate | judge | report | mcp | rules.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,6 +59,9 @@ pub enum Command {
     Mcp(McpArgs),
     /// Write Prometheus recording rules and burn-rate alerts for every target's `slo:`.
     Rules(RulesArgs),
+    /// Run a probe's checks on given text (a file, stdin, or JSON lines of `{"id", "text"}`)
+    /// and print the verdict a run would give it; exit 0 if all ok, 1 if some failed.
+    Judge(JudgeArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -99,6 +102,28 @@ pub struct RulesArgs {
     /// Write the rules here instead of to stdout.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct JudgeArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// The probe whose checks judge the text.
+    #[arg(long)]
+    pub probe: String,
+    /// The answer to judge, whole (default: stdin).
+    #[arg(long, conflicts_with = "jsonl")]
+    pub text_file: Option<PathBuf>,
+    /// Answers to judge, one JSON object per line: `{"id": .., "text": .., "finish_reason": ..}`
+    /// (`finish_reason` optional); one verdict per line, with its `id`.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// The finish reason the answer came with (`length` makes it truncated); default `stop`.
+    #[arg(long, default_value = "stop")]
+    pub finish_reason: String,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -24,6 +24,9 @@ use crate::outcome::Outcome;
 pub struct CheckSpec {
     pub min_chars: Option<usize>,
     pub max_chars: Option<usize>,
+    /// Most non-blank lines: an answer that runs on (a count past where it was asked to stop)
+    /// is `too_long`.
+    pub max_lines: Option<usize>,
     pub expect: Option<Regex>,
     pub forbid: Option<Regex>,
     /// `None` when the probe says `repetition: off`.
@@ -73,6 +76,11 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// The run's content outcome: the failed check of highest precedence, or `ok`.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::first_content_failure(&self.failed)
+    }
+
     /// The sentence that explains a failed run: why its outcome (the first failed check)
     /// failed, with the detector for `repetition` (the record lists every failed check beside
     /// it). An answer cut by `max_tokens` is `truncated`, and says what the cut broke: the check
@@ -173,11 +181,21 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
             "the answer has {output_chars} characters, under min_chars {min}"
         ));
     }
-    if let Some(max) = spec.max_chars.filter(|max| output_chars > *max) {
+    let lines = text
+        .lines()
+        .filter(|l| !l.chars().all(is_invisible))
+        .count();
+    let too_many_chars = spec
+        .max_chars
+        .filter(|max| output_chars > *max)
+        .map(|max| format!("the answer has {output_chars} characters, over max_chars {max}"));
+    let too_many_lines = spec
+        .max_lines
+        .filter(|&max| lines > max)
+        .map(|max| format!("the answer has {lines} lines, more than max_lines ({max})"));
+    if let Some(why) = too_many_chars.or(too_many_lines) {
         failed.push(Outcome::TooLong);
-        length_error = Some(format!(
-            "the answer has {output_chars} characters, over max_chars {max}"
-        ));
+        length_error = Some(why);
     }
     let quoted = |t: &str, n: usize| format!("{:?}", crate::util::one_line(t, n));
     let expect_error = spec
@@ -477,6 +495,34 @@ mod tests {
             v.explanation().as_deref(),
             Some("no tool call: get_weather was to be called")
         );
+    }
+
+    #[test]
+    fn a_count_past_max_lines_is_too_long_and_says_so() {
+        let s = CheckSpec {
+            max_lines: Some(10),
+            repetition: Some(Default::default()),
+            ..CheckSpec::default()
+        };
+        // Count down from ten to one: ten lines pass, blank ones do not count.
+        let right: String = (1..=10).rev().map(|n| format!("{n}\n\n")).collect();
+        assert!(judge(&s, &text(&right, "stop")).failed.is_empty());
+        // A counter that runs on is no loop to the detectors; the bound catches it.
+        let runaway: String = (10..50).map(|n| format!("{n}\n")).collect();
+        let v = judge(&s, &text(&runaway, "stop"));
+        assert_eq!(v.failed, vec![Outcome::TooLong]);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("the answer has 40 lines, more than max_lines (10)")
+        );
+        // max_chars alone says nothing of lines.
+        let chars = CheckSpec {
+            max_chars: Some(10),
+            ..CheckSpec::default()
+        };
+        let v = judge(&chars, &text(&runaway, "stop"));
+        assert_eq!(v.failed, vec![Outcome::TooLong]);
+        assert_eq!(v.explanation(), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod check;
 mod cost;
 pub mod demo;
 mod gate;
+mod judge;
 mod mcp;
 pub mod once;
 mod p0_clock;
@@ -62,6 +63,11 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let mut out = std::io::stdout().lock();
             gate::gate(&cfg, &args, &mut out).await
+        }
+        Command::Judge(args) => {
+            let cfg = crate::config::load(&args.config)?;
+            let mut out = std::io::stdout().lock();
+            judge::judge(&cfg, &args, &mut out)
         }
         Command::Mcp(args) => {
             let cfg = crate::config::load(&args.config)?;

@@ -423,6 +423,17 @@ fn load_checks(
             ));
         }
     }
+    let max_lines = match &c.max_lines {
+        Some(s) if s.value < 1 => {
+            return Err(src.err(
+                &at.key("max_lines"),
+                s.referenced,
+                format!("max_lines must be 1 or more, found {}", s.value),
+            ))
+        }
+        Some(s) => Some(s.value as usize),
+        None => None,
+    };
     let repetition = match c.repetition.unwrap_or(raw::Repetition::Default) {
         raw::Repetition::Default => Some(Default::default()),
         raw::Repetition::Off => None,
@@ -453,6 +464,7 @@ fn load_checks(
     Ok(CheckSpec {
         min_chars,
         max_chars,
+        max_lines,
         expect: c.expect.map(|r| r.0),
         forbid: c.forbid.map(|r| r.0),
         repetition,

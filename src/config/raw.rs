@@ -243,6 +243,9 @@ pub struct RawTimeouts {
 pub struct RawChecks {
     pub min_chars: Option<Spanned<i64>>,
     pub max_chars: Option<Spanned<i64>>,
+    /// Most non-blank lines an answer may have: a count or a list that runs on past what the
+    /// prompt asked for.
+    pub max_lines: Option<Spanned<i64>>,
     pub expect: Option<Re>,
     pub forbid: Option<Re>,
     pub repetition: Option<Repetition>,

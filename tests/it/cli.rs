@@ -742,3 +742,115 @@ fn check_warns_of_targets_no_probe_can_page_within_the_p0_clock() {
         "{s}"
     );
 }
+
+/// `judge` on the shipped `capital` probe: a file, stdin and JSON lines, each verdict as a run
+/// would give it, and the exit codes of `once`.
+#[test]
+fn judge_reads_a_file_stdin_and_json_lines() {
+    use std::io::Write;
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/llm-canary.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let healthy = dir.path().join("healthy.txt");
+    std::fs::write(&healthy, "The capital of France is Paris, on the Seine.").unwrap();
+    let out = bin()
+        .args(["judge", "-c", cfg, "--probe", "capital", "--text-file"])
+        .arg(&healthy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("outcome        ok\n") && table.ends_with("1 of 1 answers ok\n"),
+        "{table}"
+    );
+
+    // Stdin, cut by max_tokens, as JSON: truncated, and the loop is found first.
+    let mut child = bin()
+        .args(["judge", "-c", cfg, "--probe", "capital", "--format", "json"])
+        .args(["--finish-reason", "length"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let looping = "Paris is the capital of France. ".repeat(12);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(looping.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "repetition", "{v}");
+    assert_eq!(
+        v["failed_checks"],
+        serde_json::json!(["repetition", "truncated"])
+    );
+    assert_eq!(v["repetition"]["detector"], "tail_loop", "{v}");
+    assert_eq!(v["output_chars"], looping.chars().count());
+    assert!(v.get("id").is_none(), "{v}");
+
+    // JSON lines: one verdict per line, in order, with its id; a line's own finish reason wins.
+    let lines = dir.path().join("answers.jsonl");
+    std::fs::write(
+        &lines,
+        concat!(
+            r#"{"id": "a", "text": "Paris is the capital of France."}"#,
+            "\n\n",
+            r#"{"id": 7, "text": "Berlin is the capital of Germany."}"#,
+            "\n",
+            r#"{"id": "c", "text": "The capital of France is Paris", "finish_reason": "length"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["judge", "-c", cfg, "--probe", "capital", "--format", "json"])
+        .arg("--jsonl")
+        .arg(&lines)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let verdicts: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<(String, String)> = verdicts
+        .iter()
+        .map(|v| (v["id"].to_string(), v["outcome"].to_string()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (r#""a""#.into(), r#""ok""#.into()),
+            ("7".into(), r#""pattern_mismatch""#.into()),
+            (r#""c""#.into(), r#""truncated""#.into()),
+        ]
+    );
+    assert_eq!(
+        verdicts[1]["error"],
+        "expect /(?i)paris/ did not match the answer (33 characters; --show-output quotes it)"
+    );
+
+    // Usage errors exit 2 with one sentence: an unknown probe, a line that is no verdict's input.
+    let out = bin()
+        .args(["judge", "-c", cfg, "--probe", "nope", "--text-file"])
+        .arg(&healthy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown probe \"nope\""));
+    std::fs::write(&lines, "{\"text\": \"no id\"}\n").unwrap();
+    let out = bin()
+        .args(["judge", "-c", cfg, "--probe", "capital", "--jsonl"])
+        .arg(&lines)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("answers.jsonl line 1"),
+        "{}",
+        text(&out.stderr)
+    );
+}

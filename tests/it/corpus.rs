@@ -1,17 +1,32 @@
 //! The degeneration detectors against a labeled corpus of real answers (SmolLM2-135M on
 //! llama.cpp's server, English and Chinese, regrown by scripts/regrow-corpus and labeled by
 //! reading) and hand-written hard negatives (code, tables, JSON, refrains, calendars). Prints
-//! precision and recall; fails below 95 % recall on degenerate answers or on any false alarm.
-//! It also measures recall with each detector left out, and fails when no real answer needs
-//! `item_cycle` (a numbered list whose items cycle while the counter climbs, or a list stuck on
-//! two items, is what only it sees), so a change that breaks it cannot pass unnoticed. It
-//! guards the corpus's size by distinct prompts, not by samples.
+//! precision and recall; fails on any false alarm, below 95 % recall on the answers the detectors
+//! were tuned on, or below what they catch today of the answers grown later on new prompts.
+//! It also measures recall with each rule left out (the detectors, with the `lines` detector's
+//! template and table shapes apart), prints precision and recall per batch (the samples a
+//! regrow wrote on one day, on new prompts, against those the rules were tuned on), and fails
+//! when no real answer needs `item_cycle` (a numbered list whose items cycle while the counter
+//! climbs, or a list stuck on two items, is what only it sees), so a change that breaks it
+//! cannot pass unnoticed. It guards the corpus's size by distinct prompts, not by samples.
 //! `cargo nextest run --test it corpus:: --no-capture` shows the figures.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use llm_canary::checks::repetition::{analyze, Detector, Thresholds};
+use llm_canary::checks::repetition::{analyze, Detector, Finding, Thresholds};
+
+/// Every rule, by the name [`Finding::rule`] gives it: the detectors, with the `lines`
+/// detector's template and table shapes apart.
+const RULES: [&str; 7] = [
+    "item_cycle",
+    "tail_loop",
+    "lines",
+    "template_lines",
+    "table_rows",
+    "ngrams",
+    "morphemes",
+];
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -24,6 +39,8 @@ struct Sample {
     text: String,
     label: Option<String>,
     reason: Option<String>,
+    /// The day a regrow wrote it; the samples without one came first, and tuned the rules.
+    batch: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,9 +73,13 @@ fn detectors_on_the_labeled_corpus() {
     let (mut tp, mut fp, mut fn_, mut tn) = (0, 0, 0, 0);
     let mut misses = Vec::new();
     let mut alarms = Vec::new();
-    // Per detector: the real degenerate answers it decided, and those it alone caught.
+    // Per rule: the real degenerate answers it decided, those it alone caught, and those it
+    // fired on at all.
     let mut decided: BTreeMap<&str, usize> = BTreeMap::new();
     let mut alone: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut fires: BTreeMap<&str, usize> = BTreeMap::new();
+    // Per batch: (tp, fp, fn, tn).
+    let mut batches: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
     for s in &samples {
         let degenerate = match s.label.as_deref() {
             Some("degenerate") => true,
@@ -72,15 +93,27 @@ fn detectors_on_the_labeled_corpus() {
         );
         let r = analyze(&s.text, &t);
         let m = &r.measures;
-        let fired: Vec<Detector> = r.fired().collect();
+        let fired: Vec<&str> = r.findings.iter().map(Finding::rule).collect();
         if degenerate && !s.source.starts_with("hand") {
             if let Some(d) = fired.first() {
-                *decided.entry(d.as_str()).or_default() += 1;
+                *decided.entry(d).or_default() += 1;
             }
             if let [d] = fired[..] {
-                alone.entry(d.as_str()).or_default().push(&s.id);
+                alone.entry(d).or_default().push(&s.id);
+            }
+            for d in &fired {
+                *fires.entry(d).or_default() += 1;
             }
         }
+        let batch = batches
+            .entry(s.batch.as_deref().unwrap_or("first"))
+            .or_default();
+        batch[match (degenerate, r.degenerate()) {
+            (true, true) => 0,
+            (false, true) => 1,
+            (true, false) => 2,
+            (false, false) => 3,
+        }] += 1;
         if std::env::var_os("CORPUS_VERBOSE").is_some() {
             println!(
                 "{:<34} {:<10} {:<5} {:?} score {:.2} tail {:?} cycle {:?} seq4 {:.4} late {:.4} recur {:.2} zip {:.4}",
@@ -147,15 +180,30 @@ fn detectors_on_the_labeled_corpus() {
         precision * 100.0,
         recall * 100.0
     );
-    // Leaving a detector out loses the degenerate answers only it caught (the hand-written
-    // samples are all healthy).
-    for d in Detector::ALL {
-        let lost = alone.get(d.as_str()).map_or(&[][..], |v| &v[..]);
+    for (batch, [tp, fp, fn_, tn]) in &batches {
+        let prompts: BTreeSet<&str> = real
+            .iter()
+            .filter(|s| s.batch.as_deref().unwrap_or("first") == *batch)
+            .filter_map(|s| s.prompt.as_deref())
+            .collect();
         println!(
-            "without {:<10} recall {:.1}% (decides {} real loops, alone on {}: {lost:?})",
-            d.as_str(),
+            "batch {batch}: {} samples on {} prompts, precision {:.1}% recall {:.1}% (tp {tp}, fp {fp}, fn {fn_}, tn {tn})",
+            tp + fp + fn_ + tn,
+            prompts.len(),
+            ratio(*tp, tp + fp) * 100.0,
+            ratio(*tp, tp + fn_) * 100.0
+        );
+    }
+    // Leaving a rule out loses the degenerate answers only it caught (the hand-written
+    // samples are all healthy). `template_lines` and `table_rows` are the `lines` detector's
+    // new shapes, measured on their own.
+    for d in RULES {
+        let lost = alone.get(d).map_or(&[][..], |v| &v[..]);
+        println!(
+            "without {d:<14} recall {:.1}% (fires on {}, decides {} real loops, alone on {}: {lost:?})",
             ratio(tp - lost.len(), tp + fn_) * 100.0,
-            decided.get(d.as_str()).copied().unwrap_or(0),
+            fires.get(d).copied().unwrap_or(0),
+            decided.get(d).copied().unwrap_or(0),
             lost.len()
         );
     }
@@ -179,12 +227,54 @@ fn detectors_on_the_labeled_corpus() {
         alarms.is_empty(),
         "false alarms on healthy answers: {alarms:#?}"
     );
-    assert!(recall >= 0.95, "recall {recall:.3} below 0.95: {misses:#?}");
+    // The bar: 95 % recall on the answers the detectors were tuned on. The answers grown later
+    // on new prompts were labelled blind and the detectors were not tuned to them: they are held
+    // to what the detectors catch of them today, so a change that loses any of it fails, while
+    // their 95 % is still open work (docs/detectors.md lists the shapes missed).
+    let [tuned_tp, _, tuned_fn, _] = batches.get("first").copied().unwrap_or_default();
+    let tuned = ratio(tuned_tp, tuned_tp + tuned_fn);
+    assert!(
+        tuned >= 0.95,
+        "recall {tuned:.3} below 0.95 on the tuned batch: {misses:#?}"
+    );
+    let [new_tp, _, new_fn, _] = batches
+        .iter()
+        .filter(|(b, _)| **b != "first")
+        .fold([0; 4], |acc, (_, c)| [acc[0] + c[0], 0, acc[2] + c[2], 0]);
+    let held_out = ratio(new_tp, new_tp + new_fn);
+    println!(
+        "held-out answers: recall {:.1}% ({new_tp} of {})",
+        held_out * 100.0,
+        new_tp + new_fn
+    );
+    assert!(
+        held_out >= 0.66,
+        "recall {held_out:.3} on the held-out answers fell below the 66 % they measure today: {misses:#?}"
+    );
+    assert!(
+        recall >= 0.80,
+        "recall {recall:.3} below 0.80 overall: {misses:#?}"
+    );
     // item_cycle must decide on real answers, and be the only detector to see some of them:
     // otherwise a change that breaks it would pass here unnoticed.
     assert!(
         decided.get("item_cycle").is_some_and(|&n| n >= 1)
             && alone.get("item_cycle").is_some_and(|v| !v.is_empty()),
         "no real degenerate answer needs item_cycle: {decided:?} {alone:?}"
+    );
+    // A rule for a shape exact comparison misses fires on three real loops at least: no rule
+    // stands on a single sample. `template_lines` has no real loop in the corpus yet (its
+    // hand-written texts are in src/checks/repetition/): it is held to no false alarm here.
+    for rule in ["table_rows", "morphemes"] {
+        let n = fires.get(rule).copied().unwrap_or(0);
+        assert!(n >= 3, "{rule} fires on {n} real loops, fewer than three");
+    }
+    assert_eq!(
+        RULES
+            .iter()
+            .filter(|r| Detector::ALL.iter().any(|d| d.as_str() == **r))
+            .count(),
+        Detector::ALL.len(),
+        "every detector is a rule"
     );
 }

@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 mod report;
+mod shapes;
 
 use super::lists::{self, Item};
 pub use super::units::units;
@@ -172,6 +173,9 @@ fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
         .map(|c| (2, c))
 }
 
+/// The share of an answer's lines one template must make up to be a loop: most of them.
+const TEMPLATE_SHARE: f64 = 2.0 / 3.0;
+
 /// How far into a third saying a long passage must be to count as a loop.
 const PASSAGE_RESTART: usize = 4;
 
@@ -227,29 +231,60 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         .map(|(period, _, units)| Tail::Repeated { period, units })
         .or(marks.map(|units| Tail::Marks { units }));
     let ngrams = seq_rep_4.max(late_seq_rep_4);
+    let (template_lines, _) = shapes::template_lines(&items);
+    // A counter needs three lines at least to be seen climbing.
+    let template_line_ratio = if template_lines >= 3 {
+        share(template_lines, items.len())
+    } else {
+        0.0
+    };
+    let (repeated_rows, table_rows) = shapes::repeated_rows(&prose);
+    let (clause_ending_ratio, clauses) = shapes::clause_endings(&prose);
     let findings = [
         cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
         tail.map(Finding::TailLoop),
         (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
             ratio: recurring_item_ratio,
         }),
+        // A template said on twice as many lines as a list needs to cycle, and on most of them.
+        (template_lines >= 2 * t.list_min_items && template_line_ratio >= TEMPLATE_SHARE)
+            .then_some(Finding::TemplateLines {
+                lines: template_lines,
+                items: items.len(),
+            }),
+        (repeated_rows >= 1).then_some(Finding::RepeatedRows {
+            repeated: repeated_rows,
+            rows: table_rows,
+        }),
         (long_enough && ngrams - compression_ratio >= t.ngram_margin).then_some(Finding::Ngrams {
             seq_rep_4: ngrams,
             compression_ratio,
         }),
+        (clauses >= shapes::MIN_CLAUSES && clause_ending_ratio >= t.recurring_item_ratio)
+            .then_some(Finding::ClauseEndings {
+                ratio: clause_ending_ratio,
+                clauses,
+            }),
     ];
+    let fired = |f: &Option<Finding>, v: f64| if f.is_some() { v } else { 0.0 };
     Report {
         measures: Measures {
             score: share(tail.map_or(0, Tail::units), n)
                 .max(share(cycle.map_or(0, |(_, c)| c), items.len()))
                 .max(seq_rep_4)
-                .max(recurring_item_ratio),
+                .max(recurring_item_ratio)
+                .max(fired(&findings[3], template_line_ratio))
+                .max(fired(&findings[4], share(repeated_rows, table_rows)))
+                .max(fired(&findings[6], clause_ending_ratio)),
             units: n,
             items: items.len(),
             seq_rep_4,
             late_seq_rep_4,
             recurring_item_ratio,
             compression_ratio,
+            template_line_ratio,
+            repeated_rows,
+            clause_ending_ratio,
         },
         findings: findings.into_iter().flatten().collect(),
     }

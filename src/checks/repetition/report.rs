@@ -21,15 +21,18 @@ pub enum Detector {
     RecurringItems,
     /// Repeated 4-grams, corroborated by compression.
     Ngrams,
+    /// Chinese clauses that keep ending in one unit of two to four characters.
+    Morphemes,
 }
 
 impl Detector {
     /// Every detector, in the order they are asked: the first that fires decides.
-    pub const ALL: [Detector; 4] = [
+    pub const ALL: [Detector; 5] = [
         Detector::ItemCycle,
         Detector::TailLoop,
         Detector::RecurringItems,
         Detector::Ngrams,
+        Detector::Morphemes,
     ];
 
     /// Its name, as the result record spells it.
@@ -39,6 +42,7 @@ impl Detector {
             Detector::TailLoop => "tail_loop",
             Detector::RecurringItems => "lines",
             Detector::Ngrams => "ngrams",
+            Detector::Morphemes => "morphemes",
         }
     }
 }
@@ -74,6 +78,23 @@ pub enum Finding {
     RecurringItems {
         ratio: f64,
     },
+    /// One line template (numbers masked) on `lines` of the answer's `items` lines, each line
+    /// different: the counter climbs while the line is said again (`lines` detector).
+    TemplateLines {
+        lines: usize,
+        items: usize,
+    },
+    /// Table rows that say again what an earlier row said: a block of rows come back, or one
+    /// row twice (`lines` detector).
+    RepeatedRows {
+        repeated: usize,
+        rows: usize,
+    },
+    /// This share of Chinese clauses end in the same unit of two to four characters.
+    ClauseEndings {
+        ratio: f64,
+        clauses: usize,
+    },
     /// seq-rep-4 (of the whole prose or its second half, the higher) beside the compression
     /// ratio it exceeded by the margin.
     Ngrams {
@@ -88,7 +109,21 @@ impl Finding {
             Finding::ItemCycle { .. } => Detector::ItemCycle,
             Finding::TailLoop(_) => Detector::TailLoop,
             Finding::RecurringItems { .. } => Detector::RecurringItems,
+            Finding::TemplateLines { .. } | Finding::RepeatedRows { .. } => {
+                Detector::RecurringItems
+            }
             Finding::Ngrams { .. } => Detector::Ngrams,
+            Finding::ClauseEndings { .. } => Detector::Morphemes,
+        }
+    }
+
+    /// The rule that found it: a detector's name, or for the `lines` detector's new shapes
+    /// their own (`template_lines`, `table_rows`), so each can be measured on its own.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Finding::TemplateLines { .. } => "template_lines",
+            Finding::RepeatedRows { .. } => "table_rows",
+            f => f.detector().as_str(),
         }
     }
 
@@ -98,6 +133,7 @@ impl Finding {
         match *self {
             Finding::ItemCycle { period, items } => Some((period, items / period)),
             Finding::TailLoop(Tail::Repeated { period, units }) => Some((period, units / period)),
+            Finding::TemplateLines { lines, .. } => Some((1, lines)),
             _ => None,
         }
     }
@@ -128,6 +164,16 @@ impl Finding {
                 "{:.0}% of the list items come back again and again",
                 ratio * 100.0
             ),
+            Finding::TemplateLines { lines, items } => {
+                format!("one line template, numbers aside, on {lines} of {items} lines")
+            }
+            Finding::RepeatedRows { repeated, rows } => {
+                format!("{repeated} of {rows} table rows say again what an earlier row said")
+            }
+            Finding::ClauseEndings { ratio, clauses } => format!(
+                "{:.0}% of {clauses} Chinese clauses end in the same word",
+                ratio * 100.0
+            ),
             Finding::Ngrams {
                 seq_rep_4,
                 compression_ratio,
@@ -156,6 +202,13 @@ pub struct Measures {
     /// section.
     pub recurring_item_ratio: f64,
     pub compression_ratio: f64,
+    /// The share of lines that share the most common template with its numbers masked.
+    pub template_line_ratio: f64,
+    /// Table rows that repeat an earlier row (header rows aside).
+    pub repeated_rows: usize,
+    /// The share of Chinese clauses that end in the most common unit of two to four
+    /// characters.
+    pub clause_ending_ratio: f64,
 }
 
 /// What the detectors measured and found, kept in the result so an on-call engineer sees why.
@@ -224,6 +277,9 @@ impl Serialize for Report {
             late_seq_rep_4: f64,
             recurring_item_ratio: f64,
             compression_ratio: f64,
+            template_line_ratio: f64,
+            repeated_rows: usize,
+            clause_ending_ratio: f64,
         }
         let m = &self.measures;
         let decided = self.decided().and_then(Finding::period);
@@ -248,6 +304,9 @@ impl Serialize for Report {
             late_seq_rep_4: m.late_seq_rep_4,
             recurring_item_ratio: m.recurring_item_ratio,
             compression_ratio: m.compression_ratio,
+            template_line_ratio: m.template_line_ratio,
+            repeated_rows: m.repeated_rows,
+            clause_ending_ratio: m.clause_ending_ratio,
         }
         .serialize(s)
     }

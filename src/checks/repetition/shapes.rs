@@ -1,0 +1,226 @@
+//! Loops that hide from exact comparison: a line template said again and again with its
+//! numbers climbing, the same rows coming back in a Markdown table, and Chinese clauses that
+//! keep ending in one morpheme. Pure functions over the answer's items and prose.
+
+use std::collections::{HashMap, HashSet};
+
+use super::super::lists::Item;
+use super::super::units::is_cjk;
+
+/// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
+/// their numbers share a template.
+fn template(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !c.is_ascii_digit() && !('０'..='９').contains(&c) {
+            out.push(c);
+            continue;
+        }
+        while let Some(&d) = chars.peek() {
+            let digit = d.is_ascii_digit() || ('０'..='９').contains(&d);
+            if digit || matches!(d, '.' | ',') {
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        out.push('#');
+    }
+    out
+}
+
+/// What a template says besides its numbers: words of two letters or more, and CJK characters.
+/// `7 x # = #` and `| # | # |` say nothing: a table of figures, not a line said again.
+fn words(template: &str) -> usize {
+    template
+        .split(|c: char| !c.is_alphabetic() || is_cjk(c))
+        .filter(|w| w.chars().count() >= 2)
+        .count()
+        + template.chars().filter(|&c| is_cjk(c)).count()
+}
+
+/// The numbers in `text`, in order (`1,000` is a thousand).
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(|c: char| !c.is_ascii_digit() && c != '.' && c != ',')
+        .filter_map(|n| n.replace(',', "").trim_matches('.').parse().ok())
+        .collect()
+}
+
+/// Whether `next` is `prev` with every number moved by the same step, and not by none: the
+/// line says nothing but a counter. A table moves its columns by steps of their own (`# km =
+/// # miles`: 1 and 0.62; `7 x # = #`: 1 and 7; squares: ever larger).
+fn counts_on(prev: &[f64], next: &[f64]) -> bool {
+    let Some(step) = next.first().zip(prev.first()).map(|(n, p)| n - p) else {
+        return false;
+    };
+    step != 0.0
+        && prev.len() == next.len()
+        && prev
+            .iter()
+            .zip(next)
+            .all(|(p, n)| (n - p - step).abs() < 1e-9)
+}
+
+/// The longest run of lines that share a template with words in it (numbers masked) while
+/// every number in them climbs by one step, as `(lines, items)`: a line said again with a
+/// counter (`Le décembre 7: 24`, `Le décembre 8: 25`...), out of the answer's items.
+pub fn template_lines(items: &[Item]) -> (usize, usize) {
+    let mut groups: HashMap<String, Vec<Vec<f64>>> = HashMap::new();
+    for item in items.iter().filter(|i| !i.heading) {
+        let t = template(&item.text);
+        if t.contains('#') && words(&t) >= 2 {
+            groups.entry(t).or_default().push(numbers(&item.text));
+        }
+    }
+    let best = groups
+        .values()
+        .map(|lines| {
+            let (mut best, mut run) = (1, 1);
+            for pair in lines.windows(2) {
+                run = if counts_on(&pair[0], &pair[1]) {
+                    run + 1
+                } else {
+                    1
+                };
+                best = best.max(run);
+            }
+            best
+        })
+        .max()
+        .unwrap_or(0);
+    (best, items.len())
+}
+
+/// Rows of the Markdown tables in `prose` that say again what an earlier row said, as
+/// `(repeated, rows)`. Header rows (the line above a `|---|` rule) are left out: two tables
+/// may share a header. Rows of figures and marks alone repeat by nature (`| Yes | Yes |`), so
+/// a row counts only with a word in it that is not a cell of its own elsewhere.
+pub fn repeated_rows(prose: &str) -> (usize, usize) {
+    let lines: Vec<&str> = prose.lines().map(str::trim).collect();
+    let is_row = |l: &str| l.starts_with('|') && l.matches('|').count() >= 2;
+    let is_rule = |l: &str| is_row(l) && !l.chars().any(char::is_alphanumeric);
+    let mut seen = HashSet::new();
+    let (mut repeated, mut rows) = (0, 0);
+    for (i, l) in lines.iter().enumerate() {
+        let header = lines.get(i + 1).is_some_and(|n| is_rule(n));
+        if !is_row(l) || is_rule(l) || header {
+            continue;
+        }
+        rows += 1;
+        let cells: Vec<String> = l
+            .trim_matches('|')
+            .split('|')
+            .map(|c| {
+                c.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase()
+            })
+            .collect();
+        let worded = cells.iter().any(|c| words(&template(c)) >= 1);
+        if !seen.insert(cells) && worded {
+            repeated += 1;
+        }
+    }
+    (repeated, rows)
+}
+
+/// The fewest Chinese clauses whose endings say anything about a loop.
+pub const MIN_CLAUSES: usize = 8;
+
+/// Characters that bind clauses rather than say something: a unit made of them recurs in any
+/// Chinese text.
+const FUNCTION: &str =
+    "的了是在和与及或也就都而着过之其这那个们吗呢吧啊把被从对为以于有我你他她它不一";
+
+/// Chinese clauses (between punctuation marks and line ends), as their CJK characters, when the
+/// text is mostly Chinese.
+fn clauses(prose: &str) -> Vec<Vec<char>> {
+    prose
+        .split(|c: char| !is_cjk(c) && !c.is_alphanumeric() && c != ' ')
+        .map(|c| c.chars().filter(|&c| is_cjk(c)).collect::<Vec<_>>())
+        .filter(|c| c.len() >= 2)
+        .collect()
+}
+
+/// How Chinese clauses end: the share of them that end in the most common unit of two to four
+/// characters (none of them function characters), as `(share, clauses)`; 0 below
+/// [`MIN_CLAUSES`] clauses, too few to say. A model babbling
+/// around one morpheme (`茶文化`, `系统`) ends clause after clause in it; a poem's rhymes share
+/// a final character, its refrain a line in a stanza, not most of its lines.
+pub fn clause_endings(prose: &str) -> (f64, usize) {
+    let clauses = clauses(prose);
+    if clauses.len() < MIN_CLAUSES {
+        return (0.0, 0);
+    }
+    let mut counts: HashMap<&[char], usize> = HashMap::new();
+    for c in &clauses {
+        // One count per clause: the longest ending it shares is found through the shorter ones.
+        for n in 2..=4.min(c.len()) {
+            let end = &c[c.len() - n..];
+            if end.iter().any(|ch| FUNCTION.contains(*ch)) {
+                break;
+            }
+            // A clause that is no more than the unit is a list item (`北京大学`, `清华大学`):
+            // a shared suffix there is a category, not a loop.
+            if c.len() > n + 2 {
+                *counts.entry(end).or_default() += 1;
+            }
+        }
+    }
+    let best = counts.values().copied().max().unwrap_or(0);
+    (best as f64 / clauses.len() as f64, clauses.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::lists;
+    use super::*;
+
+    #[test]
+    fn templates_mask_numbers() {
+        assert_eq!(template("le décembre 12: 29"), "le décembre #: #");
+        assert_eq!(
+            template("1 km = 0.62 miles, 1,000 m"),
+            "# km = # miles, # m"
+        );
+        assert_eq!(words("# x # = #"), 0);
+        assert_eq!(words("en especie #, la mesa"), 4);
+        assert_eq!(words("第#天：学习"), 4);
+    }
+
+    #[test]
+    fn template_lines_count_distinct_lines() {
+        let text: String = (1..=13)
+            .map(|n| format!("Le décembre {n}: {}\n", n + 17))
+            .collect();
+        assert_eq!(template_lines(&lists::items(&text, false)), (13, 13));
+        // A conversion table moves its columns by steps of their own.
+        let km: String = (1..=12)
+            .map(|n| format!("{n} km = {:.2} miles\n", n as f64 * 0.621))
+            .collect();
+        assert_eq!(template_lines(&lists::items(&km, false)).0, 1);
+        assert_eq!(numbers("1,000 m is 1.5 km."), vec![1000.0, 1.5]);
+        let table: String = (1..=10).map(|n| format!("7 x {n} = {}\n", 7 * n)).collect();
+        assert_eq!(template_lines(&lists::items(&table, false)).0, 0);
+    }
+
+    #[test]
+    fn repeated_rows_skip_headers_and_figures() {
+        let planets = "| Planet | Moons |\n|---|---|\n| Jupiter | 95 |\n| Saturn | 146 |\n\n| Planet | Moons |\n|---|---|\n| Jupiter | 95 |\n| Saturn | 146 |";
+        assert_eq!(repeated_rows(planets), (2, 4));
+        let figures = "| a | b |\n|---|---|\n| 1 | 2 |\n| 1 | 2 |";
+        assert_eq!(repeated_rows(figures), (0, 2));
+    }
+
+    #[test]
+    fn clause_endings_find_the_morpheme() {
+        let salad = "中国的茶文化，是一种古老茶文化，人们喜欢喝茶文化，茶叶来自茶文化，饮茶成为茶文化，泡茶讲究茶文化，茶具体现茶文化，茶馆传承茶文化。";
+        let (share, n) = clause_endings(salad);
+        assert_eq!(n, 8);
+        assert!(share > 0.8, "{share}");
+        let list = "北京大学、清华大学、复旦大学、南京大学、浙江大学、武汉大学";
+        assert_eq!(clause_endings(list).0, 0.0);
+    }
+}
