@@ -278,7 +278,7 @@ pub fn generate(cfg: &Config) -> Option<String> {
 /// A window as a PromQL range: whole days as `30d`, else seconds.
 fn window_name(d: std::time::Duration) -> String {
     let secs = d.as_secs();
-    if secs % 86_400 == 0 {
+    if secs.is_multiple_of(86_400) {
         format!("{}d", secs / 86_400)
     } else {
         format!("{secs}s")
