@@ -7,7 +7,7 @@ use llm_canary::checks::{self, repetition, CheckSpec};
 
 fuzz_target!(|text: &str| {
     let r = repetition::analyze(text, &repetition::Thresholds::default());
-    assert!((0.0..=1.0).contains(&r.score), "{r:?}");
+    assert!((0.0..=1.0).contains(&r.measures.score), "{r:?}");
     let spec = CheckSpec {
         min_chars: Some(3),
         max_chars: Some(100),
