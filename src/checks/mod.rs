@@ -515,14 +515,17 @@ mod tests {
             v.explanation().as_deref(),
             Some("the answer has 40 lines, more than max_lines (10)")
         );
-        // max_chars alone says nothing of lines.
+        // max_chars alone says nothing of lines: its sentence counts characters.
         let chars = CheckSpec {
             max_chars: Some(10),
             ..CheckSpec::default()
         };
         let v = judge(&chars, &text(&runaway, "stop"));
         assert_eq!(v.failed, vec![Outcome::TooLong]);
-        assert_eq!(v.explanation(), None);
+        assert_eq!(
+            v.explanation().as_deref(),
+            Some("the answer has 120 characters, over max_chars 10")
+        );
     }
 
     #[test]
