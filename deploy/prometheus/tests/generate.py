@@ -641,7 +641,7 @@ def down_alert(seconds, target="chat-7b", change=None):
     ago = f"{seconds // 60}m {seconds % 60}s"
     return alert({"severity": "P0", "target": target},
                  summary=f"{target} (chat-7b-v3 1, c1) is down: no probe succeeded for {ago}",
-                 description=f"No probe run on {target} succeeded for {ago} (limit 3m), and its last runs failed.{changed(change)} Outcomes: {DASHBOARD}?var-target={target}",
+                 description=f"No probe run on {target} succeeded for {ago}, and its last runs failed: a scheduled run and its confirmations, or (without confirmations) runs for 3m.{changed(change)} Outcomes: {DASHBOARD}?var-target={target}",
                  value=f"{ago} without success", baseline="3m", **links("LLMCanaryTargetDown", target))
 
 
