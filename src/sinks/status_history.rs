@@ -33,6 +33,15 @@ use crate::sinks::results_log::log_files;
 use crate::sinks::state::Recent;
 use crate::util::clip;
 
+#[path = "status_history_days.rs"]
+mod days;
+#[path = "status_history_slots.rs"]
+mod slots;
+
+use days::{Daily, OpenDay};
+pub use days::{Day, PairDays};
+use slots::{Counts, Fine, LogScale, Reservoir, Ring};
+
 pub const FINE_SECONDS: i64 = 300;
 pub const FINE_SLOTS: usize = 288;
 pub const COARSE_SECONDS: i64 = 3600;
@@ -115,137 +124,6 @@ impl From<&ProbeResult> for Run {
     }
 }
 
-/// A positive figure on a log scale in 16 bits (0 = none): 0.03% steps from `MIN` to `MAX`,
-/// far finer than any figure is shown.
-struct LogScale;
-
-impl LogScale {
-    const MIN: f64 = 1e-3;
-    const MAX: f64 = 1e7;
-
-    fn encode(v: Option<f64>) -> u16 {
-        match v {
-            Some(v) if v.is_finite() && v > 0.0 => {
-                let v = v.clamp(Self::MIN, Self::MAX);
-                let x = (v / Self::MIN).ln() / (Self::MAX / Self::MIN).ln();
-                1 + (x * 65534.0).round() as u16
-            }
-            _ => 0,
-        }
-    }
-
-    fn decode(c: u16) -> Option<f64> {
-        (c > 0).then(|| Self::MIN * (Self::MAX / Self::MIN).powf(f64::from(c - 1) / 65534.0))
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    runs: u16,
-    failed: u16,
-    maintenance: u16,
-}
-
-impl Counts {
-    fn add(&mut self, run: &Run) {
-        if run.maintenance {
-            self.maintenance = self.maintenance.saturating_add(1);
-        } else {
-            self.runs = self.runs.saturating_add(1);
-            self.failed = self.failed.saturating_add(u16::from(!run.success));
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Fine {
-    counts: Counts,
-    ttft_p50: u16,
-    ttft_p95: u16,
-    tps: u16,
-}
-
-/// `N` slots of consecutive bucket numbers ending at `head`.
-#[derive(Debug)]
-struct Ring<T, const N: usize> {
-    slots: [T; N],
-    head: Option<i64>,
-}
-
-impl<T: Copy + Default, const N: usize> Ring<T, N> {
-    fn new() -> Self {
-        Ring {
-            slots: [T::default(); N],
-            head: None,
-        }
-    }
-
-    fn index(b: i64) -> usize {
-        b.rem_euclid(N as i64) as usize
-    }
-
-    /// The slot of bucket `b`, moving the ring forward (and clearing what it passes) when `b`
-    /// is newer than the head; `None` when `b` is older than the ring holds.
-    fn slot_mut(&mut self, b: i64) -> Option<&mut T> {
-        match self.head {
-            Some(h) if b < h - (N as i64 - 1) => return None,
-            Some(h) if b > h => {
-                for x in (h + 1).max(b - N as i64 + 1)..=b {
-                    self.slots[Self::index(x)] = T::default();
-                }
-                self.head = Some(b);
-            }
-            Some(_) => {}
-            None => {
-                self.head = Some(b);
-            }
-        }
-        Some(&mut self.slots[Self::index(b)])
-    }
-
-    /// Bucket `b`'s slot, empty when the ring does not hold it.
-    fn get(&self, b: i64) -> T {
-        match self.head {
-            Some(h) if b <= h && b > h - N as i64 => self.slots[Self::index(b)],
-            _ => T::default(),
-        }
-    }
-}
-
-/// A uniform sample of at most `N` figures (all of them while there are no more than `N`), kept
-/// on the log scale: it orders them as their values do, in half the bytes.
-#[derive(Debug, Default)]
-struct Reservoir<const N: usize> {
-    seen: u32,
-    v: Vec<u16>,
-}
-
-impl<const N: usize> Reservoir<N> {
-    fn add(&mut self, x: f64) {
-        let x = LogScale::encode(Some(x));
-        self.seen += 1;
-        if self.v.len() < N {
-            self.v.push(x);
-        } else {
-            // Reservoir sampling keeps a uniform sample of every figure seen.
-            let i = fastrand::usize(..self.seen as usize);
-            if i < N {
-                self.v[i] = x;
-            }
-        }
-    }
-
-    /// Nearest-rank quantiles of the sample, encoded.
-    fn quantiles<const K: usize>(&self, qs: [f64; K]) -> [u16; K] {
-        let mut v = self.v.clone();
-        v.sort_unstable();
-        qs.map(|q| {
-            let rank = ((q * v.len() as f64).ceil() as usize).max(1);
-            v.get(rank - 1).copied().unwrap_or(0)
-        })
-    }
-}
-
 /// TTFT counts unless the run was a warm-up; decode speed when finite.
 fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
     (
@@ -289,36 +167,6 @@ impl Open {
         let [p50, p95] = self.ttft.quantiles([0.5, 0.95]);
         let tps = (self.tps_n > 0).then(|| self.tps_sum / f64::from(self.tps_n));
         (p50, p95, LogScale::encode(tps))
-    }
-}
-
-/// One UTC day of a pair: runs, failures and maintenance runs, TTFT p50 and p95 (warm-ups left
-/// out) and the decode speed's median. 20 bytes.
-#[derive(Debug, Clone, Copy, Default)]
-struct Daily {
-    runs: u32,
-    failed: u32,
-    maintenance: u32,
-    ttft_p50: u16,
-    ttft_p95: u16,
-    tps_p50: u16,
-}
-
-/// The day still filling: its samples, from which its slot's figures are redone on each run.
-#[derive(Debug)]
-struct OpenDay {
-    day: i64,
-    ttft: Reservoir<DAY_SAMPLES>,
-    tps: Reservoir<DAY_SAMPLES>,
-}
-
-impl OpenDay {
-    fn starting(day: i64) -> OpenDay {
-        OpenDay {
-            day,
-            ttft: Reservoir::default(),
-            tps: Reservoir::default(),
-        }
     }
 }
 
@@ -426,77 +274,6 @@ impl PairHistory {
             self.failures.push_back(Failure::of(run));
         }
     }
-}
-
-impl PairHistory {
-    /// Counts the run in its day, and redoes the day's figures while it is the open one (runs
-    /// older than the week still come in here while the log is replayed).
-    fn add_day(&mut self, run: &Run) {
-        let d = run.started_at.as_second().div_euclid(DAY_SECONDS);
-        let Some(slot) = self.daily.slot_mut(d) else {
-            return;
-        };
-        if run.maintenance {
-            slot.maintenance = slot.maintenance.saturating_add(1);
-        } else {
-            slot.runs = slot.runs.saturating_add(1);
-            slot.failed = slot.failed.saturating_add(u32::from(!run.success));
-        }
-        if d > self.open_day.day {
-            self.open_day = OpenDay::starting(d);
-        }
-        if d == self.open_day.day {
-            let (ttft, tps) = figures_of(run);
-            let o = &mut self.open_day;
-            ttft.inspect(|t| o.ttft.add(*t));
-            tps.inspect(|t| o.tps.add(*t));
-            [slot.ttft_p50, slot.ttft_p95] = o.ttft.quantiles([0.5, 0.95]);
-            [slot.tps_p50] = o.tps.quantiles([0.5]);
-        }
-    }
-
-    fn days(&self, probe: &str, now: Timestamp) -> PairDays {
-        let today = now.as_second().div_euclid(DAY_SECONDS);
-        let first = today - DAYS as i64 + 1;
-        PairDays {
-            probe: probe.to_string(),
-            start: Timestamp::from_second(first * DAY_SECONDS).unwrap_or_default(),
-            days: (first..=today)
-                .map(|d| {
-                    let s = self.daily.get(d);
-                    Day {
-                        tally: Tally {
-                            runs: s.runs,
-                            failed: s.failed,
-                            maintenance: s.maintenance,
-                        },
-                        ttft_p50_ms: tenth(s.ttft_p50),
-                        ttft_p95_ms: tenth(s.ttft_p95),
-                        tokens_per_second_p50: tenth(s.tps_p50),
-                    }
-                })
-                .collect(),
-        }
-    }
-}
-
-/// One UTC day of a pair, decoded.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct Day {
-    #[serde(flatten)]
-    pub tally: Tally,
-    pub ttft_p50_ms: Option<f32>,
-    pub ttft_p95_ms: Option<f32>,
-    pub tokens_per_second_p50: Option<f32>,
-}
-
-/// A pair's last `DAYS` UTC days, oldest first, today last.
-#[derive(Debug, Clone)]
-pub struct PairDays {
-    pub probe: String,
-    /// Midnight (UTC) of the first day.
-    pub start: Timestamp,
-    pub days: Vec<Day>,
 }
 
 /// Runs, failures and maintenance runs over a span.
