@@ -82,17 +82,20 @@ pub(super) fn url(
     what: &str,
 ) -> Result<String, ConfigError> {
     let text = url.value.trim().trim_end_matches('/').to_string();
-    match reqwest::Url::parse(&text) {
-        Ok(u)
-            if matches!(u.scheme(), "http" | "https")
-                && u.host().is_some()
-                && u.username().is_empty()
-                && u.password().is_none() =>
-        {
-            Ok(text)
-        }
-        _ => Err(src.err(&at.key("url"), url.referenced, bad_url(what, &url.value))),
+    match plain_http_url(&text) {
+        true => Ok(text),
+        false => Err(src.err(&at.key("url"), url.referenced, bad_url(what, &url.value))),
     }
+}
+
+/// An http(s) URL with a host and no credentials in it: what every output may send to.
+pub(super) fn plain_http_url(text: &str) -> bool {
+    reqwest::Url::parse(text).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.host().is_some()
+            && u.username().is_empty()
+            && u.password().is_none()
+    })
 }
 
 /// Why an output's `url` is refused. A URL holding credentials is not echoed: they are

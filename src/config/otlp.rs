@@ -88,13 +88,7 @@ pub(super) fn load(
     base: &Path,
 ) -> Result<OtlpSettings, ConfigError> {
     let endpoint = r.endpoint.value.trim().trim_end_matches('/').to_string();
-    let ok = reqwest::Url::parse(&endpoint).is_ok_and(|u| {
-        matches!(u.scheme(), "http" | "https")
-            && u.host().is_some()
-            && u.username().is_empty()
-            && u.password().is_none()
-    });
-    if !ok {
+    if !auth::plain_http_url(&endpoint) {
         // Not echoed: a URL with credentials in it holds a secret.
         return Err(src.err(
             &at.key("endpoint"),
