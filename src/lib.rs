@@ -73,7 +73,7 @@ pub mod schedule;
 pub(crate) mod secret;
 pub mod sim;
 pub mod sinks;
-pub mod slo_rules;
+pub(crate) mod slo_rules;
 pub mod stream;
 pub mod summary;
 pub mod timeline;

@@ -178,6 +178,7 @@ impl HttpReason {
         }
     }
 
+    #[cfg(test)]
     pub fn parse(s: &str) -> Option<HttpReason> {
         Self::ALL.into_iter().find(|r| r.as_str() == s)
     }

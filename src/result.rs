@@ -56,12 +56,6 @@ pub struct Measurement {
     pub timeline: Option<Timeline>,
 }
 
-impl Measurement {
-    pub fn success(&self) -> bool {
-        self.outcome == Outcome::Ok
-    }
-}
-
 /// How a run stands beside the runs before it, and the window it fell in: what the runner and
 /// its caller know, and the run itself cannot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 pub use super::sample::{value, values, Sample};
 use crate::config::gate::{Figure, Op, Relative, Slo};
-use crate::outcome::Outcome;
+
 use crate::timeline::nearest_rank;
 
 const RESAMPLES: usize = 2000;
@@ -344,11 +344,6 @@ pub fn skip_relative(rel: &Relative, cand: &[&Sample]) -> LimitReport {
             rel.name, rel.text
         ),
     }
-}
-
-/// Outcome names for counting, for tests and reports.
-pub fn outcome_count(samples: &[&Sample], o: Outcome) -> usize {
-    samples.iter().filter(|s| s.outcome == o.as_str()).count()
 }
 
 #[cfg(test)]

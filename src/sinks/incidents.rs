@@ -167,11 +167,6 @@ impl Incidents {
         out.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(a.id.cmp(&b.id)));
         out
     }
-
-    /// The open incident of each target that has one.
-    pub fn open(&self) -> impl Iterator<Item = &Incident> {
-        self.list.iter().filter(|i| i.is_open())
-    }
 }
 
 fn seconds(d: SignedDuration) -> i64 {
