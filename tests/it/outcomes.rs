@@ -205,6 +205,13 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
         "content_filtered",
         CONTENT_FILTERED,
     ),
+    (
+        "content-filter-gemini",
+        "content-filter",
+        "api: gemini",
+        "content_filtered",
+        CONTENT_FILTERED,
+    ),
 ];
 
 /// A stop after four tokens: filtered, and without the fact for it.
@@ -300,6 +307,7 @@ async fn every_outcome_in_every_flavor() {
         "anthropic-messages",
         "ollama",
         "azure-openai",
+        "gemini",
     ];
     let mut names = Vec::new();
     let mut cases = Vec::new();
@@ -348,6 +356,7 @@ async fn every_outcome_in_every_flavor() {
         "/v1/messages",
         "/api/chat",
         "/v1/openai/deployments/m/chat/completions",
+        "/v1/models/m:streamGenerateContent",
     ] {
         let n = paths
             .iter()
