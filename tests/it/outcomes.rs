@@ -397,7 +397,7 @@ async fn reasoning_timing_and_token_counts_in_every_flavor() {
         // cumulative count must not be added to it.
         assert_eq!(r.output_tokens, Some(r.content_chunks as u64), "{}", t.name);
         let reasoning = match t.name.as_str() {
-            "openai-chat" | "openai-responses" => Some(8),
+            "openai-chat" | "openai-responses" | "gemini" => Some(8),
             _ => None,
         };
         assert_eq!(r.reasoning_tokens, reasoning, "{}", t.name);
