@@ -234,3 +234,42 @@ async fn refusals_in_googles_words_carry_their_reason() {
         .all(|s| s.path.contains(":streamGenerateContent")));
     assert!(seen.iter().all(|s| s.body.get("model").is_none()));
 }
+
+/// A hosted API: `check` warns that `cache_bust: auto` cannot skip Gemini's own prompt cache
+/// (and not under `prefix`), and `calibrate` says there are no server figures to read.
+#[test]
+fn check_warns_of_the_providers_cache_and_calibrate_has_nothing_to_read() {
+    let dir = common::TempDir::new("gemini-hosted");
+    let agent = "targets:\n  - {name: g, base_url: \"https://generativelanguage.googleapis.com/v1beta\", api: gemini, model: gemini-2.5-flash}\n";
+    let cmd = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .args(args)
+            .arg("-c")
+            .arg(dir.path().join("llm-canary.yaml"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let warning = "the hosted API `gemini` caches long prompts on the provider's side";
+    for (bust, warned) in [("auto", true), ("prefix", false)] {
+        dir.write(&[
+            ("llm-canary.yaml", agent),
+            (
+                "probes/p.yaml",
+                &format!("name: p\nprompt: q.txt\ncache_bust: {bust}\n"),
+            ),
+            ("prompts/q.txt", "What is the capital of France?"),
+        ]);
+        let (code, text) = cmd(&["check"]);
+        assert_eq!(code, Some(0), "{text}");
+        assert_eq!(text.contains(warning), warned, "{bust}: {text}");
+    }
+    let (code, text) = cmd(&["calibrate", "--target", "g"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("speaks the hosted API `gemini`: hosted providers publish no server metrics"),
+        "{text}"
+    );
+}
