@@ -258,7 +258,11 @@ async fn completion(
         stream: wire.stream(&body),
         include_usage: wire.sends_usage(&body),
         request_id: request_id.clone(),
-        authorization: req.header("authorization").map(str::to_string),
+        // The credential header a leaky proxy would echo: a bearer token, or Gemini's key.
+        authorization: req
+            .header("authorization")
+            .or_else(|| req.header("x-goog-api-key"))
+            .map(str::to_string),
         cache: found.hit(),
         t0,
     };

@@ -273,3 +273,54 @@ fn check_warns_of_the_providers_cache_and_calibrate_has_nothing_to_read() {
         "{text}"
     );
 }
+
+/// The key travels in `x-goog-api-key` and nowhere else: not in the URL, the record, the table
+/// or the trace-level log, even when a leaky proxy echoes it back in an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_never_appears() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let extra = "api: gemini, api_key_file: key.txt";
+    let targets = [("echo", "echo-auth", extra), ("ok", "healthy", extra)];
+    let dir = common::TempDir::new("gemini-key");
+    dir.write(&[
+        ("llm-canary.yaml", &common::agent_yaml(&sim, &targets)),
+        ("key.txt", KEY),
+        ("probes/p.yaml", common::PROBE),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let cfg = dir.path().join("llm-canary.yaml");
+    for format in ["json", "table"] {
+        let cfg = cfg.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+                .args(["--log-level", "trace", "once", "--show-output", "--format"])
+                .arg(format)
+                .arg("-c")
+                .arg(cfg)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{o}{e}");
+        assert!(
+            !o.contains(KEY) && !e.contains(KEY),
+            "key leaked:\n{o}\n{e}"
+        );
+        assert!(
+            o.contains("invalid credentials: ***"),
+            "the echoed key is redacted: {o}"
+        );
+    }
+    // The sim did receive it, in its header only, so the redaction above was real.
+    let seen = sim.seen();
+    assert_eq!(seen.len(), 4, "one request per target and format");
+    for s in &seen {
+        assert_eq!(s.header("x-goog-api-key"), Some(KEY));
+        assert!(!s.path.contains(KEY) && s.header("authorization").is_none());
+    }
+}
