@@ -133,7 +133,7 @@ pub fn event(v: &Value) -> Delta {
         usage["thoughtsTokenCount"].as_u64(),
     );
     if answer.is_some() || thoughts.is_some() {
-        d.output_tokens = Some(answer.unwrap_or(0) + thoughts.unwrap_or(0));
+        d.output_tokens = Some(answer.unwrap_or(0).saturating_add(thoughts.unwrap_or(0)));
     }
     d.reasoning_tokens = thoughts;
     d.input_tokens = usage["promptTokenCount"].as_u64();
@@ -309,6 +309,11 @@ mod tests {
             (d.input_tokens, d.output_tokens, d.reasoning_tokens),
             (Some(10), Some(588), Some(540))
         );
+        // A hostile server's counts do not overflow.
+        let d = event(
+            &json!({"usageMetadata":{"candidatesTokenCount":u64::MAX,"thoughtsTokenCount":1}}),
+        );
+        assert_eq!(d.output_tokens, Some(u64::MAX));
         // Before the first answer token, only the prompt is counted: no output count yet.
         let d = event(&json!({"usageMetadata":{"promptTokenCount":7,"totalTokenCount":7}}));
         assert_eq!((d.input_tokens, d.output_tokens), (Some(7), None));
