@@ -152,8 +152,8 @@ pub fn path(api: Api, model: &str) -> String {
     }
 }
 
-/// Whether the body names the model: not where the path does and the provider takes no
-/// `model` field beside it.
+/// Whether the body names the model: in every flavor but Gemini's, whose path names it (its
+/// request has no `model` field of its own to carry it beside).
 pub fn model_in_body(api: Api) -> bool {
     !matches!(api, Api::Gemini)
 }
