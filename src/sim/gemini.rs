@@ -143,7 +143,13 @@ pub fn refusal(status: u16, model: &str) -> Option<Value> {
         ),
         _ => return None,
     };
-    Some(json!({"error": {"code": status, "message": message, "status": word}}))
+    let mut body = json!({"error": {"code": status, "message": message, "status": word}});
+    if status == 429 {
+        // When to come back: in the body, as Google sends it, not in a header.
+        body["error"]["details"] =
+            json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2s"}]);
+    }
+    Some(body)
 }
 
 #[cfg(test)]

@@ -224,6 +224,8 @@ async fn refusals_in_googles_words_carry_their_reason() {
         let r = runner.run_one(&cfg.probes[0], t).await;
         assert_eq!(r.outcome, Outcome::HttpError, "{scenario}");
         assert_eq!(r.reason.map(|x| x.as_str()), Some(reason), "{scenario}");
+        let delay = r.rate_limit.as_ref().and_then(|h| h.get("retryDelay"));
+        assert_eq!(delay.is_some(), scenario == "http-429", "{scenario}");
         // The sentence is Google's message.
         let error = r.error.unwrap_or_default();
         assert!(!error.contains("\"status\""), "{scenario}: {error}");
