@@ -214,8 +214,9 @@ fn configured_headers(
 }
 
 /// The header that carries `key`, marked sensitive: Anthropic's own API takes it in x-api-key
-/// (with a version header), Azure OpenAI in api-key, Gemini in x-goog-api-key; every other server (vLLM and llama.cpp
-/// serving /v1/messages too) takes a bearer token. `None` when the key cannot be a header value.
+/// (with a version header), Azure OpenAI in api-key, Gemini in x-goog-api-key (never its URL's
+/// `?key=`, which logs would keep); every other server (vLLM and llama.cpp serving
+/// /v1/messages too) takes a bearer token. `None` when the key cannot be a header value.
 fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
     let (name, value) = match (api, server) {
         (Api::AzureOpenai, _) => (

@@ -1,7 +1,8 @@
 //! How the simulated replica speaks each API flavor: the same scripted answer framed as OpenAI
-//! chat or completions chunks, OpenAI Responses events, Anthropic Messages events, or Ollama's
-//! NDJSON lines — each with its own opening, deltas (answer, reasoning and tool-call
-//! arguments), finish, usage, end marker and in-stream error, as the real servers send them.
+//! chat or completions chunks, OpenAI Responses events, Anthropic Messages events, Gemini's
+//! responses (their shapes in `super::gemini`), or Ollama's NDJSON lines — each with its own
+//! opening, deltas (answer, reasoning and tool-call arguments), finish, usage, end marker and
+//! in-stream error, as the real servers send them.
 
 use serde_json::{json, Value};
 
