@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&ev) {
             let _ = llm_canary::probe::flavor::openai_chat::delta(&v["choices"][0]);
             let _ = llm_canary::probe::flavor::openai_completions::delta(&v["choices"][0]);
+            let _ = llm_canary::probe::flavor::gemini::event(&v);
         }
     }
 });

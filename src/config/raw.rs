@@ -110,6 +110,7 @@ pub enum Api {
     AnthropicMessages,
     Ollama,
     AzureOpenai,
+    Gemini,
 }
 
 impl Api {
@@ -121,13 +122,14 @@ impl Api {
             Api::AnthropicMessages => "anthropic-messages",
             Api::Ollama => "ollama",
             Api::AzureOpenai => "azure-openai",
+            Api::Gemini => "gemini",
         }
     }
 
     /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
     /// own to read, and no cache-busting field.
     pub fn is_hosted(self) -> bool {
-        matches!(self, Api::AzureOpenai)
+        matches!(self, Api::AzureOpenai | Api::Gemini)
     }
 }
 

@@ -79,6 +79,9 @@ pub(super) fn load_target(
             format!("model {:?} is not an Azure OpenAI deployment name: api azure-openai takes the deployment's name (letters, digits, -, _ and .) as model", t.model.value),
         ));
     }
+    if api == Api::Gemini {
+        check_gemini(src, at, &t.model, &base_url, t.base_url.referenced)?;
+    }
     let mut headers = match t.headers {
         Some(h) => configured_headers(src, &at.key("headers"), h)?,
         None => HeaderMap::new(),
@@ -129,6 +132,32 @@ pub(super) fn load_target(
         slo,
         price,
     })
+}
+
+/// A Gemini target: its model is one path segment, and its base URL names the API version the
+/// flavor's `/models/...` path hangs under.
+fn check_gemini(
+    src: &Source,
+    at: &FieldPath,
+    model: &Spanned<String>,
+    base_url: &reqwest::Url,
+    url_at: serde_saphyr::Location,
+) -> Result<(), ConfigError> {
+    if !crate::probe::flavor::gemini::valid_model(&model.value) {
+        return Err(src.err(
+            &at.key("model"),
+            model.referenced,
+            format!("model {:?} is not a Gemini model id: api gemini takes the id alone (letters, digits, -, _ and .), such as gemini-2.5-flash, without models/", model.value),
+        ));
+    }
+    if base_url.path().trim_end_matches('/').is_empty() {
+        return Err(src.err(
+            &at.key("base_url"),
+            url_at,
+            format!("base_url {:?} names no API version: api gemini appends /models/MODEL:streamGenerateContent to it, so end it in the version, such as https://generativelanguage.googleapis.com/v1beta", base_url.as_str().trim_end_matches('/')),
+        ));
+    }
+    Ok(())
 }
 
 /// An http(s) URL with a host and no credentials, without its trailing `/`.
@@ -185,12 +214,17 @@ fn configured_headers(
 }
 
 /// The header that carries `key`, marked sensitive: Anthropic's own API takes it in x-api-key
-/// (with a version header), Azure OpenAI in api-key; every other server (vLLM and llama.cpp
-/// serving /v1/messages too) takes a bearer token. `None` when the key cannot be a header value.
+/// (with a version header), Azure OpenAI in api-key, Gemini in x-goog-api-key (never its URL's
+/// `?key=`, which logs would keep); every other server (vLLM and llama.cpp serving
+/// /v1/messages too) takes a bearer token. `None` when the key cannot be a header value.
 fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
     let (name, value) = match (api, server) {
         (Api::AzureOpenai, _) => (
             HeaderName::from_static("api-key"),
+            HeaderValue::from_str(key.expose()),
+        ),
+        (Api::Gemini, _) => (
+            HeaderName::from_static("x-goog-api-key"),
             HeaderValue::from_str(key.expose()),
         ),
         (_, ServerKind::Anthropic) => (

@@ -15,7 +15,12 @@ const OVERLOADED: &[&str] = &[
     "overloaded_error",
     "overloaded",
     "ServiceUnavailableException",
+    "UNAVAILABLE",
 ];
+
+/// Error statuses and reasons of a refused key, whatever the status (Gemini answers a key it
+/// does not know with a 400 `INVALID_ARGUMENT` whose reason is `API_KEY_INVALID`).
+const AUTH: &[&str] = &["API_KEY_INVALID", "PERMISSION_DENIED", "UNAUTHENTICATED"];
 
 /// Error codes and types of an unknown model or deployment.
 const NOT_FOUND: &[&str] = &[
@@ -49,7 +54,7 @@ pub fn classify(status: u16, body: Option<&Value>) -> HttpReason {
     if matches!(status, 503 | 529) || has(OVERLOADED) {
         return HttpReason::Overloaded;
     }
-    if matches!(status, 401 | 403) {
+    if matches!(status, 401 | 403) || (status < 500 && has(AUTH)) {
         return HttpReason::Auth;
     }
     if status == 404 || (status < 500 && has(NOT_FOUND)) {
@@ -70,9 +75,11 @@ pub fn classify(status: u16, body: Option<&Value>) -> HttpReason {
 
 /// The error's type and code fields, as each provider nests them: OpenAI's
 /// `{"error": {"type", "code"}}`, Anthropic's `{"type": "error", "error": {"type"}}`, Gemini's
-/// `{"error": {"status"}}` and Bedrock's `__type` or `{"message"}` with an `x-amzn-errortype`.
+/// `{"error": {"status", "details": [{"reason"}]}}` and Bedrock's `__type` or `{"message"}`
+/// with an `x-amzn-errortype`.
 fn error_words(v: &Value) -> Vec<String> {
     let err = v.get("error").filter(|e| e.is_object()).unwrap_or(v);
+    let details = err["details"].as_array().into_iter().flatten();
     [
         &err["type"],
         &err["code"],
@@ -81,6 +88,7 @@ fn error_words(v: &Value) -> Vec<String> {
         &err["innererror"]["code"],
     ]
     .into_iter()
+    .chain(details.map(|d| &d["reason"]))
     .filter_map(|w| match w {
         Value::String(s) => Some(s.rsplit(['#', ':']).next().unwrap_or(s).to_string()),
         Value::Number(n) => Some(n.to_string()),
@@ -116,6 +124,16 @@ pub fn rate_limit_headers(headers: &HeaderMap) -> Option<BTreeMap<String, String
         })
         .collect();
     (!kept.is_empty()).then_some(kept)
+}
+
+/// Gemini's `RetryInfo.retryDelay` (`"38s"`) from a refused run's body: Google says when to
+/// come back there, and in no header.
+pub fn retry_delay(body: &Value) -> Option<String> {
+    body["error"]["details"]
+        .as_array()?
+        .iter()
+        .find_map(|d| d["retryDelay"].as_str())
+        .map(|d| crate::util::one_line(d, 80))
 }
 
 #[cfg(test)]
@@ -181,6 +199,42 @@ mod tests {
                 BadRequest,
             ),
             (422, Value::Null, BadRequest),
+            // Gemini's bodies, as its API and SDK test data show them.
+            (
+                429,
+                json!({"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}),
+                RateLimited,
+            ),
+            (
+                503,
+                json!({"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}),
+                Overloaded,
+            ),
+            (
+                400,
+                json!({"error":{"code":400,"message":"The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}),
+                ContextLength,
+            ),
+            (
+                400,
+                json!({"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}),
+                Auth,
+            ),
+            (
+                403,
+                json!({"error":{"code":403,"message":"Method doesn't allow unregistered callers","status":"PERMISSION_DENIED"}}),
+                Auth,
+            ),
+            (
+                404,
+                json!({"error":{"code":404,"message":"models/gemini-5.0-flash is not found for API version v1","status":"NOT_FOUND"}}),
+                NotFound,
+            ),
+            (
+                500,
+                json!({"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}),
+                ServerError,
+            ),
             (500, json!({"error":{"message":"Internal"}}), ServerError),
             (502, Value::Null, ServerError),
         ];
@@ -204,5 +258,14 @@ mod tests {
         );
         assert_eq!(kept["retry-after"], "7");
         assert_eq!(rate_limit_headers(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn geminis_retry_delay_from_the_body() {
+        let body = json!({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
+            {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+            {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"38s"}]}});
+        assert_eq!(retry_delay(&body).as_deref(), Some("38s"));
+        assert_eq!(retry_delay(&json!({"error":{"code":429}})), None);
     }
 }

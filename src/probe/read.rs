@@ -285,6 +285,10 @@ impl Reader {
             let json = serde_json::from_str::<Value>(&text).ok();
             self.seen.http_reason =
                 Some(super::http_reason::classify(status.as_u16(), json.as_ref()));
+            if let Some(delay) = json.as_ref().and_then(super::http_reason::retry_delay) {
+                let kept = self.seen.rate_limit.get_or_insert_with(BTreeMap::new);
+                kept.insert("retryDelay".into(), delay);
+            }
             let msg = json
                 .as_ref()
                 .and_then(|v| {

@@ -52,7 +52,9 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
         _ => None,
     };
     let mut body = flavor::body(target.api, probe, nonce.as_deref());
-    body.insert("model".into(), json!(target.model));
+    if flavor::model_in_body(target.api) {
+        body.insert("model".into(), json!(target.model));
+    }
     if let Some(p) = target.priority {
         body.insert("priority".into(), json!(p));
     }

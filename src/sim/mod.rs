@@ -10,11 +10,13 @@
 //! - `cache`: the HTTP and prefix caches a canary must defeat;
 //! - `generate`: the answer each scenario gives; `respond`: how it is written, by a plan
 //!   chosen before the first byte, and its faults;
+//! - [`wire`]: each flavor's framing of an answer, and `gemini`: Gemini's shapes of it;
 //! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
 mod cache;
+mod gemini;
 mod generate;
 pub mod http;
 mod metrics;
@@ -200,7 +202,7 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     );
     let _ = writeln!(
         out,
-        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, and Ollama's /api/chat (its base_url has no /v1)"
+        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, Gemini's /v1beta/models/<model>:streamGenerateContent (base_url .../v1beta, or .../v1), and Ollama's /api/chat (its base_url has no /v1)"
     );
     let _ = writeln!(out, "{}", canned_answers());
     let t = crate::config::Timeouts::default();

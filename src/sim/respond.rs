@@ -57,6 +57,9 @@ impl Generation {
         };
         match self.scenario.kind {
             Kind::Http(code) => {
+                if let Some(body) = self.wire.refusal(code, &self.model) {
+                    return refuse(code, body);
+                }
                 let (msg, ty, code_field) = match code {
                     400 => (
                         "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens.",

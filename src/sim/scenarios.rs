@@ -231,7 +231,7 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     (
         "echo-auth",
         Kind::EchoAuth,
-        "401 whose body echoes the Authorization header (a leaky proxy) -> http_error",
+        "401 whose body echoes the Authorization (or Gemini's x-goog-api-key) header, as a leaky proxy does -> http_error",
     ),
     (
         "repetition-list",

@@ -94,7 +94,9 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         Route::Models => models(sock, scenario).await?,
         Route::Tags => tags(sock, scenario).await?,
         Route::Requests => requests(sock, st).await?,
-        Route::Completion(wire) => return completion(sock, req, st, wire, scenario, t0).await,
+        Route::Completion(wire) => {
+            return completion(sock, req, st, (wire, path), scenario, t0).await
+        }
         Route::NotFound => {
             let msg = format!("no route for {} {}", req.method, req.path);
             respond_error(sock, 404, "not_found", &msg).await?;
@@ -184,12 +186,13 @@ async fn requests(sock: &mut Tracked, st: &State) -> std::io::Result<()> {
     respond_json(sock, 200, &[], &Value::Array(seen)).await
 }
 
-/// A completion request in any flavor: admitted, looked up in the caches, logged, answered.
+/// A completion request in any flavor (and the route it came by): admitted, looked up in the
+/// caches, logged, answered.
 async fn completion(
     sock: &mut Tracked,
     req: &HttpRequest,
     st: &State,
-    wire: Wire,
+    (wire, route): (Wire, &str),
     scenario: Option<&str>,
     t0: Instant,
 ) -> std::io::Result<bool> {
@@ -201,7 +204,12 @@ async fn completion(
             return Ok(true);
         }
     };
-    let model = body["model"].as_str().unwrap_or("sim").to_string();
+    // Gemini names the model in the route, every other flavor in the body.
+    let model = body["model"]
+        .as_str()
+        .or_else(|| super::gemini::model_of(route))
+        .unwrap_or("sim")
+        .to_string();
     let spec = scenario.map_or_else(
         || {
             let named = CATALOG.iter().any(|c| c.0 == model);
@@ -250,7 +258,11 @@ async fn completion(
         stream: wire.stream(&body),
         include_usage: wire.sends_usage(&body),
         request_id: request_id.clone(),
-        authorization: req.header("authorization").map(str::to_string),
+        // The credential header a leaky proxy would echo: a bearer token, or Gemini's key.
+        authorization: req
+            .header("authorization")
+            .or_else(|| req.header("x-goog-api-key"))
+            .map(str::to_string),
         cache: found.hit(),
         t0,
     };

@@ -1,7 +1,8 @@
 //! How the simulated replica speaks each API flavor: the same scripted answer framed as OpenAI
-//! chat or completions chunks, OpenAI Responses events, Anthropic Messages events, or Ollama's
-//! NDJSON lines — each with its own opening, deltas (answer, reasoning and tool-call
-//! arguments), finish, usage, end marker and in-stream error, as the real servers send them.
+//! chat or completions chunks, OpenAI Responses events, Anthropic Messages events, Gemini's
+//! responses (their shapes in `super::gemini`), or Ollama's NDJSON lines — each with its own
+//! opening, deltas (answer, reasoning and tool-call arguments), finish, usage, end marker and
+//! in-stream error, as the real servers send them.
 
 use serde_json::{json, Value};
 
@@ -13,6 +14,7 @@ pub enum Wire {
     Responses,
     Messages,
     Ollama,
+    Gemini,
 }
 
 /// One event to write: its SSE name (none for OpenAI chunks and NDJSON) and data.
@@ -87,6 +89,7 @@ impl Wire {
             r if r.starts_with("/v1/openai/deployments/") && r.ends_with("/chat/completions") => {
                 Wire::Chat
             }
+            r if super::gemini::model_of(r).is_some() => Wire::Gemini,
             _ => return None,
         })
     }
@@ -131,6 +134,7 @@ impl Wire {
                 }
             }
             Wire::Chat | Wire::Ollama => joined(&body["messages"]),
+            Wire::Gemini => super::gemini::prompt(body),
         }
     }
 
@@ -139,18 +143,23 @@ impl Wire {
         match self {
             Wire::Responses => body["max_output_tokens"].as_u64(),
             Wire::Ollama => body["options"]["num_predict"].as_u64(),
+            Wire::Gemini => super::gemini::max_tokens(body),
             _ => body["max_tokens"].as_u64(),
         }
     }
 
-    /// Whether the body asks for a stream (Ollama streams unless told not to).
+    /// Whether the body asks for a stream (Ollama streams unless told not to; Gemini's
+    /// route is its streaming method).
     pub fn stream(self, body: &Value) -> bool {
-        let default = self == Wire::Ollama;
+        let default = matches!(self, Wire::Ollama | Wire::Gemini);
         body["stream"].as_bool().unwrap_or(default)
     }
 
     /// The first tool the request offers, in this flavor's shape.
     pub fn tool_name(self, body: &Value) -> Option<String> {
+        if self == Wire::Gemini {
+            return super::gemini::tool_name(body);
+        }
         let first = &body["tools"][0];
         let name = match self {
             Wire::Chat | Wire::Ollama => &first["function"]["name"],
@@ -159,9 +168,10 @@ impl Wire {
         name.as_str().map(str::to_string)
     }
 
-    /// Whether a tool call's arguments stream in pieces; Ollama sends each call whole.
+    /// Whether a tool call's arguments stream in pieces; Ollama and Gemini send each call
+    /// whole.
     pub fn streams_tool_arguments(self) -> bool {
-        self != Wire::Ollama
+        !matches!(self, Wire::Ollama | Wire::Gemini)
     }
 
     /// Whether the closing events carry usage: OpenAI's chunk flavors only when asked.
@@ -244,12 +254,15 @@ impl Wire {
                 json!({"type": "content_block_start", "index": block,
                        "content_block": {"type": "tool_use", "id": "toolu_sim", "name": name, "input": {}}}),
             )],
-            Wire::Completions | Wire::Ollama => vec![],
+            Wire::Completions | Wire::Ollama | Wire::Gemini => vec![],
         }
     }
 
-    /// A whole tool call in one event, for the flavor that does not stream arguments.
+    /// A whole tool call in one event, for the flavors that do not stream arguments.
     pub fn whole_call(self, model: &str, call: &Call) -> Out {
+        if self == Wire::Gemini {
+            return plain(super::gemini::whole_call(model, call));
+        }
         plain(json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
                    "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": call.name, "arguments": call.arguments_value()}}]},
                    "done": false}))
@@ -316,6 +329,7 @@ impl Wire {
                     json!({"type": "content_block_delta", "index": block, "delta": delta}),
                 )
             }
+            Wire::Gemini => plain(super::gemini::piece(model, kind, text)),
             Wire::Ollama => {
                 let field = if answer { "content" } else { "thinking" };
                 plain(
@@ -438,6 +452,16 @@ impl Wire {
                 }
                 vec![Some(plain(last))]
             }
+            Wire::Gemini => vec![Some(plain(super::gemini::closing(model, finish, usage)))],
+        }
+    }
+
+    /// A refused request's error body in the flavor's own shape, where the provider has one
+    /// of its own; `None`: OpenAI's shape (or Anthropic's for 529).
+    pub fn refusal(self, status: u16, model: &str) -> Option<Value> {
+        match self {
+            Wire::Gemini => super::gemini::refusal(status, model),
+            _ => None,
         }
     }
 
@@ -456,6 +480,7 @@ impl Wire {
                 json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
             ),
             Wire::Ollama => plain(json!({"error": message})),
+            Wire::Gemini => plain(super::gemini::error(message)),
         }
     }
 
@@ -487,6 +512,8 @@ impl Wire {
                 json!({"model": model, "message": {"role": "assistant", "content": text}, "done": true,
                                    "done_reason": if length { "length" } else { "stop" }, "eval_count": completion})
             }
+            // With its tool call, if any.
+            Wire::Gemini => super::gemini::whole(model, text, end),
         };
         if let Some(c) = end.call {
             match self {
@@ -503,7 +530,7 @@ impl Wire {
                     v["message"]["tool_calls"] =
                         json!([{"function": {"name": c.name, "arguments": c.arguments_value()}}])
                 }
-                Wire::Completions => {}
+                Wire::Completions | Wire::Gemini => {}
             }
         }
         v

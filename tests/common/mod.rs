@@ -47,12 +47,13 @@ checks: {min_chars: 20, max_chars: 400, expect: "(?i)paris", forbid: "(?i)as an 
 pub const PROMPT: &str = "What is the capital of France?";
 
 /// The flavors that speak in chat messages, and so carry reasoning and tool calls: all but
-/// openai-completions.
-pub const CHAT_FLAVORS: [&str; 4] = [
+/// openai-completions (and azure-openai, which is openai-chat's stream).
+pub const CHAT_FLAVORS: [&str; 5] = [
     "openai-chat",
     "openai-responses",
     "anthropic-messages",
     "ollama",
+    "gemini",
 ];
 
 /// An agent file with one target per `(name, scenario, extra target keys)`.

@@ -127,6 +127,13 @@ async fn tool_calls_in_every_flavor_that_has_them() {
     assert_eq!(body("/responses")["type"], "function");
     assert_eq!(body("/messages")["name"], "get_weather");
     assert_eq!(body("/messages")["input_schema"]["required"][0], "city");
+    let gemini = seen
+        .iter()
+        .find(|s| s.path.contains(":streamGenerateContent"))
+        .map(|s| s.body["tools"][0]["functionDeclarations"][0].clone())
+        .unwrap();
+    assert_eq!(gemini["name"], "get_weather");
+    assert_eq!(gemini["parametersJsonSchema"]["required"][0], "city");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

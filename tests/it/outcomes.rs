@@ -205,6 +205,13 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
         "content_filtered",
         CONTENT_FILTERED,
     ),
+    (
+        "content-filter-gemini",
+        "content-filter",
+        "api: gemini",
+        "content_filtered",
+        CONTENT_FILTERED,
+    ),
 ];
 
 /// A stop after four tokens: filtered, and without the fact for it.
@@ -300,6 +307,7 @@ async fn every_outcome_in_every_flavor() {
         "anthropic-messages",
         "ollama",
         "azure-openai",
+        "gemini",
     ];
     let mut names = Vec::new();
     let mut cases = Vec::new();
@@ -348,6 +356,7 @@ async fn every_outcome_in_every_flavor() {
         "/v1/messages",
         "/api/chat",
         "/v1/openai/deployments/m/chat/completions",
+        "/v1/models/m:streamGenerateContent",
     ] {
         let n = paths
             .iter()
@@ -388,7 +397,7 @@ async fn reasoning_timing_and_token_counts_in_every_flavor() {
         // cumulative count must not be added to it.
         assert_eq!(r.output_tokens, Some(r.content_chunks as u64), "{}", t.name);
         let reasoning = match t.name.as_str() {
-            "openai-chat" | "openai-responses" => Some(8),
+            "openai-chat" | "openai-responses" | "gemini" => Some(8),
             _ => None,
         };
         assert_eq!(r.reasoning_tokens, reasoning, "{}", t.name);

@@ -5,6 +5,7 @@
 
 pub mod anthropic_messages;
 pub mod azure_openai;
+pub mod gemini;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_completions;
@@ -147,7 +148,14 @@ pub fn path(api: Api, model: &str) -> String {
         Api::AnthropicMessages => anthropic_messages::PATH.into(),
         Api::Ollama => ollama::PATH.into(),
         Api::AzureOpenai => azure_openai::path(model),
+        Api::Gemini => gemini::path(model),
     }
+}
+
+/// Whether the body names the model: in every flavor but Gemini's, whose path names it (its
+/// request has no `model` field of its own to carry it beside).
+pub fn model_in_body(api: Api) -> bool {
+    !matches!(api, Api::Gemini)
 }
 
 pub fn framing(api: Api) -> Framing {
@@ -166,6 +174,7 @@ pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> 
         Api::OpenaiResponses => openai_responses::body(probe, nonce),
         Api::AnthropicMessages => anthropic_messages::body(probe, nonce),
         Api::Ollama => ollama::body(probe, nonce),
+        Api::Gemini => gemini::body(probe, nonce),
     }
 }
 
@@ -177,6 +186,7 @@ pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
         Api::OpenaiResponses => openai_responses::event(kind, v),
         Api::AnthropicMessages => anthropic_messages::event(kind, v),
         Api::Ollama => ollama::event(v),
+        Api::Gemini => gemini::event(v),
     }
 }
 

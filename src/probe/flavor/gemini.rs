@@ -1,0 +1,329 @@
+//! The `gemini` flavor: Google's Gemini API,
+//! `POST {base_url}/models/{model}:streamGenerateContent?alt=sse` with the key in the
+//! `x-goog-api-key` header. The body carries `contents` (role `user` or `model`, each with
+//! `parts`), `systemInstruction` for system prompts, `generationConfig` and the tools as
+//! `functionDeclarations`. Every event is a whole `GenerateContentResponse`: the first
+//! candidate's parts carry answer text, thoughts (`thought: true`, reasoning) or whole
+//! `functionCall`s; `usageMetadata` carries the running counts; `finishReason` ends it, and
+//! there is no end marker after it. A prompt refused before any candidate comes back as
+//! `promptFeedback.blockReason`.
+
+use serde_json::{json, Map, Value};
+
+use super::{chat_messages, error_message, non_empty, text_of, Delta};
+use crate::checks::CONTENT_FILTER;
+use crate::config::Probe;
+
+/// The path after `base_url` (which ends in the API version:
+/// `https://generativelanguage.googleapis.com/v1beta`).
+pub fn path(model: &str) -> String {
+    format!("/models/{model}:streamGenerateContent?alt=sse")
+}
+
+/// A model id that is its own path segment (`gemini-2.5-flash`, `gemini-2.0-flash-001`): the
+/// SDKs' `models/` prefix, a `:` or a space would change the path.
+pub fn valid_model(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// The finish reasons Gemini documents for a stop by its safety, recitation, blocklist or
+/// personal-data filters (images' own included).
+const FILTERED: &[&str] = &[
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+];
+
+pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+    // The nonce goes first in what the model reads first: the system instruction when there is
+    // one (it heads the prefix Gemini caches), else the first user part.
+    let mut system = Vec::new();
+    let mut contents = Vec::new();
+    for m in chat_messages(probe, nonce) {
+        let text = text_of(&m["content"]).to_string();
+        match m["role"].as_str() {
+            Some("system") => system.push(text),
+            Some("assistant") => contents.push(json!({"role": "model", "parts": [{"text": text}]})),
+            _ => contents.push(json!({"role": "user", "parts": [{"text": text}]})),
+        }
+    }
+    let mut body = Map::new();
+    body.insert("contents".into(), Value::Array(contents));
+    if !system.is_empty() {
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": system.join("\n\n")}]}),
+        );
+    }
+    if let Some(tools) = &probe.tools {
+        // The definitions' JSON Schema as written: `parametersJsonSchema` takes JSON Schema
+        // itself, where `parameters` takes only Google's OpenAPI subset.
+        let declarations: Vec<Value> = tools
+            .iter()
+            .map(|t| Value::Object(super::tool_fields(t, "parametersJsonSchema")))
+            .collect();
+        body.insert(
+            "tools".into(),
+            json!([{ "functionDeclarations": declarations }]),
+        );
+    }
+    let mut generation = Map::new();
+    generation.insert("maxOutputTokens".into(), json!(probe.max_tokens));
+    if let Some(t) = probe.temperature {
+        generation.insert("temperature".into(), json!(t));
+    }
+    body.insert("generationConfig".into(), Value::Object(generation));
+    body
+}
+
+/// Gemini's finish reasons in OpenAI's words, so `truncated` and `content_filtered` mean the
+/// same everywhere; the rest (`LANGUAGE`, `MALFORMED_FUNCTION_CALL`...) lower-cased.
+fn finish_reason(reason: &str) -> String {
+    match reason {
+        "STOP" => "stop".into(),
+        "MAX_TOKENS" => "length".into(),
+        r if FILTERED.contains(&r) => CONTENT_FILTER.into(),
+        other => other.to_ascii_lowercase(),
+    }
+}
+
+/// What one `GenerateContentResponse` carried (a streamed chunk, or a whole answer).
+pub fn event(v: &Value) -> Delta {
+    if let Some(err) = v.get("error").filter(|e| e.is_object()) {
+        return Delta {
+            error: Some(error_message(err)),
+            ..Delta::default()
+        };
+    }
+    let mut d = Delta::default();
+    let candidate = &v["candidates"][0];
+    for part in candidate["content"]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(call) = part.get("functionCall") {
+            // Gemini sends each call whole, its arguments an object.
+            let args = call
+                .get("args")
+                .map_or_else(|| "{}".into(), Value::to_string);
+            d.push_call(None, call["name"].as_str(), &args);
+        } else if part["thought"] == true {
+            d.reasoning_chars += text_of(&part["text"]).chars().count();
+        } else {
+            d.text.push_str(text_of(&part["text"]));
+        }
+    }
+    d.finish_reason = candidate["finishReason"].as_str().map(finish_reason);
+    if d.finish_reason.is_none() && v["promptFeedback"]["blockReason"].is_string() {
+        d.finish_reason = Some(CONTENT_FILTER.into());
+    }
+    // Running totals; the answer's count leaves out the thoughts, which are output too.
+    let usage = &v["usageMetadata"];
+    let (answer, thoughts) = (
+        usage["candidatesTokenCount"].as_u64(),
+        usage["thoughtsTokenCount"].as_u64(),
+    );
+    if answer.is_some() || thoughts.is_some() {
+        d.output_tokens = Some(answer.unwrap_or(0).saturating_add(thoughts.unwrap_or(0)));
+    }
+    d.reasoning_tokens = thoughts;
+    d.input_tokens = usage["promptTokenCount"].as_u64();
+    d.model = non_empty(&v["modelVersion"]);
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Message, Prompt, Role};
+
+    #[test]
+    fn path_and_model_ids() {
+        assert_eq!(
+            path("gemini-2.5-flash"),
+            "/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        assert!(valid_model("gemini-2.0-flash-001"));
+        for bad in ["", "models/gemini-2.5-flash", "a:b", "a b", "a?x"] {
+            assert!(!valid_model(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn body_roles_system_instruction_and_nonce() {
+        let p = Prompt {
+            name: "x".into(),
+            messages: vec![
+                Message {
+                    role: Role::System,
+                    content: "Be brief.".into(),
+                },
+                Message {
+                    role: Role::User,
+                    content: "Hi".into(),
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: "Hello.".into(),
+                },
+                Message {
+                    role: Role::User,
+                    content: "Capital of France?".into(),
+                },
+            ],
+        };
+        let b = body(&super::super::probe_for(p), Some("[canary 1]"));
+        assert_eq!(
+            b["systemInstruction"],
+            json!({"parts": [{"text": "[canary 1]\nBe brief."}]})
+        );
+        assert_eq!(
+            b["contents"],
+            json!([
+                {"role": "user", "parts": [{"text": "Hi"}]},
+                {"role": "model", "parts": [{"text": "Hello."}]},
+                {"role": "user", "parts": [{"text": "Capital of France?"}]}
+            ])
+        );
+        assert_eq!(
+            b["generationConfig"],
+            json!({"maxOutputTokens": 64, "temperature": 0.0})
+        );
+        assert!(b.get("stream").is_none() && b.get("tools").is_none());
+        // Without a system prompt the nonce heads the first user part.
+        let b = body(
+            &super::super::probe_for(Prompt::user("x", "Capital of France?")),
+            Some("[canary 2]"),
+        );
+        assert_eq!(
+            b["contents"][0]["parts"][0]["text"],
+            "[canary 2]\nCapital of France?"
+        );
+        assert!(b.get("systemInstruction").is_none());
+    }
+
+    #[test]
+    fn tools_are_function_declarations() {
+        let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+        let mut p = super::super::probe_for(Prompt::user("x", "Weather?"));
+        let compiled = crate::checks::schema::Schema::compile(
+            std::path::Path::new("t.json"),
+            schema.clone(),
+            "",
+        )
+        .unwrap();
+        p.tools = Some(std::sync::Arc::from(vec![crate::checks::tool_call::Tool {
+            name: "get_weather".into(),
+            description: Some("The weather".into()),
+            parameters: schema.clone(),
+            schema: std::sync::Arc::new(compiled),
+        }]));
+        let b = body(&p, None);
+        assert_eq!(
+            b["tools"],
+            json!([{"functionDeclarations": [{"name": "get_weather", "description": "The weather", "parametersJsonSchema": schema}]}])
+        );
+    }
+
+    #[test]
+    fn parts_of_each_kind() {
+        let d = event(
+            &json!({"candidates":[{"content":{"parts":[{"text":"Paris"}],"role":"model"}}],"modelVersion":"gemini-2.5-flash"}),
+        );
+        assert_eq!(
+            (d.text.as_str(), d.model.as_deref()),
+            ("Paris", Some("gemini-2.5-flash"))
+        );
+        assert!(d.finish_reason.is_none() && !d.done);
+        let d = event(
+            &json!({"candidates":[{"content":{"parts":[{"text":"**Thinking**","thought":true}],"role":"model"}}]}),
+        );
+        assert_eq!((d.text.as_str(), d.reasoning_chars), ("", 12));
+        let d = event(
+            &json!({"candidates":[{"content":{"parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP"}]}),
+        );
+        assert_eq!(d.text, "get_weather{\"city\":\"Paris\"}");
+        assert_eq!(
+            d.tool_calls,
+            vec![super::super::ToolCallPiece {
+                slot: None,
+                name: Some("get_weather".into()),
+                arguments: "{\"city\":\"Paris\"}".into()
+            }]
+        );
+        // A call without arguments still has an object of them.
+        let d =
+            event(&json!({"candidates":[{"content":{"parts":[{"functionCall":{"name":"now"}}]}}]}));
+        assert_eq!(d.tool_calls[0].arguments, "{}");
+        // A part with only a thought signature is no content.
+        let d = event(
+            &json!({"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"c2ln"}]}}]}),
+        );
+        assert!(!d.is_generated());
+    }
+
+    #[test]
+    fn finish_reasons_in_openai_words() {
+        let finish = |r: &str| {
+            event(&json!({"candidates":[{"content":{"parts":[{"text":""}]},"finishReason":r}]}))
+                .finish_reason
+        };
+        assert_eq!(finish("STOP").as_deref(), Some("stop"));
+        assert_eq!(finish("MAX_TOKENS").as_deref(), Some("length"));
+        for r in [
+            "SAFETY",
+            "RECITATION",
+            "BLOCKLIST",
+            "PROHIBITED_CONTENT",
+            "SPII",
+        ] {
+            assert_eq!(finish(r).as_deref(), Some(CONTENT_FILTER), "{r}");
+        }
+        assert_eq!(
+            finish("MALFORMED_FUNCTION_CALL").as_deref(),
+            Some("malformed_function_call")
+        );
+        // A prompt blocked before any candidate.
+        let d = event(
+            &json!({"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":12559,"totalTokenCount":12559}}),
+        );
+        assert_eq!(d.finish_reason.as_deref(), Some(CONTENT_FILTER));
+        assert_eq!((d.input_tokens, d.output_tokens), (Some(12559), None));
+    }
+
+    #[test]
+    fn usage_counts_thoughts_as_output_and_reasoning() {
+        let d = event(
+            &json!({"candidates":[{"content":{"parts":[{"text":"x"}]}}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":48,"totalTokenCount":598,"thoughtsTokenCount":540}}),
+        );
+        assert_eq!(
+            (d.input_tokens, d.output_tokens, d.reasoning_tokens),
+            (Some(10), Some(588), Some(540))
+        );
+        // A hostile server's counts do not overflow.
+        let d = event(
+            &json!({"usageMetadata":{"candidatesTokenCount":u64::MAX,"thoughtsTokenCount":1}}),
+        );
+        assert_eq!(d.output_tokens, Some(u64::MAX));
+        // Before the first answer token, only the prompt is counted: no output count yet.
+        let d = event(&json!({"usageMetadata":{"promptTokenCount":7,"totalTokenCount":7}}));
+        assert_eq!((d.input_tokens, d.output_tokens), (Some(7), None));
+    }
+
+    #[test]
+    fn an_error_in_the_stream() {
+        let d = event(
+            &json!({"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}),
+        );
+        assert_eq!(d.error.as_deref(), Some("An internal error has occurred."));
+    }
+}
