@@ -41,6 +41,34 @@ fn seed_history(out: &mut Vec<(i64, String)>, probe: &str, target: &str, now: i6
     }
 }
 
+/// The idle daemon's resident memory by mapping (`LLM_CANARY_BENCH_SMAPS=1`): the binary, each
+/// library, the heap, the stacks and the other anonymous mappings.
+fn print_mappings(pid: u32) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut name = String::new();
+    for line in smaps.lines() {
+        let mut f = line.split_whitespace();
+        match f.next() {
+            Some("Rss:") => {
+                *by.entry(name.clone()).or_default() +=
+                    f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            }
+            Some(first)
+                if first.contains('-') && first.ends_with(|c: char| c.is_ascii_hexdigit()) =>
+            {
+                name = f.nth(4).unwrap_or("[anonymous]").to_string();
+            }
+            _ => {}
+        }
+    }
+    let mut rows: Vec<_> = by.into_iter().filter(|(_, kib)| *kib > 0).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    for (name, kib) in rows {
+        println!("    {kib:>6} KiB  {name}");
+    }
+}
+
 /// One plain HTTP/1.0 GET; the body's length (0 when nothing answers).
 fn fetch(port: u16, path: &str) -> usize {
     use std::io::{Read, Write};
@@ -144,6 +172,9 @@ fn main() {
     // Mapped code and libraries (file-backed) against the heap and stacks (anonymous).
     let idle_file = status_kib(pid, "RssFile:").unwrap_or(0);
     let idle_anon = status_kib(pid, "RssAnon:").unwrap_or(0);
+    if std::env::var_os("LLM_CANARY_BENCH_SMAPS").is_some() {
+        print_mappings(pid);
+    }
     let (mut page_bytes, mut json_bytes, mut last_fetch) = (0, 0, Instant::now());
     let (mut incidents_bytes, mut feed_bytes) = (0, 0);
     // The daemon's CPU time spent answering the page and the JSON, apart from probing.
