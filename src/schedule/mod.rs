@@ -62,10 +62,7 @@ pub enum Schedule {
     Cron(Box<Cron>),
     /// A fixed interval, with the text the user wrote: `@every 5m` in `schedule:`, or the
     /// duration of `every:`.
-    Every {
-        every: Every,
-        text: String,
-    },
+    Every { every: Every, text: String },
 }
 
 impl Schedule {
