@@ -49,8 +49,8 @@
 //! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings),
 //!   one sample loop over a `Source` (histograms, llama.cpp counters, timings); it returns data
 //!   and reports progress through a callback, and `commands` prints.
-//! - [`slo_rules`]: `rules` — targets' `slo:` → Prometheus recording rules and multiwindow,
-//!   multi-burn-rate alerts, error budget left and goodput.
+//! - [`slo_rules`]: `rules` — targets' and probes' `slo:` → Prometheus recording rules and
+//!   multiwindow, multi-burn-rate alerts, error budget left and goodput.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,

@@ -38,6 +38,8 @@ pub struct Probe {
     pub gate: GateSpec,
     /// How the daemon re-runs a failed pair before its next scheduled run.
     pub confirm: Confirm,
+    /// Objectives for this probe's runs, on each target it runs on (`slo:`).
+    pub slo: Option<super::Slo>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,6 +282,10 @@ fn load_probe(
     )?;
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let confirm = confirm::load(src, &at.key("confirm"), r.confirm)?;
+    let slo = r
+        .slo
+        .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
+        .transpose()?;
     let schedule = match (r.schedule, r.every) {
         (Some(_), Some(every)) => {
             return Err(src.err(
@@ -311,6 +317,7 @@ fn load_probe(
         checks,
         gate,
         confirm,
+        slo,
     })
 }
 

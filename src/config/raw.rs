@@ -230,6 +230,8 @@ pub struct RawProbe {
     pub gate: Option<RawGate>,
     /// How the daemon re-runs a failed pair (see [`super::confirm`]).
     pub confirm: Option<super::confirm::RawConfirm>,
+    /// Objectives for this probe's runs on each of its targets (see [`super::slo`]).
+    pub slo: Option<Spanned<super::slo::RawSlo>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
