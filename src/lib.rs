@@ -10,9 +10,10 @@
 //!   mcp | rules).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
-//! - [`schedule`]: cron expressions → next fire times: read once into a field spec (the check
-//!   for standard crontab, the fixed-time rule, `check`'s cadence words), evaluated by croner,
-//!   with Vixie cron's daylight-saving rule.
+//! - [`schedule`]: when a probe fires, one type for both kinds: cron expressions read once into
+//!   a field spec (the check for standard crontab, the fixed-time rule, `check`'s cadence words),
+//!   evaluated by croner with Vixie cron's daylight-saving rule, and intervals (`every:`,
+//!   `@every`) at multiples from the Unix epoch; a pair's stable share of its jitter.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
 //!   deadlines, caps, transport outcome) and one file per API flavor.
 //! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
@@ -24,7 +25,7 @@
 //! - [`result`]: what one run measured, the context it ran in, and the record made of both.
 //! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
-//! - [`daemon`]: `run` — cron scheduling and confirmation runs, reload, shutdown; its push,
+//! - [`daemon`]: `run` — scheduling and confirmation runs, reload, shutdown; its push,
 //!   remote-write and OTLP loops and endpoints: the status page, JSON status and badges (`status` judges, `status_page`
 //!   renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
 //!   configured pair now), and the admin endpoints behind the token guard.
@@ -48,8 +49,8 @@
 //! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings),
 //!   one sample loop over a `Source` (histograms, llama.cpp counters, timings); it returns data
 //!   and reports progress through a callback, and `commands` prints.
-//! - [`slo_rules`]: `rules` — targets' `slo:` → Prometheus recording rules and multiwindow,
-//!   multi-burn-rate alerts, error budget left and goodput.
+//! - [`slo_rules`]: `rules` — targets' and probes' `slo:` → Prometheus recording rules and
+//!   multiwindow, multi-burn-rate alerts, error budget left and goodput.
 //! - [`commands`]: what each subcommand does with the pieces above.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,

@@ -142,7 +142,7 @@ mod tests {
     fn window(cron: &str, tz: &str, minutes: u64) -> MaintenanceWindow {
         MaintenanceWindow {
             targets: vec!["t".into()],
-            schedule: Cron::parse(cron).unwrap(),
+            schedule: Cron::parse(cron).unwrap().into(),
             timezone: jiff::tz::TimeZone::get(tz).unwrap(),
             duration: Duration::from_secs(minutes * 60),
             reason: Some("weekly restart".into()),

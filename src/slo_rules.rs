@@ -1,7 +1,12 @@
 //! `rules`: a config's `slo:` objectives → Prometheus recording rules and multiwindow,
 //! multi-burn-rate alerts (the Google SRE workbook's scheme, as sloth and pyrra generate it).
 //!
-//! Per target and objective (availability, or a latency figure at or under a bound), the error
+//! An objective counts a [`Scope`]'s runs: a target's `slo:` every run on that target, a probe's
+//! `slo:` that probe's runs on each of its targets apart (series with `probe` and `target`).
+//! Where both exist, both are generated, as sloth and pyrra treat every SLO as its own: each has
+//! its own budget and alerts, told apart by the `probe` label.
+//!
+//! Per scope and objective (availability, or a latency figure at or under a bound), the error
 //! ratio is recorded over the windows the alerts read; the alerts page at 14.4× the budget's
 //! burn over 1 h and 5 m (P0), 6× over 6 h and 30 m (P1), and open a ticket at 1× over 3 d and
 //! 6 h (P2), all held while the target is in a maintenance window. Goodput (runs that succeeded
@@ -9,7 +14,7 @@
 
 use std::fmt::Write;
 
-use crate::config::{Config, LatencyObjective, Slo, Target};
+use crate::config::{Config, LatencyObjective, Slo};
 
 /// The windows the alerts read, and the rule names' suffix for each.
 const WINDOWS: [&str; 5] = ["5m", "30m", "1h", "6h", "3d"];
@@ -37,46 +42,87 @@ fn le_matcher(bound: f64) -> String {
     }
 }
 
-fn runs(target: &str, extra: &str, w: &str) -> String {
+/// Whose runs an objective counts.
+#[derive(Debug, Clone)]
+enum Scope {
+    /// Every run on a target, whatever its probe (a target's `slo:`).
+    Target(String),
+    /// One probe's runs, on each target it runs on apart (a probe's `slo:`).
+    Probe(String),
+}
+
+impl Scope {
+    fn matcher(&self) -> String {
+        match self {
+            Scope::Target(t) => format!("target=\"{t}\""),
+            Scope::Probe(p) => format!("probe=\"{p}\""),
+        }
+    }
+
+    /// The static label that keeps its recorded series apart from another scope's (promtool
+    /// refuses two rules of one name with the same labels).
+    fn label(&self) -> (&'static str, &str) {
+        match self {
+            Scope::Target(t) => ("target", t),
+            Scope::Probe(p) => ("probe", p),
+        }
+    }
+
+    /// The labels its series keep.
+    fn by(&self) -> &'static str {
+        match self {
+            Scope::Target(_) => "target",
+            Scope::Probe(_) => "probe, target",
+        }
+    }
+}
+
+fn runs(scope: &Scope, extra: &str, w: &str) -> String {
     format!(
-        "sum by (target) (rate(llm_canary_probe_runs_total{{target=\"{target}\"{extra}}}[{w}]))"
+        "sum by ({}) (rate(llm_canary_probe_runs_total{{{}{extra}}}[{w}]))",
+        scope.by(),
+        scope.matcher()
     )
 }
 
 /// The share of runs that failed over `w`: absent while the window holds no run.
-fn availability_errors(target: &str, w: &str) -> String {
+fn availability_errors(scope: &Scope, w: &str) -> String {
     format!(
         "1 - (\n  ({ok} or {all} * 0)\n  / ({all} > 0)\n)",
-        ok = runs(target, ",outcome=\"ok\"", w),
-        all = runs(target, "", w)
+        ok = runs(scope, ",outcome=\"ok\"", w),
+        all = runs(scope, "", w)
     )
 }
 
-fn latency_good(target: &str, o: &LatencyObjective, w: &str) -> String {
+fn latency_good(scope: &Scope, o: &LatencyObjective, w: &str) -> String {
     format!(
-        "sum by (target) (rate({h}_bucket{{target=\"{target}\",{le}}}[{w}]))",
+        "sum by ({by}) (rate({h}_bucket{{{m},{le}}}[{w}]))",
+        by = scope.by(),
         h = o.figure.histogram(),
+        m = scope.matcher(),
         le = le_matcher(o.at_most)
     )
 }
 
-fn latency_count(target: &str, o: &LatencyObjective, w: &str) -> String {
+fn latency_count(scope: &Scope, o: &LatencyObjective, w: &str) -> String {
     format!(
-        "sum by (target) (rate({h}_count{{target=\"{target}\"}}[{w}]))",
-        h = o.figure.histogram()
+        "sum by ({by}) (rate({h}_count{{{m}}}[{w}]))",
+        by = scope.by(),
+        h = o.figure.histogram(),
+        m = scope.matcher()
     )
 }
 
 /// The share of timed runs over `w` slower than the bound.
-fn latency_errors(target: &str, o: &LatencyObjective, w: &str) -> String {
+fn latency_errors(scope: &Scope, o: &LatencyObjective, w: &str) -> String {
     format!(
         "1 - (\n  {good}\n  / ({count} > 0)\n)",
-        good = latency_good(target, o, w),
-        count = latency_count(target, o, w)
+        good = latency_good(scope, o, w),
+        count = latency_count(scope, o, w)
     )
 }
 
-/// One objective of a target: its `slo` label value, the share, and its error ratio per window.
+/// One objective of a scope: its `slo` label value, the share, and its error ratio per window.
 struct Objective {
     name: String,
     share: f64,
@@ -84,19 +130,19 @@ struct Objective {
     errors: Box<dyn Fn(&str) -> String>,
 }
 
-fn objectives(t: &Target, slo: &Slo) -> Vec<Objective> {
+fn objectives(scope: &Scope, slo: &Slo) -> Vec<Objective> {
     let mut out = Vec::new();
     if let Some(a) = slo.availability {
-        let target = t.name.clone();
+        let scope = scope.clone();
         out.push(Objective {
             name: "availability".into(),
             share: a,
             what: format!("{}% of runs succeed", num(a * 100.0)),
-            errors: Box::new(move |w| availability_errors(&target, w)),
+            errors: Box::new(move |w| availability_errors(&scope, w)),
         });
     }
     for o in &slo.latency {
-        let (target, o) = (t.name.clone(), o.clone());
+        let (scope, o) = (scope.clone(), o.clone());
         out.push(Objective {
             name: format!("{}_le_{}s", o.figure.as_str(), num(o.at_most)),
             share: o.share,
@@ -106,7 +152,7 @@ fn objectives(t: &Target, slo: &Slo) -> Vec<Objective> {
                 num(o.at_most),
                 num(o.share * 100.0)
             ),
-            errors: Box::new(move |w| latency_errors(&target, &o, w)),
+            errors: Box::new(move |w| latency_errors(&scope, &o, w)),
         });
     }
     out
@@ -132,20 +178,23 @@ fn record(s: &mut String, name: &str, expr: &str, labels: &[(&str, &str)]) {
 /// Goodput: runs that succeeded and met every latency objective, of all runs. The agent
 /// counts outcomes and each latency figure apart, so this is the lower bound
 /// `ok − Σ slower than a bound` (exact when slow runs are ok runs, and with one objective).
-fn goodput(t: &str, slo: &Slo, w: &str) -> String {
-    let all = runs(t, "", w);
-    let mut e = format!("(\n  ({} or {all} * 0)", runs(t, ",outcome=\"ok\"", w));
+fn goodput(scope: &Scope, slo: &Slo, w: &str) -> String {
+    let all = runs(scope, "", w);
+    let mut e = format!("(\n  ({} or {all} * 0)", runs(scope, ",outcome=\"ok\"", w));
     for o in &slo.latency {
         let _ = write!(
             e,
             "\n  - (({} - {}) or {all} * 0)",
-            latency_count(t, o, w),
-            latency_good(t, o, w)
+            latency_count(scope, o, w),
+            latency_good(scope, o, w)
         );
     }
     let _ = write!(e, "\n) / ({all} > 0)");
     format!("clamp_min(\n{}\n, 0)", indent(&e, 2).trim_end())
 }
+
+/// Names the probe in an alert's text when the objective is a probe's.
+const PROBE: &str = "{{ with $labels.probe }} (probe {{ . }}){{ end }}";
 
 fn alert(s: &mut String, a: &(&str, &str, &str, &str, &str, &str)) {
     let (name, severity, factor, long, short, hold) = *a;
@@ -161,11 +210,11 @@ fn alert(s: &mut String, a: &(&str, &str, &str, &str, &str, &str)) {
     let _ = writeln!(s, "        annotations:");
     let _ = writeln!(
         s,
-        "          summary: \"{{{{ $labels.target }}}} burns its {{{{ $labels.slo }}}} error budget at {{{{ $value | printf \\\"%.1f\\\" }}}}x the sustainable rate over {long} (and over {short})\""
+        "          summary: \"{{{{ $labels.target }}}}{PROBE} burns its {{{{ $labels.slo }}}} error budget at {{{{ $value | printf \\\"%.1f\\\" }}}}x the sustainable rate over {long} (and over {short})\""
     );
     let _ = writeln!(
         s,
-        "          description: \"At over {factor}x the sustainable rate the whole error budget of {{{{ $labels.slo }}}} on {{{{ $labels.target }}}} is gone in {}. Budget left: {{{{ with printf \\\"llm_canary:slo_error_budget_remaining:ratio{{target='%s',slo='%s'}}\\\" $labels.target $labels.slo | query }}}}{{{{ . | first | value | humanizePercentage }}}}{{{{ end }}}}.\"",
+        "          description: \"At over {factor}x the sustainable rate the whole error budget of {{{{ $labels.slo }}}} on {{{{ $labels.target }}}}{PROBE} is gone in {}. Budget left: {{{{ with printf \\\"llm_canary:slo_error_budget_remaining:ratio{{probe='%s',target='%s',slo='%s'}}\\\" $labels.probe $labels.target $labels.slo | query }}}}{{{{ . | first | value | humanizePercentage }}}}{{{{ end }}}}.\"",
         lasts(factor)
     );
     let _ = writeln!(
@@ -189,29 +238,65 @@ fn lasts(factor: &str) -> String {
     format!("{:.0}% of its window", 100.0 / f.max(1.0))
 }
 
-/// The rules file for every target with an `slo:`; `None` when no target has one.
+/// One `slo:` and whose runs it counts.
+struct Scoped<'a> {
+    scope: Scope,
+    /// The labels of its objective records but `slo`: one set per series the objective joins.
+    series: Vec<Vec<(&'a str, &'a str)>>,
+    heading: String,
+    slo: &'a Slo,
+}
+
+/// The rules file for every target and probe with an `slo:`; `None` when none has one.
 pub fn generate(cfg: &Config) -> Option<String> {
-    let with_slo: Vec<(&Target, &Slo)> = cfg
-        .targets
-        .iter()
-        .filter_map(|t| t.slo.as_ref().map(|s| (t.as_ref(), s)))
-        .collect();
-    if with_slo.is_empty() {
+    let mut scoped: Vec<Scoped> = Vec::new();
+    for t in &cfg.targets {
+        if let Some(slo) = &t.slo {
+            scoped.push(Scoped {
+                scope: Scope::Target(t.name.clone()),
+                series: vec![vec![("target", t.name.as_str())]],
+                heading: t.name.clone(),
+                slo,
+            });
+        }
+    }
+    for p in &cfg.probes {
+        if let Some(slo) = &p.slo {
+            scoped.push(Scoped {
+                scope: Scope::Probe(p.name.clone()),
+                series: p
+                    .targets
+                    .iter()
+                    .map(|t| vec![("probe", p.name.as_str()), ("target", t.as_str())])
+                    .collect(),
+                heading: format!("probe {} on {}", p.name, p.targets.join(", ")),
+                slo,
+            });
+        }
+    }
+    if scoped.is_empty() {
         return None;
     }
     let mut s = String::new();
     let _ = writeln!(
         s,
         "# Generated by `llm-canary rules -c {}`: do not edit, generate again.\n\
-         # Error ratios per target and objective (label slo), burn-rate alerts (P0: 14.4x over 1h\n\
-         # and 5m; P1: 6x over 6h and 30m; P2: 1x over 3d and 6h), the error budget left over each\n\
-         # objective's window, and goodput. Alerts hold while llm_canary_maintenance is 1.\n\
+         # Error ratios per target (a probe's objectives: per probe and target) and objective\n\
+         # (label slo), burn-rate alerts (P0: 14.4x over 1h and 5m; P1: 6x over 6h and 30m; P2: 1x\n\
+         # over 3d and 6h), the error budget left over each objective's window, and goodput.\n\
+         # Alerts hold while llm_canary_maintenance is 1.\n\
          groups:\n  - name: llm_canary_slo\n    interval: 30s\n    rules:",
         cfg.path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
     );
-    for (t, slo) in &with_slo {
-        let _ = writeln!(s, "      # --- {} ---", t.name);
-        for o in objectives(t, slo) {
+    for Scoped {
+        scope,
+        series,
+        heading,
+        slo,
+    } in &scoped
+    {
+        let _ = writeln!(s, "      # --- {heading} ---");
+        for o in objectives(scope, slo) {
             let _ = writeln!(
                 s,
                 "      # {}: {} over {}",
@@ -219,13 +304,17 @@ pub fn generate(cfg: &Config) -> Option<String> {
                 o.what,
                 window_name(slo.window)
             );
-            let labels = [("slo", o.name.as_str())];
-            record(
-                &mut s,
-                "llm_canary:slo_objective:ratio",
-                &format!("vector({})", num(o.share)),
-                &[("target", t.name.as_str()), ("slo", o.name.as_str())],
-            );
+            let labels = [scope.label(), ("slo", o.name.as_str())];
+            for each in series {
+                let mut with_slo = each.clone();
+                with_slo.push(("slo", o.name.as_str()));
+                record(
+                    &mut s,
+                    "llm_canary:slo_objective:ratio",
+                    &format!("vector({})", num(o.share)),
+                    &with_slo,
+                );
+            }
             for w in WINDOWS {
                 record(
                     &mut s,
@@ -245,16 +334,17 @@ pub fn generate(cfg: &Config) -> Option<String> {
             record(
                 &mut s,
                 &format!("llm_canary:goodput_ratio:rate{w}"),
-                &goodput(&t.name, slo, w),
-                &[],
+                &goodput(scope, slo, w),
+                &[scope.label()],
             );
         }
     }
     let _ = writeln!(
         s,
-        "      # --- every target: burn rates, budget left, alerts ---"
+        "      # --- every objective: burn rates, budget left, alerts ---"
     );
-    let budget = "on(target, slo) group_left() (1 - llm_canary:slo_objective:ratio)";
+    // `probe` is empty on both sides for a target's objectives.
+    let budget = "on(probe, target, slo) group_left() (1 - llm_canary:slo_objective:ratio)";
     for w in WINDOWS {
         record(
             &mut s,

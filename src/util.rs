@@ -1,6 +1,6 @@
 //! Small helpers every layer may use, at the bottom of the house so no module reaches up to
-//! another for them: durations for people, error chains on one line, clipping foreign text, and
-//! the stop signals.
+//! another for them: durations for people, error chains on one line, clipping foreign text, a
+//! pair's stable hash, and the stop signals.
 
 use std::time::Duration;
 
@@ -18,6 +18,17 @@ pub fn human_duration(d: Duration) -> String {
     } else {
         format!("{:.1}s", d.as_secs_f64())
     }
+}
+
+/// A stable hash of a (probe, target) pair (FNV-1a), the same on every agent and every start:
+/// it picks a pair's shard and its share of the probe's jitter.
+pub fn pair_hash(probe: &str, target: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in probe.bytes().chain([0u8]).chain(target.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
 }
 
 /// An error with its causes, one line (`{:#}` style), as the user should read it.

@@ -1,10 +1,38 @@
-//! A cron expression's cadence in words ("every 30 minutes", "at 03:00 on Sunday"), for `check`
-//! to print beside the fire times: `*/30 * * * *` written to mean every 30 seconds reads as
-//! "every 30 minutes" at once. Only the common shapes are described; anything else gets `None`
-//! and the expression speaks for itself. The words come from the expression's parsed
-//! [`Spec`].
+//! A schedule's cadence in words ("every 30 minutes", "at 03:00 on Sunday"), for `check` to
+//! print beside the fire times: `*/30 * * * *` written to mean every 30 seconds reads as
+//! "every 30 minutes" at once. An interval always has words; of cron expressions only the
+//! common shapes are described, anything else gets `None` and the expression speaks for
+//! itself. The words come from the expression's parsed [`Spec`].
 
-use crate::schedule::{Item, Spec};
+use std::time::Duration;
+
+use crate::schedule::{Item, Schedule, Spec};
+
+/// The cadence of `schedule` in words, or `None` for cron shapes [`describe`] leaves alone.
+pub fn of(schedule: &Schedule) -> Option<String> {
+    match schedule {
+        Schedule::Cron(c) => describe(c.spec()),
+        Schedule::Every { every, .. } => Some(interval(every.interval())),
+    }
+}
+
+/// "every 5 minutes"; an interval that does not divide a day fires at other times each day.
+fn interval(d: Duration) -> String {
+    const DAY: u64 = 86_400;
+    let s = d.as_secs();
+    let (n, unit) = [(DAY, "day"), (3600, "hour"), (60, "minute"), (1, "second")]
+        .into_iter()
+        .find(|(size, _)| s.is_multiple_of(*size))
+        .map_or((s, "second"), |(size, unit)| (s / size, unit));
+    let mut words = match n {
+        1 => format!("every {unit}"),
+        n => format!("every {n} {unit}s"),
+    };
+    if !DAY.is_multiple_of(s) && !s.is_multiple_of(DAY) {
+        words.push_str(", at times of day that move from one day to the next");
+    }
+    words
+}
 
 /// What one field holds, as far as words go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +150,8 @@ pub fn describe(spec: &Spec) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::describe;
-    use crate::schedule::Cron;
+    use crate::schedule::{Cron, Schedule};
+    use std::time::Duration;
 
     fn words(expr: &str) -> Option<String> {
         describe(Cron::parse(expr).unwrap().spec())
@@ -158,6 +187,45 @@ mod tests {
             ("@weekly", "at 00:00 on Sunday"),
         ] {
             assert_eq!(words(expr).as_deref(), Some(text), "{expr}");
+        }
+    }
+
+    #[test]
+    fn intervals_in_words() {
+        use crate::schedule::Every;
+        let words = |secs: u64| {
+            let every = Every::new(Duration::from_secs(secs)).unwrap();
+            super::of(&Schedule::Every {
+                every,
+                text: String::new(),
+            })
+            .unwrap()
+        };
+        for (secs, text) in [
+            (1, "every second"),
+            (30, "every 30 seconds"),
+            (60, "every minute"),
+            (90, "every 90 seconds"),
+            (
+                7,
+                "every 7 seconds, at times of day that move from one day to the next",
+            ),
+            (300, "every 5 minutes"),
+            (
+                420,
+                "every 7 minutes, at times of day that move from one day to the next",
+            ),
+            (3600, "every hour"),
+            (5400, "every 90 minutes"),
+            (8 * 3600, "every 8 hours"),
+            (86_400, "every day"),
+            (2 * 86_400, "every 2 days"),
+            (
+                25 * 3600,
+                "every 25 hours, at times of day that move from one day to the next",
+            ),
+        ] {
+            assert_eq!(words(secs), text, "{secs}s");
         }
     }
 

@@ -4,15 +4,16 @@
 use std::fmt::Write;
 
 use crate::config::Config;
+use crate::schedule::Schedule;
 
-/// The next `n` fire times of `cron` in `tz`, for people.
+/// The next `n` fire times of `schedule` in `tz`, for people.
 fn next_fires(
-    cron: &crate::schedule::Cron,
+    schedule: &Schedule,
     tz: &jiff::tz::TimeZone,
     now: &jiff::Timestamp,
     n: usize,
 ) -> String {
-    let next: Vec<String> = cron
+    let next: Vec<String> = schedule
         .upcoming(&now.to_zoned(tz.clone()), n)
         .iter()
         .map(rfc3339)
@@ -65,13 +66,25 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             p.targets.join(", ")
         );
         match &p.schedule {
-            Some(cron) => {
-                let cadence = in_words(cron);
+            Some(schedule) => {
+                let written = match schedule {
+                    Schedule::Every { text, .. } if !text.starts_with('@') => {
+                        format!("every {text}")
+                    }
+                    _ => format!("schedule {:?}", schedule.as_str()),
+                };
+                let jitter = match p.jitter {
+                    j if j.is_zero() => String::new(),
+                    j => format!(
+                        "; each target at its own fixed share of the {} jitter after these",
+                        crate::util::human_duration(j)
+                    ),
+                };
                 let _ = writeln!(
                     s,
-                    "  schedule {:?}{cadence}: next {}",
-                    cron.as_str(),
-                    next_fires(cron, &p.timezone, now, 3)
+                    "  {written}{}: next {}{jitter}",
+                    in_words(schedule),
+                    next_fires(schedule, &p.timezone, now, 3)
                 );
                 let confirm = match p.confirm {
                     c if c.is_on() => format!(
@@ -120,6 +133,6 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
 }
 
 /// A schedule's cadence in words, in parentheses, when it has a simple one.
-fn in_words(cron: &crate::schedule::Cron) -> String {
-    super::cadence::describe(cron.spec()).map_or(String::new(), |words| format!(" ({words})"))
+fn in_words(schedule: &Schedule) -> String {
+    super::cadence::of(schedule).map_or(String::new(), |words| format!(" ({words})"))
 }

@@ -14,9 +14,9 @@ pub const CHARS_PER_TOKEN: f64 = 4.0;
 /// Days in the monthly estimate.
 const MONTH_DAYS: f64 = 30.0;
 
-/// Fire times of `cron` in the day after `now` (in `tz`), counted up to one a second.
+/// Fire times of `schedule` in the day after `now` (in `tz`), counted up to one a second.
 fn runs_per_day(
-    cron: &crate::schedule::Cron,
+    schedule: &crate::schedule::Schedule,
     tz: &jiff::tz::TimeZone,
     now: &jiff::Timestamp,
 ) -> u64 {
@@ -26,7 +26,7 @@ fn runs_per_day(
         .unwrap_or(*now);
     let mut at = start;
     let mut n = 0;
-    while let Some(next) = cron.next_after(&at) {
+    while let Some(next) = schedule.next_after(&at) {
         if next.timestamp() > end || n >= 86_400 {
             break;
         }
@@ -41,8 +41,10 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut s = String::new();
     let mut monthly: BTreeMap<&str, f64> = BTreeMap::new();
     for p in cfg.probes.iter() {
-        let Some(cron) = &p.schedule else { continue };
-        let runs = runs_per_day(cron, &p.timezone, now) as f64;
+        let Some(schedule) = &p.schedule else {
+            continue;
+        };
+        let runs = runs_per_day(schedule, &p.timezone, now) as f64;
         let chars: usize = p
             .prompt
             .messages

@@ -48,7 +48,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             let Some(rules) = crate::slo_rules::generate(&cfg) else {
                 anyhow::bail!(
-                    "{}: no target has an slo: nothing to generate",
+                    "{}: no target or probe has an slo: nothing to generate",
                     args.config.display()
                 );
             };

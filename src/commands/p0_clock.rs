@@ -28,8 +28,8 @@ pub fn confirmed_after(period: Duration, confirm: Confirm) -> Duration {
 
 /// The schedule's usual gap between runs: the median over its next fire times.
 fn period(probe: &Probe, now: &jiff::Timestamp) -> Option<Duration> {
-    let cron = probe.schedule.as_ref()?;
-    let fires = cron.upcoming(&now.to_zoned(probe.timezone.clone()), 25);
+    let schedule = probe.schedule.as_ref()?;
+    let fires = schedule.upcoming(&now.to_zoned(probe.timezone.clone()), 25);
     let mut gaps: Vec<Duration> = fires
         .windows(2)
         .filter_map(|w| Duration::try_from(w[1].timestamp().duration_since(w[0].timestamp())).ok())

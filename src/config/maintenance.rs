@@ -1,5 +1,6 @@
-//! `maintenance:` in `llm-canary.yaml`: recurring windows (a cron start in a time zone, and a
-//! duration) during which runs of the named targets go on but are flagged, so alerts can hold.
+//! `maintenance:` in `llm-canary.yaml`: recurring windows (a cron start in a time zone, or
+//! `@every`, and a duration) during which runs of the named targets go on but are flagged, so
+//! alerts can hold.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,13 +9,13 @@ use jiff::tz::TimeZone;
 
 use super::raw::RawMaintenance;
 use super::{target_names, time_zone, ConfigError, FieldPath, Source, Target};
-use crate::schedule::Cron;
+use crate::schedule::Schedule;
 
 /// One recurring window, validated: its targets exist, its duration is more than nothing.
 #[derive(Debug, Clone)]
 pub struct MaintenanceWindow {
     pub targets: Vec<String>,
-    pub schedule: Cron,
+    pub schedule: Schedule,
     pub timezone: TimeZone,
     pub duration: Duration,
     pub reason: Option<String>,

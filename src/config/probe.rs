@@ -16,13 +16,14 @@ use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::tool_call::{self, Tool};
 use crate::checks::CheckSpec;
-use crate::schedule::Cron;
+use crate::schedule::Schedule;
 
 #[derive(Debug, Clone)]
 pub struct Probe {
     pub name: String,
     pub file: PathBuf,
-    pub schedule: Option<Cron>,
+    /// `schedule:` or `every:`; none: the probe runs only when asked (`once`, `gate`, `/probe`).
+    pub schedule: Option<Schedule>,
     pub timezone: TimeZone,
     pub jitter: Duration,
     pub targets: Vec<String>,
@@ -37,6 +38,8 @@ pub struct Probe {
     pub gate: GateSpec,
     /// How the daemon re-runs a failed pair before its next scheduled run.
     pub confirm: Confirm,
+    /// Objectives for this probe's runs, on each target it runs on (`slo:`).
+    pub slo: Option<super::Slo>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,6 +282,21 @@ fn load_probe(
     )?;
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let confirm = confirm::load(src, &at.key("confirm"), r.confirm)?;
+    let slo = r
+        .slo
+        .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
+        .transpose()?;
+    let schedule = match (r.schedule, r.every) {
+        (Some(_), Some(every)) => {
+            return Err(src.err(
+                &at.key("every"),
+                every.referenced,
+                "schedule and every both say when the probe runs: keep one",
+            ))
+        }
+        (Some(s), None) => Some(s.value.0),
+        (None, e) => e.map(|e| e.value.0),
+    };
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto {
         warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
@@ -286,7 +304,7 @@ fn load_probe(
     Ok(Probe {
         name,
         file: src.path.to_path_buf(),
-        schedule: r.schedule.map(|c| c.0),
+        schedule,
         timezone,
         jitter: r.jitter.map_or(Duration::ZERO, |j| j.0),
         targets: target_names,
@@ -299,6 +317,7 @@ fn load_probe(
         checks,
         gate,
         confirm,
+        slo,
     })
 }
 

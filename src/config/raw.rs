@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::duration::Dur;
 use crate::checks::repetition::Thresholds;
-use crate::schedule::Cron;
+use crate::schedule::{Cron, Every, Schedule};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,7 +40,7 @@ pub struct RawStatus {
 #[serde(deny_unknown_fields)]
 pub struct RawMaintenance {
     pub targets: Spanned<Vec<Spanned<String>>>,
-    pub schedule: CronSpec,
+    pub schedule: ScheduleSpec,
     pub timezone: Option<Spanned<String>>,
     pub duration: Spanned<Dur>,
     pub reason: Option<String>,
@@ -214,7 +214,10 @@ pub enum CacheBust {
 #[serde(deny_unknown_fields)]
 pub struct RawProbe {
     pub name: Spanned<String>,
-    pub schedule: Option<CronSpec>,
+    /// A cron expression, or `@every 5m`; not with `every`.
+    pub schedule: Option<Spanned<ScheduleSpec>>,
+    /// An interval (`5m`), fired at its multiples from the Unix epoch; not with `schedule`.
+    pub every: Option<Spanned<EverySpec>>,
     pub timezone: Option<Spanned<String>>,
     pub jitter: Option<Dur>,
     pub targets: Option<Vec<Spanned<String>>>,
@@ -229,6 +232,8 @@ pub struct RawProbe {
     pub gate: Option<RawGate>,
     /// How the daemon re-runs a failed pair (see [`super::confirm`]).
     pub confirm: Option<super::confirm::RawConfirm>,
+    /// Objectives for this probe's runs on each of its targets (see [`super::slo`]).
+    pub slo: Option<Spanned<super::slo::RawSlo>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -294,17 +299,55 @@ pub enum Role {
     Assistant,
 }
 
-/// A cron expression, compiled while parsing.
+/// `schedule:`: a cron expression (or macro) compiled while parsing, or the descriptor
+/// `@every 5m`, an interval.
 #[derive(Debug, Clone)]
-pub struct CronSpec(pub Cron);
+pub struct ScheduleSpec(pub Schedule);
 
-impl<'de> Deserialize<'de> for CronSpec {
+impl<'de> Deserialize<'de> for ScheduleSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
+        let text = s.trim();
+        let interval = text
+            .strip_prefix("@every")
+            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace));
+        if let Some(rest) = interval {
+            return interval_of(rest.trim())
+                .map(|every| {
+                    ScheduleSpec(Schedule::Every {
+                        every,
+                        text: format!("@every {}", rest.trim()),
+                    })
+                })
+                .map_err(|e| serde::de::Error::custom(format!("invalid schedule {s:?}: {e}")));
+        }
         Cron::parse(&s)
-            .map(CronSpec)
+            .map(|c| ScheduleSpec(Schedule::from(c)))
             .map_err(|e| serde::de::Error::custom(format!("invalid cron expression {s:?}: {e}")))
     }
+}
+
+/// `every:`: an interval, checked while parsing.
+#[derive(Debug, Clone)]
+pub struct EverySpec(pub Schedule);
+
+impl<'de> Deserialize<'de> for EverySpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        interval_of(&s)
+            .map(|every| {
+                EverySpec(Schedule::Every {
+                    every,
+                    text: s.trim().to_string(),
+                })
+            })
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+fn interval_of(text: &str) -> Result<Every, String> {
+    let d = super::duration::parse_duration(text)?;
+    Every::new(d).map_err(|e| e.to_string())
 }
 
 /// A regex, compiled while parsing (size-limited, so a hostile pattern cannot eat memory).

@@ -86,20 +86,11 @@ impl Config {
     }
 }
 
-/// A stable hash of a pair, so every agent of a fleet agrees on the shards.
-fn pair_hash(probe: &str, target: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in probe.bytes().chain([0u8]).chain(target.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
-/// Whether shard `i/n` owns the pair (`None`: one agent owns everything).
+/// Whether shard `i/n` owns the pair (`None`: one agent owns everything), by the pair's stable
+/// hash, so every agent of a fleet agrees on the shards.
 pub fn in_shard(probe: &str, target: &str, shard: Option<(u32, u32)>) -> bool {
     match shard {
-        Some((i, n)) => pair_hash(probe, target) % u64::from(n) == u64::from(i - 1),
+        Some((i, n)) => crate::util::pair_hash(probe, target) % u64::from(n) == u64::from(i - 1),
         None => true,
     }
 }

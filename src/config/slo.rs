@@ -1,6 +1,6 @@
-//! A target's `slo:`: an availability objective over a window and latency objectives (a
-//! figure at or under a bound for a share of runs), validated at load. `rules` turns them
-//! into Prometheus recording and burn-rate alert rules.
+//! A target's or a probe's `slo:`: an availability objective over a window and latency
+//! objectives (a figure at or under a bound for a share of runs), validated at load. `rules`
+//! turns them into Prometheus recording and burn-rate alert rules.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! The daemon (`llm-canary run`): every (probe, target) pair fires on its cron schedule, with a
-//! global concurrency limit, optional jitter and no overlap (a pair still in flight when its next
+//! The daemon (`llm-canary run`): every (probe, target) pair fires on its schedule (cron or
+//! interval), with a global concurrency limit, an optional stable jitter and no overlap (a pair still in flight when its next
 //! fire time comes is skipped and counted). Results go to the metrics registry (served on
 //! /metrics, pushed to the Pushgateway, written to a remote-write receiver with `remote_write:`),
 //! the results log and the status page's history. Runs in a maintenance window are flagged, and

@@ -93,9 +93,11 @@ async fn pair_loop(
     gen: u64,
 ) {
     // Borrowed, not cloned: a parsed schedule holds about 5 KB, once per probe, not per pair.
-    let Some(cron) = probe.schedule.as_ref() else {
+    let Some(schedule) = probe.schedule.as_ref() else {
         return;
     };
+    // The pair's stable share of the jitter: the same fire times after a restart.
+    let offset = crate::schedule::pair_offset(probe.jitter, &probe.name, &target.name);
     let mut last_fire: Option<jiff::Timestamp> = None;
     let key = (probe.name.clone(), target.name.clone());
     let row = Arc::new(Mutex::new(confirm::Row::default()));
@@ -108,16 +110,11 @@ async fn pair_loop(
         let from = last_fire
             .map_or(now, |l| l.max(now))
             .to_zoned(probe.timezone.clone());
-        let Some(next) = cron.next_after(&from) else {
+        let Some(next) = schedule.next_after_offset(&from, offset) else {
             return;
         };
         let wait = Duration::try_from(next.timestamp().duration_since(now)).unwrap_or_default();
-        let jitter = if probe.jitter.is_zero() {
-            Duration::ZERO
-        } else {
-            probe.jitter.mul_f64(fastrand::f64())
-        };
-        let due = Instant::now() + wait + jitter;
+        let due = Instant::now() + wait;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(due) => break,

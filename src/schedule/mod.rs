@@ -1,5 +1,11 @@
-//! Cron expressions → next fire times, evaluated by the `croner` crate in a time zone (UTC by
-//! default). What users write is standard crontab:
+//! When a probe fires: a [`Schedule`], either a cron expression or a fixed interval
+//! ([`Every`]: `every: 5m`, or `@every 5m` in `schedule:`). Everything that needs fire times
+//! (the daemon's loops, `check`'s cadence and next fires, its P0-clock warning and cost
+//! estimate, maintenance windows) asks that one type, and a pair's jitter shifts either kind
+//! by the same stable offset ([`pair_offset`]).
+//!
+//! Cron expressions are evaluated by the `croner` crate in a time zone (UTC by default). What
+//! users write is standard crontab:
 //!
 //! - 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first; lists,
 //!   ranges, `*/n` and `a-b/n` steps; `jan`-`dec` and `sun`-`sat` names; 0 and 7 are Sunday;
@@ -26,7 +32,10 @@
 //! spec written back in numbers, so its name handling (which replaces names anywhere in the
 //! text) never sees a name.
 
+mod every;
 mod spec;
+
+use std::time::Duration;
 
 use croner::parser::{CronParser, Seconds, Year};
 use jiff::tz::{AmbiguousOffset, TimeZone};
@@ -43,7 +52,80 @@ pub struct Cron {
 #[error("{0}")]
 pub struct CronError(String);
 
+pub use every::{Every, EveryError, SHORTEST};
 pub use spec::{Item, Spec, MACROS};
+
+/// When a probe (or a maintenance window) fires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    /// Boxed: a compiled expression is large beside an interval.
+    Cron(Box<Cron>),
+    /// A fixed interval, with the text the user wrote: `@every 5m` in `schedule:`, or the
+    /// duration of `every:`.
+    Every { every: Every, text: String },
+}
+
+impl Schedule {
+    /// What the user wrote: the cron expression (or macro), `@every 5m`, or `every:`'s `5m`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Schedule::Cron(c) => c.as_str(),
+            Schedule::Every { text, .. } => text,
+        }
+    }
+
+    /// The first fire time strictly after `after`, in `after`'s time zone.
+    pub fn next_after(&self, after: &Zoned) -> Option<Zoned> {
+        match self {
+            Schedule::Cron(c) => c.next_after(after),
+            Schedule::Every { every, .. } => every.next_after(after),
+        }
+    }
+
+    /// The first fire time strictly after `after` of the schedule shifted later by `offset`
+    /// (a pair's [`pair_offset`]): the same instants for a pair whenever it is asked, so a
+    /// restart keeps the phase.
+    pub fn next_after_offset(&self, after: &Zoned, offset: Duration) -> Option<Zoned> {
+        let shift = jiff::SignedDuration::try_from(offset).ok()?;
+        let base = after.timestamp().checked_sub(shift).ok()?;
+        let next = self.next_after(&base.to_zoned(after.time_zone().clone()))?;
+        Some(
+            next.timestamp()
+                .checked_add(shift)
+                .ok()?
+                .to_zoned(after.time_zone().clone()),
+        )
+    }
+
+    /// The next `n` fire times after `after`.
+    pub fn upcoming(&self, after: &Zoned, n: usize) -> Vec<Zoned> {
+        let mut out: Vec<Zoned> = Vec::with_capacity(n);
+        while out.len() < n {
+            match self.next_after(out.last().unwrap_or(after)) {
+                Some(z) => out.push(z),
+                None => break,
+            }
+        }
+        out
+    }
+}
+
+/// A pair's stable share of its probe's `jitter:`: the same for the same probe and target on
+/// every start and every agent, and spread evenly over `0..jitter` across pairs, so pairs on one
+/// schedule do not all fire at the same instant.
+pub fn pair_offset(jitter: Duration, probe: &str, target: &str) -> Duration {
+    // FNV-1a's high bits hardly change with a name's last characters (`target-1`,
+    // `target-2`): MurmurHash3's finalizer spreads every bit over all of them first.
+    let mut h = crate::util::pair_hash(probe, target);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    // The top 53 bits: a uniform fraction in [0, 1) that an f64 holds exactly.
+    let fraction = (h >> 11) as f64 / (1u64 << 53) as f64;
+    jitter.mul_f64(fraction)
+}
 
 impl Cron {
     pub fn parse(expr: &str) -> Result<Cron, CronError> {
@@ -110,17 +192,11 @@ impl Cron {
             }
         }
     }
+}
 
-    /// The next `n` fire times after `after`.
-    pub fn upcoming(&self, after: &Zoned, n: usize) -> Vec<Zoned> {
-        let mut out: Vec<Zoned> = Vec::with_capacity(n);
-        while out.len() < n {
-            match self.next_after(out.last().unwrap_or(after)) {
-                Some(z) => out.push(z),
-                None => break,
-            }
-        }
-        out
+impl From<Cron> for Schedule {
+    fn from(c: Cron) -> Schedule {
+        Schedule::Cron(Box::new(c))
     }
 }
 
@@ -141,8 +217,7 @@ mod tests {
     }
 
     fn fires(expr: &str, from: &str, n: usize) -> Vec<String> {
-        Cron::parse(expr)
-            .unwrap()
+        Schedule::from(Cron::parse(expr).unwrap())
             .upcoming(&at(from), n)
             .iter()
             .map(|z| z.to_string())
@@ -318,9 +393,110 @@ mod tests {
         );
     }
 
+    fn every(secs: u64) -> Schedule {
+        Schedule::Every {
+            every: Every::new(Duration::from_secs(secs)).unwrap(),
+            text: format!("{secs}s"),
+        }
+    }
+
+    /// The fire times a pair's loop walks through from `start`, as the daemon asks for them.
+    fn walk(s: &Schedule, offset: Duration, start: &str, n: usize) -> Vec<String> {
+        let mut at = self::at(start);
+        (0..n)
+            .map(|_| {
+                at = s.next_after_offset(&at, offset).unwrap();
+                at.timestamp().to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_interval_keeps_its_phase_across_a_restart() {
+        let five = every(300);
+        let offset = Duration::from_secs(17);
+        // Started at 10:01:02, or restarted at 10:08:40: the same instants, 5 minutes apart, 17 s
+        // after each multiple of 5 minutes since the epoch.
+        let first = walk(&five, offset, "2026-01-01T10:01:02Z[UTC]", 4);
+        assert_eq!(
+            first,
+            [
+                "2026-01-01T10:05:17Z",
+                "2026-01-01T10:10:17Z",
+                "2026-01-01T10:15:17Z",
+                "2026-01-01T10:20:17Z"
+            ]
+        );
+        let restarted = walk(&five, offset, "2026-01-01T10:08:40.5Z[UTC]", 3);
+        assert_eq!(restarted, first[1..]);
+        // Just inside the offset: the multiple's own fire time is still ahead.
+        assert_eq!(
+            walk(&five, offset, "2026-01-01T10:05:16.9Z[UTC]", 1),
+            ["2026-01-01T10:05:17Z"]
+        );
+        // Never the same instant twice: asked from a fire time, the next one.
+        assert_eq!(
+            walk(&five, offset, "2026-01-01T10:05:17Z[UTC]", 1),
+            ["2026-01-01T10:10:17Z"]
+        );
+    }
+
+    #[test]
+    fn a_cron_schedule_takes_the_same_offset() {
+        let hourly = Schedule::from(Cron::parse("@hourly").unwrap());
+        let offset = Duration::from_secs(90);
+        assert_eq!(
+            walk(&hourly, offset, "2026-01-01T10:00:30Z[UTC]", 2),
+            ["2026-01-01T10:01:30Z", "2026-01-01T11:01:30Z"]
+        );
+        assert_eq!(
+            walk(&hourly, Duration::ZERO, "2026-01-01T10:00:30Z[UTC]", 1),
+            ["2026-01-01T11:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn every_descriptor_fires_as_its_cron_twin() {
+        // `@every 1m` and `* * * * *`, `@every 1h` and `@hourly` fire at the same instants (in
+        // UTC; an interval counts from the epoch, not from the zone's midnight).
+        let from = "2026-01-07T10:30:30Z[UTC]";
+        for (secs, expr) in [(60, "* * * * *"), (3600, "@hourly"), (86_400, "@daily")] {
+            let cron = Schedule::from(Cron::parse(expr).unwrap());
+            assert_eq!(
+                every(secs).upcoming(&at(from), 3),
+                cron.upcoming(&at(from), 3),
+                "{expr}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pairs_offset_is_stable_and_spread_over_the_jitter() {
+        let jitter = Duration::from_secs(60);
+        let a = pair_offset(jitter, "capital", "chat-7b");
+        assert_eq!(a, pair_offset(jitter, "capital", "chat-7b"));
+        assert_eq!(
+            pair_offset(Duration::ZERO, "capital", "chat-7b"),
+            Duration::ZERO
+        );
+        let offsets: Vec<Duration> = (0..400)
+            .map(|i| pair_offset(jitter, "p", &format!("target-{i}")))
+            .collect();
+        assert!(offsets.iter().all(|o| *o < jitter));
+        // Every quarter of the jitter gets a fair share of 400 pairs.
+        let mut quarters = [0; 4];
+        for o in &offsets {
+            quarters[(o.as_secs() / 15) as usize] += 1;
+        }
+        assert!(
+            quarters.iter().all(|&n| (70..130).contains(&n)),
+            "{quarters:?}"
+        );
+    }
+
     #[test]
     fn upcoming_is_strictly_increasing() {
-        let c = Cron::parse("*/2 * * * * *").unwrap();
+        let c = Schedule::from(Cron::parse("*/2 * * * * *").unwrap());
         let v = c.upcoming(&at("2026-01-01T00:00:00.5Z[UTC]"), 3);
         let s: Vec<String> = v.iter().map(|z| z.timestamp().to_string()).collect();
         assert_eq!(

@@ -188,7 +188,7 @@ impl Spec {
                 .map(|(_, text)| *text)
                 .ok_or_else(|| {
                     CronError(format!(
-                        "unknown macro {expr:?}; the macros are {}",
+                        "unknown macro {expr:?}; the macros are {} and @every <interval>",
                         MACROS.map(|(name, _)| name).join(", ")
                     ))
                 })?

@@ -743,6 +743,62 @@ fn check_warns_of_targets_no_probe_can_page_within_the_p0_clock() {
     );
 }
 
+#[test]
+fn check_prints_the_cadence_of_intervals_and_warns_by_it() {
+    let dir = common::TempDir::new("check-every");
+    let target =
+        |n: &str| format!("  - {{name: {n}, base_url: \"http://127.0.0.1:9/v1\", model: m}}\n");
+    let targets: String = ["a", "b", "c"].iter().map(|n| target(n)).collect();
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!("agent: {{listen: \"127.0.0.1:0\"}}\ntargets:\n{targets}maintenance:\n  - {{targets: [c], schedule: \"@every 6h\", duration: 10m}}\n"),
+        ),
+        ("probes/five.yaml", "name: five\nevery: 5m\njitter: 30s\ntargets: [a]\nprompt: q.txt\n"),
+        ("probes/seven.yaml", "name: seven\nschedule: \"@every 7m\"\ntargets: [b]\nprompt: q.txt\n"),
+        ("probes/minute.yaml", "name: minute\nschedule: \"@every 1m\"\ntargets: [c]\nprompt: q.txt\n"),
+        ("prompts/q.txt", "hi"),
+    ]);
+    let out = bin()
+        .arg("check")
+        .arg("-c")
+        .arg(dir.path().join("llm-canary.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    // Each form as written, its cadence in words, and fire times at multiples of the interval
+    // counted from the Unix epoch.
+    for (prefix, secs, suffix) in [
+        ("  every 5m (every 5 minutes): next ", 300, "; each target at its own fixed share of the 30s jitter after these"),
+        ("  schedule \"@every 7m\" (every 7 minutes, at times of day that move from one day to the next): next ", 420, ""),
+        ("  schedule \"@every 1m\" (every minute): next ", 60, ""),
+        ("maintenance of c for 10m from \"@every 6h\" (every 6 hours): next ", 21_600, ""),
+    ] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix:?} in {s}"));
+        let times = line[prefix.len()..].strip_suffix(suffix).unwrap_or_else(|| panic!("{line}"));
+        let times: Vec<i64> = times
+            .split(", ")
+            .map(|t| t.parse::<jiff::Timestamp>().unwrap().as_second())
+            .collect();
+        assert!(times.len() >= 2, "{line}");
+        assert!(times.iter().all(|t| t % secs == 0), "{line}");
+        assert!(times.windows(2).all(|w| w[1] - w[0] == secs), "{line}");
+    }
+    // The P0 clock reads the interval as it reads a cron's cadence.
+    assert!(
+        s.contains("warning: target \"a\" may page only 385s after it goes down, past the 3-minute P0 clock: its fastest, probe \"five\" runs every 5m"),
+        "{s}"
+    );
+    assert!(s.contains("warning: target \"b\" may page only"), "{s}");
+    assert!(!s.contains("warning: target \"c\""), "{s}");
+    // ... and so does the estimate of runs per day.
+    assert!(s.contains("  minute -> c: 1440 runs/day"), "{s}");
+}
+
 /// `judge` on the shipped `capital` probe: a file, stdin and JSON lines, each verdict as a run
 /// would give it, and the exit codes of `once`.
 #[test]

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
-use llm_canary::schedule::Cron;
+use llm_canary::schedule::{Cron, Schedule};
 
 const SEED: u64 = 0x5eed_c4a7;
 const EXPRESSIONS: usize = 3000;
@@ -418,8 +418,7 @@ fn ours(case: &Case) -> Vec<i64> {
     let from = Timestamp::from_second(case.start)
         .unwrap()
         .to_zoned(case.tz.clone());
-    Cron::parse(&case.expr)
-        .unwrap()
+    Schedule::from(Cron::parse(&case.expr).unwrap())
         .upcoming(&from, FIRES)
         .iter()
         .map(|z| z.timestamp().as_second())

@@ -710,3 +710,78 @@ async fn a_failed_run_is_confirmed_before_the_next_scheduled_one_and_a_blip_is_n
         "{text}"
     );
 }
+
+/// Where in its interval each run of `probe` started: seconds past the last multiple of
+/// `interval` since the Unix epoch, less the pair's expected offset.
+fn lateness(d: &Daemon, probe: &str, interval: f64, offset: f64) -> Vec<f64> {
+    d.results()
+        .iter()
+        .filter(|r| r["probe"] == probe && r["confirm"] == false)
+        .map(|r| (started(r) - offset).rem_euclid(interval))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_and_at_every_fire_at_multiples_of_their_interval_across_a_restart() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let yaml = |port: u16| {
+        format!(
+            "agent:\n  name: canary-test\n  listen: 127.0.0.1:{port}\n  results_log: results.jsonl\n\
+             targets:\n  - {{name: sim-a, base_url: \"{}\", model: m}}\n",
+            sim.base_url("healthy")
+        )
+    };
+    let every = "name: every\nevery: 2s\njitter: 1s\nprompt: q.txt\nmax_tokens: 8\n";
+    let at_every = "name: at-every\nschedule: \"@every 3s\"\nprompt: q.txt\nmax_tokens: 8\n";
+    // The pair's stable share of its jitter, the same in every process.
+    let offset = llm_canary::schedule::pair_offset(Duration::from_secs(1), "every", "sim-a");
+    let offset = offset.as_secs_f64();
+    // Far enough from 0 that a daemon ignoring it would start every run ~1.8 s "late" here.
+    assert!(offset > 0.1, "{offset}");
+    let run = |port: u16| {
+        Daemon::start(
+            &[
+                ("llm-canary.yaml", &yaml(port)),
+                ("probes/every.yaml", every),
+                ("probes/at-every.yaml", at_every),
+                ("prompts/q.txt", common::PROMPT),
+            ],
+            port,
+            &[],
+        )
+    };
+    for start in ["first", "restarted"] {
+        let d = run(services::free_port());
+        eventually(
+            "three runs of each probe",
+            Duration::from_secs(40),
+            || async {
+                (lateness(&d, "every", 2.0, offset).len() >= 3
+                    && lateness(&d, "at-every", 3.0, 0.0).len() >= 3)
+                    .then_some(())
+            },
+        )
+        .await;
+        // Each run starts just after its fire time (a run's own start-up, on a busy machine),
+        // never before it and never a whole share of the interval later.
+        for (probe, interval, offset) in [("every", 2.0, offset), ("at-every", 3.0, 0.0)] {
+            let late = lateness(&d, probe, interval, offset);
+            assert!(
+                late.iter().all(|l| *l < 0.5),
+                "{start}: {probe} started {late:?} s after its fire times (offset {offset}): {:?}",
+                d.results()
+            );
+        }
+        // Consecutive runs one interval apart.
+        let t: Vec<f64> = d
+            .results()
+            .iter()
+            .filter(|r| r["probe"] == "at-every")
+            .map(started)
+            .collect();
+        assert!(
+            t.windows(2).all(|w| ((w[1] - w[0]) - 3.0).abs() < 0.5),
+            "{start}: {t:?}"
+        );
+    }
+}

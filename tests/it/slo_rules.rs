@@ -39,7 +39,7 @@ fn promtool_checks_the_slo_rules_and_their_unit_tests_pass() {
     let out = run(Command::new(&promtool)
         .args(["check", "rules"])
         .arg(root().join("deploy/prometheus/slo.rules.yml")));
-    assert!(out.contains("SUCCESS: 25 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 41 rules found"), "{out}");
     let out = run(Command::new(&promtool)
         .args(["test", "rules"])
         .arg(root().join("deploy/prometheus/tests/slo_test.yml")));
@@ -60,15 +60,15 @@ fn a_config_without_slo_has_nothing_to_generate() {
     let out = rules(&dir.path().join("llm-canary.yaml"));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no target has an slo"), "{err}");
+    assert!(err.contains("no target or probe has an slo"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_prometheus_loads_the_rules_and_reads_the_agents_series() {
     // Two targets of the sim, the daemon pushing their runs: `a` (every run an HTTP 503) has
-    // an availability objective, `b` (healthy, fast) two latency objectives. Every generated
-    // rule evaluates without error in a real Prometheus, on the series the agent writes (its
-    // `le` spelling included).
+    // an availability objective, `b` (healthy, fast) two latency objectives, and the probe its
+    // own availability objective on both. Every generated rule evaluates without error in a
+    // real Prometheus, on the series the agent writes (its `le` spelling included).
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let gw = services::pushgateway().await;
     let dir = TempDir::new("slo");
@@ -82,7 +82,7 @@ async fn a_real_prometheus_loads_the_rules_and_reads_the_agents_series() {
         ("llm-canary.yaml", &agent),
         (
             "probes/p.yaml",
-            "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 16\nchecks: {allow_truncation: true}\n",
+            "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 16\nchecks: {allow_truncation: true}\nslo: {availability: 99%}\n",
         ),
         ("prompts/q.txt", common::PROMPT),
     ]);
@@ -115,10 +115,21 @@ async fn a_real_prometheus_loads_the_rules_and_reads_the_agents_series() {
     };
     // a fails every run: 1000x a 0.1% budget.
     let burn = eventually("a's burn rate", Duration::from_secs(60), || {
-        query("llm_canary:slo_burn_rate:rate5m{target=\"a\",slo=\"availability\"}")
+        query("llm_canary:slo_burn_rate:rate5m{probe=\"\",target=\"a\",slo=\"availability\"}")
     })
     .await;
     assert!((burn - 1000.0).abs() < 1e-6, "{burn}");
+    // The probe's own objective, on each target apart: 100x a 1% budget on a, nothing on b.
+    let burn = eventually("p's burn rate on a", Duration::from_secs(60), || {
+        query("llm_canary:slo_burn_rate:rate5m{probe=\"p\",target=\"a\",slo=\"availability\"}")
+    })
+    .await;
+    assert!((burn - 100.0).abs() < 1e-6, "{burn}");
+    let burn = eventually("p's burn rate on b", Duration::from_secs(60), || {
+        query("llm_canary:slo_burn_rate:rate5m{probe=\"p\",target=\"b\",slo=\"availability\"}")
+    })
+    .await;
+    assert_eq!(burn, 0.0);
     // b's runs are all fast and ok: no latency errors, all goodput.
     let slow = eventually("b's ttft error ratio", Duration::from_secs(60), || {
         query("llm_canary:slo_errors:ratio_rate5m{target=\"b\",slo=\"ttft_le_5s\"}")
@@ -126,12 +137,12 @@ async fn a_real_prometheus_loads_the_rules_and_reads_the_agents_series() {
     .await;
     assert_eq!(slow, 0.0);
     let goodput = eventually("b's goodput", Duration::from_secs(60), || {
-        query("llm_canary:goodput_ratio:rate5m{target=\"b\"}")
+        query("llm_canary:goodput_ratio:rate5m{probe=\"\",target=\"b\"}")
     })
     .await;
     assert_eq!(goodput, 1.0);
     let goodput_a = eventually("a's goodput", Duration::from_secs(60), || {
-        query("llm_canary:goodput_ratio:rate5m{target=\"a\"}")
+        query("llm_canary:goodput_ratio:rate5m{probe=\"\",target=\"a\"}")
     })
     .await;
     assert_eq!(goodput_a, 0.0);
