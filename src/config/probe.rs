@@ -10,6 +10,7 @@ use jiff::tz::TimeZone;
 use super::gate::{self, Relative, Slo};
 use serde_saphyr::Spanned;
 
+use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
@@ -37,6 +38,8 @@ pub struct Probe {
     pub gate: GateSpec,
     /// How the daemon re-runs a failed pair before its next scheduled run.
     pub confirm: Confirm,
+    /// Each firing checks the target's prefix cache: the prompt twice, cold then warm.
+    pub cache_check: Option<CacheCheck>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,8 +282,14 @@ fn load_probe(
     )?;
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let confirm = confirm::load(src, &at.key("confirm"), r.confirm)?;
+    let cache_check = cache_check::load(
+        src,
+        &at.key("cache_check"),
+        r.cache_check,
+        r.cache_bust.is_some(),
+    )?;
     let cache_bust = r.cache_bust.unwrap_or_default();
-    if cache_bust == CacheBust::Auto {
+    if cache_bust == CacheBust::Auto && cache_check.is_none() {
         warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
     }
     Ok(Probe {
@@ -299,6 +308,7 @@ fn load_probe(
         checks,
         gate,
         confirm,
+        cache_check,
     })
 }
 

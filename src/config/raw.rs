@@ -227,6 +227,8 @@ pub struct RawProbe {
     pub gate: Option<RawGate>,
     /// How the daemon re-runs a failed pair (see [`super::confirm`]).
     pub confirm: Option<super::confirm::RawConfirm>,
+    /// A prefix sent twice, cold then warm (see [`super::cache_check`]).
+    pub cache_check: Option<Spanned<super::cache_check::RawCacheCheck>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
