@@ -59,6 +59,7 @@ pub fn event(kind: &str, v: &Value) -> Delta {
         "message_start" => {
             d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64();
             d.input_tokens = v["message"]["usage"]["input_tokens"].as_u64();
+            d.cached_tokens = v["message"]["usage"]["cache_read_input_tokens"].as_u64();
             d.model = super::non_empty(&v["message"]["model"]);
         }
         // Its `input` here is always `{}`: the arguments follow as JSON pieces.
@@ -98,6 +99,7 @@ pub fn whole(v: &Value) -> Delta {
     let mut d = Delta {
         finish_reason: v["stop_reason"].as_str().map(finish_reason),
         output_tokens: v["usage"]["output_tokens"].as_u64(),
+        cached_tokens: v["usage"]["cache_read_input_tokens"].as_u64(),
         model: super::non_empty(&v["model"]),
         done: true,
         ..Delta::default()
@@ -119,6 +121,15 @@ pub fn whole(v: &Value) -> Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_reads_are_the_cached_tokens() {
+        let d = event(
+            "message_start",
+            &json!({"type":"message_start","message":{"model":"claude","usage":{"input_tokens":12,"cache_read_input_tokens":2048,"cache_creation_input_tokens":0,"output_tokens":1}}}),
+        );
+        assert_eq!((d.input_tokens, d.cached_tokens), (Some(12), Some(2048)));
+    }
 
     #[test]
     fn deltas_of_each_kind() {
