@@ -45,6 +45,8 @@ pub enum PieceKind {
 /// The figures the closing events report.
 pub struct Usage {
     pub prompt: usize,
+    /// Of the prompt tokens, those served from the prefix cache.
+    pub cached: usize,
     pub completion: usize,
     pub reasoning: usize,
 }
@@ -357,6 +359,7 @@ impl Wire {
                     v.push(Some(plain(
                         json!({"id": "sim", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
                                "usage": {"prompt_tokens": u.prompt, "completion_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+                                         "prompt_tokens_details": {"cached_tokens": u.cached},
                                          "completion_tokens_details": {"reasoning_tokens": u.reasoning}}}),
                     )));
                 }
@@ -365,6 +368,7 @@ impl Wire {
             }
             Wire::Responses => {
                 let usage = usage.map(|u| json!({"input_tokens": u.prompt, "output_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+                                                  "input_tokens_details": {"cached_tokens": u.cached},
                                                   "output_tokens_details": {"reasoning_tokens": u.reasoning}}));
                 let (name, status, details) = if length {
                     (
@@ -423,7 +427,8 @@ impl Wire {
                 let mut last = json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": ""},
                                       "done": true, "done_reason": if length { "length" } else { "stop" }});
                 if let Some(u) = usage {
-                    last["prompt_eval_count"] = json!(u.prompt);
+                    // Ollama counts only the prompt tokens it evaluated: not the cached ones.
+                    last["prompt_eval_count"] = json!(u.prompt - u.cached);
                     last["eval_count"] = json!(u.completion);
                 }
                 if let Some(t) = timings {
