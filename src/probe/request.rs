@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use super::flavor;
-use crate::config::{CacheBust, CacheBustValue, Probe, Target};
+use crate::config::{Api, CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
 pub fn request_id() -> String {
@@ -62,6 +62,11 @@ pub fn build_with_prefix(probe: &Probe, target: &Target, prefix: &str) -> Reques
 
 fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -> Request {
     let mut body = flavor::body(target.api, probe, nonce);
+    if let (Api::AnthropicMessages, Some(prefix), true) =
+        (target.api, nonce, probe.cache_check.is_some())
+    {
+        flavor::anthropic_messages::mark_cacheable(&mut body, prefix);
+    }
     body.insert("model".into(), json!(target.model));
     if let Some(p) = target.priority {
         body.insert("priority".into(), json!(p));

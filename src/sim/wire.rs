@@ -107,11 +107,22 @@ impl Wire {
 
     /// The prompt's text, from the body this flavor takes.
     pub fn prompt(self, body: &Value) -> String {
+        // A string, or Anthropic's text blocks.
+        let text = |v: &Value| -> String {
+            match v.as_array() {
+                Some(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                None => v.as_str().unwrap_or_default().to_string(),
+            }
+        };
         let joined = |v: &Value| {
             v.as_array()
                 .map(|m| {
                     m.iter()
-                        .filter_map(|x| x["content"].as_str())
+                        .map(|x| text(&x["content"]))
                         .collect::<Vec<_>>()
                         .join("\n")
                 })
@@ -124,7 +135,7 @@ impl Wire {
                 v => joined(v),
             },
             Wire::Messages => {
-                let system = body["system"].as_str().unwrap_or_default();
+                let system = text(&body["system"]);
                 let messages = joined(&body["messages"]);
                 if system.is_empty() {
                     messages
