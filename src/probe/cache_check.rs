@@ -6,14 +6,14 @@
 
 use std::fmt::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::request::build_with_prefix;
 use crate::config::{Api, CacheCheck, Probe, Target};
 use crate::result::Measurement;
 
 /// Which run of a cache check a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CachePhase {
     /// The first request: its prefix is new to the server.
