@@ -202,7 +202,7 @@ impl Runner {
             .expect("the semaphore is never closed");
         let client = self.clients.get(probe.timeouts.connect);
         let m = probe::run(&client, probe, target, self.show_output).await;
-        self.record(&client, probe, target, m, confirm, None, &in_window)
+        self.record(probe, target, m, confirm, None, &in_window)
     }
 
     /// One firing of a pair: its run, or a cache check's two (cold, then warm), in one
@@ -229,7 +229,6 @@ impl Runner {
         let run = |phase, figures| Some(CacheRun { phase, figures });
         vec![
             self.record(
-                &client,
                 probe,
                 target,
                 cold,
@@ -238,7 +237,6 @@ impl Runner {
                 &in_window,
             ),
             self.record(
-                &client,
                 probe,
                 target,
                 warm,
@@ -250,10 +248,8 @@ impl Runner {
     }
 
     /// The record of a run: what it measured, beside the runs before it.
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
-        client: &reqwest::Client,
         probe: &Probe,
         target: &Target,
         m: Measurement,
@@ -266,7 +262,8 @@ impl Runner {
             .lock()
             .expect("the warm-up map is never poisoned")
             .note(&m.probe, &m.target, m.outcome);
-        let models = self.models.last_or_ask(client, target);
+        let client = self.clients.get(probe.timeouts.connect);
+        let models = self.models.last_or_ask(&client, target);
         // A prompt with a fresh prefix each run is not the same question twice.
         let deterministic = probe.temperature == Some(0.0)
             && probe.cache_bust != crate::config::CacheBust::Prefix

@@ -61,9 +61,9 @@ const SENTENCES: [&str; 12] = [
 /// no cache holds it yet, then filler prose the prompt follows.
 pub fn prefix(chars: usize) -> String {
     let mut s = String::with_capacity(chars + 128);
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "[canary {:016x}] Background notes, not needed for the answer:\n",
+        "[canary {:016x}] Background notes, not needed for the answer:",
         fastrand::u64(..)
     );
     for i in 0.. {
