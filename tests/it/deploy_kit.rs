@@ -370,7 +370,7 @@ fn the_vm_install_guide_runs_as_written() {
     // `check` validated the config the guide wrote, found nothing to warn about, and the unit
     // passed `systemd-analyze verify` without a word about it.
     assert!(
-        said.contains("llm-canary.yaml: valid: agent \"canary-eu-1\", 1 target(s), 4 probe(s)"),
+        said.contains("llm-canary.yaml: valid: agent \"canary-eu-1\", 1 target(s), 5 probe(s)"),
         "{said}"
     );
     assert!(!said.contains("warning:"), "{said}");
