@@ -139,6 +139,10 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     r.warmup = false;
     r.confirm = true;
     m.record(&r, &cfg.targets[0]);
+    r.cache_phase = Some(crate::probe::cache_check::CachePhase::Warm);
+    r.prefix_cache_hit_ratio = Some(0.9);
+    r.prefix_cache_ttft_speedup = Some(3.0);
+    m.record(&r, &cfg.targets[0]);
     m.confirmed_failure("p", &cfg.targets[0], jiff::Timestamp::UNIX_EPOCH);
     m.set_maintenance(&cfg.targets[0], false);
     for signal in ["metrics", "traces"] {

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::checks::repetition;
 use crate::outcome::{HttpReason, Outcome};
+use crate::probe::cache_check::{CachePhase, CacheRun};
 pub use crate::timeline::TokensSource;
 use crate::timeline::{Figures, Timeline};
 
@@ -52,13 +53,15 @@ pub struct Measurement {
     pub stopped_early: bool,
     /// The server's count of prompt tokens, when it reports one.
     pub input_tokens: Option<u64>,
+    /// The server's count of prompt tokens it served from its prefix cache, when it reports one.
+    pub cached_tokens: Option<u64>,
     pub output: Option<String>,
     pub timeline: Option<Timeline>,
 }
 
 /// How a run stands beside the runs before it, and the window it fell in: what the runner and
 /// its caller know, and the run itself cannot.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunContext {
     /// The pair's first success since start or since its target was unreachable.
     pub warmup: bool,
@@ -73,6 +76,8 @@ pub struct RunContext {
     pub confirm: bool,
     /// The target's model-list entry, as last asked (see [`crate::probe::identity`]).
     pub models: Option<String>,
+    /// A cache check's run, and what it showed beside the cold one (`cache_check:`).
+    pub cache_check: Option<CacheRun>,
 }
 
 /// What identifies the serving build: what the answer said, and the target's model-list entry
@@ -172,6 +177,18 @@ pub struct ProbeResult {
     pub stopped_early: bool,
     /// The server's count of prompt tokens, when it reports one.
     pub input_tokens: Option<u64>,
+    /// The server's count of prompt tokens it served from its prefix cache, when it reports one.
+    pub cached_tokens: Option<u64>,
+    /// A cache check's run: `cold` (its prefix new to the server) or `warm` (the same request
+    /// again); `null` for any other run.
+    pub cache_phase: Option<CachePhase>,
+    /// A warm run's cached prompt tokens / prompt tokens; `null` when the server reports no
+    /// cached count.
+    #[serde(serialize_with = "thousandths")]
+    pub prefix_cache_hit_ratio: Option<f64>,
+    /// A warm run's cold TTFT / warm TTFT.
+    #[serde(serialize_with = "thousandths")]
+    pub prefix_cache_ttft_speedup: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The raw arrival instants, for benchmarks and the gate; not part of the record.
@@ -181,6 +198,10 @@ pub struct ProbeResult {
 
 fn rfc3339<S: serde::Serializer>(t: &jiff::Timestamp, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&t.round(jiff::Unit::Millisecond).unwrap_or(*t))
+}
+
+fn thousandths<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    v.map(|x| (x * 1000.0).round() / 1000.0).serialize(s)
 }
 
 fn outcome_and_success<S: serde::Serializer>(o: &Outcome, s: S) -> Result<S::Ok, S::Error> {
@@ -250,6 +271,10 @@ impl ProbeResult {
             repetition: m.repetition,
             stopped_early: m.stopped_early,
             input_tokens: m.input_tokens,
+            cached_tokens: m.cached_tokens,
+            cache_phase: ctx.cache_check.map(|c| c.phase),
+            prefix_cache_hit_ratio: ctx.cache_check.and_then(|c| c.figures.hit_ratio),
+            prefix_cache_ttft_speedup: ctx.cache_check.and_then(|c| c.figures.ttft_speedup),
             output: m.output,
             timeline: m.timeline,
         }
@@ -307,6 +332,7 @@ impl Measurement {
             repetition: None,
             stopped_early: false,
             input_tokens: None,
+            cached_tokens: None,
             output: None,
             timeline: None,
         }
@@ -345,7 +371,8 @@ mod tests {
              finish_reason output_chars repetition_score warmup error server_timings \
              server_ttft_ms reported_model fingerprint target_changed output_sha256 \
              output_changed trace_id maintenance confirm content_chunks response_bytes repetition \
-             stopped_early input_tokens";
+             stopped_early input_tokens cached_tokens cache_phase prefix_cache_hit_ratio \
+             prefix_cache_ttft_speedup";
         let at: Vec<Option<usize>> = keys
             .split_whitespace()
             .map(|k| line.find(&format!("\"{k}\":")))

@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
+use crate::probe::cache_check::{CachePhase, CacheRun};
 use crate::probe::{self, identity, Clients};
 use crate::result::{Measurement, ProbeResult, RunContext};
 
@@ -176,20 +177,23 @@ impl Runner {
     pub async fn run_one(&self, probe: &Probe, target: &Target) -> ProbeResult {
         let windows = self.windows.clone();
         self.run_in(probe, target, false, |at| {
-            windows.is_some_and(|in_window| in_window(&target.name, at))
+            windows
+                .as_ref()
+                .is_some_and(|in_window| in_window(&target.name, at))
         })
         .await
     }
 
     /// One run, waiting for a concurrency slot first; `confirm` when it confirms a failed run
     /// of the pair; `in_window` says whether the run, by the instant it started, fell in a
-    /// maintenance window of its target.
+    /// maintenance window of its target. A cache check's probe runs as any other here: once,
+    /// with its cache busting (see [`Runner::fire_in`]).
     pub async fn run_in(
         &self,
         probe: &Probe,
         target: &Target,
         confirm: bool,
-        in_window: impl FnOnce(jiff::Timestamp) -> bool,
+        in_window: impl Fn(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
         let _permit = self
             .limit
@@ -198,15 +202,72 @@ impl Runner {
             .expect("the semaphore is never closed");
         let client = self.clients.get(probe.timeouts.connect);
         let m = probe::run(&client, probe, target, self.show_output).await;
+        self.record(probe, target, m, confirm, None, &in_window)
+    }
+
+    /// One firing of a pair: its run, or a cache check's two (cold, then warm), in one
+    /// concurrency slot; as [`Runner::run_in`] otherwise.
+    pub async fn fire_in(
+        &self,
+        probe: &Probe,
+        target: &Target,
+        confirm: bool,
+        in_window: impl Fn(jiff::Timestamp) -> bool,
+    ) -> Vec<ProbeResult> {
+        let Some(check) = probe.cache_check else {
+            return vec![self.run_in(probe, target, confirm, in_window).await];
+        };
+        let _permit = self
+            .limit
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
+        let client = self.clients.get(probe.timeouts.connect);
+        let [cold, warm] =
+            probe::cache_check::run(&client, probe, target, check, self.show_output).await;
+        let figures = probe::cache_check::compare(target.api, &cold, &warm);
+        let run = |phase, figures| Some(CacheRun { phase, figures });
+        vec![
+            self.record(
+                probe,
+                target,
+                cold,
+                confirm,
+                run(CachePhase::Cold, Default::default()),
+                &in_window,
+            ),
+            self.record(
+                probe,
+                target,
+                warm,
+                confirm,
+                run(CachePhase::Warm, figures),
+                &in_window,
+            ),
+        ]
+    }
+
+    /// The record of a run: what it measured, beside the runs before it.
+    fn record(
+        &self,
+        probe: &Probe,
+        target: &Target,
+        m: Measurement,
+        confirm: bool,
+        cache_check: Option<CacheRun>,
+        in_window: &impl Fn(jiff::Timestamp) -> bool,
+    ) -> ProbeResult {
         let warmup = self
             .warm
             .lock()
             .expect("the warm-up map is never poisoned")
             .note(&m.probe, &m.target, m.outcome);
+        let client = self.clients.get(probe.timeouts.connect);
         let models = self.models.last_or_ask(&client, target);
         // A prompt with a fresh prefix each run is not the same question twice.
-        let deterministic =
-            probe.temperature == Some(0.0) && probe.cache_bust != crate::config::CacheBust::Prefix;
+        let deterministic = probe.temperature == Some(0.0)
+            && probe.cache_bust != crate::config::CacheBust::Prefix
+            && probe.cache_check.is_none();
         let change = self
             .changes
             .lock()
@@ -219,6 +280,7 @@ impl Runner {
             maintenance: in_window(m.started_at),
             confirm,
             models: change.models,
+            cache_check,
         };
         ProbeResult::new(m, ctx)
     }
@@ -234,18 +296,27 @@ impl Runner {
         self.models.ask(&client, target, Instant::now()).await
     }
 
-    /// Every pair once, concurrently within the limit; results in the order of `pairs`.
+    /// Every pair fired once, concurrently within the limit; results in the order of `pairs`
+    /// (a cache check's two runs in the order they ran).
     pub async fn run_all(self: &Arc<Self>, pairs: Vec<Pair>) -> Vec<ProbeResult> {
         let handles: Vec<_> = pairs
             .into_iter()
             .map(|(p, t)| {
                 let me = self.clone();
-                tokio::spawn(async move { me.run_one(&p, &t).await })
+                let windows = self.windows.clone();
+                tokio::spawn(async move {
+                    me.fire_in(&p, &t, false, |at| {
+                        windows
+                            .as_ref()
+                            .is_some_and(|in_window| in_window(&t.name, at))
+                    })
+                    .await
+                })
             })
             .collect();
         let mut out = Vec::with_capacity(handles.len());
         for h in handles {
-            out.push(h.await.expect("a probe run never panics"));
+            out.extend(h.await.expect("a probe run never panics"));
         }
         out
     }

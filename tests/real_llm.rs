@@ -400,3 +400,67 @@ async fn json_checks_on_the_real_server() {
         other => panic!("format probe: {other} {:?} {:?}", r.failed_checks, r.error),
     }
 }
+
+/// A cache check's warm run beside its cold one, `firings` times, on a server started with
+/// `flags`: each firing's (hit ratio, speedup), as the records say them.
+async fn cache_check_figures(flags: &[&str], firings: usize) -> Vec<(Option<f64>, f64)> {
+    let llama = LlamaServer::start_with(common::services::free_port(), 2, flags).await;
+    let url = llama.url();
+    let files = vec![
+        ("llm-canary.yaml".to_string(), format!("targets:\n  - {{name: chat, base_url: \"{url}/v1\", model: smollm2, server: llama-cpp}}\n")),
+        ("prompts/sky.txt".into(), GOOD[0].1.into()),
+        // About 450 tokens of prefix: a cold prefill takes seconds on a busy CPU.
+        ("probes/cache.yaml".into(), "name: cache\nprompt: sky.txt\nmax_tokens: 32\ntemperature: 0\ncache_check: {prefix_chars: 2000}\ntimeouts: {ttft: 60s, total: 90s}\nchecks: {allow_truncation: true}\n".into()),
+    ];
+    let (_dir, cfg) = load_written("llama-cache", &files);
+    let runner = Runner::new(1);
+    let mut out = Vec::new();
+    for _ in 0..firings {
+        let runs = runner
+            .fire_in(&cfg.probes[0], &cfg.targets[0], false, |_| false)
+            .await;
+        let [cold, warm] = &runs[..] else {
+            panic!("a cache check fires twice: {runs:?}")
+        };
+        for r in [cold, warm] {
+            assert!(r.error.is_none(), "{:?}", r.error);
+        }
+        eprintln!(
+            "llama.cpp {flags:?}: cold ttft {:?} ms, cached {:?} of {:?}; warm ttft {:?} ms, cached {:?} of {:?}; hit ratio {:?}, speedup {:?}",
+            cold.figures.ttft_ms, cold.cached_tokens, cold.input_tokens,
+            warm.figures.ttft_ms, warm.cached_tokens, warm.input_tokens,
+            warm.prefix_cache_hit_ratio, warm.prefix_cache_ttft_speedup
+        );
+        out.push((
+            warm.prefix_cache_hit_ratio,
+            warm.prefix_cache_ttft_speedup
+                .expect("both runs had a first token"),
+        ));
+    }
+    out
+}
+
+// llama.cpp reuses a cached prompt by default; `--no-cache-prompt` turns that off, as an upgrade
+// or a flag that silently breaks prefix caching would. The two tests tell them apart.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_check_sees_llama_cpp_reuse_its_prompt_cache() {
+    for (ratio, speedup) in cache_check_figures(&[], 1).await {
+        let ratio = ratio.expect("llama.cpp reports its cached tokens");
+        assert!(ratio > 0.5, "cache on: hit ratio {ratio}");
+        assert!(speedup > 3.0, "cache on: speedup {speedup}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_check_sees_no_prompt_cache_with_no_cache_prompt() {
+    for (ratio, speedup) in cache_check_figures(&["--no-cache-prompt"], 1).await {
+        let ratio = ratio.expect("llama.cpp reports its cached tokens, 0 too");
+        assert!(ratio < 0.05, "cache off: hit ratio {ratio}");
+        // The same prefill twice: about 1, whatever else the machine is doing.
+        assert!(
+            (0.4..2.5).contains(&speedup),
+            "cache off: speedup {speedup}"
+        );
+    }
+}

@@ -95,6 +95,13 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
                     _ => "off".to_string(),
                 };
                 let _ = writeln!(s, "  confirm: {confirm}");
+                if let Some(c) = p.cache_check {
+                    let _ = writeln!(
+                        s,
+                        "  cache_check: each firing is two runs (cold, then warm) with a {}-character prefix",
+                        c.prefix_chars
+                    );
+                }
             }
             None => {
                 let _ = writeln!(

@@ -51,6 +51,11 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             .iter()
             .map(|m| m.content.chars().count())
             .sum();
+        // A cache check fires two runs, each with its prefix before the prompt.
+        let (runs, chars) = match p.cache_check {
+            Some(c) => (2.0 * runs, chars + c.prefix_chars),
+            None => (runs, chars),
+        };
         let input = (chars as f64 / CHARS_PER_TOKEN).ceil() * runs;
         let output = f64::from(p.max_tokens) * runs;
         for t in cfg.targets.iter().filter(|t| p.targets.contains(&t.name)) {
@@ -123,6 +128,21 @@ mod tests {
             "{text}"
         );
         assert!(text.starts_with("probing cost, estimated"), "{text}");
+    }
+
+    #[test]
+    fn a_cache_check_costs_two_runs_with_their_prefix() {
+        let (_d, cfg) = load(
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+            "name: p\nschedule: \"*/10 * * * *\"\nprompt: q.txt\nmax_tokens: 50\ncache_check: {prefix_chars: 4000}\n",
+        );
+        let now: jiff::Timestamp = "2026-01-05T00:00:30Z".parse().expect("time");
+        let text = describe(&cfg, &now);
+        // 288 runs a day of (4,000 + 400) / 4 = 1,100 input tokens.
+        assert!(
+            text.contains("p -> t: 288 runs/day, about 316800 input + 14400 output tokens/day"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! [`ConfigError`] naming file, line, column and field.
 
 mod auth;
+mod cache_check;
 mod confirm;
 pub mod duration;
 pub mod env;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 use serde_saphyr::{Location, Spanned};
 
+pub use cache_check::CacheCheck;
 pub use confirm::Confirm;
 pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;

@@ -10,6 +10,7 @@ use jiff::tz::TimeZone;
 use super::gate::{self, Relative, Slo};
 use serde_saphyr::Spanned;
 
+use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
@@ -40,6 +41,8 @@ pub struct Probe {
     pub confirm: Confirm,
     /// Objectives for this probe's runs, on each target it runs on (`slo:`).
     pub slo: Option<super::Slo>,
+    /// Each firing checks the target's prefix cache: the prompt twice, cold then warm.
+    pub cache_check: Option<CacheCheck>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,8 +300,14 @@ fn load_probe(
         (Some(s), None) => Some(s.value.0),
         (None, e) => e.map(|e| e.value.0),
     };
+    let cache_check = cache_check::load(
+        src,
+        &at.key("cache_check"),
+        r.cache_check,
+        r.cache_bust.is_some(),
+    )?;
     let cache_bust = r.cache_bust.unwrap_or_default();
-    if cache_bust == CacheBust::Auto {
+    if cache_bust == CacheBust::Auto && cache_check.is_none() {
         warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
     }
     Ok(Probe {
@@ -318,6 +327,7 @@ fn load_probe(
         gate,
         confirm,
         slo,
+        cache_check,
     })
 }
 

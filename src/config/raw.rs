@@ -234,6 +234,8 @@ pub struct RawProbe {
     pub confirm: Option<super::confirm::RawConfirm>,
     /// Objectives for this probe's runs on each of its targets (see [`super::slo`]).
     pub slo: Option<Spanned<super::slo::RawSlo>>,
+    /// A prefix sent twice, cold then warm (see [`super::cache_check`]).
+    pub cache_check: Option<Spanned<super::cache_check::RawCacheCheck>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

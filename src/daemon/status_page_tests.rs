@@ -30,6 +30,7 @@ fn report() -> Report {
             success: *ok,
             maintenance: false,
             warmup: false,
+            cache_phase: None,
             ttft_ms: Some(100.0 * (i + 1) as f64),
             tokens_per_second: Some(42.0),
             http_status: Some(if *ok { 200 } else { 502 }),

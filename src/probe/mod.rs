@@ -3,6 +3,7 @@
 //! envelope every API flavor shares lives here and in those two files; a flavor ([`flavor`])
 //! only knows its path, body and event shape. A run never touches metrics or output.
 
+pub mod cache_check;
 pub mod flavor;
 pub mod http_reason;
 pub mod identity;
@@ -53,7 +54,24 @@ pub async fn run(
     target: &Target,
     show_output: bool,
 ) -> Measurement {
-    let req = build_request(probe, target);
+    measure(
+        client,
+        probe,
+        target,
+        build_request(probe, target),
+        show_output,
+    )
+    .await
+}
+
+/// Sends `req`, reads the answer and judges it as `probe` says.
+async fn measure(
+    client: &reqwest::Client,
+    probe: &Probe,
+    target: &Target,
+    req: Request,
+    show_output: bool,
+) -> Measurement {
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
     let start = Instant::now();
@@ -125,6 +143,7 @@ pub async fn run(
         repetition,
         stopped_early: seen.stopped_early,
         input_tokens: seen.input_tokens,
+        cached_tokens: seen.cached_tokens,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

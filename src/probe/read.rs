@@ -56,6 +56,7 @@ pub struct Reading {
     pub chunks: usize,
     pub usage_tokens: Option<u64>,
     pub input_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
     pub finish_reason: Option<String>,
     pub server_timings: Option<Value>,
@@ -206,6 +207,7 @@ pub async fn read(
             chunks: 0,
             usage_tokens: None,
             input_tokens: None,
+            cached_tokens: None,
             reasoning_tokens: None,
             finish_reason: None,
             server_timings: None,
@@ -476,6 +478,9 @@ impl Reader {
         }
         if d.input_tokens.is_some() {
             seen.input_tokens = d.input_tokens;
+        }
+        if d.cached_tokens.is_some() {
+            seen.cached_tokens = d.cached_tokens;
         }
         if d.reasoning_tokens.is_some() {
             seen.reasoning_tokens = d.reasoning_tokens;

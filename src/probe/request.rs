@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use super::flavor;
-use crate::config::{CacheBust, CacheBustValue, Probe, Target};
+use crate::config::{Api, CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
 pub fn request_id() -> String {
@@ -46,19 +46,34 @@ pub struct Request {
 }
 
 pub fn build_request(probe: &Probe, target: &Target) -> Request {
-    let request_id = request_id();
     let nonce = match probe.cache_bust {
         CacheBust::Prefix => Some(format!("[canary {:016x}]", fastrand::u64(..))),
         _ => None,
     };
-    let mut body = flavor::body(target.api, probe, nonce.as_deref());
+    build(probe, target, nonce.as_deref(), probe.cache_bust)
+}
+
+/// The request of a cache check's cold run: `prefix` first in the prompt, and no cache-busting
+/// field, so the same request again ([`Request::again`]) may be served from the prefix cache.
+/// `Cache-Control: no-cache` still keeps an HTTP cache in front from answering for the model.
+pub fn build_with_prefix(probe: &Probe, target: &Target, prefix: &str) -> Request {
+    build(probe, target, Some(prefix), CacheBust::Prefix)
+}
+
+fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -> Request {
+    let mut body = flavor::body(target.api, probe, nonce);
+    if let (Api::AnthropicMessages, Some(prefix), true) =
+        (target.api, nonce, probe.cache_check.is_some())
+    {
+        flavor::anthropic_messages::mark_cacheable(&mut body, prefix);
+    }
     if flavor::model_in_body(target.api) {
         body.insert("model".into(), json!(target.model));
     }
     if let Some(p) = target.priority {
         body.insert("priority".into(), json!(p));
     }
-    if probe.cache_bust == CacheBust::Auto {
+    if bust == CacheBust::Auto {
         if let Some((field, value)) = target.server.cache_bust_field(target.api) {
             let value = match value {
                 CacheBustValue::Fresh => json!(format!("{:016x}", fastrand::u64(..))),
@@ -70,20 +85,36 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     let mut headers = HeaderMap::new();
     put(&mut headers, "content-type", "application/json");
     put(&mut headers, "accept", "text/event-stream");
-    if probe.cache_bust != CacheBust::Off {
+    if bust != CacheBust::Off {
         put(&mut headers, "cache-control", "no-cache");
     }
     headers.extend(target.headers.clone());
-    // After the configured headers: every request's id and trace must be its own.
-    put(&mut headers, "x-request-id", &request_id);
-    let (traceparent, trace_id) = trace_context();
-    put(&mut headers, "traceparent", &traceparent);
     Request {
         url: target.endpoint(&flavor::path(target.api, &target.model)),
         headers,
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
-        request_id,
-        trace_id,
+        request_id: String::new(),
+        trace_id: String::new(),
+    }
+    .again()
+}
+
+impl Request {
+    /// The same request (URL, headers, body byte for byte) with its own request id and trace.
+    pub fn again(&self) -> Request {
+        let mut headers = self.headers.clone();
+        // After the configured headers: every request's id and trace must be its own.
+        let request_id = request_id();
+        put(&mut headers, "x-request-id", &request_id);
+        let (traceparent, trace_id) = trace_context();
+        put(&mut headers, "traceparent", &traceparent);
+        Request {
+            url: self.url.clone(),
+            headers,
+            body: self.body.clone(),
+            request_id,
+            trace_id,
+        }
     }
 }
 

@@ -21,10 +21,30 @@ fn detail(r: &ProbeResult) -> String {
         return e.clone();
     }
     if r.failed_checks.is_empty() {
-        return String::new();
+        return cache_detail(r);
     }
     let names: Vec<&str> = r.failed_checks.iter().map(|o| o.as_str()).collect();
     format!("failed: {}", names.join(", "))
+}
+
+/// A cache check's run: which one, and what the warm one showed.
+fn cache_detail(r: &ProbeResult) -> String {
+    use crate::probe::cache_check::CachePhase;
+    match r.cache_phase {
+        Some(CachePhase::Cold) => "cache check: cold".into(),
+        Some(CachePhase::Warm) => {
+            let ratio = r
+                .prefix_cache_hit_ratio
+                .map_or("no cached count".into(), |x| {
+                    format!("{:.1}% cached", x * 100.0)
+                });
+            let speedup = r
+                .prefix_cache_ttft_speedup
+                .map_or(String::new(), |x| format!(", {x:.2}x sooner"));
+            format!("cache check: warm, {ratio}{speedup}")
+        }
+        None => String::new(),
+    }
 }
 
 pub fn render(results: &[ProbeResult]) -> String {
@@ -78,4 +98,26 @@ pub fn render(results: &[ProbeResult]) -> String {
     let ok = results.iter().filter(|r| r.success()).count();
     out.push_str(&format!("\n{ok} of {} probe runs ok\n", results.len()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::cache_check::CachePhase;
+
+    #[test]
+    fn a_cache_checks_runs_say_which_and_what_the_warm_one_showed() {
+        let mut r = ProbeResult::example();
+        assert_eq!(detail(&r), "");
+        r.cache_phase = Some(CachePhase::Cold);
+        assert_eq!(detail(&r), "cache check: cold");
+        r.cache_phase = Some(CachePhase::Warm);
+        r.prefix_cache_ttft_speedup = Some(2.3);
+        assert_eq!(
+            detail(&r),
+            "cache check: warm, no cached count, 2.30x sooner"
+        );
+        r.prefix_cache_hit_ratio = Some(0.999);
+        assert_eq!(detail(&r), "cache check: warm, 99.9% cached, 2.30x sooner");
+    }
 }

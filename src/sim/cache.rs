@@ -1,6 +1,9 @@
 //! The caches a canary must defeat: an HTTP response cache keyed on the request body (bypassed
 //! by `Cache-Control: no-cache`) and a prefix cache keyed on model, `cache_salt` and prompt
-//! (bypassed by `cache_prompt: false`). A hit answers faster, as a real one would.
+//! (bypassed by `cache_prompt: false`). A hit answers faster, as a real one would, and its
+//! usage says how many prompt tokens were cached. A scenario may break the prefix cache
+//! (`prefix-cache-broken`), as an upgrade or a speculative-decoding flag does on real servers:
+//! it never hits, so nothing comes sooner and no token is cached.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -57,13 +60,15 @@ impl Found {
 }
 
 impl Caches {
-    /// Looks a request up in both caches, each of which remembers it for next time.
+    /// Looks a request up in both caches, each of which remembers it for next time;
+    /// `prefix_cache`: the scenario's prefix cache works.
     pub(super) fn look_up(
         &self,
         req: &HttpRequest,
         body: &Value,
         model: &str,
         prompt: &str,
+        prefix_cache: bool,
     ) -> Found {
         let no_cache = req
             .header("cache-control")
@@ -73,7 +78,8 @@ impl Caches {
             "{model}\u{0}{}\u{0}{prompt}",
             body["cache_salt"].as_str().unwrap_or_default()
         );
-        let prefix = body["cache_prompt"] != json!(false) && !insert(&self.prefix, key);
+        let prefix =
+            prefix_cache && body["cache_prompt"] != json!(false) && !insert(&self.prefix, key);
         Found { http, prefix }
     }
 }

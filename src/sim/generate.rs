@@ -151,8 +151,15 @@ impl Generation {
     }
 
     pub(super) fn usage(&self, pieces: &[Piece]) -> Usage {
+        let prompt = self.prompt.chars().count() / 4 + 1;
         Usage {
-            prompt: self.prompt.chars().count() / 4 + 1,
+            prompt,
+            // As llama.cpp reuses a cached prompt: all but its last token.
+            cached: if self.cache == Hit::Prefix {
+                prompt - 1
+            } else {
+                0
+            },
             completion: pieces.len(),
             reasoning: pieces
                 .iter()
@@ -194,7 +201,8 @@ impl Generation {
         let decode_ms = itl.as_secs_f64() * 1000.0 * pieces.saturating_sub(1) as f64;
         let ns = |d: Duration| d.as_nanos() as u64;
         json!({
-            "prompt_n": usage.prompt, "prompt_ms": ttft.as_secs_f64() * 1000.0,
+            "cache_n": usage.cached, "prompt_n": usage.prompt - usage.cached,
+            "prompt_ms": ttft.as_secs_f64() * 1000.0,
             "predicted_n": pieces, "predicted_ms": decode_ms,
             "predicted_per_second": if decode_ms > 0.0 { (pieces as f64 - 1.0) * 1000.0 / decode_ms } else { 0.0 },
             // Ollama's names for the same figures, in nanoseconds: a quarter of the first

@@ -49,6 +49,7 @@ pub enum Kind {
     ToolCallNone,
     ToolCallWrong,
     ToolCallBadArgs,
+    PrefixCacheBroken,
 }
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
@@ -262,6 +263,11 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "tool-call-bad-args",
         Kind::ToolCallBadArgs,
         "calls the right tool with {\"city\": 42} -> tool_call_error",
+    ),
+    (
+        "prefix-cache-broken",
+        Kind::PrefixCacheBroken,
+        "healthy, but its prefix cache never hits: a repeated prompt reports 0 cached tokens and comes no sooner -> prefix_cache_hit_ratio 0, prefix_cache_ttft_speedup about 1",
     ),
 ];
 

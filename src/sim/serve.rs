@@ -234,7 +234,8 @@ async fn completion(
         }
     };
     let prompt = wire.prompt(&body);
-    let found = st.caches.look_up(req, &body, &model, &prompt);
+    let prefix_cache = scenario.kind != super::scenarios::Kind::PrefixCacheBroken;
+    let found = st.caches.look_up(req, &body, &model, &prompt, prefix_cache);
     st.log(Seen {
         method: req.method.clone(),
         path: req.path.clone(),

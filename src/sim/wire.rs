@@ -47,6 +47,8 @@ pub enum PieceKind {
 /// The figures the closing events report.
 pub struct Usage {
     pub prompt: usize,
+    /// Of the prompt tokens, those served from the prefix cache.
+    pub cached: usize,
     pub completion: usize,
     pub reasoning: usize,
 }
@@ -108,11 +110,22 @@ impl Wire {
 
     /// The prompt's text, from the body this flavor takes.
     pub fn prompt(self, body: &Value) -> String {
+        // A string, or Anthropic's text blocks.
+        let text = |v: &Value| -> String {
+            match v.as_array() {
+                Some(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                None => v.as_str().unwrap_or_default().to_string(),
+            }
+        };
         let joined = |v: &Value| {
             v.as_array()
                 .map(|m| {
                     m.iter()
-                        .filter_map(|x| x["content"].as_str())
+                        .map(|x| text(&x["content"]))
                         .collect::<Vec<_>>()
                         .join("\n")
                 })
@@ -125,7 +138,7 @@ impl Wire {
                 v => joined(v),
             },
             Wire::Messages => {
-                let system = body["system"].as_str().unwrap_or_default();
+                let system = text(&body["system"]);
                 let messages = joined(&body["messages"]);
                 if system.is_empty() {
                     messages
@@ -371,6 +384,7 @@ impl Wire {
                     v.push(Some(plain(
                         json!({"id": "sim", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
                                "usage": {"prompt_tokens": u.prompt, "completion_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+                                         "prompt_tokens_details": {"cached_tokens": u.cached},
                                          "completion_tokens_details": {"reasoning_tokens": u.reasoning}}}),
                     )));
                 }
@@ -379,6 +393,7 @@ impl Wire {
             }
             Wire::Responses => {
                 let usage = usage.map(|u| json!({"input_tokens": u.prompt, "output_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+                                                  "input_tokens_details": {"cached_tokens": u.cached},
                                                   "output_tokens_details": {"reasoning_tokens": u.reasoning}}));
                 let (name, status, details) = if length {
                     (
@@ -437,7 +452,8 @@ impl Wire {
                 let mut last = json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": ""},
                                       "done": true, "done_reason": if length { "length" } else { "stop" }});
                 if let Some(u) = usage {
-                    last["prompt_eval_count"] = json!(u.prompt);
+                    // Ollama counts only the prompt tokens it evaluated: not the cached ones.
+                    last["prompt_eval_count"] = json!(u.prompt - u.cached);
                     last["eval_count"] = json!(u.completion);
                 }
                 if let Some(t) = timings {

@@ -17,6 +17,7 @@ fn run(probe: &str, target: &str, min: i64, outcome: &str) -> Run {
         success: ok,
         maintenance: false,
         warmup: false,
+        cache_phase: None,
         ttft_ms: Some(50.0),
         tokens_per_second: Some(40.0),
         http_status: Some(if ok { 200 } else { 503 }),

@@ -14,6 +14,7 @@ use prometheus::{
 
 use crate::config::{Config, Target};
 use crate::outcome::{HttpReason, Outcome};
+use crate::probe::cache_check::CachePhase;
 use crate::result::ProbeResult;
 use crate::sinks::budget::{Change, Period, Spend};
 use crate::sinks::pair_series::{PairSeries, Slot};
@@ -91,6 +92,9 @@ struct PairSlots {
     /// By direction: input, then output.
     tokens: Slot,
     cost: Slot,
+    /// A cache check's warm run beside its cold run.
+    prefix_cache_hit_ratio: Slot,
+    prefix_cache_ttft_speedup: Slot,
 }
 
 /// The remote-write queue's health.
@@ -209,6 +213,8 @@ impl Metrics {
             aborted: b.counter(name("aborted_runs_total"), "Runs still in flight when the shutdown grace period ended."),
             confirmed_failure: b.gauge(name("confirmed_failure_timestamp_seconds"), "When the first run of the pair's last confirmed failure started (Unix time): that run and its confirmation runs all failed. Older than last_success_timestamp_seconds once the pair succeeded again."),
             tokens: b.counter_by(name("probe_tokens_total"), "Tokens the probe's runs sent (input: the server's count of prompt tokens) and generated (output), as the server counted them (output: else the content chunks).", "direction", ["input", "output"]),
+            prefix_cache_hit_ratio: b.gauge(name("prefix_cache_hit_ratio"), "A cache check's last warm run: the share of its prompt tokens the server says it served from its prefix cache (0..1). Absent when the server reports no cached count."),
+            prefix_cache_ttft_speedup: b.gauge(name("prefix_cache_ttft_speedup"), "A cache check's last firing: cold TTFT / warm TTFT (the busted run's time to first token over the repeated run's); about 1 when the prefix cache does not help."),
             cost: b.counter(name("probe_cost_total"), "What the probe's runs cost at the target's price: (input tokens x price.input + output tokens x price.output) / 1e6, in the target's price.currency."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
@@ -320,6 +326,9 @@ impl Metrics {
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         let s = &self.slots;
         let (input, output) = (r.input_tokens, r.output_tokens);
+        // A cache check's warm run is served from the cache on purpose: its latency is no
+        // user's, so it stays out of the latency series (as a warm-up does).
+        let warm = r.cache_phase == Some(CachePhase::Warm);
         let cost = target
             .price
             .as_ref()
@@ -351,15 +360,23 @@ impl Metrics {
             let ttft = secs(r.figures.ttft_ms);
             // A transport failure has no meaningful end-to-end time (a timeout or a reset).
             let e2e = secs(r.figures.e2e_ms).filter(|_| !r.outcome.is_transport());
+            let latency = !r.warmup && !warm;
             let figures = [
                 (s.output_tokens, r.output_tokens.map(|n| n as f64)),
                 (s.repetition_score, r.repetition_score),
                 (s.server_ttft, secs(r.server_ttft_ms)),
                 (s.tokens_per_second, r.figures.tokens_per_second),
                 (s.warmup_ttft, ttft.filter(|_| r.warmup)),
-                (s.last_ttft, ttft.filter(|_| !r.warmup)),
-                (s.last_e2e, e2e.filter(|_| !r.warmup)),
+                (s.last_ttft, ttft.filter(|_| latency)),
+                (s.last_e2e, e2e.filter(|_| latency)),
+                (s.prefix_cache_ttft_speedup, r.prefix_cache_ttft_speedup),
             ];
+            match r.prefix_cache_hit_ratio {
+                Some(x) => v.set(s.prefix_cache_hit_ratio, x),
+                // A server that stopped reporting its cached count leaves no stale ratio.
+                None if warm => v.clear(s.prefix_cache_hit_ratio),
+                None => {}
+            }
             for (slot, x) in figures {
                 if let Some(x) = x {
                     v.set(slot, x);
@@ -386,7 +403,7 @@ impl Metrics {
                     .set(1.0);
             }
         }
-        if r.warmup {
+        if r.warmup || warm {
             return;
         }
         if let Some(t) = secs(r.figures.answer_ttft_ms) {

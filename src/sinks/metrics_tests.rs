@@ -245,3 +245,47 @@ fn a_budget_gone_over_sets_its_gauge() {
     m.record(&r, &cfg.targets[0]);
     assert_eq!(gauge(&m).as_deref(), Some("1"));
 }
+
+#[test]
+fn a_warm_cache_check_run_sets_the_cache_gauges_and_stays_out_of_latency() {
+    use crate::probe::cache_check::CachePhase;
+    let (_dir, cfg) = config();
+    let m = Metrics::new(&cfg);
+    let lines = |m: &Metrics, name: &str| -> Vec<String> {
+        String::from_utf8(m.encode())
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with(name))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut r = ProbeResult::example();
+    r.figures.ttft_ms = Some(400.0);
+    r.cache_phase = Some(CachePhase::Cold);
+    m.record(&r, &cfg.targets[0]);
+    assert!(
+        lines(&m, "llm_canary_prefix_cache").is_empty(),
+        "a cold run sets neither"
+    );
+    r.figures.ttft_ms = Some(100.0);
+    r.cache_phase = Some(CachePhase::Warm);
+    (r.prefix_cache_hit_ratio, r.prefix_cache_ttft_speedup) = (Some(0.99), Some(4.0));
+    m.record(&r, &cfg.targets[0]);
+    let ratio = lines(&m, "llm_canary_prefix_cache_hit_ratio{");
+    assert!(ratio.len() == 1 && ratio[0].ends_with(" 0.99"), "{ratio:?}");
+    let speedup = lines(&m, "llm_canary_prefix_cache_ttft_speedup{");
+    assert!(
+        speedup.len() == 1 && speedup[0].ends_with(" 4"),
+        "{speedup:?}"
+    );
+    // Only the cold run's TTFT is a user's.
+    let count = lines(&m, "llm_canary_ttft_seconds_count{");
+    assert!(count[0].ends_with(" 1"), "{count:?}");
+    let last = lines(&m, "llm_canary_last_ttft_seconds{");
+    assert!(last[0].ends_with(" 0.4"), "{last:?}");
+    // A server that stops reporting a cached count leaves no ratio behind.
+    r.prefix_cache_hit_ratio = None;
+    m.record(&r, &cfg.targets[0]);
+    assert!(lines(&m, "llm_canary_prefix_cache_hit_ratio{").is_empty());
+    assert_eq!(lines(&m, "llm_canary_prefix_cache_ttft_speedup{").len(), 1);
+}

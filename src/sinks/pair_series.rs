@@ -187,6 +187,12 @@ impl Values {
         self.init(slot);
         self.v[usize::from(slot.0)] = value;
     }
+
+    /// Drops the pair's series of a gauge: its figure is absent now.
+    pub fn clear(&mut self, slot: Slot) {
+        self.present &= !(1 << slot.0);
+        self.v[usize::from(slot.0)] = 0.0;
+    }
 }
 
 impl PairSeries {

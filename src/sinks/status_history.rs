@@ -27,6 +27,8 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::probe::cache_check::CachePhase;
+
 use crate::config::ResultsLogSettings;
 use crate::result::ProbeResult;
 use crate::sinks::results_log::log_files;
@@ -67,6 +69,9 @@ pub struct Run {
     pub maintenance: bool,
     #[serde(default)]
     pub warmup: bool,
+    /// A cache check's run: the warm one is served from the cache on purpose.
+    #[serde(default)]
+    pub cache_phase: Option<CachePhase>,
     pub ttft_ms: Option<f64>,
     pub tokens_per_second: Option<f64>,
     #[serde(default)]
@@ -106,6 +111,7 @@ impl From<&ProbeResult> for Run {
             success: r.success(),
             maintenance: r.maintenance,
             warmup: r.warmup,
+            cache_phase: r.cache_phase,
             ttft_ms: r.figures.ttft_ms,
             tokens_per_second: r.figures.tokens_per_second,
             http_status: r.http_status,
@@ -124,10 +130,12 @@ impl From<&ProbeResult> for Run {
     }
 }
 
-/// TTFT counts unless the run was a warm-up; decode speed when finite.
+/// TTFT counts unless the run was a warm-up or a cache check's warm run; decode speed when
+/// finite.
 fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
     (
-        run.ttft_ms.filter(|_| !run.warmup),
+        run.ttft_ms
+            .filter(|_| !run.warmup && run.cache_phase != Some(CachePhase::Warm)),
         run.tokens_per_second.filter(|v| v.is_finite()),
     )
 }

@@ -17,6 +17,7 @@ fn run(at: &str, success: bool, ttft: Option<f64>) -> Run {
         success,
         maintenance: false,
         warmup: false,
+        cache_phase: None,
         ttft_ms: ttft,
         tokens_per_second: ttft.map(|_| 50.0),
         http_status: Some(if success { 200 } else { 500 }),
@@ -103,6 +104,10 @@ fn slots_carry_ttft_quantiles_without_warmups_and_the_mean_decode_speed() {
     let mut cold = run("2025-03-10T11:54:30Z", true, Some(9000.0));
     cold.warmup = true;
     h.record(&cold);
+    // A cache check's warm run is served from the cache on purpose: no user's latency either.
+    let mut cached = run("2025-03-10T11:54:40Z", true, Some(0.5));
+    cached.cache_phase = Some(crate::probe::cache_check::CachePhase::Warm);
+    h.record(&cached);
     let s = &h.snapshot(ts("2025-03-10T11:54:59Z"))[0];
     let d = &s.day;
     let last = FINE_SLOTS - 1;
@@ -116,7 +121,7 @@ fn slots_carry_ttft_quantiles_without_warmups_and_the_mean_decode_speed() {
         d.ttft_p95_ms[last]
     );
     assert!(near(d.tokens_per_second[last], 50.0));
-    assert_eq!(d.tally(last).runs, 6);
+    assert_eq!(d.tally(last).runs, 7);
     assert_eq!(d.ttft_p50_ms[last - 1], None);
     assert_eq!(d.start, ts("2025-03-09T11:55:00Z"));
 }

@@ -53,6 +53,11 @@ impl LlamaServer {
 
     /// The same on `port`: a server stopped by dropping it comes back on its address.
     pub async fn start_on(port: u16, threads: u32) -> LlamaServer {
+        LlamaServer::start_with(port, threads, &[]).await
+    }
+
+    /// The same with more server flags (`--no-cache-prompt`).
+    pub async fn start_with(port: u16, threads: u32, extra: &[&str]) -> LlamaServer {
         let need = |var: &str| {
             std::env::var(var).unwrap_or_else(|_| {
                 panic!("{var} is not set: run the real-server suite with scripts/test-real-llm, which installs llama.cpp's server and SmolLM2 and sets it")
@@ -75,6 +80,7 @@ impl LlamaServer {
                 "--metrics",
                 "--jinja",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

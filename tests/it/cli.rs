@@ -578,7 +578,7 @@ fn the_shipped_configs_are_valid() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("4 probe(s)"));
+    assert!(text(&out.stdout).contains("5 probe(s)"));
     // The example serves /metrics: `run` on it exports somewhere.
     assert!(!text(&out.stdout).contains("results go nowhere"));
     let out = bin()

@@ -22,7 +22,7 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 60 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 61 rules found"), "{out}");
 }
 
 #[test]
@@ -370,7 +370,7 @@ fn the_vm_install_guide_runs_as_written() {
     // `check` validated the config the guide wrote, found nothing to warn about, and the unit
     // passed `systemd-analyze verify` without a word about it.
     assert!(
-        said.contains("llm-canary.yaml: valid: agent \"canary-eu-1\", 1 target(s), 4 probe(s)"),
+        said.contains("llm-canary.yaml: valid: agent \"canary-eu-1\", 1 target(s), 5 probe(s)"),
         "{said}"
     );
     assert!(!said.contains("warning:"), "{said}");
@@ -825,6 +825,8 @@ async fn every_dashboard_query_parses_and_returns_data() {
     dir.write(&[
         ("llm-canary.yaml", &agent),
         ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\nchecks: {expect: \"(?i)paris\"}\n"),
+        // The prefix-cache row's figures.
+        ("probes/cache.yaml", "name: cache\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ncache_check: {prefix_chars: 1000}\nchecks: {expect: \"(?i)paris\"}\n"),
         ("prompts/q.txt", common::PROMPT),
     ]);
     let _daemon = services::daemon(&dir.path().join("llm-canary.yaml"));

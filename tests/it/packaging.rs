@@ -158,7 +158,7 @@ fn the_packaged_config_is_valid_where_the_package_puts_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("4 probe(s)"),
+        text(&out.stdout).contains("5 probe(s)"),
         "{}",
         text(&out.stdout)
     );

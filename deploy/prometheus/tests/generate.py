@@ -374,6 +374,40 @@ def basic():
         ],
     })
 
+    # 6b. Prefix caches: chat-7b reports its cached tokens, and from 60m none are cached; chat-13b
+    #     reports no cached count, and from 60m its repeated prompt comes no sooner. A cache
+    #     check fires every 5 minutes; its gauges hold between firings.
+    ratio = [0.99 if t < 60 else 0.0 for t in range(H)]
+    fast = [4.0 if t < 60 else 1.02 for t in range(H)]
+
+    def cache_alert(target, text, value):
+        return alert({"severity": "P2", "probe": "capital", "target": target},
+                     summary=f"{target}: the prefix cache no longer hits (capital)",
+                     description=f"A repeated prompt found {text} on chat-7b-v3 1 (c1): prefix caching is off or broken, and long prompts pay their whole prefill again.",
+                     value=value, baseline="10% cached, or 1.2x sooner",
+                     **links("LLMCanaryPrefixCacheNotHitting", target))
+    tests.append({
+        "name": "a prefix cache that stops hitting",
+        "interval": "1m",
+        "input_series": [
+            gauge("llm_canary_prefix_cache_hit_ratio", ratio),
+            gauge("llm_canary_prefix_cache_ttft_speedup", fast),
+            gauge("llm_canary_prefix_cache_ttft_speedup", fast, target="chat-13b"),
+            # A target whose cache never helped much but still reports hits: no alert.
+            gauge("llm_canary_prefix_cache_hit_ratio", [0.8] * H, target="chat-70b"),
+            gauge("llm_canary_prefix_cache_ttft_speedup", [1.05] * H, target="chat-70b"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "59m", "alertname": "LLMCanaryPrefixCacheNotHitting", "exp_alerts": []},
+            {"eval_time": "70m", "alertname": "LLMCanaryPrefixCacheNotHitting", "exp_alerts": []},
+            {"eval_time": "80m", "alertname": "LLMCanaryPrefixCacheNotHitting", "exp_alerts": [
+                cache_alert("chat-7b", "0% of its tokens cached and its first token came 1.02x sooner than the first time",
+                            "0% cached, 1.02x sooner"),
+                cache_alert("chat-13b", "no cached count (the server reports none) and its first token came 1.02x sooner than the first time",
+                            "no cached count, 1.02x sooner")]},
+        ],
+    })
+
     # 7. The agent: pushes every minute until 60m, then silence; another agent whose pushes fail.
     push = [t * 60.0 if t <= 60 else 3600.0 for t in range(120)]
     ok_push = [t * 60.0 if t <= 30 else 1800.0 for t in range(120)]
@@ -442,6 +476,8 @@ def pin_times(tests):
         "slow cold start and frequent warm-ups": [
             fires_at("LLMCanaryFrequentWarmups", "135m30s", "136m", severity="P2"),
             fires_at("LLMCanarySlowColdStart", "9m30s", "10m", severity="P2", target="chat-13b")],
+        "a prefix cache that stops hitting": [
+            fires_at("LLMCanaryPrefixCacheNotHitting", "74m30s", "75m", severity="P2", probe="capital")],
         "the agent's dead man's switch": [
             fires_at("LLMCanaryAgentSilent", "33m", "33m30s", severity="P1", **agent("canary-3")),
             fires_at("LLMCanaryAgentSilent", "63m", "63m30s", severity="P1", **agent("canary-1")),
@@ -1154,6 +1190,19 @@ def bare_labels():
                 summary="chat-7b took 45s to its first token after a cold start",
                 description="Cold-start TTFT 45s (limit 30s) on chat-7b-v3.",
                 value="45s", baseline="30s limit", **links("LLMCanarySlowColdStart"))]},
+        ],
+    })
+    tests.append({
+        "name": "bare labels: a prefix cache that stops hitting",
+        "interval": "1m",
+        "input_series": bare([gauge("llm_canary_prefix_cache_hit_ratio", [0.99] * 60 + [0.0] * (H - 60))]),
+        "alert_rule_test": [
+            {"eval_time": "80m", "alertname": "LLMCanaryPrefixCacheNotHitting", "exp_alerts": [bare_alert(
+                {"severity": "P2", "probe": "capital"},
+                summary="chat-7b: the prefix cache no longer hits (capital)",
+                description="A repeated prompt found 0% of its tokens cached on chat-7b-v3: prefix caching is off or broken, and long prompts pay their whole prefill again.",
+                value="0% cached", baseline="10% cached, or 1.2x sooner",
+                **links("LLMCanaryPrefixCacheNotHitting"))]},
         ],
     })
     worst = worst_case()[0]

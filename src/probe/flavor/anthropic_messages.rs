@@ -39,6 +39,29 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
     body
 }
 
+/// Marks `prefix`, which the prompt starts with, as a cache breakpoint (`cache_control:
+/// ephemeral`): Anthropic caches only what a request marks, from 1,024 tokens on (2,048 for
+/// its smallest models). The prefix becomes a text block of its own, in `system` when the
+/// prompt starts with a system message, else in the first message.
+pub fn mark_cacheable(body: &mut Map<String, Value>, prefix: &str) {
+    let split = |text: &str| -> Option<Value> {
+        let rest = text.strip_prefix(prefix)?.trim_start_matches('\n');
+        let mut blocks =
+            vec![json!({"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}})];
+        if !rest.is_empty() {
+            blocks.push(json!({"type": "text", "text": rest}));
+        }
+        Some(Value::Array(blocks))
+    };
+    if let Some(blocks) = body.get("system").and_then(Value::as_str).and_then(split) {
+        body.insert("system".into(), blocks);
+    } else if let Some(first) = body.get_mut("messages").and_then(|m| m.get_mut(0)) {
+        if let Some(blocks) = first["content"].as_str().and_then(split) {
+            first["content"] = blocks;
+        }
+    }
+}
+
 /// Anthropic's stop reasons in OpenAI's words, so `truncated` means the same everywhere.
 fn finish_reason(stop: &str) -> String {
     match stop {
@@ -59,6 +82,7 @@ pub fn event(kind: &str, v: &Value) -> Delta {
         "message_start" => {
             d.output_tokens = v["message"]["usage"]["output_tokens"].as_u64();
             d.input_tokens = v["message"]["usage"]["input_tokens"].as_u64();
+            d.cached_tokens = v["message"]["usage"]["cache_read_input_tokens"].as_u64();
             d.model = super::non_empty(&v["message"]["model"]);
         }
         // Its `input` here is always `{}`: the arguments follow as JSON pieces.
@@ -98,6 +122,7 @@ pub fn whole(v: &Value) -> Delta {
     let mut d = Delta {
         finish_reason: v["stop_reason"].as_str().map(finish_reason),
         output_tokens: v["usage"]["output_tokens"].as_u64(),
+        cached_tokens: v["usage"]["cache_read_input_tokens"].as_u64(),
         model: super::non_empty(&v["model"]),
         done: true,
         ..Delta::default()
@@ -119,6 +144,45 @@ pub fn whole(v: &Value) -> Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_checks_prefix_is_marked_cacheable() {
+        let p = crate::probe::flavor::probe_for(crate::config::Prompt::user("x", "Why?"));
+        let mut b = body(&p, Some("PREFIX"));
+        mark_cacheable(&mut b, "PREFIX");
+        assert_eq!(
+            b["messages"][0]["content"],
+            json!([{"type": "text", "text": "PREFIX", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "Why?"}])
+        );
+        let mut p = p;
+        p.prompt = std::sync::Arc::new(crate::config::Prompt {
+            name: "x".into(),
+            messages: vec![
+                crate::config::Message {
+                    role: crate::config::Role::System,
+                    content: "Be brief.".into(),
+                },
+                crate::config::Message {
+                    role: crate::config::Role::User,
+                    content: "Why?".into(),
+                },
+            ],
+        });
+        let mut b = body(&p, Some("PREFIX"));
+        mark_cacheable(&mut b, "PREFIX");
+        assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(b["system"][1]["text"], "Be brief.");
+        assert_eq!(b["messages"][0]["content"], "Why?");
+    }
+
+    #[test]
+    fn cache_reads_are_the_cached_tokens() {
+        let d = event(
+            "message_start",
+            &json!({"type":"message_start","message":{"model":"claude","usage":{"input_tokens":12,"cache_read_input_tokens":2048,"cache_creation_input_tokens":0,"output_tokens":1}}}),
+        );
+        assert_eq!((d.input_tokens, d.cached_tokens), (Some(12), Some(2048)));
+    }
 
     #[test]
     fn deltas_of_each_kind() {

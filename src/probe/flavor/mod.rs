@@ -78,6 +78,11 @@ pub struct Delta {
     pub reasoning_tokens: Option<u64>,
     /// The server's count of prompt (input) tokens.
     pub input_tokens: Option<u64>,
+    /// The server's count of prompt tokens served from its prefix cache: OpenAI's and vLLM's
+    /// `usage.prompt_tokens_details.cached_tokens` (the Responses API's
+    /// `input_tokens_details`), llama.cpp's `timings.cache_n`, Anthropic's
+    /// `cache_read_input_tokens` (which its `input_tokens` leaves out).
+    pub cached_tokens: Option<u64>,
     /// An error the server reported inside a successful response.
     pub error: Option<String>,
     /// The flavor's last event: nothing more will come.
@@ -213,6 +218,9 @@ fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
     d.reasoning_tokens = v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64();
     d.input_tokens = v["usage"]["prompt_tokens"].as_u64();
     d.server_timings = llama_timings(v);
+    d.cached_tokens = v["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .or_else(|| d.server_timings.as_ref()?["cache_n"].as_u64());
     d.model = non_empty(&v["model"]);
     d.fingerprint = non_empty(&v["system_fingerprint"]);
     d
@@ -290,6 +298,7 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         gate: crate::config::GateSpec::default(),
         confirm: crate::config::Confirm::OFF,
         slo: None,
+        cache_check: None,
     }
 }
 

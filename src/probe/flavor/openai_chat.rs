@@ -119,6 +119,20 @@ mod tests {
         );
         assert_eq!((d.output_tokens, d.reasoning_tokens), (Some(12), Some(5)));
         assert_eq!(d.server_timings, Some(json!({"prompt_ms":3.5})));
+        assert_eq!(d.cached_tokens, None);
+        // The cached prompt tokens: OpenAI's and vLLM's usage, else llama.cpp's timings.
+        let d = event(
+            Api::OpenaiChat,
+            "message",
+            &json!({"choices":[],"usage":{"prompt_tokens":837,"prompt_tokens_details":{"cached_tokens":836}},"timings":{"cache_n":800}}),
+        );
+        assert_eq!((d.input_tokens, d.cached_tokens), (Some(837), Some(836)));
+        let d = event(
+            Api::OpenaiChat,
+            "message",
+            &json!({"choices":[],"timings":{"cache_n":836,"prompt_n":1}}),
+        );
+        assert_eq!(d.cached_tokens, Some(836));
         let d = event(
             Api::OpenaiChat,
             "message",

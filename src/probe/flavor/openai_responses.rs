@@ -59,6 +59,9 @@ pub fn event(kind: &str, v: &Value) -> Delta {
             d.server_timings = super::llama_timings(v);
             d.output_tokens = r["usage"]["output_tokens"].as_u64();
             d.input_tokens = r["usage"]["input_tokens"].as_u64();
+            d.cached_tokens = r["usage"]["input_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .or_else(|| d.server_timings.as_ref()?["cache_n"].as_u64());
             d.reasoning_tokens = r["usage"]["output_tokens_details"]["reasoning_tokens"].as_u64();
             let called = r["output"]
                 .as_array()

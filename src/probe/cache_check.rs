@@ -1,0 +1,193 @@
+//! A cache check (`cache_check: {prefix_chars}`): one firing sends a long prefix, unique to the
+//! firing, before the probe's prompt, twice: cold (no server has seen the prefix) and warm (the
+//! identical request again, which a working prefix cache serves). What the two runs show side
+//! by side is [`CacheFigures`]: the share of the warm prompt the server says it took from its
+//! cache, and how much sooner the warm run's first token came.
+
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use super::request::build_with_prefix;
+use crate::config::{Api, CacheCheck, Probe, Target};
+use crate::result::Measurement;
+
+/// Which run of a cache check a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CachePhase {
+    /// The first request: its prefix is new to the server.
+    Cold,
+    /// The same request again, beside the cold run it repeats.
+    Warm,
+}
+
+/// A cache check's run: which one it is, and what it showed (a warm run, beside its cold
+/// run; nothing for a cold run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheRun {
+    pub phase: CachePhase,
+    pub figures: CacheFigures,
+}
+
+/// What a warm run shows beside its cold run.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CacheFigures {
+    /// Cached prompt tokens / prompt tokens of the warm run, 0..1; absent when the server
+    /// reports no cached count.
+    pub hit_ratio: Option<f64>,
+    /// Cold TTFT / warm TTFT: above 1 when the cache made the warm run's first token sooner.
+    pub ttft_speedup: Option<f64>,
+}
+
+/// Sentences for the filler: plain English prose, which every tokenizer splits into ordinary
+/// words (about four characters a token), unlike random characters or one repeated word.
+const SENTENCES: [&str; 12] = [
+    "The river town kept its old mill running long after the railway arrived.",
+    "Every spring the water rose over the lower meadow and the farmers moved their sheep uphill.",
+    "A stone bridge with five arches carried the market road across the current.",
+    "The baker opened before dawn, and the smell of bread reached the harbour by six.",
+    "Children learned to swim in the shallow bend below the church.",
+    "In the autumn, barges brought coal and timber from the forests upstream.",
+    "The town council met on the first Monday of each month in the hall above the library.",
+    "Visitors often asked why the clock on the tower ran four minutes slow.",
+    "A ferry crossed to the island twice a day, weather permitting.",
+    "The museum kept a record of every flood since the year the mill was built.",
+    "On market days the square filled with stalls selling cheese, apples and wool.",
+    "Fishermen mended their nets on the quay while gulls circled overhead.",
+];
+
+/// A prefix of `chars` characters (at most; cut at a word): a line unique to this firing, so
+/// no cache holds it yet, then filler prose the prompt follows.
+pub fn prefix(chars: usize) -> String {
+    let mut s = String::with_capacity(chars + 128);
+    let _ = writeln!(
+        s,
+        "[canary {:016x}] Background notes, not needed for the answer:",
+        fastrand::u64(..)
+    );
+    for i in 0.. {
+        // A stride coprime to the count, so neighbouring sentences vary from round to round.
+        let sentence = SENTENCES[(i * 5 + i / SENTENCES.len()) % SENTENCES.len()];
+        if s.len() + sentence.len() + 1 > chars {
+            break;
+        }
+        s.push_str(sentence);
+        s.push(if i % 4 == 3 { '\n' } else { ' ' });
+    }
+    let kept = s.trim_end().len();
+    s.truncate(kept);
+    s.push_str("\n\nEnd of the notes.");
+    s
+}
+
+/// One firing of a cache check: the cold run, then the warm one, each as any run is measured.
+pub async fn run(
+    client: &reqwest::Client,
+    probe: &Probe,
+    target: &Target,
+    check: CacheCheck,
+    show_output: bool,
+) -> [Measurement; 2] {
+    let cold = build_with_prefix(probe, target, &prefix(check.prefix_chars));
+    let warm = cold.again();
+    let cold = super::measure(client, probe, target, cold, show_output).await;
+    let warm = super::measure(client, probe, target, warm, show_output).await;
+    [cold, warm]
+}
+
+/// The warm run beside the cold one, on `api`.
+pub fn compare(api: Api, cold: &Measurement, warm: &Measurement) -> CacheFigures {
+    let ttft_speedup = match (cold.figures.ttft_ms, warm.figures.ttft_ms) {
+        (Some(c), Some(w)) if w > 0.0 => Some(c / w),
+        _ => None,
+    };
+    CacheFigures {
+        hit_ratio: hit_ratio(api, cold, warm),
+        ttft_speedup,
+    }
+}
+
+/// The cached share of the warm run's prompt. Anthropic's `input_tokens` leaves the cached
+/// tokens out; Ollama reports no cached count, but its `prompt_eval_count` counts only the
+/// tokens it evaluated, so what the warm run did not evaluate of the cold run's count was
+/// cached.
+fn hit_ratio(api: Api, cold: &Measurement, warm: &Measurement) -> Option<f64> {
+    let (cached, prompt) = match (warm.cached_tokens, api) {
+        (Some(c), Api::AnthropicMessages) => (c, warm.input_tokens? + c),
+        (Some(c), _) => (c, warm.input_tokens?),
+        (None, Api::Ollama) => {
+            let (c, w) = (cold.input_tokens?, warm.input_tokens?);
+            (c.saturating_sub(w), c)
+        }
+        (None, _) => return None,
+    };
+    (prompt > 0).then(|| (cached as f64 / prompt as f64).min(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_is_as_long_as_asked_unique_and_prose() {
+        let (a, b) = (prefix(4000), prefix(4000));
+        assert!((3900..=4000).contains(&a.chars().count()), "{}", a.len());
+        assert_ne!(a, b, "unique to the firing");
+        // The unique part comes first: nothing before it can be shared with the last firing.
+        assert_eq!(a.find(']'), Some(24));
+        let body = &a[a.find('\n').unwrap() + 1..];
+        assert_eq!(
+            body,
+            &b[b.find('\n').unwrap() + 1..],
+            "the filler is the same"
+        );
+        let words = body.split_whitespace().count();
+        assert!(
+            (4.0..8.0).contains(&(body.len() as f64 / words as f64)),
+            "ordinary words"
+        );
+        assert!(prefix(1000).len() <= 1000);
+    }
+
+    fn run(ttft: Option<f64>, input: Option<u64>, cached: Option<u64>) -> Measurement {
+        let mut m = Measurement::example();
+        m.figures.ttft_ms = ttft;
+        (m.input_tokens, m.cached_tokens) = (input, cached);
+        m
+    }
+
+    #[test]
+    fn the_figures_of_each_api() {
+        let cold = run(Some(400.0), Some(1000), Some(0));
+        let warm = run(Some(100.0), Some(1000), Some(999));
+        let f = compare(Api::OpenaiChat, &cold, &warm);
+        assert_eq!(f.ttft_speedup, Some(4.0));
+        assert_eq!(f.hit_ratio, Some(0.999));
+        // A server that caches nothing says 0; one that says nothing has no ratio, not 0.
+        let f = compare(
+            Api::OpenaiChat,
+            &cold,
+            &run(Some(400.0), Some(1000), Some(0)),
+        );
+        assert_eq!((f.hit_ratio, f.ttft_speedup), (Some(0.0), Some(1.0)));
+        let silent = run(Some(100.0), Some(1000), None);
+        assert_eq!(compare(Api::OpenaiChat, &cold, &silent).hit_ratio, None);
+        // Anthropic counts cache reads apart from input_tokens.
+        let warm = run(Some(100.0), Some(10), Some(990));
+        assert_eq!(
+            compare(Api::AnthropicMessages, &cold, &warm).hit_ratio,
+            Some(0.99)
+        );
+        // Ollama: the tokens the warm run did not evaluate.
+        let (cold, warm) = (run(Some(400.0), Some(800), None), silent_ollama(200));
+        assert_eq!(compare(Api::Ollama, &cold, &warm).hit_ratio, Some(0.75));
+        // No first token on either side: no speedup.
+        let failed = run(None, None, None);
+        assert_eq!(compare(Api::OpenaiChat, &failed, &warm).ttft_speedup, None);
+    }
+
+    fn silent_ollama(evaluated: u64) -> Measurement {
+        run(Some(100.0), Some(evaluated), None)
+    }
+}
