@@ -59,7 +59,8 @@ pub enum Command {
     /// sparkline over the last runs, decode speed. q, Esc or Ctrl-C quits.
     ///
     /// It runs the probes itself on their schedules, as `run` would, but pushes, serves and
-    /// logs nothing, whatever the config says; with --from it follows a running daemon instead.
+    /// writes nothing, whatever the config says; with --from it follows a running daemon
+    /// instead. It needs a terminal, and logs nothing (a log line would tear the view).
     Watch(WatchArgs),
     /// A Model Context Protocol server over stdio: list_targets, status, probe and report.
     Mcp(McpArgs),

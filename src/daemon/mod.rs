@@ -376,7 +376,7 @@ impl Quiet {
         Ok(Quiet { daemon })
     }
 
-    /// What the status page would show, as its JSON has it.
+    /// The running agent, for [`status`] to judge.
     pub fn agent(&self) -> &Agent {
         &self.daemon.agent
     }

@@ -144,7 +144,11 @@ fn render_head(frame: &mut Frame, board: &Board, area: Rect) {
         "" => String::new(),
         a => format!("agent {a} · "),
     };
-    let mut counts = vec![Span::raw(format!("{} pairs: ", board.rows.len()))];
+    let pairs = match board.rows.len() {
+        1 => "1 pair: ".to_string(),
+        n => format!("{n} pairs: "),
+    };
+    let mut counts = vec![Span::raw(pairs)];
     for (i, (state, n)) in board.counts().into_iter().enumerate() {
         if i > 0 {
             counts.push(Span::raw(" · "));
