@@ -1,5 +1,5 @@
 //! The command line (docs/design.md's contract): run | once | gate | check | sim | demo |
-//! calibrate | judge | report | mcp | rules.
+//! calibrate | judge | report | watch | mcp | rules.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,6 +55,13 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Summarise a results log (and its rotated files) per (probe, target).
     Report(ReportArgs),
+    /// A live terminal view of every (probe, target) pair: state, last outcome, a TTFT
+    /// sparkline over the last runs, decode speed. q, Esc or Ctrl-C quits.
+    ///
+    /// It runs the probes itself on their schedules, as `run` would, but pushes, serves and
+    /// writes nothing, whatever the config says; with --from it follows a running daemon
+    /// instead. It needs a terminal, and logs nothing (a log line would tear the view).
+    Watch(WatchArgs),
     /// A Model Context Protocol server over stdio: list_targets, status, probe and report.
     Mcp(McpArgs),
     /// Write Prometheus recording rules and burn-rate alerts for every target's `slo:`.
@@ -72,6 +79,18 @@ pub struct McpArgs {
     /// A running daemon (http://agent:9464) whose /api/v1/status the `status` tool returns,
     /// instead of a fresh run of every pair.
     #[arg(long)]
+    pub from: Option<String>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// The agent's config file, whose probes it runs; probes/ and prompts/ beside it unless it
+    /// names other folders.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// Follow a running daemon (http://agent:9464) instead: its /api/v1/status, read every 5 s.
+    /// The config is not read then.
+    #[arg(long, conflicts_with = "config")]
     pub from: Option<String>,
 }
 

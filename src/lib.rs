@@ -7,7 +7,7 @@
 //! Data flows one way: config → probe run → result → reports.
 //!
 //! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report |
-//!   mcp | rules).
+//!   watch | mcp | rules).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
 //! - [`schedule`]: when a probe fires, one type for both kinds: cron expressions read once into
@@ -51,7 +51,9 @@
 //!   and reports progress through a callback, and `commands` prints.
 //! - [`slo_rules`]: `rules` — targets' and probes' `slo:` → Prometheus recording rules and
 //!   multiwindow, multi-burn-rate alerts, error budget left and goodput.
-//! - [`commands`]: what each subcommand does with the pieces above.
+//! - [`commands`]: what each subcommand does with the pieces above; `watch` is a live terminal
+//!   view (ratatui) of the daemon's status judging, run in-process without outputs
+//!   ([`daemon::Quiet`]) or read from a daemon's `/api/v1/status`.
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
 //!   clipping, stop signals).

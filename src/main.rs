@@ -4,7 +4,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = llm_canary::cli::Cli::parse();
-    llm_canary::init_tracing(&cli.log_level);
+    // The live view owns the terminal: a log line on stderr would tear it.
+    if !matches!(cli.command, llm_canary::cli::Command::Watch(_)) {
+        llm_canary::init_tracing(&cli.log_level);
+    }
     match llm_canary::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, MaintenanceWindow};
 
@@ -19,7 +19,7 @@ use crate::config::{Config, MaintenanceWindow};
 const MAX_STARTS: usize = 4096;
 
 /// A window a target is in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
     #[serde(serialize_with = "rfc3339")]
     pub until: Timestamp,

@@ -12,6 +12,7 @@ mod mcp;
 pub mod once;
 mod p0_clock;
 mod report;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -73,6 +74,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let cfg = crate::config::load(&args.config)?;
             mcp::mcp(cfg, &args).await
         }
+        Command::Watch(args) => watch::watch(&args).await,
         Command::Report(args) => {
             let mut out = std::io::stdout().lock();
             report::report(&args, &mut out)

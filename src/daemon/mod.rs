@@ -228,6 +228,11 @@ impl Daemon {
         if let Some(why) = unexported(&cfg) {
             tracing::warn!(config = %path.display(), "{why}");
         }
+        Daemon::start_with(path, cfg).await
+    }
+
+    /// Opens the endpoints `cfg` asks for and starts every loop.
+    async fn start_with(path: PathBuf, cfg: Arc<Config>) -> anyhow::Result<Daemon> {
         let agent = Arc::new(Agent::new(path, cfg.clone()));
         let pairs = scheduled_pairs(&cfg);
         agent.schedule(&pairs);
@@ -348,6 +353,43 @@ impl Daemon {
             remote_writer::final_flush(agent, &self.writer),
             agent.otlp.final_flush(agent),
         );
+    }
+}
+
+/// The daemon's scheduling, runs and states with none of its outputs: what `watch` runs when
+/// it probes by itself. Whatever the config says, nothing listens, pushes, writes remotely or
+/// to the results log: a terminal view started with a production agent's file would otherwise
+/// replace that agent's Pushgateway group (one PUT holds an agent's whole registry), take its
+/// port and write into its log.
+pub struct Quiet {
+    daemon: Daemon,
+}
+
+impl Quiet {
+    pub async fn start(mut cfg: Config) -> anyhow::Result<Quiet> {
+        cfg.agent.listen = None;
+        cfg.agent.results_log = None;
+        cfg.push = None;
+        cfg.remote_write = None;
+        cfg.otlp = None;
+        let path = cfg.path.clone();
+        let daemon = Daemon::start_with(path, Arc::new(cfg)).await?;
+        Ok(Quiet { daemon })
+    }
+
+    /// The running agent, for [`status`] to judge.
+    pub fn agent(&self) -> &Agent {
+        &self.daemon.agent
+    }
+
+    /// Completes when the next run finishes (and is recorded).
+    pub fn run_finished(&self) -> tokio::sync::futures::Notified<'_> {
+        self.daemon.agent.idle.notified()
+    }
+
+    /// Ends every loop; runs in flight are dropped with the runtime.
+    pub fn stop(self) {
+        self.daemon.schedules.stop();
     }
 }
 

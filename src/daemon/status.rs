@@ -3,7 +3,7 @@
 //! the page), as plain data. Rendering lives in `status_page`.
 
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::history::{self, TargetDays};
 use super::Agent;
@@ -31,7 +31,7 @@ pub fn pair_state(s: &PairSnapshot, in_maintenance: bool) -> State {
     crate::sinks::state::pair_state(s.recent_runs, s.recent_failed, in_maintenance)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ProbeStatus {
     pub state: State,
     pub uptime_1h: Option<f64>,
@@ -41,7 +41,8 @@ pub struct ProbeStatus {
     pub history: PairSnapshot,
 }
 
-#[derive(Debug, Serialize)]
+/// A target as `/api/v1/status` has it; `watch --from` reads it back with the same type.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct TargetStatus {
     pub target: String,
     pub model: String,

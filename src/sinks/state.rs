@@ -2,13 +2,13 @@
 //! it from a pair's last runs and a target's pairs: shared by the status page, which shows it,
 //! and the incident detector, which opens and closes incidents on it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The runs a pair's state is judged on.
 pub const RECENT_RUNS: u8 = 5;
 
 /// A pair's or a target's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     Up,

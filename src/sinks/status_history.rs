@@ -9,11 +9,13 @@
 //!   median decode speed;
 //! - the outcomes of the last 5 runs, the last run, and the last 5 failures (their sentence
 //!   clipped to 200 characters, their failed checks and, for `repetition`, the detector);
+//! - the TTFT and decode speed of each of the last 32 runs (32 × 4 bytes), for `watch`'s
+//!   sparklines;
 //! - the open slot's TTFT samples (at most 64: past that a uniform sample of the slot's runs),
 //!   and today's TTFT and decode-speed samples (at most 288 each, exact up to a run every 5
 //!   minutes, a uniform sample beyond).
 //!
-//! That is about 6.4 KiB a pair fixed and up to 1.3 KiB of samples (0.8 MiB for 100 pairs),
+//! That is about 6.5 KiB a pair fixed and up to 1.3 KiB of samples (0.8 MiB for 100 pairs),
 //! plus up to ~2 KiB of failure text. Two resolutions for the week, not a week of 5-minute
 //! slots (2016 × 6 bytes, 12 KiB a pair): the daemon's idle budget is 8 MiB for 100 pairs, and
 //! a weekly uptime needs no 5-minute detail.
@@ -56,6 +58,8 @@ pub const FAILURES_KEPT: usize = 5;
 const OPEN_SAMPLES: usize = 64;
 /// Today's TTFT and decode-speed samples: exact up to a run every 5 minutes.
 const DAY_SAMPLES: usize = 288;
+/// Runs whose own TTFT and decode speed are kept, newest last: a terminal row's sparkline.
+pub const RECENT_FIGURES: usize = 32;
 
 /// What the history needs of one run, from a result or from a line of the results log.
 #[derive(Debug, Clone, Deserialize)]
@@ -190,7 +194,7 @@ pub fn sentence(run: &Run) -> String {
 }
 
 /// A failed run, as the page lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Failure {
     pub started_at: Timestamp,
     pub outcome: String,
@@ -232,6 +236,8 @@ struct PairHistory {
     daily: Ring<Daily, DAYS>,
     open_day: OpenDay,
     recent: Recent,
+    /// Each run's TTFT and decode speed, encoded, numbered in arrival order.
+    figures: Ring<[u16; 2], RECENT_FIGURES>,
     last: Option<(Timestamp, String, bool)>,
     failures: VecDeque<Failure>,
 }
@@ -245,6 +251,7 @@ impl PairHistory {
             daily: Ring::new(),
             open_day: OpenDay::starting(i64::MIN),
             recent: Recent::default(),
+            figures: Ring::new(),
             last: None,
             failures: VecDeque::with_capacity(FAILURES_KEPT),
         })
@@ -274,6 +281,11 @@ impl PairHistory {
             }
         }
         self.recent.push(run.success);
+        let (ttft, tps) = figures_of(run);
+        let n = self.figures.head.map_or(0, |h| h + 1);
+        if let Some(f) = self.figures.slot_mut(n) {
+            *f = [LogScale::encode(ttft), LogScale::encode(tps)];
+        }
         self.last = Some((run.started_at, run.outcome.clone(), run.success));
         if !run.success {
             if self.failures.len() == FAILURES_KEPT {
@@ -285,7 +297,7 @@ impl PairHistory {
 }
 
 /// Runs, failures and maintenance runs over a span.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Tally {
     pub runs: u32,
     pub failed: u32,
@@ -321,7 +333,7 @@ impl Tally {
 
 /// Consecutive slots of equal length, oldest first, in columns (compact in JSON). The week's
 /// series carries counts only.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Series {
     pub start: Timestamp,
     pub step_seconds: i64,
@@ -330,11 +342,11 @@ pub struct Series {
     pub maintenance: Vec<u16>,
     // f32: the figures are good to 0.03% and shown to three digits; a snapshot of 100 pairs
     // is then 1 MB smaller while the page renders.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ttft_p50_ms: Vec<Option<f32>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ttft_p95_ms: Vec<Option<f32>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens_per_second: Vec<Option<f32>>,
 }
 
@@ -388,8 +400,9 @@ fn tenth(c: u16) -> Option<f32> {
     LogScale::decode(c).map(|v| ((v * 10.0).round() / 10.0) as f32)
 }
 
-/// One pair's history as of an instant: plain data for the page, the JSON and the badge.
-#[derive(Debug, Clone, Serialize)]
+/// One pair's history as of an instant: plain data for the page, the JSON and the badge (and,
+/// read back from a daemon's JSON, for `watch --from`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PairSnapshot {
     pub probe: String,
     pub target: String,
@@ -398,6 +411,13 @@ pub struct PairSnapshot {
     pub recent_failed: u8,
     pub last_run: Option<Timestamp>,
     pub last_outcome: Option<String>,
+    /// The TTFT of each of the last `RECENT_FIGURES` runs, oldest first (`null`: none, as for
+    /// a run that failed before its first token, or a warm-up).
+    #[serde(default)]
+    pub recent_ttft_ms: Vec<Option<f32>>,
+    /// The decode speed of the same runs.
+    #[serde(default)]
+    pub recent_tokens_per_second: Vec<Option<f32>>,
     pub last_1h: Tally,
     pub last_24h: Tally,
     pub last_7d: Tally,
@@ -425,6 +445,12 @@ impl PairHistory {
         for b in cb - COARSE_SLOTS as i64 + 1..=cb {
             week.push(self.coarse.get(b));
         }
+        let recent: Vec<[u16; 2]> = match self.figures.head {
+            Some(h) => ((h - RECENT_FIGURES as i64 + 1).max(0)..=h)
+                .map(|n| self.figures.get(n))
+                .collect(),
+            None => Vec::new(),
+        };
         PairSnapshot {
             probe: probe.to_string(),
             target: target.to_string(),
@@ -432,6 +458,8 @@ impl PairHistory {
             recent_failed: self.recent.failed(),
             last_run: self.last.as_ref().map(|l| l.0),
             last_outcome: self.last.as_ref().map(|l| l.1.clone()),
+            recent_ttft_ms: recent.iter().map(|f| tenth(f[0])).collect(),
+            recent_tokens_per_second: recent.iter().map(|f| tenth(f[1])).collect(),
             last_1h: day.last(12),
             last_24h: day.last(FINE_SLOTS),
             last_7d: week.last(COARSE_SLOTS),

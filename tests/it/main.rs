@@ -33,3 +33,4 @@ mod report;
 mod requests;
 mod slo_rules;
 mod status_page;
+mod watch;
