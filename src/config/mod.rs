@@ -4,6 +4,7 @@
 //! [`ConfigError`] naming file, line, column and field.
 
 mod auth;
+mod aws;
 mod confirm;
 pub mod duration;
 pub mod env;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 use serde_saphyr::{Location, Spanned};
 
+pub use aws::AwsAuth;
 pub use confirm::Confirm;
 pub use error::{ConfigError, FieldPath};
 pub use maintenance::MaintenanceWindow;

@@ -110,6 +110,7 @@ pub enum Api {
     AnthropicMessages,
     Ollama,
     AzureOpenai,
+    Bedrock,
 }
 
 impl Api {
@@ -121,13 +122,14 @@ impl Api {
             Api::AnthropicMessages => "anthropic-messages",
             Api::Ollama => "ollama",
             Api::AzureOpenai => "azure-openai",
+            Api::Bedrock => "bedrock",
         }
     }
 
     /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
     /// own to read, and no cache-busting field.
     pub fn is_hosted(self) -> bool {
-        matches!(self, Api::AzureOpenai)
+        matches!(self, Api::AzureOpenai | Api::Bedrock)
     }
 }
 
@@ -196,6 +198,7 @@ pub struct RawTarget {
     pub priority: Option<Spanned<i64>>,
     pub slo: Option<Spanned<super::slo::RawSlo>>,
     pub price: Option<super::price::RawPrice>,
+    pub aws: Option<Spanned<super::aws::RawAws>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

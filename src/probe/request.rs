@@ -52,7 +52,9 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
         _ => None,
     };
     let mut body = flavor::body(target.api, probe, nonce.as_deref());
-    body.insert("model".into(), json!(target.model));
+    if flavor::model_in_body(target.api) {
+        body.insert("model".into(), json!(target.model));
+    }
     if let Some(p) = target.priority {
         body.insert("priority".into(), json!(p));
     }
@@ -67,7 +69,11 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     }
     let mut headers = HeaderMap::new();
     put(&mut headers, "content-type", "application/json");
-    put(&mut headers, "accept", "text/event-stream");
+    let accept = match flavor::framing(target.api) {
+        flavor::Framing::EventStream => flavor::bedrock::CONTENT_TYPE,
+        _ => "text/event-stream",
+    };
+    put(&mut headers, "accept", accept);
     if probe.cache_bust != CacheBust::Off {
         put(&mut headers, "cache-control", "no-cache");
     }
@@ -76,10 +82,20 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
     put(&mut headers, "x-request-id", &request_id);
     let (traceparent, trace_id) = trace_context();
     put(&mut headers, "traceparent", &traceparent);
+    let url = target.endpoint(&flavor::path(target.api, &target.model));
+    let body = serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes");
+    // Last: the signature covers every header above and the body.
+    if let Some(aws) = &target.aws {
+        let now = std::time::SystemTime::now();
+        if let Err(e) = flavor::bedrock::sign_request(&mut headers, &url, &body, aws, now) {
+            // Sent unsigned, the server refuses it, and the run says so as an `auth` error.
+            tracing::warn!(target = %target.name, error = %e, "bedrock request not signed");
+        }
+    }
     Request {
-        url: target.endpoint(&flavor::path(target.api, &target.model)),
+        url,
         headers,
-        body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
+        body,
         request_id,
         trace_id,
     }

@@ -11,9 +11,11 @@
 //! - `generate`: the answer each scenario gives; `respond`: how it is written, by a plan
 //!   chosen before the first byte, and its faults;
 //! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
+//! - [`bedrock`]: Bedrock's event-stream frames, error answers and SigV4 check;
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
+pub mod bedrock;
 mod cache;
 mod generate;
 pub mod http;

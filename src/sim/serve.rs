@@ -201,7 +201,18 @@ async fn completion(
             return Ok(true);
         }
     };
-    let model = body["model"].as_str().unwrap_or("sim").to_string();
+    if wire == Wire::Bedrock {
+        if let Err(r) = super::bedrock::check_auth(req) {
+            respond_json(sock, r.status, &[r.header], &r.body).await?;
+            return Ok(true);
+        }
+    }
+    // Bedrock names the model in its path; every other flavor in its body.
+    let model = match wire {
+        Wire::Bedrock => super::bedrock::model_of(&req.path),
+        _ => body["model"].as_str().map(str::to_string),
+    }
+    .unwrap_or_else(|| "sim".to_string());
     let spec = scenario.map_or_else(
         || {
             let named = CATALOG.iter().any(|c| c.0 == model);

@@ -13,6 +13,8 @@ pub enum Wire {
     Responses,
     Messages,
     Ollama,
+    /// Bedrock's ConverseStream, in AWS's binary event stream.
+    Bedrock,
 }
 
 /// One event to write: its SSE name (none for OpenAI chunks and NDJSON) and data.
@@ -87,6 +89,12 @@ impl Wire {
             r if r.starts_with("/v1/openai/deployments/") && r.ends_with("/chat/completions") => {
                 Wire::Chat
             }
+            // Bedrock: the model id in the path (base URL `.../v1` here, or the server root).
+            r if (r.starts_with("/v1/model/") || r.starts_with("/model/"))
+                && r.ends_with("/converse-stream") =>
+            {
+                Wire::Bedrock
+            }
             _ => return None,
         })
     }
@@ -96,10 +104,10 @@ impl Wire {
     }
 
     pub fn content_type(self) -> &'static str {
-        if self.ndjson() {
-            "application/x-ndjson"
-        } else {
-            "text/event-stream"
+        match self {
+            Wire::Ollama => "application/x-ndjson",
+            Wire::Bedrock => crate::probe::flavor::bedrock::CONTENT_TYPE,
+            _ => "text/event-stream",
         }
     }
 
@@ -131,6 +139,24 @@ impl Wire {
                 }
             }
             Wire::Chat | Wire::Ollama => joined(&body["messages"]),
+            Wire::Bedrock => {
+                let texts = |v: &Value| -> Vec<String> {
+                    let blocks = v.as_array().into_iter().flatten();
+                    let nested = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+                    blocks
+                        .flat_map(|m| match m["text"].as_str() {
+                            Some(t) => vec![t.to_string()],
+                            None => nested(m)
+                                .iter()
+                                .filter_map(|b| b["text"].as_str().map(str::to_string))
+                                .collect(),
+                        })
+                        .collect()
+                };
+                let mut all = texts(&body["system"]);
+                all.extend(texts(&body["messages"]));
+                all.join("\n")
+            }
         }
     }
 
@@ -139,13 +165,15 @@ impl Wire {
         match self {
             Wire::Responses => body["max_output_tokens"].as_u64(),
             Wire::Ollama => body["options"]["num_predict"].as_u64(),
+            Wire::Bedrock => body["inferenceConfig"]["maxTokens"].as_u64(),
             _ => body["max_tokens"].as_u64(),
         }
     }
 
     /// Whether the body asks for a stream (Ollama streams unless told not to).
     pub fn stream(self, body: &Value) -> bool {
-        let default = self == Wire::Ollama;
+        // Ollama streams unless told not to; ConverseStream always does.
+        let default = matches!(self, Wire::Ollama | Wire::Bedrock);
         body["stream"].as_bool().unwrap_or(default)
     }
 
@@ -154,6 +182,7 @@ impl Wire {
         let first = &body["tools"][0];
         let name = match self {
             Wire::Chat | Wire::Ollama => &first["function"]["name"],
+            Wire::Bedrock => &body["toolConfig"]["tools"][0]["toolSpec"]["name"],
             _ => &first["name"],
         };
         name.as_str().map(str::to_string)
@@ -195,6 +224,7 @@ impl Wire {
                 ),
                 out("ping", json!({"type": "ping"})),
             ],
+            Wire::Bedrock => vec![out("messageStart", json!({"role": "assistant"}))],
             _ => vec![],
         }
     }
@@ -202,6 +232,13 @@ impl Wire {
     /// Anthropic opens a content block before its first delta, and closes it when the kind
     /// of content changes. A tool call's block is opened by [`Wire::tool_call_start`].
     pub fn block_change(self, from: Option<PieceKind>, to: PieceKind, index: usize) -> Vec<Out> {
+        // Bedrock closes a block when the kind changes, and opens only a tool call's.
+        if self == Wire::Bedrock && from.is_some_and(|f| f != to) {
+            return vec![out(
+                "contentBlockStop",
+                json!({"contentBlockIndex": index - 1}),
+            )];
+        }
         if self != Wire::Messages || from == Some(to) {
             return vec![];
         }
@@ -244,6 +281,10 @@ impl Wire {
                 json!({"type": "content_block_start", "index": block,
                        "content_block": {"type": "tool_use", "id": "toolu_sim", "name": name, "input": {}}}),
             )],
+            Wire::Bedrock => vec![out(
+                "contentBlockStart",
+                json!({"contentBlockIndex": block, "start": {"toolUse": {"toolUseId": "tooluse_sim", "name": name}}}),
+            )],
             Wire::Completions | Wire::Ollama => vec![],
         }
     }
@@ -275,6 +316,12 @@ impl Wire {
                 return out(
                     "content_block_delta",
                     json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": text}}),
+                )
+            }
+            (Wire::Bedrock, PieceKind::Tool) => {
+                return out(
+                    "contentBlockDelta",
+                    json!({"contentBlockIndex": block, "delta": {"toolUse": {"input": text}}}),
                 )
             }
             // Completions has no tool calls, and Ollama's come whole: plain text there.
@@ -320,6 +367,17 @@ impl Wire {
                 let field = if answer { "content" } else { "thinking" };
                 plain(
                     json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", field: text}, "done": false}),
+                )
+            }
+            Wire::Bedrock => {
+                let delta = if answer {
+                    json!({"text": text})
+                } else {
+                    json!({"reasoningContent": {"text": text}})
+                };
+                out(
+                    "contentBlockDelta",
+                    json!({"contentBlockIndex": block, "delta": delta}),
                 )
             }
         }
@@ -419,6 +477,20 @@ impl Wire {
                     Some(out("message_stop", json!({"type": "message_stop"}))),
                 ]
             }
+            Wire::Bedrock => {
+                let mut metadata = json!({"metrics": {"latencyMs": 0}});
+                if let Some(u) = usage {
+                    metadata["usage"] = json!({"inputTokens": u.prompt, "outputTokens": u.completion, "totalTokens": u.prompt + u.completion});
+                }
+                vec![
+                    Some(out("contentBlockStop", json!({"contentBlockIndex": block}))),
+                    Some(out(
+                        "messageStop",
+                        json!({"stopReason": bedrock_stop(finish)}),
+                    )),
+                    Some(out("metadata", metadata)),
+                ]
+            }
             Wire::Ollama => {
                 let mut last = json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": ""},
                                       "done": true, "done_reason": if length { "length" } else { "stop" }});
@@ -456,6 +528,10 @@ impl Wire {
                 json!({"type": "error", "error": {"type": "overloaded_error", "message": message}}),
             ),
             Wire::Ollama => plain(json!({"error": message})),
+            Wire::Bedrock => out(
+                "exception:modelStreamErrorException",
+                json!({"message": message, "originalStatusCode": 500}),
+            ),
         }
     }
 
@@ -487,6 +563,13 @@ impl Wire {
                 json!({"model": model, "message": {"role": "assistant", "content": text}, "done": true,
                                    "done_reason": if length { "length" } else { "stop" }, "eval_count": completion})
             }
+            // Converse's answer.
+            Wire::Bedrock => {
+                json!({"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                       "stopReason": bedrock_stop(finish),
+                       "usage": {"inputTokens": prompt, "outputTokens": completion, "totalTokens": prompt + completion},
+                       "metrics": {"latencyMs": 0}})
+            }
         };
         if let Some(c) = end.call {
             match self {
@@ -503,10 +586,23 @@ impl Wire {
                     v["message"]["tool_calls"] =
                         json!([{"function": {"name": c.name, "arguments": c.arguments_value()}}])
                 }
+                Wire::Bedrock => {
+                    v["output"]["message"]["content"] = json!([{"toolUse": {"toolUseId": "tooluse_sim", "name": c.name, "input": c.arguments_value()}}])
+                }
                 Wire::Completions => {}
             }
         }
         v
+    }
+}
+
+/// A finish reason in OpenAI's words as Bedrock's `stopReason`.
+fn bedrock_stop(finish: &str) -> &'static str {
+    match finish {
+        "length" => "max_tokens",
+        "tool_calls" => "tool_use",
+        crate::checks::CONTENT_FILTER => "content_filtered",
+        _ => "end_turn",
     }
 }
 

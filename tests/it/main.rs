@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bedrock;
 mod calibrate;
 mod cli;
 mod config_errors;

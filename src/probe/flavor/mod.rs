@@ -5,6 +5,7 @@
 
 pub mod anthropic_messages;
 pub mod azure_openai;
+pub mod bedrock;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_completions;
@@ -135,6 +136,8 @@ pub enum Framing {
     Sse,
     /// One JSON object per line.
     Ndjson,
+    /// AWS's binary event stream: length-prefixed frames with CRCs.
+    EventStream,
 }
 
 /// The path (and query) the flavor appends to the target's `base_url`; the hosted APIs name
@@ -147,12 +150,14 @@ pub fn path(api: Api, model: &str) -> String {
         Api::AnthropicMessages => anthropic_messages::PATH.into(),
         Api::Ollama => ollama::PATH.into(),
         Api::AzureOpenai => azure_openai::path(model),
+        Api::Bedrock => bedrock::path(model),
     }
 }
 
 pub fn framing(api: Api) -> Framing {
     match api {
         Api::Ollama => Framing::Ndjson,
+        Api::Bedrock => Framing::EventStream,
         _ => Framing::Sse,
     }
 }
@@ -166,10 +171,17 @@ pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> 
         Api::OpenaiResponses => openai_responses::body(probe, nonce),
         Api::AnthropicMessages => anthropic_messages::body(probe, nonce),
         Api::Ollama => ollama::body(probe, nonce),
+        Api::Bedrock => bedrock::body(probe, nonce),
     }
 }
 
-/// What one event carried. `kind` is the SSE event name (`message` when unnamed).
+/// Whether the body names the model: Bedrock's path does, and its body refuses unknown keys.
+pub fn model_in_body(api: Api) -> bool {
+    api != Api::Bedrock
+}
+
+/// What one event carried. `kind` is the SSE event name (`message` when unnamed), or an
+/// event-stream frame's event type.
 pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
     match api {
         Api::OpenaiChat | Api::AzureOpenai => openai_chunk(v, openai_chat::delta),
@@ -177,6 +189,7 @@ pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
         Api::OpenaiResponses => openai_responses::event(kind, v),
         Api::AnthropicMessages => anthropic_messages::event(kind, v),
         Api::Ollama => ollama::event(v),
+        Api::Bedrock => bedrock::event(kind, v),
     }
 }
 
@@ -185,6 +198,7 @@ pub fn whole(api: Api, v: &Value) -> Delta {
     match api {
         Api::OpenaiResponses => openai_responses::whole(v),
         Api::AnthropicMessages => anthropic_messages::whole(v),
+        Api::Bedrock => bedrock::whole(v),
         _ => event(api, "message", v),
     }
 }
