@@ -86,7 +86,7 @@ impl Source {
     pub(super) fn of(target: &Target, metrics_url: Option<&str>) -> anyhow::Result<Source> {
         if target.api.is_hosted() {
             bail!(
-                "target {:?} speaks the hosted API `{}`: hosted providers publish no server metrics or per-response timings, so calibrate has nothing of theirs to set beside ours (`once` and `gate` measure it from outside)",
+                "target {:?} speaks the hosted API `{}`: hosted providers publish no server metrics and no first-token timing of their own, so calibrate has nothing of theirs to set beside ours (`once` and `gate` measure it from outside)",
                 target.name,
                 target.api.as_str()
             );

@@ -4,6 +4,7 @@
 //! [`ConfigError`] naming file, line, column and field.
 
 mod auth;
+mod aws;
 mod cache_check;
 mod confirm;
 pub mod duration;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 use serde_saphyr::{Location, Spanned};
 
+pub use aws::AwsAuth;
 pub use cache_check::CacheCheck;
 pub use confirm::Confirm;
 pub use error::{ConfigError, FieldPath};

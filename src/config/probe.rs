@@ -358,6 +358,11 @@ fn load_tools(
 /// Why `cache_bust: auto` cannot keep a prefix cache from answering for `probe` on `t`, when
 /// it cannot: the server kind honours no cache-busting field on that API.
 fn uncached(probe: &str, t: &Target) -> Option<String> {
+    // Bedrock caches a prompt only up to a `cachePoint` the request marks, and the probe marks
+    // none: there is no cache to defeat.
+    if t.api == Api::Bedrock {
+        return None;
+    }
     if t.api.is_hosted() {
         return Some(format!(
             "probe {probe:?} on target {:?}: the hosted API `{}` caches long prompts on the provider's side and offers no field to skip it, so `cache_bust: auto` sends only `Cache-Control: no-cache` (use `cache_bust: prefix` to defeat it)",

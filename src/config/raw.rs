@@ -111,6 +111,7 @@ pub enum Api {
     Ollama,
     AzureOpenai,
     Gemini,
+    Bedrock,
 }
 
 impl Api {
@@ -123,13 +124,14 @@ impl Api {
             Api::Ollama => "ollama",
             Api::AzureOpenai => "azure-openai",
             Api::Gemini => "gemini",
+            Api::Bedrock => "bedrock",
         }
     }
 
     /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
     /// own to read, and no cache-busting field.
     pub fn is_hosted(self) -> bool {
-        matches!(self, Api::AzureOpenai | Api::Gemini)
+        matches!(self, Api::AzureOpenai | Api::Gemini | Api::Bedrock)
     }
 }
 
@@ -198,6 +200,7 @@ pub struct RawTarget {
     pub priority: Option<Spanned<i64>>,
     pub slo: Option<Spanned<super::slo::RawSlo>>,
     pub price: Option<super::price::RawPrice>,
+    pub aws: Option<Spanned<super::aws::RawAws>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

@@ -31,9 +31,22 @@ pub struct Target {
     pub slo: Option<super::Slo>,
     /// What its tokens cost (`price:`), for `check`'s estimate.
     pub price: Option<super::Price>,
+    /// What a Bedrock target's requests are signed with (none with a Bedrock API key).
+    pub aws: Option<super::AwsAuth>,
 }
 
 impl Target {
+    /// Every secret its requests carry: the key, or the AWS credentials, for errors to be
+    /// cleaned of before they are kept.
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+        let aws = self.aws.iter().flat_map(|a| {
+            [Some(&a.secret_access_key), a.session_token.as_ref()]
+                .into_iter()
+                .flatten()
+        });
+        self.api_key.iter().chain(aws)
+    }
+
     /// `base_url` with `path` (`/chat/completions`, `/models` ...) appended.
     pub fn endpoint(&self, path: &str) -> String {
         format!("{}{path}", self.base_url.as_str().trim_end_matches('/'))
@@ -82,6 +95,17 @@ pub(super) fn load_target(
     if api == Api::Gemini {
         check_gemini(src, at, &t.model, &base_url, t.base_url.referenced)?;
     }
+    let has_key = api_key.is_some();
+    let aws = super::aws::for_target(
+        src,
+        at,
+        api,
+        t.aws,
+        has_key,
+        &base_url,
+        base,
+        t.name.referenced,
+    )?;
     let mut headers = match t.headers {
         Some(h) => configured_headers(src, &at.key("headers"), h)?,
         None => HeaderMap::new(),
@@ -131,6 +155,7 @@ pub(super) fn load_target(
         priority: t.priority.map(|p| p.value),
         slo,
         price,
+        aws,
     })
 }
 
@@ -215,8 +240,9 @@ fn configured_headers(
 
 /// The header that carries `key`, marked sensitive: Anthropic's own API takes it in x-api-key
 /// (with a version header), Azure OpenAI in api-key, Gemini in x-goog-api-key (never its URL's
-/// `?key=`, which logs would keep); every other server (vLLM and llama.cpp serving
-/// /v1/messages too) takes a bearer token. `None` when the key cannot be a header value.
+/// `?key=`, which logs would keep); every other server (vLLM and llama.cpp serving /v1/messages
+/// too, and Bedrock with an API key in place of SigV4) takes a bearer token. `None` when the key
+/// cannot be a header value.
 fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
     let (name, value) = match (api, server) {
         (Api::AzureOpenai, _) => (

@@ -10,17 +10,34 @@ use serde_json::Value;
 use crate::outcome::HttpReason;
 
 /// Error types and codes that mean the service is overloaded, whatever the status
-/// (Anthropic's `overloaded_error` comes with a 529).
+/// (Anthropic's `overloaded_error` comes with a 529, Bedrock's `ModelNotReadyException` with a
+/// 429: the model is being loaded, not the caller's quota spent).
 const OVERLOADED: &[&str] = &[
     "overloaded_error",
     "overloaded",
     "ServiceUnavailableException",
+    "ServiceUnavailable",
+    "ModelNotReadyException",
     "UNAVAILABLE",
 ];
 
-/// Error statuses and reasons of a refused key, whatever the status (Gemini answers a key it
-/// does not know with a 400 `INVALID_ARGUMENT` whose reason is `API_KEY_INVALID`).
-const AUTH: &[&str] = &["API_KEY_INVALID", "PERMISSION_DENIED", "UNAUTHENTICATED"];
+/// Error types, statuses and reasons of a caller whose credentials were refused, whatever the
+/// status: Bedrock's, and Gemini's (which answers a key it does not know with a 400
+/// `INVALID_ARGUMENT` whose reason is `API_KEY_INVALID`).
+const AUTH: &[&str] = &[
+    "AccessDeniedException",
+    "UnrecognizedClientException",
+    "ExpiredTokenException",
+    "InvalidSignatureException",
+    "IncompleteSignatureException",
+    "MissingAuthenticationTokenException",
+    "API_KEY_INVALID",
+    "PERMISSION_DENIED",
+    "UNAUTHENTICATED",
+];
+
+/// Bedrock's error types of a spent quota.
+const RATE_LIMITED: &[&str] = &["ThrottlingException", "ServiceQuotaExceededException"];
 
 /// Error codes and types of an unknown model or deployment.
 const NOT_FOUND: &[&str] = &[
@@ -44,14 +61,19 @@ const CONTEXT_PHRASES: &[&str] = &[
     "too many tokens",
 ];
 
-/// The reason of an error status, from the status and the body (JSON when it parses).
-pub fn classify(status: u16, body: Option<&Value>) -> HttpReason {
-    let words = body.map(error_words).unwrap_or_default();
+/// The reason of an error status, from the status, the body (JSON when it parses) and the
+/// headers (AWS names the error's type in `x-amzn-ErrorType`).
+pub fn classify(status: u16, body: Option<&Value>, headers: &HeaderMap) -> HttpReason {
+    let mut words = body.map(error_words).unwrap_or_default();
+    words.extend(amzn_error_type(headers));
     let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    if status == 429 {
+    if has(OVERLOADED) {
+        return HttpReason::Overloaded;
+    }
+    if status == 429 || has(RATE_LIMITED) {
         return HttpReason::RateLimited;
     }
-    if matches!(status, 503 | 529) || has(OVERLOADED) {
+    if matches!(status, 503 | 529) {
         return HttpReason::Overloaded;
     }
     if matches!(status, 401 | 403) || (status < 500 && has(AUTH)) {
@@ -95,6 +117,14 @@ fn error_words(v: &Value) -> Vec<String> {
         _ => None,
     })
     .collect()
+}
+
+/// AWS's `x-amzn-ErrorType` header: the error's type, before any `:` and the namespace URL
+/// after it (`ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/`).
+fn amzn_error_type(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get("x-amzn-errortype")?.to_str().ok()?;
+    let ty = v.split(':').next().unwrap_or(v).trim();
+    (!ty.is_empty()).then(|| ty.to_string())
 }
 
 fn message_of(v: &Value) -> String {
@@ -240,7 +270,91 @@ mod tests {
         ];
         for (status, body, want) in cases {
             let body = (!body.is_null()).then_some(body);
-            assert_eq!(classify(*status, body), *want, "{status} {body:?}");
+            assert_eq!(
+                classify(*status, body, &HeaderMap::new()),
+                *want,
+                "{status} {body:?}"
+            );
+        }
+    }
+
+    /// Bedrock's error answers: a `{"message"}` body and the type in `x-amzn-ErrorType`.
+    #[test]
+    fn bedrock_error_types_from_the_header() {
+        let cases: &[(u16, &str, &str, HttpReason)] = &[
+            (
+                429,
+                "ThrottlingException",
+                "Too many requests, please wait before trying again.",
+                RateLimited,
+            ),
+            (
+                429,
+                "ModelNotReadyException",
+                "Model is not ready for inference.",
+                Overloaded,
+            ),
+            (
+                503,
+                "ServiceUnavailableException",
+                "Service unavailable.",
+                Overloaded,
+            ),
+            (
+                403,
+                "AccessDeniedException",
+                "You don't have access to the model with the specified model ID.",
+                Auth,
+            ),
+            (
+                403,
+                "UnrecognizedClientException",
+                "The security token included in the request is invalid.",
+                Auth,
+            ),
+            (
+                403,
+                "ExpiredTokenException",
+                "The security token included in the request is expired",
+                Auth,
+            ),
+            (
+                404,
+                "ResourceNotFoundException",
+                "Could not resolve the foundation model from the provided model identifier.",
+                NotFound,
+            ),
+            (
+                400,
+                "ValidationException",
+                "Input is too long for requested model.",
+                ContextLength,
+            ),
+            (
+                400,
+                "ValidationException",
+                "The provided model identifier is invalid.",
+                BadRequest,
+            ),
+            (
+                400,
+                "ServiceQuotaExceededException",
+                "Your request exceeds the service quota for your account.",
+                RateLimited,
+            ),
+            (
+                500,
+                "InternalServerException",
+                "The server encountered an internal error.",
+                ServerError,
+            ),
+        ];
+        for (status, ty, message, want) in cases {
+            let mut h = HeaderMap::new();
+            let header = format!("{ty}:http://internal.amazon.com/coral/com.amazon.bedrock/");
+            h.insert("x-amzn-errortype", header.parse().unwrap());
+            let body = json!({ "message": message });
+            assert_eq!(classify(*status, Some(&body), &h), *want, "{status} {ty}");
         }
     }
 

@@ -103,9 +103,10 @@ async fn measure(
             (outcome, v.failed, why, Some(v.output_chars), v.repetition)
         }
     };
-    let error = error.map(|e| match &target.api_key {
-        Some(k) => e.replace(k.expose(), "***"),
-        None => e,
+    let error = error.map(|e| {
+        target
+            .secrets()
+            .fold(e, |e, k| e.replace(k.expose(), "***"))
     });
     Measurement {
         probe: probe.name.clone(),

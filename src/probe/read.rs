@@ -18,6 +18,7 @@ use super::Caps;
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
 use crate::outcome::{HttpReason, Outcome};
+use crate::stream::eventstream::EventStreamReader;
 use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
@@ -283,10 +284,14 @@ impl Reader {
             .to_ascii_lowercase();
         if !status.is_success() {
             self.seen.rate_limit = super::http_reason::rate_limit_headers(resp.headers());
+            let resp_headers = resp.headers().clone();
             let text = self.head(resp).await;
             let json = serde_json::from_str::<Value>(&text).ok();
-            self.seen.http_reason =
-                Some(super::http_reason::classify(status.as_u16(), json.as_ref()));
+            self.seen.http_reason = Some(super::http_reason::classify(
+                status.as_u16(),
+                json.as_ref(),
+                &resp_headers,
+            ));
             if let Some(delay) = json.as_ref().and_then(super::http_reason::retry_delay) {
                 let kept = self.seen.rate_limit.get_or_insert_with(BTreeMap::new);
                 kept.insert("retryDelay".into(), delay);
@@ -318,6 +323,7 @@ impl Reader {
         let expected = match framing {
             Framing::Sse => &["text/event-stream"][..],
             Framing::Ndjson => &["application/x-ndjson", "application/ndjson"][..],
+            Framing::EventStream => &[flavor::bedrock::CONTENT_TYPE][..],
         };
         if !content_type.is_empty() && !expected.iter().any(|t| content_type.starts_with(t)) {
             let head = self.head(resp).await;
@@ -348,6 +354,14 @@ impl Reader {
                     .each_event(&mut (&mut lines).map(|r| r.map_err(SseError::Body)))
                     .await;
                 self.seen.bytes_read = lines.bytes_read();
+                result
+            }
+            Framing::EventStream => {
+                let mut frames = EventStreamReader::new(body_of(resp), caps, start);
+                let result = self
+                    .each_event(&mut (&mut frames).map(|r| r.map_err(SseError::Body)))
+                    .await;
+                self.seen.bytes_read = frames.bytes_read();
                 result
             }
         }
@@ -545,16 +559,18 @@ impl Reader {
 /// The transport outcome of a body or stream that could not be read as the protocol.
 fn stream_failure(e: SseError) -> Failure {
     let outcome = match &e {
-        SseError::Body(BodyError::LineTooLong { .. } | BodyError::BodyTooLarge { .. }) => {
-            Outcome::Oversized
-        }
+        SseError::Body(
+            BodyError::LineTooLong { .. }
+            | BodyError::BodyTooLarge { .. }
+            | BodyError::FrameTooLarge { .. },
+        ) => Outcome::Oversized,
         SseError::Body(BodyError::Transport(_)) => {
             return fail(
                 Outcome::StreamInterrupted,
                 format!("reading the stream: {e}"),
             )
         }
-        SseError::Body(BodyError::InvalidUtf8 { .. })
+        SseError::Body(BodyError::InvalidUtf8 { .. } | BodyError::BadFrame(_))
         | SseError::NoEvents { .. }
         | SseError::ForeignLine(_)
         | SseError::Syntax(_) => Outcome::MalformedStream,

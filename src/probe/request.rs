@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use super::flavor;
-use crate::config::{Api, CacheBust, CacheBustValue, Probe, Target};
+use crate::config::{Api, AwsAuth, CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
 pub fn request_id() -> String {
@@ -43,6 +43,9 @@ pub struct Request {
     pub body: Vec<u8>,
     pub request_id: String,
     pub trace_id: String,
+    /// What a Bedrock request is signed with, and the target's name for the log: the signature
+    /// covers the request id and trace too, so every copy ([`Request::again`]) signs anew.
+    signer: Option<(AwsAuth, String)>,
 }
 
 pub fn build_request(probe: &Probe, target: &Target) -> Request {
@@ -84,7 +87,11 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
     }
     let mut headers = HeaderMap::new();
     put(&mut headers, "content-type", "application/json");
-    put(&mut headers, "accept", "text/event-stream");
+    let accept = match flavor::framing(target.api) {
+        flavor::Framing::EventStream => flavor::bedrock::CONTENT_TYPE,
+        _ => "text/event-stream",
+    };
+    put(&mut headers, "accept", accept);
     if bust != CacheBust::Off {
         put(&mut headers, "cache-control", "no-cache");
     }
@@ -95,6 +102,7 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
         request_id: String::new(),
         trace_id: String::new(),
+        signer: target.aws.clone().map(|aws| (aws, target.name.clone())),
     }
     .again()
 }
@@ -108,12 +116,23 @@ impl Request {
         put(&mut headers, "x-request-id", &request_id);
         let (traceparent, trace_id) = trace_context();
         put(&mut headers, "traceparent", &traceparent);
+        // Last: the signature covers every header above and the body.
+        if let Some((aws, target)) = &self.signer {
+            let now = std::time::SystemTime::now();
+            if let Err(e) =
+                flavor::bedrock::sign_request(&mut headers, &self.url, &self.body, aws, now)
+            {
+                // Sent unsigned, the server refuses it, and the run says so as an `auth` error.
+                tracing::warn!(target = %target, error = %e, "bedrock request not signed");
+            }
+        }
         Request {
             url: self.url.clone(),
             headers,
             body: self.body.clone(),
             request_id,
             trace_id,
+            signer: self.signer.clone(),
         }
     }
 }

@@ -12,9 +12,11 @@
 //!   chosen before the first byte, and its faults;
 //! - [`wire`]: each flavor's framing of an answer, and `gemini`: Gemini's shapes of it;
 //! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
+//! - [`bedrock`]: Bedrock's event-stream frames, error answers and SigV4 check;
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
+pub mod bedrock;
 mod cache;
 mod gemini;
 mod generate;

@@ -56,6 +56,9 @@ impl Generation {
             body: json_bytes(&body),
         };
         match self.scenario.kind {
+            Kind::Http(code) if self.wire == Wire::Bedrock => {
+                refuse(code, super::bedrock::error_body(code))
+            }
             Kind::Http(code) => {
                 if let Some(body) = self.wire.refusal(code, &self.model) {
                     return refuse(code, body);
@@ -116,7 +119,9 @@ impl Generation {
                 body,
             } => {
                 let mut extra = extra.to_vec();
-                if status == 429 {
+                if self.wire == Wire::Bedrock && status >= 400 {
+                    extra.push(super::bedrock::error_type_header(status));
+                } else if status == 429 {
                     // What OpenAI sends with it: when to come back, and what is left.
                     extra.push(("retry-after", "2".into()));
                     extra.push(("x-ratelimit-remaining-requests", "0".into()));
@@ -194,6 +199,11 @@ impl Generation {
     /// The streams that break before any token; the connection is not reused.
     async fn break_stream(&self, mut w: Chunked<'_>, pace: Pace) -> std::io::Result<()> {
         match self.scenario.kind {
+            Kind::HugeLine if self.wire == Wire::Bedrock => {
+                for piece in super::bedrock::huge_frame().chunks(64 * 1024) {
+                    w.write(piece).await?;
+                }
+            }
             Kind::HugeLine => {
                 let head: &[u8] = if self.wire.ndjson() {
                     b"{\"message\":{\"content\":\""
@@ -257,6 +267,9 @@ impl Generation {
         if self.wire.ndjson() {
             return format!("{data}{nl}").into_bytes();
         }
+        if self.wire == Wire::Bedrock {
+            return super::bedrock::frame(name.unwrap_or_default(), data.as_bytes());
+        }
         let prefix = if self.scenario.kind == Kind::NoSpace {
             "data:"
         } else {
@@ -266,8 +279,12 @@ impl Generation {
         format!("{event}{prefix}{data}{nl}{nl}").into_bytes()
     }
 
-    /// A keep-alive in this flavor: an SSE comment, or a blank NDJSON line.
+    /// A keep-alive in this flavor: an SSE comment, a blank NDJSON line, or an empty Bedrock
+    /// text delta.
     fn keep_alive(&self) -> &'static [u8] {
+        if self.wire == Wire::Bedrock {
+            return &super::bedrock::KEEP_ALIVE;
+        }
         if self.wire.ndjson() {
             b"\n"
         } else {

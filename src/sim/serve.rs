@@ -204,12 +204,21 @@ async fn completion(
             return Ok(true);
         }
     };
-    // Gemini names the model in the route, every other flavor in the body.
-    let model = body["model"]
-        .as_str()
-        .or_else(|| super::gemini::model_of(route))
-        .unwrap_or("sim")
-        .to_string();
+    if wire == Wire::Bedrock {
+        if let Err(r) = super::bedrock::check_auth(req) {
+            respond_json(sock, r.status, &[r.header], &r.body).await?;
+            return Ok(true);
+        }
+    }
+    // Bedrock and Gemini name the model in the route, every other flavor in the body.
+    let model = match wire {
+        Wire::Bedrock => super::bedrock::model_of(&req.path),
+        _ => body["model"]
+            .as_str()
+            .or_else(|| super::gemini::model_of(route))
+            .map(str::to_string),
+    }
+    .unwrap_or_else(|| "sim".to_string());
     let spec = scenario.map_or_else(
         || {
             let named = CATALOG.iter().any(|c| c.0 == model);

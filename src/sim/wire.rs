@@ -15,6 +15,8 @@ pub enum Wire {
     Messages,
     Ollama,
     Gemini,
+    /// Bedrock's ConverseStream, in AWS's binary event stream.
+    Bedrock,
 }
 
 /// One event to write: its SSE name (none for OpenAI chunks and NDJSON) and data.
@@ -92,6 +94,12 @@ impl Wire {
                 Wire::Chat
             }
             r if super::gemini::model_of(r).is_some() => Wire::Gemini,
+            // Bedrock: the model id in the path (base URL `.../v1` here, or the server root).
+            r if (r.starts_with("/v1/model/") || r.starts_with("/model/"))
+                && r.ends_with("/converse-stream") =>
+            {
+                Wire::Bedrock
+            }
             _ => return None,
         })
     }
@@ -101,10 +109,10 @@ impl Wire {
     }
 
     pub fn content_type(self) -> &'static str {
-        if self.ndjson() {
-            "application/x-ndjson"
-        } else {
-            "text/event-stream"
+        match self {
+            Wire::Ollama => "application/x-ndjson",
+            Wire::Bedrock => crate::probe::flavor::bedrock::CONTENT_TYPE,
+            _ => "text/event-stream",
         }
     }
 
@@ -148,6 +156,24 @@ impl Wire {
             }
             Wire::Chat | Wire::Ollama => joined(&body["messages"]),
             Wire::Gemini => super::gemini::prompt(body),
+            Wire::Bedrock => {
+                let texts = |v: &Value| -> Vec<String> {
+                    let blocks = v.as_array().into_iter().flatten();
+                    let nested = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+                    blocks
+                        .flat_map(|m| match m["text"].as_str() {
+                            Some(t) => vec![t.to_string()],
+                            None => nested(m)
+                                .iter()
+                                .filter_map(|b| b["text"].as_str().map(str::to_string))
+                                .collect(),
+                        })
+                        .collect()
+                };
+                let mut all = texts(&body["system"]);
+                all.extend(texts(&body["messages"]));
+                all.join("\n")
+            }
         }
     }
 
@@ -157,6 +183,7 @@ impl Wire {
             Wire::Responses => body["max_output_tokens"].as_u64(),
             Wire::Ollama => body["options"]["num_predict"].as_u64(),
             Wire::Gemini => super::gemini::max_tokens(body),
+            Wire::Bedrock => body["inferenceConfig"]["maxTokens"].as_u64(),
             _ => body["max_tokens"].as_u64(),
         }
     }
@@ -164,7 +191,8 @@ impl Wire {
     /// Whether the body asks for a stream (Ollama streams unless told not to; Gemini's
     /// route is its streaming method).
     pub fn stream(self, body: &Value) -> bool {
-        let default = matches!(self, Wire::Ollama | Wire::Gemini);
+        // Ollama streams unless told not to; Gemini's route and ConverseStream always do.
+        let default = matches!(self, Wire::Ollama | Wire::Gemini | Wire::Bedrock);
         body["stream"].as_bool().unwrap_or(default)
     }
 
@@ -176,6 +204,7 @@ impl Wire {
         let first = &body["tools"][0];
         let name = match self {
             Wire::Chat | Wire::Ollama => &first["function"]["name"],
+            Wire::Bedrock => &body["toolConfig"]["tools"][0]["toolSpec"]["name"],
             _ => &first["name"],
         };
         name.as_str().map(str::to_string)
@@ -218,6 +247,7 @@ impl Wire {
                 ),
                 out("ping", json!({"type": "ping"})),
             ],
+            Wire::Bedrock => vec![out("messageStart", json!({"role": "assistant"}))],
             _ => vec![],
         }
     }
@@ -225,6 +255,13 @@ impl Wire {
     /// Anthropic opens a content block before its first delta, and closes it when the kind
     /// of content changes. A tool call's block is opened by [`Wire::tool_call_start`].
     pub fn block_change(self, from: Option<PieceKind>, to: PieceKind, index: usize) -> Vec<Out> {
+        // Bedrock closes a block when the kind changes, and opens only a tool call's.
+        if self == Wire::Bedrock && from.is_some_and(|f| f != to) {
+            return vec![out(
+                "contentBlockStop",
+                json!({"contentBlockIndex": index - 1}),
+            )];
+        }
         if self != Wire::Messages || from == Some(to) {
             return vec![];
         }
@@ -267,6 +304,10 @@ impl Wire {
                 json!({"type": "content_block_start", "index": block,
                        "content_block": {"type": "tool_use", "id": "toolu_sim", "name": name, "input": {}}}),
             )],
+            Wire::Bedrock => vec![out(
+                "contentBlockStart",
+                json!({"contentBlockIndex": block, "start": {"toolUse": {"toolUseId": "tooluse_sim", "name": name}}}),
+            )],
             Wire::Completions | Wire::Ollama | Wire::Gemini => vec![],
         }
     }
@@ -301,6 +342,12 @@ impl Wire {
                 return out(
                     "content_block_delta",
                     json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": text}}),
+                )
+            }
+            (Wire::Bedrock, PieceKind::Tool) => {
+                return out(
+                    "contentBlockDelta",
+                    json!({"contentBlockIndex": block, "delta": {"toolUse": {"input": text}}}),
                 )
             }
             // Completions has no tool calls, and Ollama's come whole: plain text there.
@@ -347,6 +394,17 @@ impl Wire {
                 let field = if answer { "content" } else { "thinking" };
                 plain(
                     json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", field: text}, "done": false}),
+                )
+            }
+            Wire::Bedrock => {
+                let delta = if answer {
+                    json!({"text": text})
+                } else {
+                    json!({"reasoningContent": {"text": text}})
+                };
+                out(
+                    "contentBlockDelta",
+                    json!({"contentBlockIndex": block, "delta": delta}),
                 )
             }
         }
@@ -448,6 +506,20 @@ impl Wire {
                     Some(out("message_stop", json!({"type": "message_stop"}))),
                 ]
             }
+            Wire::Bedrock => {
+                let mut metadata = json!({"metrics": {"latencyMs": 0}});
+                if let Some(u) = usage {
+                    metadata["usage"] = json!({"inputTokens": u.prompt, "outputTokens": u.completion, "totalTokens": u.prompt + u.completion});
+                }
+                vec![
+                    Some(out("contentBlockStop", json!({"contentBlockIndex": block}))),
+                    Some(out(
+                        "messageStop",
+                        json!({"stopReason": bedrock_stop(finish)}),
+                    )),
+                    Some(out("metadata", metadata)),
+                ]
+            }
             Wire::Ollama => {
                 let mut last = json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": ""},
                                       "done": true, "done_reason": if length { "length" } else { "stop" }});
@@ -497,6 +569,10 @@ impl Wire {
             ),
             Wire::Ollama => plain(json!({"error": message})),
             Wire::Gemini => plain(super::gemini::error(message)),
+            Wire::Bedrock => out(
+                "exception:modelStreamErrorException",
+                json!({"message": message, "originalStatusCode": 500}),
+            ),
         }
     }
 
@@ -530,6 +606,13 @@ impl Wire {
             }
             // With its tool call, if any.
             Wire::Gemini => super::gemini::whole(model, text, end),
+            // Converse's answer.
+            Wire::Bedrock => {
+                json!({"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                       "stopReason": bedrock_stop(finish),
+                       "usage": {"inputTokens": prompt, "outputTokens": completion, "totalTokens": prompt + completion},
+                       "metrics": {"latencyMs": 0}})
+            }
         };
         if let Some(c) = end.call {
             match self {
@@ -546,10 +629,23 @@ impl Wire {
                     v["message"]["tool_calls"] =
                         json!([{"function": {"name": c.name, "arguments": c.arguments_value()}}])
                 }
+                Wire::Bedrock => {
+                    v["output"]["message"]["content"] = json!([{"toolUse": {"toolUseId": "tooluse_sim", "name": c.name, "input": c.arguments_value()}}])
+                }
                 Wire::Completions | Wire::Gemini => {}
             }
         }
         v
+    }
+}
+
+/// A finish reason in OpenAI's words as Bedrock's `stopReason`.
+fn bedrock_stop(finish: &str) -> &'static str {
+    match finish {
+        "length" => "max_tokens",
+        "tool_calls" => "tool_use",
+        crate::checks::CONTENT_FILTER => "content_filtered",
+        _ => "end_turn",
     }
 }
 

@@ -438,6 +438,7 @@ mod tests {
             price: None,
             slo: None,
             priority: None,
+            aws: None,
         }
     }
 

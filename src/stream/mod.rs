@@ -2,9 +2,11 @@
 //! reader shares: it stamps each read with the instant its bytes arrived (one monotonic clock,
 //! read before any parsing), refuses to grow past the body cap or one endless line, and stops at
 //! the first byte that is not UTF-8. The protocol parsers sit on top of it: [`sse`] on
-//! `eventsource-stream`, and [`ndjson`] (one JSON document per line). Nothing here knows HTTP,
-//! JSON or checks.
+//! `eventsource-stream`, and [`ndjson`] (one JSON document per line). AWS's binary event stream
+//! ([`eventstream`], on `aws-smithy-eventstream`) has no lines: it shares the stamps and the body
+//! cap, and caps each frame as the others cap a line. Nothing here knows HTTP, JSON or checks.
 
+pub mod eventstream;
 pub mod ndjson;
 pub mod sse;
 
@@ -44,6 +46,10 @@ pub enum BodyError {
     BodyTooLarge { limit: usize },
     #[error("the response is not valid UTF-8 (byte {offset})")]
     InvalidUtf8 { offset: usize },
+    #[error("an event-stream frame claimed {claimed} bytes, over the {limit}-byte cap")]
+    FrameTooLarge { claimed: usize, limit: usize },
+    #[error("not an event-stream frame: {0}")]
+    BadFrame(String),
     #[error("{0}")]
     Transport(String),
 }

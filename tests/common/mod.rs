@@ -87,6 +87,17 @@ pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDi
     (dir, cfg)
 }
 
+/// A Bedrock target's extra keys, signing with the sim's test key read from files in the
+/// returned folder (keep it while the config is used).
+pub fn bedrock_keys() -> (TempDir, String) {
+    use llm_canary::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
+    let dir = TempDir::new("aws");
+    dir.write(&[("id", ACCESS_KEY_ID), ("secret", SECRET_ACCESS_KEY)]);
+    let p = dir.path().display();
+    let extra = format!("api: bedrock, aws: {{region: us-east-1, access_key_id_file: \"{p}/id\", secret_access_key_file: \"{p}/secret\"}}");
+    (dir, extra)
+}
+
 /// A local port with nothing listening on it.
 pub fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bedrock;
 mod cache_check;
 mod calibrate;
 mod cli;

@@ -308,12 +308,19 @@ async fn every_outcome_in_every_flavor() {
         "ollama",
         "azure-openai",
         "gemini",
+        "bedrock",
     ];
+    // Bedrock signs with the sim's test key, which the sim checks.
+    let (_keys, bedrock) = common::bedrock_keys();
     let mut names = Vec::new();
     let mut cases = Vec::new();
     for flavor in flavors {
+        let extra = match flavor {
+            "bedrock" => bedrock.clone(),
+            _ => format!("api: {flavor}"),
+        };
         for case in CASES.iter().filter(|c| c.2.is_empty()) {
-            names.push((format!("{flavor}-{}", case.0), format!("api: {flavor}")));
+            names.push((format!("{flavor}-{}", case.0), extra.clone()));
             cases.push(case);
         }
     }
@@ -357,6 +364,7 @@ async fn every_outcome_in_every_flavor() {
         "/api/chat",
         "/v1/openai/deployments/m/chat/completions",
         "/v1/models/m:streamGenerateContent",
+        "/v1/model/m/converse-stream",
     ] {
         let n = paths
             .iter()

@@ -120,6 +120,7 @@ mod tests {
             error: (!success).then(|| "connection refused (127.0.0.1:9)".into()),
             failed_checks: vec![],
             repetition: None,
+            cache_phase: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod anthropic_messages;
 pub mod azure_openai;
+pub mod bedrock;
 pub mod gemini;
 pub mod ollama;
 pub mod openai_chat;
@@ -141,6 +142,8 @@ pub enum Framing {
     Sse,
     /// One JSON object per line.
     Ndjson,
+    /// AWS's binary event stream: length-prefixed frames with CRCs.
+    EventStream,
 }
 
 /// The path (and query) the flavor appends to the target's `base_url`; the hosted APIs name
@@ -154,18 +157,20 @@ pub fn path(api: Api, model: &str) -> String {
         Api::Ollama => ollama::PATH.into(),
         Api::AzureOpenai => azure_openai::path(model),
         Api::Gemini => gemini::path(model),
+        Api::Bedrock => bedrock::path(model),
     }
 }
 
-/// Whether the body names the model: in every flavor but Gemini's, whose path names it (its
-/// request has no `model` field of its own to carry it beside).
+/// Whether the body names the model: in every flavor but Gemini's and Bedrock's, whose paths
+/// name it (Gemini's request has no `model` field; Bedrock's body refuses unknown keys).
 pub fn model_in_body(api: Api) -> bool {
-    !matches!(api, Api::Gemini)
+    !matches!(api, Api::Gemini | Api::Bedrock)
 }
 
 pub fn framing(api: Api) -> Framing {
     match api {
         Api::Ollama => Framing::Ndjson,
+        Api::Bedrock => Framing::EventStream,
         _ => Framing::Sse,
     }
 }
@@ -180,10 +185,12 @@ pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> 
         Api::AnthropicMessages => anthropic_messages::body(probe, nonce),
         Api::Ollama => ollama::body(probe, nonce),
         Api::Gemini => gemini::body(probe, nonce),
+        Api::Bedrock => bedrock::body(probe, nonce),
     }
 }
 
-/// What one event carried. `kind` is the SSE event name (`message` when unnamed).
+/// What one event carried. `kind` is the SSE event name (`message` when unnamed), or an
+/// event-stream frame's event type.
 pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
     match api {
         Api::OpenaiChat | Api::AzureOpenai => openai_chunk(v, openai_chat::delta),
@@ -192,6 +199,7 @@ pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
         Api::AnthropicMessages => anthropic_messages::event(kind, v),
         Api::Ollama => ollama::event(v),
         Api::Gemini => gemini::event(v),
+        Api::Bedrock => bedrock::event(kind, v),
     }
 }
 
@@ -200,6 +208,7 @@ pub fn whole(api: Api, v: &Value) -> Delta {
     match api {
         Api::OpenaiResponses => openai_responses::whole(v),
         Api::AnthropicMessages => anthropic_messages::whole(v),
+        Api::Bedrock => bedrock::whole(v),
         _ => event(api, "message", v),
     }
 }

@@ -1,0 +1,231 @@
+//! A Bedrock target's AWS settings (`aws:`): the region its requests are signed for, and the
+//! credentials SigV4 signs with. The region is written or read from the endpoint's host
+//! (`bedrock-runtime.<region>.amazonaws.com`); the credentials come from the environment
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, as every AWS tool reads
+//! them) unless the mapping names other variables or files, like every other secret here.
+//! `~/.aws/credentials` and profiles are not read: a profile may name SSO, a role to assume or a
+//! credential process, which only the SDK's chain can honour, and a half-read profile would sign
+//! with the wrong key; the daemon takes its keys as every other secret, from its environment or
+//! a mounted file.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_saphyr::{Location, Spanned};
+
+use super::{read_secret, Api, ConfigError, FieldPath, Source};
+use crate::secret::Secret;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAws {
+    pub region: Option<Spanned<String>>,
+    pub access_key_id_env: Option<Spanned<String>>,
+    pub access_key_id_file: Option<Spanned<String>>,
+    pub secret_access_key_env: Option<Spanned<String>>,
+    pub secret_access_key_file: Option<Spanned<String>>,
+    pub session_token_env: Option<Spanned<String>>,
+    pub session_token_file: Option<Spanned<String>>,
+}
+
+/// What a Bedrock request is signed with. Every part prints as `***`.
+#[derive(Debug, Clone)]
+pub struct AwsAuth {
+    pub region: String,
+    pub access_key_id: Secret,
+    pub secret_access_key: Secret,
+    pub session_token: Option<Secret>,
+}
+
+/// The variables every AWS tool reads, when the mapping names none.
+const ACCESS_KEY_ID: &str = "AWS_ACCESS_KEY_ID";
+const SECRET_ACCESS_KEY: &str = "AWS_SECRET_ACCESS_KEY";
+const SESSION_TOKEN: &str = "AWS_SESSION_TOKEN";
+
+/// What a target's requests are signed with: a `bedrock` target without a Bedrock API key
+/// needs a region and credentials; `aws:` on any other target, or beside the key, is an error.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn for_target(
+    src: &Source,
+    at: &FieldPath,
+    api: Api,
+    raw: Option<Spanned<RawAws>>,
+    has_key: bool,
+    base_url: &reqwest::Url,
+    base: &Path,
+    target_at: Location,
+) -> Result<Option<AwsAuth>, ConfigError> {
+    match (api, raw) {
+        (Api::Bedrock, Some(a)) if has_key => Err(src.err(
+            &at.key("aws"),
+            a.referenced,
+            "set aws: (SigV4 credentials) or api_key_env/api_key_file (a Bedrock API key), not both",
+        )),
+        // A Bedrock API key goes as a bearer token, unsigned.
+        (Api::Bedrock, None) if has_key => Ok(None),
+        (Api::Bedrock, raw) => load(src, at, raw, base_url, base, target_at).map(Some),
+        (_, Some(a)) => Err(src.err(
+            &at.key("aws"),
+            a.referenced,
+            format!(
+                "aws: applies to api bedrock only, and this target speaks {}",
+                api.as_str()
+            ),
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// The target's region and credentials. `at` is the target's mapping, `target_at` where the
+/// mapping starts (for an error about what is missing when there is no `aws:` to point at).
+fn load(
+    src: &Source,
+    at: &FieldPath,
+    raw: Option<Spanned<RawAws>>,
+    base_url: &reqwest::Url,
+    base: &Path,
+    target_at: Location,
+) -> Result<AwsAuth, ConfigError> {
+    let (raw, aws_loc) = match raw {
+        Some(r) => (r.value, r.referenced),
+        None => (RawAws::default(), target_at),
+    };
+    let aws = at.key("aws");
+    let from_host = base_url.host_str().and_then(region_of_host);
+    let region = match (raw.region, from_host) {
+        (Some(r), host) => {
+            let field = aws.key("region");
+            if !valid_region(&r.value) {
+                return Err(src.err(
+                    &field,
+                    r.referenced,
+                    format!("{:?} is not an AWS region (like us-east-1)", r.value),
+                ));
+            }
+            if let Some(h) = host.filter(|h| *h != r.value) {
+                return Err(src.err(
+                    &field,
+                    r.referenced,
+                    format!("region {} differs from base_url's, {h}: requests signed for one region are refused by another", r.value),
+                ));
+            }
+            r.value
+        }
+        (None, Some(h)) => h.to_string(),
+        (None, None) => {
+            return Err(src.err(
+                &aws.key("region"),
+                aws_loc,
+                "api bedrock needs aws.region: base_url's host names none (bedrock-runtime.<region>.amazonaws.com)",
+            ))
+        }
+    };
+    // Both keys are required: with neither of its keys set, each is read from AWS's variable.
+    let required = |env: Option<Spanned<String>>,
+                    file: Option<Spanned<String>>,
+                    default: &str,
+                    what: &str| {
+        if env.is_none() && file.is_none() {
+            return match std::env::var(default) {
+                Ok(v) if !v.trim().is_empty() => Ok(Secret::new(v.trim().to_string())),
+                _ => Err(src.err(at, aws_loc, format!("api bedrock signs with AWS credentials and {default} is not set: set {ACCESS_KEY_ID} and {SECRET_ACCESS_KEY}, name other variables or files under aws: ({what}_env, {what}_file), or give a Bedrock API key in api_key_env"))),
+            };
+        }
+        read_secret(src, &aws, env, file, base, what)?.ok_or_else(|| {
+            src.err(
+                &aws.key(&format!("{what}_env")),
+                aws_loc,
+                format!("api bedrock needs aws.{what}_env or aws.{what}_file"),
+            )
+        })
+    };
+    let access_key_id = required(
+        raw.access_key_id_env,
+        raw.access_key_id_file,
+        ACCESS_KEY_ID,
+        "access_key_id",
+    )?;
+    let secret_access_key = required(
+        raw.secret_access_key_env,
+        raw.secret_access_key_file,
+        SECRET_ACCESS_KEY,
+        "secret_access_key",
+    )?;
+    // The session token is optional: only temporary credentials have one.
+    let session_token = match (raw.session_token_env, raw.session_token_file) {
+        (None, None) => std::env::var(SESSION_TOKEN)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| Secret::new(v.trim().to_string())),
+        (env, file) => read_secret(src, &aws, env, file, base, "session_token")?,
+    };
+    Ok(AwsAuth {
+        region,
+        access_key_id,
+        secret_access_key,
+        session_token,
+    })
+}
+
+/// The region in a Bedrock runtime host: `bedrock-runtime[-fips].<region>.amazonaws.com[.cn]`,
+/// or a VPC endpoint's `...bedrock-runtime.<region>.vpce.amazonaws.com`.
+fn region_of_host(host: &str) -> Option<&str> {
+    let labels: Vec<&str> = host.split('.').collect();
+    let i = labels
+        .iter()
+        .position(|l| matches!(*l, "bedrock-runtime" | "bedrock-runtime-fips"))?;
+    let region = *labels.get(i + 1)?;
+    let aws = labels[i + 2..].contains(&"amazonaws");
+    (aws && valid_region(region)).then_some(region)
+}
+
+/// An AWS region's shape: letters, then words, then a number (`us-east-1`, `us-gov-west-1`).
+fn valid_region(r: &str) -> bool {
+    let parts: Vec<&str> = r.split('-').collect();
+    parts.len() >= 3
+        && parts[0].len() == 2
+        && parts[..parts.len() - 1]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase()))
+        && parts[parts.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && !parts[parts.len() - 1].is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_from_hosts() {
+        for (host, want) in [
+            ("bedrock-runtime.us-east-1.amazonaws.com", Some("us-east-1")),
+            (
+                "bedrock-runtime-fips.us-gov-west-1.amazonaws.com",
+                Some("us-gov-west-1"),
+            ),
+            (
+                "bedrock-runtime.cn-north-1.amazonaws.com.cn",
+                Some("cn-north-1"),
+            ),
+            (
+                "vpce-0abc-xyz.bedrock-runtime.eu-west-3.vpce.amazonaws.com",
+                Some("eu-west-3"),
+            ),
+            ("127.0.0.1", None),
+            ("bedrock-runtime.example.com", None),
+            ("bedrock-runtime.us-east-1.example.com", None),
+        ] {
+            assert_eq!(region_of_host(host), want, "{host}");
+        }
+        for bad in [
+            "us",
+            "us-east",
+            "US-EAST-1",
+            "us-east-x",
+            "us--1",
+            "useast-1",
+        ] {
+            assert!(!valid_region(bad), "{bad}");
+        }
+    }
+}
