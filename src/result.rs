@@ -52,8 +52,36 @@ pub struct Measurement {
     pub stopped_early: bool,
     /// The server's count of prompt tokens, when it reports one.
     pub input_tokens: Option<u64>,
+    /// The context-ladder rung this run climbed, when its probe has a ladder.
+    pub rung: Option<Rung>,
     pub output: Option<String>,
     pub timeline: Option<Timeline>,
+}
+
+/// A context-ladder rung's run: its size, and its prompt's tokens as estimated from characters
+/// (the server's count, when it reports one, is `input_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rung {
+    pub size: u32,
+    pub prompt_tokens_estimate: u64,
+}
+
+/// A rung's prefill speed beside the ladder's smallest rung (see [`crate::probe::ladder::prefill`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prefill {
+    pub tokens_per_second: f64,
+    /// Whose prompt token counts it divides: the server's, or the estimates.
+    pub source: PromptTokens,
+}
+
+/// Where a prompt token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptTokens {
+    /// The server's usage report.
+    Usage,
+    /// Characters at [`crate::config::ladder::CHARS_PER_TOKEN`] a token.
+    Estimate,
 }
 
 impl Measurement {
@@ -64,7 +92,7 @@ impl Measurement {
 
 /// How a run stands beside the runs before it, and the window it fell in: what the runner and
 /// its caller know, and the run itself cannot.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunContext {
     /// The pair's first success since start or since its target was unreachable.
     pub warmup: bool,
@@ -79,6 +107,8 @@ pub struct RunContext {
     pub confirm: bool,
     /// The target's model-list entry, as last asked (see [`crate::probe::identity`]).
     pub models: Option<String>,
+    /// A ladder rung's prefill speed beside the smallest rung of its firing.
+    pub prefill: Option<Prefill>,
 }
 
 /// What identifies the serving build: what the answer said, and the target's model-list entry
@@ -178,6 +208,15 @@ pub struct ProbeResult {
     pub stopped_early: bool,
     /// The server's count of prompt tokens, when it reports one.
     pub input_tokens: Option<u64>,
+    /// The context-ladder rung, by its size in tokens (`"2048"`); null without a ladder.
+    #[serde(serialize_with = "rung")]
+    pub rung: Option<u32>,
+    /// A rung's prompt tokens as estimated from its characters (4 a token).
+    pub prompt_tokens_estimate: Option<u64>,
+    /// A rung's prefill speed beside the smallest rung of its firing, with
+    /// `prefill_tokens_source`: whose token counts it divides.
+    #[serde(flatten, serialize_with = "prefill")]
+    pub prefill: Option<Prefill>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The raw arrival instants, for benchmarks and the gate; not part of the record.
@@ -194,6 +233,21 @@ fn outcome_and_success<S: serde::Serializer>(o: &Outcome, s: S) -> Result<S::Ok,
     let mut m = s.serialize_map(Some(2))?;
     m.serialize_entry("outcome", o)?;
     m.serialize_entry("success", &(*o == Outcome::Ok))?;
+    m.end()
+}
+
+fn rung<S: serde::Serializer>(r: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    match r {
+        Some(size) => s.collect_str(size),
+        None => s.serialize_none(),
+    }
+}
+
+fn prefill<S: serde::Serializer>(p: &Option<Prefill>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("prefill_tokens_per_second", &p.map(|p| p.tokens_per_second))?;
+    m.serialize_entry("prefill_tokens_source", &p.map(|p| p.source))?;
     m.end()
 }
 
@@ -256,6 +310,9 @@ impl ProbeResult {
             repetition: m.repetition,
             stopped_early: m.stopped_early,
             input_tokens: m.input_tokens,
+            rung: m.rung.map(|r| r.size),
+            prompt_tokens_estimate: m.rung.map(|r| r.prompt_tokens_estimate),
+            prefill: ctx.prefill,
             output: m.output,
             timeline: m.timeline,
         }
@@ -313,6 +370,7 @@ impl Measurement {
             repetition: None,
             stopped_early: false,
             input_tokens: None,
+            rung: None,
             output: None,
             timeline: None,
         }
@@ -351,7 +409,8 @@ mod tests {
              finish_reason output_chars repetition_score warmup error server_timings \
              server_ttft_ms reported_model fingerprint target_changed output_sha256 \
              output_changed trace_id maintenance confirm content_chunks response_bytes repetition \
-             stopped_early input_tokens";
+             stopped_early input_tokens rung prompt_tokens_estimate prefill_tokens_per_second \
+             prefill_tokens_source";
         let at: Vec<Option<usize>> = keys
             .split_whitespace()
             .map(|k| line.find(&format!("\"{k}\":")))

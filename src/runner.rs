@@ -1,5 +1,6 @@
-//! Runs (probe, target) pairs with a concurrency limit, and makes each run's record from what it
-//! measured and what the runner remembers of the runs before it:
+//! Runs (probe, target) pairs with a concurrency limit, a probe with a context ladder as one run
+//! per rung ([`Runner::fire`]), and makes each run's record from what it measured and what the
+//! runner remembers of the runs before it:
 //! - [`Warm`]: the first successful run of a pair after start, or after its target was
 //!   unreachable (to any probe), is flagged `warmup` (a cold start, reported apart from the
 //!   latency figures);
@@ -17,7 +18,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
-use crate::probe::{self, identity, Clients};
+use crate::probe::{self, identity, ladder, Clients};
 use crate::result::{Measurement, ProbeResult, RunContext};
 
 pub use crate::config::Pair;
@@ -172,7 +173,9 @@ impl Runner {
         }
     }
 
-    /// One run, waiting for a concurrency slot first; flagged in [`Runner::windows`].
+    /// One run, waiting for a concurrency slot first; flagged in [`Runner::windows`]. For a
+    /// probe without a ladder (the gate and calibration take no other); a ladder's firing is
+    /// [`Runner::fire`].
     pub async fn run_one(&self, probe: &Probe, target: &Target) -> ProbeResult {
         let windows = self.windows.clone();
         self.run_in(probe, target, false, |at| {
@@ -191,22 +194,70 @@ impl Runner {
         confirm: bool,
         in_window: impl FnOnce(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
-        let _permit = self
-            .limit
+        let client = self.clients.get(probe.timeouts.connect);
+        let m = {
+            let _permit = self.permit().await;
+            probe::run(&client, probe, target, self.show_output).await
+        };
+        self.record(&client, probe, target, m, confirm, None, in_window)
+    }
+
+    /// One firing of a pair, as [`Runner::run_in`]: one run, or for a probe with a ladder one
+    /// run per rung, smallest first and one after another (so no rung's time to first token
+    /// waits behind another's prompt), each with a slot of its own.
+    pub async fn fire(
+        &self,
+        probe: &Probe,
+        target: &Target,
+        confirm: bool,
+        in_window: impl Fn(jiff::Timestamp) -> bool,
+    ) -> Vec<ProbeResult> {
+        let Some(l) = &probe.ladder else {
+            return vec![self.run_in(probe, target, confirm, in_window).await];
+        };
+        let client = self.clients.get(probe.timeouts.connect);
+        let mut out: Vec<ProbeResult> = Vec::with_capacity(l.sizes.len());
+        for plan in ladder::rungs(probe, l) {
+            let m = {
+                let _permit = self.permit().await;
+                probe::run_rung(&client, &plan, target, self.show_output).await
+            };
+            let prefill = out.first().and_then(|base| ladder::prefill(base, &m));
+            out.push(self.record(&client, probe, target, m, confirm, prefill, &in_window));
+        }
+        out
+    }
+
+    async fn permit(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.limit
             .acquire()
             .await
-            .expect("the semaphore is never closed");
-        let client = self.clients.get(probe.timeouts.connect);
-        let m = probe::run(&client, probe, target, self.show_output).await;
+            .expect("the semaphore is never closed")
+    }
+
+    /// The record of a run: what it measured, beside what the runner remembers.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        client: &reqwest::Client,
+        probe: &Probe,
+        target: &Target,
+        m: Measurement,
+        confirm: bool,
+        prefill: Option<crate::result::Prefill>,
+        in_window: impl FnOnce(jiff::Timestamp) -> bool,
+    ) -> ProbeResult {
         let warmup = self
             .warm
             .lock()
             .expect("the warm-up map is never poisoned")
             .note(&m.probe, &m.target, m.outcome);
-        let models = self.models.last_or_ask(&client, target);
-        // A prompt with a fresh prefix each run is not the same question twice.
-        let deterministic =
-            probe.temperature == Some(0.0) && probe.cache_bust != crate::config::CacheBust::Prefix;
+        let models = self.models.last_or_ask(client, target);
+        // A prompt with a fresh prefix each run is not the same question twice, nor is a
+        // ladder's, drawn afresh each firing.
+        let deterministic = probe.temperature == Some(0.0)
+            && probe.cache_bust != crate::config::CacheBust::Prefix
+            && probe.ladder.is_none();
         let change = self
             .changes
             .lock()
@@ -219,6 +270,7 @@ impl Runner {
             maintenance: in_window(m.started_at),
             confirm,
             models: change.models,
+            prefill,
         };
         ProbeResult::new(m, ctx)
     }
@@ -234,18 +286,25 @@ impl Runner {
         self.models.ask(&client, target, Instant::now()).await
     }
 
-    /// Every pair once, concurrently within the limit; results in the order of `pairs`.
+    /// Every pair fired once, concurrently within the limit; results in the order of `pairs`
+    /// (a ladder's rungs smallest first).
     pub async fn run_all(self: &Arc<Self>, pairs: Vec<Pair>) -> Vec<ProbeResult> {
         let handles: Vec<_> = pairs
             .into_iter()
             .map(|(p, t)| {
                 let me = self.clone();
-                tokio::spawn(async move { me.run_one(&p, &t).await })
+                tokio::spawn(async move {
+                    let windows = me.windows.clone();
+                    me.fire(&p, &t, false, |at| {
+                        windows.as_ref().is_some_and(|w| w(&t.name, at))
+                    })
+                    .await
+                })
             })
             .collect();
         let mut out = Vec::with_capacity(handles.len());
         for h in handles {
-            out.push(h.await.expect("a probe run never panics"));
+            out.extend(h.await.expect("a probe run never panics"));
         }
         out
     }

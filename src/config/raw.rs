@@ -216,7 +216,8 @@ pub struct RawProbe {
     pub timezone: Option<Spanned<String>>,
     pub jitter: Option<Dur>,
     pub targets: Option<Vec<Spanned<String>>>,
-    pub prompt: Spanned<String>,
+    /// Required, unless a ladder with a needle writes the prompt (see [`super::ladder`]).
+    pub prompt: Option<Spanned<String>>,
     pub max_tokens: Option<Spanned<i64>>,
     pub temperature: Option<Spanned<f64>>,
     pub cache_bust: Option<CacheBust>,
@@ -227,6 +228,8 @@ pub struct RawProbe {
     pub gate: Option<RawGate>,
     /// How the daemon re-runs a failed pair (see [`super::confirm`]).
     pub confirm: Option<super::confirm::RawConfirm>,
+    /// The context-length ladder (see [`super::ladder`]).
+    pub ladder: Option<Spanned<super::ladder::RawLadder>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

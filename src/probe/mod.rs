@@ -6,6 +6,7 @@
 pub mod flavor;
 pub mod http_reason;
 pub mod identity;
+pub mod ladder;
 pub mod read;
 pub mod request;
 
@@ -16,7 +17,7 @@ pub use request::{build_request, request_id, Clients, Request};
 use crate::checks;
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
-use crate::result::{Measurement, TokensSource};
+use crate::result::{Measurement, Rung, TokensSource};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +53,26 @@ pub async fn run(
     probe: &Probe,
     target: &Target,
     show_output: bool,
+) -> Measurement {
+    measure(client, probe, target, show_output, None).await
+}
+
+/// Runs one rung of a context ladder against `target`: its error, if any, names the rung.
+pub async fn run_rung(
+    client: &reqwest::Client,
+    plan: &ladder::RungPlan,
+    target: &Target,
+    show_output: bool,
+) -> Measurement {
+    measure(client, &plan.probe, target, show_output, Some(plan.rung)).await
+}
+
+async fn measure(
+    client: &reqwest::Client,
+    probe: &Probe,
+    target: &Target,
+    show_output: bool,
+    rung: Option<Rung>,
 ) -> Measurement {
     let req = build_request(probe, target);
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
@@ -89,6 +110,10 @@ pub async fn run(
         Some(k) => e.replace(k.expose(), "***"),
         None => e,
     });
+    let error = match rung {
+        Some(r) => error.map(|e| format!("rung {}: {e}", r.size)),
+        None => error,
+    };
     Measurement {
         probe: probe.name.clone(),
         target: target.name.clone(),
@@ -125,6 +150,7 @@ pub async fn run(
         repetition,
         stopped_early: seen.stopped_early,
         input_tokens: seen.input_tokens,
+        rung,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

@@ -279,6 +279,7 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         checks: crate::checks::CheckSpec::default(),
         gate: crate::config::GateSpec::default(),
         confirm: crate::config::Confirm::OFF,
+        ladder: None,
     }
 }
 
