@@ -18,6 +18,7 @@ mod deploy_kit;
 mod front_door;
 mod fuzz_regressions;
 mod gate;
+mod ladder;
 mod maintenance_rules;
 mod mcp;
 mod measurement;
