@@ -199,7 +199,7 @@ impl Runner {
             let _permit = self.permit().await;
             probe::run(&client, probe, target, self.show_output).await
         };
-        self.record(&client, probe, target, m, confirm, None, in_window)
+        self.record(probe, target, m, confirm, None, in_window)
     }
 
     /// One firing of a pair, as [`Runner::run_in`]: one run, or for a probe with a ladder one
@@ -223,7 +223,7 @@ impl Runner {
                 probe::run_rung(&client, &plan, target, self.show_output).await
             };
             let prefill = out.first().and_then(|base| ladder::prefill(base, &m));
-            out.push(self.record(&client, probe, target, m, confirm, prefill, &in_window));
+            out.push(self.record(probe, target, m, confirm, prefill, &in_window));
         }
         out
     }
@@ -236,10 +236,8 @@ impl Runner {
     }
 
     /// The record of a run: what it measured, beside what the runner remembers.
-    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
-        client: &reqwest::Client,
         probe: &Probe,
         target: &Target,
         m: Measurement,
@@ -252,7 +250,8 @@ impl Runner {
             .lock()
             .expect("the warm-up map is never poisoned")
             .note(&m.probe, &m.target, m.outcome);
-        let models = self.models.last_or_ask(client, target);
+        let client = self.clients.get(probe.timeouts.connect);
+        let models = self.models.last_or_ask(&client, target);
         // A prompt with a fresh prefix each run is not the same question twice, nor is a
         // ladder's, drawn afresh each firing.
         let deterministic = probe.temperature == Some(0.0)

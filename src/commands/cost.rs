@@ -42,14 +42,22 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut monthly: BTreeMap<&str, f64> = BTreeMap::new();
     for p in cfg.probes.iter() {
         let Some(cron) = &p.schedule else { continue };
-        let runs = runs_per_day(cron, &p.timezone, now) as f64;
-        let chars: usize = p
-            .prompt
-            .messages
-            .iter()
-            .map(|m| m.content.chars().count())
-            .sum();
-        let input = (chars as f64 / CHARS_PER_TOKEN).ceil() * runs;
+        let firings = runs_per_day(cron, &p.timezone, now) as f64;
+        // A ladder's firing is a run per rung, each prompt its rung's size.
+        let (input, rungs) = match &p.ladder {
+            Some(l) => (l.sizes.iter().map(|&s| f64::from(s)).sum(), l.sizes.len()),
+            None => {
+                let chars: usize = p
+                    .prompt
+                    .messages
+                    .iter()
+                    .map(|m| m.content.chars().count())
+                    .sum();
+                ((chars as f64 / CHARS_PER_TOKEN).ceil(), 1)
+            }
+        };
+        let runs = firings * rungs as f64;
+        let input = input * firings;
         let output = f64::from(p.max_tokens) * runs;
         for t in cfg.targets.iter().filter(|t| p.targets.contains(&t.name)) {
             let cost = t.price.as_ref().map(|price| {
@@ -95,6 +103,21 @@ mod tests {
         std::fs::write(dir.path().join("prompts/q.txt"), "a".repeat(400)).expect("write");
         let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
         (dir, cfg)
+    }
+
+    #[test]
+    fn a_ladder_costs_its_rungs() {
+        let (_d, cfg) = load(
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+            "name: p\nschedule: \"0 * * * *\"\nmax_tokens: 10\nladder: {sizes: [512, 2048]}\n",
+        );
+        let now: jiff::Timestamp = "2026-01-05T00:00:30Z".parse().expect("time");
+        // 24 firings of two rungs: 24 x 2,560 input and 48 x 10 output tokens.
+        let text = describe(&cfg, &now);
+        assert!(
+            text.contains("p -> t: 48 runs/day, about 61440 input + 480 output tokens/day"),
+            "{text}"
+        );
     }
 
     #[test]
