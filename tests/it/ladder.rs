@@ -134,3 +134,20 @@ async fn the_daemon_records_and_exports_every_rung() {
     assert_eq!(rungs, ["512", "2048", "8192"], "{log}");
     assert_eq!(lines[2]["outcome"], "pattern_mismatch");
 }
+
+/// The example probe of docs/context-ladder.md loads, and climbs a healthy server cleanly.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_documented_example_probe_runs_as_written() {
+    let doc = include_str!("../../docs/context-ladder.md");
+    let start = doc.find("```yaml\n").expect("a yaml example") + "```yaml\n".len();
+    let example = &doc[start..start + doc[start..].find("```").unwrap()];
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let (_dir, cfg) = common::config(&sim, &[("t", "healthy", "")], example);
+    let ladder = cfg.probes[0].ladder.clone().expect("a ladder");
+    assert_eq!((ladder.sizes, ladder.needle), (vec![512, 2048, 8192], true));
+    let results = Arc::new(Runner::new(4))
+        .run_all(vec![(cfg.probes[0].clone(), cfg.targets[0].clone())])
+        .await;
+    let outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["ok", "ok", "ok"], "{results:?}");
+}
