@@ -142,9 +142,27 @@ async fn the_documented_example_probe_runs_as_written() {
     let start = doc.find("```yaml\n").expect("a yaml example") + "```yaml\n".len();
     let example = &doc[start..start + doc[start..].find("```").unwrap()];
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
-    let (_dir, cfg) = common::config(&sim, &[("t", "healthy", "")], example);
+    let (dir, cfg) = common::config(&sim, &[("t", "healthy", "")], example);
     let ladder = cfg.probes[0].ladder.clone().expect("a ladder");
     assert_eq!((ladder.sizes, ladder.needle), (vec![512, 2048, 8192], true));
+    // `check` says what a firing sends, and counts every rung in the day's tokens.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .args(["check", "-c"])
+        .arg(dir.path().join("llm-canary.yaml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("  ladder: a run per rung each firing, of about 512, 2048, 8192 tokens, each asked for a fact hidden in it\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "context-ladder -> t: 432 runs/day, about 1548288 input + 13824 output tokens/day"
+        ),
+        "{text}"
+    );
     let results = Arc::new(Runner::new(4))
         .run_all(vec![(cfg.probes[0].clone(), cfg.targets[0].clone())])
         .await;
