@@ -55,6 +55,10 @@ async fn the_ladder_finds_the_rung_where_answers_break_and_measures_prefill() {
     assert!(results[0].prefill.is_none());
     for r in &results[1..] {
         let p = r.prefill.unwrap_or_else(|| panic!("no prefill: {r:?}"));
+        println!(
+            "rung {:?}: prefill {p:?} (the sim reads 20000 tokens a second)",
+            r.rung
+        );
         assert!(
             (10_000.0..40_000.0).contains(&p.tokens_per_second),
             "rung {:?}: {p:?}",
