@@ -128,11 +128,15 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     r.server_ttft_ms = Some(25.0);
     r.fingerprint = Some("f".into());
     r.target_changed = true;
+    r.prefill = Some(crate::result::Prefill {
+        tokens_per_second: 1000.0,
+        source: crate::result::PromptTokens::Usage,
+    });
     let start = std::time::Instant::now();
     let mut timeline = crate::timeline::Timeline::new(start);
     timeline.content = vec![start, start + std::time::Duration::from_millis(10)];
     r.timeline = Some(timeline);
-    m.init_pair("p", &cfg.targets[0]);
+    m.init_pair(&cfg.probes[0], &cfg.targets[0]);
     m.record(&r, &cfg.targets[0]);
     r.warmup = true;
     m.record(&r, &cfg.targets[0]);
@@ -184,7 +188,8 @@ fn every_metric_the_agent_registers_is_in_the_contract() {
             continue;
         };
         let (ty, scope, extra) = (&row[1], &row[2], ticked(&row[3]));
-        let pair = ["probe", "target", "model"];
+        // A ladder's rung is part of a run's pair (docs/design.md, Metrics).
+        let pair = ["probe", "target", "model", "rung"];
         let code_scope = if labels.contains("probe") {
             "pair"
         } else if labels.contains("target") {

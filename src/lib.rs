@@ -15,7 +15,8 @@
 //!   evaluated by croner with Vixie cron's daylight-saving rule, and intervals (`every:`,
 //!   `@every`) at multiples from the Unix epoch; a pair's stable share of its jitter.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
-//!   deadlines, caps, transport outcome) and one file per API flavor.
+//!   deadlines, caps, transport outcome) and one file per API flavor; a context ladder's rungs
+//!   (prompts of growing size with a fact to find) and their prefill estimate (`probe::ladder`).
 //! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
 //!   arrival times and capped.
 //! - [`timeline`]: arrival times → ttfb, ttft, e2e, tpot, tokens/s, inter-token gaps.
@@ -37,8 +38,9 @@
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
-//! - [`runner`]: runs (probe, target) pairs with a concurrency limit and remembers what a run's
-//!   context needs: warm-up, change detection, each target's model list.
+//! - [`runner`]: runs (probe, target) pairs with a concurrency limit (a ladder's firing as a run
+//!   per rung) and remembers what a run's context needs: warm-up, change detection, each
+//!   target's model list.
 //! - [`report`]: table and JSON lines.
 //! - [`summary`]: a results log (rotated files included) summarised per (probe, target):
 //!   runs, outcomes, nearest-rank percentiles, incidents; the `report` command and the `mcp`

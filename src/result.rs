@@ -55,8 +55,42 @@ pub struct Measurement {
     pub input_tokens: Option<u64>,
     /// The server's count of prompt tokens it served from its prefix cache, when it reports one.
     pub cached_tokens: Option<u64>,
+    /// The context-ladder rung this run climbed, when its probe has a ladder.
+    pub rung: Option<Rung>,
     pub output: Option<String>,
     pub timeline: Option<Timeline>,
+}
+
+/// A context-ladder rung's run: its size, and its prompt's tokens as estimated from characters
+/// (the server's count, when it reports one, is `input_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rung {
+    pub size: u32,
+    pub prompt_tokens_estimate: u64,
+}
+
+/// A rung's prefill speed beside the ladder's smallest rung (see [`crate::probe::ladder::prefill`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prefill {
+    pub tokens_per_second: f64,
+    /// Whose prompt token counts it divides: the server's, or the estimates.
+    pub source: PromptTokens,
+}
+
+/// Where a prompt token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptTokens {
+    /// The server's usage report.
+    Usage,
+    /// Characters at [`crate::config::ladder::CHARS_PER_TOKEN`] a token.
+    Estimate,
+}
+
+impl Measurement {
+    pub fn success(&self) -> bool {
+        self.outcome == Outcome::Ok
+    }
 }
 
 /// How a run stands beside the runs before it, and the window it fell in: what the runner and
@@ -78,6 +112,8 @@ pub struct RunContext {
     pub models: Option<String>,
     /// A cache check's run, and what it showed beside the cold one (`cache_check:`).
     pub cache_check: Option<CacheRun>,
+    /// A ladder rung's prefill speed beside the smallest rung of its firing.
+    pub prefill: Option<Prefill>,
 }
 
 /// What identifies the serving build: what the answer said, and the target's model-list entry
@@ -189,6 +225,15 @@ pub struct ProbeResult {
     /// A warm run's cold TTFT / warm TTFT.
     #[serde(serialize_with = "thousandths")]
     pub prefix_cache_ttft_speedup: Option<f64>,
+    /// The context-ladder rung, by its size in tokens (`"2048"`); null without a ladder.
+    #[serde(serialize_with = "rung")]
+    pub rung: Option<u32>,
+    /// A rung's prompt tokens as estimated from its characters (4 a token).
+    pub prompt_tokens_estimate: Option<u64>,
+    /// A rung's prefill speed beside the smallest rung of its firing, with
+    /// `prefill_tokens_source`: whose token counts it divides.
+    #[serde(flatten, serialize_with = "prefill")]
+    pub prefill: Option<Prefill>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The raw arrival instants, for benchmarks and the gate; not part of the record.
@@ -209,6 +254,21 @@ fn outcome_and_success<S: serde::Serializer>(o: &Outcome, s: S) -> Result<S::Ok,
     let mut m = s.serialize_map(Some(2))?;
     m.serialize_entry("outcome", o)?;
     m.serialize_entry("success", &(*o == Outcome::Ok))?;
+    m.end()
+}
+
+fn rung<S: serde::Serializer>(r: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    match r {
+        Some(size) => s.collect_str(size),
+        None => s.serialize_none(),
+    }
+}
+
+fn prefill<S: serde::Serializer>(p: &Option<Prefill>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("prefill_tokens_per_second", &p.map(|p| p.tokens_per_second))?;
+    m.serialize_entry("prefill_tokens_source", &p.map(|p| p.source))?;
     m.end()
 }
 
@@ -275,6 +335,9 @@ impl ProbeResult {
             cache_phase: ctx.cache_check.map(|c| c.phase),
             prefix_cache_hit_ratio: ctx.cache_check.and_then(|c| c.figures.hit_ratio),
             prefix_cache_ttft_speedup: ctx.cache_check.and_then(|c| c.figures.ttft_speedup),
+            rung: m.rung.map(|r| r.size),
+            prompt_tokens_estimate: m.rung.map(|r| r.prompt_tokens_estimate),
+            prefill: ctx.prefill,
             output: m.output,
             timeline: m.timeline,
         }
@@ -333,6 +396,7 @@ impl Measurement {
             stopped_early: false,
             input_tokens: None,
             cached_tokens: None,
+            rung: None,
             output: None,
             timeline: None,
         }
@@ -372,7 +436,8 @@ mod tests {
              server_ttft_ms reported_model fingerprint target_changed output_sha256 \
              output_changed trace_id maintenance confirm content_chunks response_bytes repetition \
              stopped_early input_tokens cached_tokens cache_phase prefix_cache_hit_ratio \
-             prefix_cache_ttft_speedup";
+             prefix_cache_ttft_speedup rung prompt_tokens_estimate prefill_tokens_per_second \
+             prefill_tokens_source";
         let at: Vec<Option<usize>> = keys
             .split_whitespace()
             .map(|k| line.find(&format!("\"{k}\":")))

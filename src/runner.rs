@@ -1,5 +1,6 @@
-//! Runs (probe, target) pairs with a concurrency limit, and makes each run's record from what it
-//! measured and what the runner remembers of the runs before it:
+//! Runs (probe, target) pairs with a concurrency limit, a probe with a context ladder as one run
+//! per rung ([`Runner::fire`]), and makes each run's record from what it measured and what the
+//! runner remembers of the runs before it:
 //! - [`Warm`]: the first successful run of a pair after start, or after its target was
 //!   unreachable (to any probe), is flagged `warmup` (a cold start, reported apart from the
 //!   latency figures);
@@ -18,7 +19,7 @@ use tokio::sync::Semaphore;
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
 use crate::probe::cache_check::{CachePhase, CacheRun};
-use crate::probe::{self, identity, Clients};
+use crate::probe::{self, identity, ladder, Clients};
 use crate::result::{Measurement, ProbeResult, RunContext};
 
 pub use crate::config::Pair;
@@ -173,7 +174,9 @@ impl Runner {
         }
     }
 
-    /// One run, waiting for a concurrency slot first; flagged in [`Runner::windows`].
+    /// One run, waiting for a concurrency slot first; flagged in [`Runner::windows`]. For a
+    /// probe without a ladder (the gate and calibration take no other); a ladder's firing is
+    /// [`Runner::fire`].
     pub async fn run_one(&self, probe: &Probe, target: &Target) -> ProbeResult {
         let windows = self.windows.clone();
         self.run_in(probe, target, false, |at| {
@@ -187,7 +190,7 @@ impl Runner {
     /// One run, waiting for a concurrency slot first; `confirm` when it confirms a failed run
     /// of the pair; `in_window` says whether the run, by the instant it started, fell in a
     /// maintenance window of its target. A cache check's probe runs as any other here: once,
-    /// with its cache busting (see [`Runner::fire_in`]).
+    /// with its cache busting (see [`Runner::fire`]).
     pub async fn run_in(
         &self,
         probe: &Probe,
@@ -195,67 +198,90 @@ impl Runner {
         confirm: bool,
         in_window: impl Fn(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
-        let _permit = self
-            .limit
-            .acquire()
-            .await
-            .expect("the semaphore is never closed");
         let client = self.clients.get(probe.timeouts.connect);
-        let m = probe::run(&client, probe, target, self.show_output).await;
-        self.record(probe, target, m, confirm, None, &in_window)
+        let m = {
+            let _permit = self.permit().await;
+            probe::run(&client, probe, target, self.show_output).await
+        };
+        self.record(probe, target, m, confirm, RunContext::default(), in_window)
     }
 
-    /// One firing of a pair: its run, or a cache check's two (cold, then warm), in one
-    /// concurrency slot; as [`Runner::run_in`] otherwise.
-    pub async fn fire_in(
+    /// One firing of a pair, as [`Runner::run_in`]: one run; for a cache check its two, cold
+    /// then warm, in one slot; for a probe with a ladder one run per rung, smallest first and
+    /// one after another (so no rung's time to first token waits behind another's prompt), each
+    /// with a slot of its own.
+    pub async fn fire(
         &self,
         probe: &Probe,
         target: &Target,
         confirm: bool,
         in_window: impl Fn(jiff::Timestamp) -> bool,
     ) -> Vec<ProbeResult> {
-        let Some(check) = probe.cache_check else {
+        if let Some(check) = probe.cache_check {
+            let client = self.clients.get(probe.timeouts.connect);
+            let [cold, warm] = {
+                let _permit = self.permit().await;
+                probe::cache_check::run(&client, probe, target, check, self.show_output).await
+            };
+            let figures = probe::cache_check::compare(target.api, &cold, &warm);
+            let ctx = |phase, figures| RunContext {
+                cache_check: Some(CacheRun { phase, figures }),
+                ..RunContext::default()
+            };
+            return vec![
+                self.record(
+                    probe,
+                    target,
+                    cold,
+                    confirm,
+                    ctx(CachePhase::Cold, Default::default()),
+                    &in_window,
+                ),
+                self.record(
+                    probe,
+                    target,
+                    warm,
+                    confirm,
+                    ctx(CachePhase::Warm, figures),
+                    &in_window,
+                ),
+            ];
+        }
+        let Some(l) = &probe.ladder else {
             return vec![self.run_in(probe, target, confirm, in_window).await];
         };
-        let _permit = self
-            .limit
-            .acquire()
-            .await
-            .expect("the semaphore is never closed");
         let client = self.clients.get(probe.timeouts.connect);
-        let [cold, warm] =
-            probe::cache_check::run(&client, probe, target, check, self.show_output).await;
-        let figures = probe::cache_check::compare(target.api, &cold, &warm);
-        let run = |phase, figures| Some(CacheRun { phase, figures });
-        vec![
-            self.record(
-                probe,
-                target,
-                cold,
-                confirm,
-                run(CachePhase::Cold, Default::default()),
-                &in_window,
-            ),
-            self.record(
-                probe,
-                target,
-                warm,
-                confirm,
-                run(CachePhase::Warm, figures),
-                &in_window,
-            ),
-        ]
+        let mut out: Vec<ProbeResult> = Vec::with_capacity(l.sizes.len());
+        for plan in ladder::rungs(probe, l) {
+            let m = {
+                let _permit = self.permit().await;
+                probe::run_rung(&client, &plan, target, self.show_output).await
+            };
+            let ctx = RunContext {
+                prefill: out.first().and_then(|base| ladder::prefill(base, &m)),
+                ..RunContext::default()
+            };
+            out.push(self.record(probe, target, m, confirm, ctx, &in_window));
+        }
+        out
     }
 
-    /// The record of a run: what it measured, beside the runs before it.
+    async fn permit(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.limit
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// The record of a run: what it measured, beside what the runner remembers.
     fn record(
         &self,
         probe: &Probe,
         target: &Target,
         m: Measurement,
         confirm: bool,
-        cache_check: Option<CacheRun>,
-        in_window: &impl Fn(jiff::Timestamp) -> bool,
+        ctx: RunContext,
+        in_window: impl FnOnce(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
         let warmup = self
             .warm
@@ -264,10 +290,12 @@ impl Runner {
             .note(&m.probe, &m.target, m.outcome);
         let client = self.clients.get(probe.timeouts.connect);
         let models = self.models.last_or_ask(&client, target);
-        // A prompt with a fresh prefix each run is not the same question twice.
+        // A prompt with a fresh prefix each run is not the same question twice, nor is a
+        // ladder's, drawn afresh each firing.
         let deterministic = probe.temperature == Some(0.0)
             && probe.cache_bust != crate::config::CacheBust::Prefix
-            && probe.cache_check.is_none();
+            && probe.cache_check.is_none()
+            && probe.ladder.is_none();
         let change = self
             .changes
             .lock()
@@ -280,7 +308,7 @@ impl Runner {
             maintenance: in_window(m.started_at),
             confirm,
             models: change.models,
-            cache_check,
+            ..ctx
         };
         ProbeResult::new(m, ctx)
     }
@@ -297,18 +325,16 @@ impl Runner {
     }
 
     /// Every pair fired once, concurrently within the limit; results in the order of `pairs`
-    /// (a cache check's two runs in the order they ran).
+    /// (a cache check's two runs in the order they ran, a ladder's rungs smallest first).
     pub async fn run_all(self: &Arc<Self>, pairs: Vec<Pair>) -> Vec<ProbeResult> {
         let handles: Vec<_> = pairs
             .into_iter()
             .map(|(p, t)| {
                 let me = self.clone();
-                let windows = self.windows.clone();
                 tokio::spawn(async move {
-                    me.fire_in(&p, &t, false, |at| {
-                        windows
-                            .as_ref()
-                            .is_some_and(|in_window| in_window(&t.name, at))
+                    let windows = me.windows.clone();
+                    me.fire(&p, &t, false, |at| {
+                        windows.as_ref().is_some_and(|w| w(&t.name, at))
                     })
                     .await
                 })

@@ -1,4 +1,5 @@
-//! A results log summarised per (probe, target): runs, success rate, outcome counts, latency
+//! A results log summarised per (probe, target), a context ladder's per rung: runs, success
+//! rate, outcome counts, latency
 //! percentiles (nearest rank, as the gate computes them) and the incidents the status page's
 //! rule finds in it. Pure data: `commands::report` and the MCP server print it.
 
@@ -20,6 +21,9 @@ struct Line {
     run: Run,
     #[serde(default)]
     e2e_ms: Option<f64>,
+    /// A context ladder's rung: its runs are summarised apart, their prompts differ in size.
+    #[serde(default)]
+    rung: Option<String>,
 }
 
 /// The summary of a results log.
@@ -45,6 +49,9 @@ pub struct Summary {
 pub struct PairSummary {
     pub probe: String,
     pub target: String,
+    /// A context ladder's rung (`"2048"`); absent for a probe without a ladder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rung: Option<String>,
     pub runs: usize,
     pub ok: usize,
     /// `ok / runs`.
@@ -120,10 +127,13 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
     lines.sort_by_key(|l| l.run.started_at);
     let mut incidents = detect(lines.iter().map(|l| &l.run));
     incidents.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(a.id.cmp(&b.id)));
-    let mut acc: BTreeMap<(String, String), Acc> = BTreeMap::new();
+    // Rungs in the order of their sizes.
+    let mut acc: BTreeMap<(String, String, Option<u32>), Acc> = BTreeMap::new();
     for l in &lines {
         let r = &l.run;
-        let a = acc.entry((r.target.clone(), r.probe.clone())).or_default();
+        let rung = l.rung.as_deref().and_then(|s| s.parse().ok());
+        let key = (r.target.clone(), r.probe.clone(), rung);
+        let a = acc.entry(key).or_default();
         a.runs += 1;
         a.ok += usize::from(r.success);
         *a.outcomes.entry(r.outcome.clone()).or_default() += 1;
@@ -135,7 +145,7 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
     }
     let pairs = acc
         .into_iter()
-        .map(|((target, probe), mut a)| {
+        .map(|((target, probe, rung), mut a)| {
             for v in [&mut a.ttft, &mut a.tps, &mut a.e2e] {
                 v.retain(|x| x.is_finite());
                 v.sort_by(f64::total_cmp);
@@ -154,6 +164,7 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
                 outcomes: a.outcomes,
                 probe,
                 target,
+                rung: rung.map(|r| r.to_string()),
             }
         })
         .collect();
@@ -198,6 +209,35 @@ mod tests {
         assert_eq!(p.ttft_p50_ms, Some(51.0));
         assert_eq!(p.ttft_p99_ms, Some(100.0));
         assert_eq!(p.e2e_p95_ms, Some(960.0));
+    }
+
+    #[test]
+    fn a_ladders_rungs_are_summarised_apart_in_the_order_of_their_sizes() {
+        let rung = |secs, rung: &str, ttft| {
+            let mut l = line("needle", "t", secs, "ok", ttft);
+            l.rung = Some(rung.into());
+            l
+        };
+        let lines = vec![
+            rung(0, "512", 100.0),
+            rung(1, "8192", 900.0),
+            rung(2, "512", 110.0),
+            rung(3, "2048", 300.0),
+        ];
+        let s = summarise_lines(lines, None, 0);
+        let got: Vec<(Option<&str>, usize, Option<f64>)> = s
+            .pairs
+            .iter()
+            .map(|p| (p.rung.as_deref(), p.runs, p.ttft_p99_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("512"), 2, Some(110.0)),
+                (Some("2048"), 1, Some(300.0)),
+                (Some("8192"), 1, Some(900.0))
+            ]
+        );
     }
 
     #[test]

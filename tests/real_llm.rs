@@ -417,7 +417,7 @@ async fn cache_check_figures(flags: &[&str], firings: usize) -> Vec<(Option<f64>
     let mut out = Vec::new();
     for _ in 0..firings {
         let runs = runner
-            .fire_in(&cfg.probes[0], &cfg.targets[0], false, |_| false)
+            .fire(&cfg.probes[0], &cfg.targets[0], false, |_| false)
             .await;
         let [cold, warm] = &runs[..] else {
             panic!("a cache check fires twice: {runs:?}")
@@ -463,4 +463,80 @@ async fn the_cache_check_sees_no_prompt_cache_with_no_cache_prompt() {
             "cache off: speedup {speedup}"
         );
     }
+}
+
+/// The context ladder on the rungs the test server's context allows (`-c 2048`: the largest
+/// rung, 1,536 estimated tokens, is about 1,350 of SmolLM2's, with room for the answer). What
+/// the model retrieves is printed; the figures are in docs/context-ladder.md.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ladder_climbs_the_real_servers_context() {
+    let server = LlamaServer::start(1).await;
+    let files = vec![
+        (
+            "llm-canary.yaml".to_string(),
+            format!(
+                "targets:\n  - {{name: chat, base_url: \"{}/v1\", model: smollm2, server: llama-cpp}}\n",
+                server.url()
+            ),
+        ),
+        (
+            "probes/needle.yaml".to_string(),
+            "name: needle\nmax_tokens: 24\ntemperature: 0\ntimeouts: {ttft: 4m, stall: 30s, total: 5m}\nladder: {sizes: [256, 768, 1536], needle: true}\n".to_string(),
+        ),
+    ];
+    let (_dir, cfg) = load_written("llama-ladder", &files);
+    let mut runner = Runner::new(1);
+    runner.show_output = true;
+    let (probe, target) = (&cfg.probes[0], &cfg.targets[0]);
+    let mut found = 0;
+    for firing in 0..2 {
+        let results = runner.fire(probe, target, false, |_| false).await;
+        let rungs: Vec<Option<u32>> = results.iter().map(|r| r.rung).collect();
+        assert_eq!(rungs, [Some(256), Some(768), Some(1536)]);
+        for r in &results {
+            let (estimate, reported) = (r.prompt_tokens_estimate.unwrap(), r.input_tokens);
+            println!(
+                "firing {firing} rung {:?}: {} (estimate {estimate}, llama.cpp {reported:?} tokens), ttft {:?} ms, prefill {:?}, server prompt_per_second {:?}, answer {:?}",
+                r.rung,
+                r.outcome,
+                r.figures.ttft_ms,
+                r.prefill,
+                r.server_timings.as_ref().map(|t| t["prompt_per_second"].clone()),
+                r.output
+            );
+            match r.outcome {
+                Outcome::Ok => found += 1,
+                Outcome::PatternMismatch => {
+                    let e = r.error.as_deref().unwrap_or_default();
+                    let head = format!("rung {}: expected the code ", r.rung.unwrap());
+                    assert!(e.starts_with(&head), "{e}");
+                }
+                other => panic!("rung {:?}: {other} {:?}", r.rung, r.error),
+            }
+            // The stated 4 characters a token is near what this tokenizer counts for the
+            // filler (about 4.6).
+            let reported = reported.expect("llama.cpp reports prompt tokens");
+            let ratio = reported as f64 / estimate as f64;
+            assert!((0.6..1.1).contains(&ratio), "{reported} of {estimate}");
+        }
+        if firing == 1 {
+            // The pair is warm now: the smallest rung is a baseline, and the others' prefill
+            // speed is near what the server says it read the prompt at.
+            let measured: Vec<_> = results
+                .iter()
+                .filter_map(|r| r.prefill.zip(r.server_timings.as_ref()))
+                .collect();
+            assert!(!measured.is_empty(), "no prefill figure on a warm firing");
+            for (p, timings) in measured {
+                assert_eq!(p.source, llm_canary::result::PromptTokens::Usage);
+                let own = timings["prompt_per_second"].as_f64().unwrap();
+                assert!(
+                    (own / 4.0..own * 4.0).contains(&p.tokens_per_second),
+                    "ours {} vs llama.cpp's {own}",
+                    p.tokens_per_second
+                );
+            }
+        }
+    }
+    assert!(found > 0, "the model found no fact at any rung");
 }

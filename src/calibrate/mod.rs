@@ -183,13 +183,21 @@ pub async fn calibrate(
     })
 }
 
+/// A probe without a context ladder: calibration compares one figure run after run.
 fn pick_probe(cfg: &Config, target: &Target, name: Option<&str>) -> anyhow::Result<Arc<Probe>> {
     match name {
-        Some(n) => Ok(cfg.known_probe(n)?.clone()),
+        Some(n) => {
+            let p = cfg.known_probe(n)?;
+            anyhow::ensure!(
+                p.ladder.is_none(),
+                "probe {n:?} climbs a context ladder, whose rungs differ by design: name a probe without one"
+            );
+            Ok(p.clone())
+        }
         None => cfg
             .probes
             .iter()
-            .find(|p| p.targets.contains(&target.name))
+            .find(|p| p.targets.contains(&target.name) && p.ladder.is_none())
             .cloned()
             .with_context(|| {
                 format!(

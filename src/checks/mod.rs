@@ -4,10 +4,12 @@
 //!
 //! - [`repetition`]: the degeneration detectors, over [`units`] and list [`lists`] items;
 //! - [`json`] and [`schema`]: the answer as JSON, and JSON Schemas compiled at load;
-//! - [`tool_call`]: the tools a probe offers and the call it requires.
+//! - [`tool_call`]: the tools a probe offers and the call it requires;
+//! - [`needle`]: the fact a context ladder's rung hid in its prompt, to be given back.
 
 pub mod json;
 pub mod lists;
+pub mod needle;
 pub mod repetition;
 pub mod schema;
 pub mod tool_call;
@@ -40,6 +42,8 @@ pub struct CheckSpec {
     pub json_schema: Option<Arc<schema::Schema>>,
     /// The run must end in a valid call to this tool.
     pub tool_call: Option<tool_call::Required>,
+    /// The answer must give back this fact (a ladder rung's; drawn afresh each firing).
+    pub needle: Option<needle::Needle>,
 }
 
 /// The finish reason, in OpenAI's words, of a refusal or a content-filter stop; the flavors map
@@ -206,6 +210,13 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
             true => format!("expect /{re}/ did not match {}", quoted(text, 80)),
             false => format!("expect /{re}/ did not match the answer ({output_chars} characters; --show-output quotes it)"),
         });
+    // A missing fact says which, before what a pattern missed.
+    let needle_error = spec
+        .needle
+        .as_ref()
+        .filter(|n| !n.found_in(text))
+        .map(|n| n.sentence(text, answer.show_text));
+    let expect_error = needle_error.or(expect_error);
     if expect_error.is_some() {
         failed.push(Outcome::PatternMismatch);
     }

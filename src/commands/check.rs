@@ -65,6 +65,19 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             p.file.display(),
             p.targets.join(", ")
         );
+        if let Some(l) = &p.ladder {
+            let sizes: Vec<String> = l.sizes.iter().map(u32::to_string).collect();
+            let _ = writeln!(
+                s,
+                "  ladder: a run per rung each firing, of about {} tokens{}",
+                sizes.join(", "),
+                if l.needle {
+                    ", each asked for a fact hidden in it"
+                } else {
+                    ", the prompt padded"
+                }
+            );
+        }
         match &p.schedule {
             Some(schedule) => {
                 let written = match schedule {

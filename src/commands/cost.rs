@@ -44,19 +44,25 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         let Some(schedule) = &p.schedule else {
             continue;
         };
-        let runs = runs_per_day(schedule, &p.timezone, now) as f64;
+        let firings = runs_per_day(schedule, &p.timezone, now) as f64;
         let chars: usize = p
             .prompt
             .messages
             .iter()
             .map(|m| m.content.chars().count())
             .sum();
-        // A cache check fires two runs, each with its prefix before the prompt.
-        let (runs, chars) = match p.cache_check {
-            Some(c) => (2.0 * runs, chars + c.prefix_chars),
-            None => (runs, chars),
+        // A ladder's firing is a run per rung, each prompt its rung's size; a cache check's is
+        // two runs, each with its prefix before the prompt.
+        let (input, per_firing) = match (&p.ladder, p.cache_check) {
+            (Some(l), _) => (l.sizes.iter().map(|&s| f64::from(s)).sum(), l.sizes.len()),
+            (None, Some(c)) => (
+                2.0 * ((chars + c.prefix_chars) as f64 / CHARS_PER_TOKEN).ceil(),
+                2,
+            ),
+            (None, None) => ((chars as f64 / CHARS_PER_TOKEN).ceil(), 1),
         };
-        let input = (chars as f64 / CHARS_PER_TOKEN).ceil() * runs;
+        let runs = firings * per_firing as f64;
+        let input = input * firings;
         let output = f64::from(p.max_tokens) * runs;
         for t in cfg.targets.iter().filter(|t| p.targets.contains(&t.name)) {
             let cost = t.price.as_ref().map(|price| {
@@ -102,6 +108,21 @@ mod tests {
         std::fs::write(dir.path().join("prompts/q.txt"), "a".repeat(400)).expect("write");
         let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
         (dir, cfg)
+    }
+
+    #[test]
+    fn a_ladder_costs_its_rungs() {
+        let (_d, cfg) = load(
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+            "name: p\nschedule: \"0 * * * *\"\nmax_tokens: 10\nladder: {sizes: [512, 2048]}\n",
+        );
+        let now: jiff::Timestamp = "2026-01-05T00:00:30Z".parse().expect("time");
+        // 24 firings of two rungs: 24 x 2,560 input and 48 x 10 output tokens.
+        let text = describe(&cfg, &now);
+        assert!(
+            text.contains("p -> t: 48 runs/day, about 61440 input + 480 output tokens/day"),
+            "{text}"
+        );
     }
 
     #[test]

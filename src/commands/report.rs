@@ -76,7 +76,10 @@ fn rows(s: &Summary) -> Vec<[String; 11]> {
         .iter()
         .map(|p| {
             [
-                p.probe.clone(),
+                match &p.rung {
+                    Some(rung) => format!("{}@{rung}", p.probe),
+                    None => p.probe.clone(),
+                },
                 p.target.clone(),
                 p.runs.to_string(),
                 format!("{:.1}%", p.success_rate * 100.0),

@@ -11,6 +11,7 @@ pub mod duration;
 pub mod env;
 pub mod error;
 pub mod gate;
+pub mod ladder;
 mod maintenance;
 mod otlp;
 mod price;
@@ -34,6 +35,7 @@ pub use aws::AwsAuth;
 pub use cache_check::CacheCheck;
 pub use confirm::Confirm;
 pub use error::{ConfigError, FieldPath};
+pub use ladder::Ladder;
 pub use maintenance::MaintenanceWindow;
 pub use otlp::{OtlpSettings, Temporality};
 pub use price::{Budget, Price};
@@ -47,10 +49,10 @@ pub use target::Target;
 use crate::secret::Secret;
 
 /// Label names the agent sets itself, or that a metric carries of its own (a histogram's `le`,
-/// a summary's `quantile`, `target_info`'s, `build_info`'s, the remote-write drops' and the OTLP queues'); static
+/// a summary's `quantile`, a ladder's `rung`, `target_info`'s, `build_info`'s, the remote-write drops' and the OTLP queues'); static
 /// labels may not take them: a series with a label twice is refused by Prometheus and by every
 /// remote-write store.
-pub const RESERVED_LABELS: [&str; 13] = [
+pub const RESERVED_LABELS: [&str; 14] = [
     "probe",
     "target",
     "model",
@@ -64,6 +66,7 @@ pub const RESERVED_LABELS: [&str; 13] = [
     "version",
     "reason",
     "signal",
+    "rung",
 ];
 
 #[derive(Debug, Clone)]

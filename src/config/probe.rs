@@ -13,6 +13,7 @@ use serde_saphyr::Spanned;
 use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
+use super::ladder::{self, Ladder};
 use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::tool_call::{self, Tool};
@@ -43,6 +44,8 @@ pub struct Probe {
     pub slo: Option<super::Slo>,
     /// Each firing checks the target's prefix cache: the prompt twice, cold then warm.
     pub cache_check: Option<CacheCheck>,
+    /// The context-length ladder: one run per rung each firing.
+    pub ladder: Option<Ladder>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,18 +246,16 @@ fn load_probe(
         .iter()
         .filter(|t| target_names.contains(&t.name))
         .collect();
-    let prompt = match prompts.get(&r.prompt.value) {
-        Some(p) => p.clone(),
-        None => {
-            let p = Arc::new(load_prompt(
-                src,
-                &at.key("prompt"),
-                &r.prompt,
-                dirs.prompts,
-            )?);
-            prompts.insert(r.prompt.value.clone(), p.clone());
-            p
-        }
+    let prompt = match &r.prompt {
+        Some(name) => Some(match prompts.get(&name.value) {
+            Some(p) => p.clone(),
+            None => {
+                let p = Arc::new(load_prompt(src, &at.key("prompt"), name, dirs.prompts)?);
+                prompts.insert(name.value.clone(), p.clone());
+                p
+            }
+        }),
+        None => None,
     };
     let max_tokens = match &r.max_tokens {
         Some(m) => positive(src, at, "max_tokens", m, 1 << 20)? as u32,
@@ -283,6 +284,7 @@ fn load_probe(
         dirs.base,
         tools.as_deref(),
     )?;
+    let gated = r.gate.is_some();
     let gate = load_gate(src, &at.key("gate"), r.gate)?;
     let confirm = confirm::load(src, &at.key("confirm"), r.confirm)?;
     let slo = r
@@ -306,6 +308,46 @@ fn load_probe(
         r.cache_check,
         r.cache_bust.is_some(),
     )?;
+    if let (Some(_), Some(l)) = (&cache_check, &r.ladder) {
+        return Err(src.err(
+            &at.key("ladder"),
+            l.referenced,
+            "a probe takes cache_check or ladder, not both: each turns a firing into runs of its own",
+        ));
+    }
+    let ladder = match &r.ladder {
+        Some(l) => {
+            let answer_shape = if checks.tool_call.is_some() {
+                Some("tool_call")
+            } else if checks.json {
+                Some("json")
+            } else {
+                None
+            };
+            let around = ladder::Around {
+                prompt: prompt.as_deref(),
+                answer_shape,
+                gated,
+            };
+            Some(ladder::load(src, &at.key("ladder"), l, around)?)
+        }
+        None => None,
+    };
+    // A needle ladder writes its own prompt, after the probe's messages when it has some.
+    let prompt = match prompt {
+        Some(p) => p,
+        None if ladder.as_ref().is_some_and(|l| l.needle) => Arc::new(Prompt {
+            name: String::new(),
+            messages: Vec::new(),
+        }),
+        None => {
+            return Err(src.err(
+                &at.key("prompt"),
+                r.name.referenced,
+                "a probe needs a prompt (only a ladder with a needle writes its own)",
+            ))
+        }
+    };
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto && cache_check.is_none() {
         warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
@@ -328,6 +370,7 @@ fn load_probe(
         confirm,
         slo,
         cache_check,
+        ladder,
     })
 }
 
@@ -508,6 +551,7 @@ fn load_checks(
         json: c.json.unwrap_or(false) || json_schema.is_some(),
         json_schema,
         tool_call,
+        needle: None,
     })
 }
 

@@ -224,7 +224,8 @@ pub struct RawProbe {
     pub timezone: Option<Spanned<String>>,
     pub jitter: Option<Dur>,
     pub targets: Option<Vec<Spanned<String>>>,
-    pub prompt: Spanned<String>,
+    /// Required, unless a ladder with a needle writes the prompt (see [`super::ladder`]).
+    pub prompt: Option<Spanned<String>>,
     pub max_tokens: Option<Spanned<i64>>,
     pub temperature: Option<Spanned<f64>>,
     pub cache_bust: Option<CacheBust>,
@@ -239,6 +240,8 @@ pub struct RawProbe {
     pub slo: Option<Spanned<super::slo::RawSlo>>,
     /// A prefix sent twice, cold then warm (see [`super::cache_check`]).
     pub cache_check: Option<Spanned<super::cache_check::RawCacheCheck>>,
+    /// The context-length ladder (see [`super::ladder`]).
+    pub ladder: Option<Spanned<super::ladder::RawLadder>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

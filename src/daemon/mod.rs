@@ -458,13 +458,14 @@ fn reload(agent: &Arc<Agent>, schedules: &mut Schedules) -> Result<(), ReloadErr
     if metrics.fits(&new, &old.agent.labels) {
         metrics.set_budget(new.agent.budget.clone());
         // Series of pairs that left (or changed labels) disappear; the others keep counting.
-        let keep: HashSet<Vec<String>> = scheduled_pairs(&new)
+        // A pair whose ladder changed loses its rungs' series too.
+        let keep: HashSet<(Vec<String>, Option<config::Ladder>)> = scheduled_pairs(&new)
             .iter()
-            .map(|(p, t)| metrics.pair_values(&p.name, t))
+            .map(|(p, t)| (metrics.pair_values(&p.name, t), p.ladder.clone()))
             .collect();
         for (p, t) in scheduled_pairs(&old) {
             let v = metrics.pair_values(&p.name, &t);
-            if !keep.contains(&v) {
+            if !keep.contains(&(v.clone(), p.ladder.clone())) {
                 metrics.remove_pair(&v);
             }
         }
@@ -512,9 +513,9 @@ enum Occasion {
     Confirmation(Arc<Mutex<confirm::Row>>),
 }
 
-/// One firing of a claimed pair (one run, or a cache check's two), recorded everywhere; the
-/// claim ends when its lines are written.
-/// Returns when to confirm it, if it failed and the probe asks for that.
+/// One firing of a claimed pair (a run, a cache check's two, or a ladder's runs), recorded
+/// everywhere; the claim ends when its lines are written. Returns when to confirm it, if it
+/// failed and the probe asks for that.
 async fn fire(
     agent: Arc<Agent>,
     probe: Arc<Probe>,
@@ -527,17 +528,17 @@ async fn fire(
     let confirming = matches!(occasion, Occasion::Confirmation(_));
     let results = agent
         .runner
-        .fire_in(&probe, &target, confirming, |at| {
+        .fire(&probe, &target, confirming, |at| {
             maintenance::active(&agent.cfg(), &agent.announced, &target.name, at).is_some()
         })
         .await;
     gauge.dec();
-    // A firing (a cache check's two runs) fails when one of its runs does.
+    // A firing (a cache check's two runs, a ladder's rungs) fails when one of its runs does,
+    // and started with its first.
+    let success = results.iter().all(ProbeResult::success);
     let started_at = results
         .first()
-        .expect("a firing has at least one run")
-        .started_at;
-    let success = results.iter().all(ProbeResult::success);
+        .map_or_else(jiff::Timestamp::now, |r| r.started_at);
     let note = match &occasion {
         Occasion::OnDemand => confirm::Note::default(),
         Occasion::Scheduled(row) | Occasion::Confirmation(row) => row
@@ -546,27 +547,25 @@ async fn fire(
             .note(probe.confirm, success, started_at),
     };
     for r in &results {
-        tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, "probe run finished");
+        tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, "probe run finished");
     }
     // A pair that left the config while it ran is not recorded: its series were retired.
     if agent.is_scheduled(&key) {
         let metrics = agent.metrics();
         for r in &results {
             metrics.record(r, &target);
-        }
-        if let Some(since) = note.confirmed {
-            tracing::warn!(probe = %probe.name, target = %target.name, since = %since, failed_runs = probe.confirm.runs + 1, "failure confirmed: every run since failed");
-            metrics.confirmed_failure(&probe.name, &target, since);
-        }
-        for r in &results {
             agent.otlp.record(&agent, r, &target);
             let run = Run::from(r);
             agent.history.record(&run);
             agent.incidents.lock().expect("incidents lock").record(&run);
         }
+        if let Some(since) = note.confirmed {
+            tracing::warn!(probe = %probe.name, target = %target.name, since = %since, failed_runs = probe.confirm.runs + 1, "failure confirmed: every run since failed");
+            metrics.confirmed_failure(&probe.name, &target, since);
+        }
     }
     // Disk writes leave the (single) runtime thread, so a slow disk never delays a probe's
-    // timestamps; the run counts as finished once its line is written.
+    // timestamps; the run counts as finished once its lines are written.
     let writer = agent.clone();
     let _ = tokio::task::spawn_blocking(move || {
         if let Some(log) = writer

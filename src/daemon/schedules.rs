@@ -60,7 +60,7 @@ impl Schedules {
         self.phase.send_replace(Phase::Serving(self.generation));
         let metrics = agent.metrics();
         for (probe, target) in pairs {
-            metrics.init_pair(&probe.name, &target);
+            metrics.init_pair(&probe, &target);
             let stop = self.phase.subscribe();
             tokio::spawn(pair_loop(
                 agent.clone(),

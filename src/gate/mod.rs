@@ -311,6 +311,12 @@ fn setup(
             "no probe has a `gate:` section with limits (or name probes with --probe)"
         ));
     }
+    if let Some(p) = probes.iter().find(|p| p.ladder.is_some()) {
+        return Err(anyhow!(
+            "probe {:?} climbs a context ladder, whose rungs are not samples of one figure: gate a probe without a ladder",
+            p.name
+        ));
+    }
     if base.is_none() && file.is_none() {
         no_baseline(&probes, opts.require_baseline, on)?;
     }

@@ -91,8 +91,8 @@ pub async fn run(
 ) -> [Measurement; 2] {
     let cold = build_with_prefix(probe, target, &prefix(check.prefix_chars));
     let warm = cold.again();
-    let cold = super::measure(client, probe, target, cold, show_output).await;
-    let warm = super::measure(client, probe, target, warm, show_output).await;
+    let cold = super::measure(client, probe, target, cold, show_output, None).await;
+    let warm = super::measure(client, probe, target, warm, show_output, None).await;
     [cold, warm]
 }
 

@@ -7,6 +7,7 @@ pub mod cache_check;
 pub mod flavor;
 pub mod http_reason;
 pub mod identity;
+pub mod ladder;
 pub mod read;
 pub mod request;
 
@@ -17,7 +18,7 @@ pub use request::{build_request, request_id, Clients, Request};
 use crate::checks;
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
-use crate::result::{Measurement, TokensSource};
+use crate::result::{Measurement, Rung, TokensSource};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +61,26 @@ pub async fn run(
         target,
         build_request(probe, target),
         show_output,
+        None,
+    )
+    .await
+}
+
+/// Runs one rung of a context ladder against `target`: its error, if any, names the rung.
+pub async fn run_rung(
+    client: &reqwest::Client,
+    plan: &ladder::RungPlan,
+    target: &Target,
+    show_output: bool,
+) -> Measurement {
+    let req = build_request(&plan.probe, target);
+    measure(
+        client,
+        &plan.probe,
+        target,
+        req,
+        show_output,
+        Some(plan.rung),
     )
     .await
 }
@@ -71,6 +92,7 @@ async fn measure(
     target: &Target,
     req: Request,
     show_output: bool,
+    rung: Option<Rung>,
 ) -> Measurement {
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
@@ -108,6 +130,10 @@ async fn measure(
             .secrets()
             .fold(e, |e, k| e.replace(k.expose(), "***"))
     });
+    let error = match rung {
+        Some(r) => error.map(|e| format!("rung {}: {e}", r.size)),
+        None => error,
+    };
     Measurement {
         probe: probe.name.clone(),
         target: target.name.clone(),
@@ -145,6 +171,7 @@ async fn measure(
         stopped_early: seen.stopped_early,
         input_tokens: seen.input_tokens,
         cached_tokens: seen.cached_tokens,
+        rung,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

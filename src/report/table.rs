@@ -1,5 +1,6 @@
-//! The terminal table of `once` and `demo`: one row per (probe, target), the figures an on-call
-//! engineer looks at first, and why a run failed.
+//! The terminal table of `once` and `demo`: one row per (probe, target), or per rung of a
+//! context ladder (`probe@2048`), the figures an on-call engineer looks at first, and why a run
+//! failed.
 
 use crate::result::ProbeResult;
 
@@ -56,7 +57,10 @@ pub fn render(results: &[ProbeResult]) -> String {
         .iter()
         .map(|r| {
             [
-                r.probe.clone(),
+                match r.rung {
+                    Some(rung) => format!("{}@{rung}", r.probe),
+                    None => r.probe.clone(),
+                },
                 r.target.clone(),
                 r.outcome.to_string(),
                 ms(r.figures.ttft_ms),

@@ -63,6 +63,32 @@ pub fn healthy(prompt: &str) -> &'static str {
     }
 }
 
+/// The answer to a context ladder's needle question ("What is the access code for NAME?"):
+/// the code its document gave that name, read back as a model that found it would.
+pub fn recall(prompt: &str) -> Option<String> {
+    const ASKED: &str = "What is the access code for ";
+    let asked = &prompt[prompt.rfind(ASKED)? + ASKED.len()..];
+    let name = &asked[..asked.find('?')?];
+    let said = format!("The access code for {name} is ");
+    let at = prompt.find(&said)? + said.len();
+    let code: String = prompt[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (!code.is_empty()).then(|| format!("The access code for {name} is {code}."))
+}
+
+/// Text corrupted as a server that mishandles long prompts returns it: every digit shifted by
+/// seven, so the words read right and the facts are wrong.
+pub fn corrupt(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.to_digit(10) {
+            Some(d) => char::from_digit((d + 7) % 10, 10).unwrap_or(c),
+            None => c,
+        })
+        .collect()
+}
+
 /// An English loop as small models produce it: a start, then one phrase over and over.
 pub fn looping(chinese: bool, tokens: usize) -> String {
     let (start, phrase) = if chinese {
@@ -115,6 +141,15 @@ pub fn rambling(tokens: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_needle_is_recalled_from_the_prompt_and_corruption_changes_its_digits() {
+        let prompt = "<document>\nA b c. The access code for Quinn is 120934. D e f.\n</document>\n\nWhat is the access code for Quinn? Answer with the six-digit code only.";
+        let a = recall(prompt).unwrap();
+        assert_eq!(a, "The access code for Quinn is 120934.");
+        assert_eq!(corrupt(&a), "The access code for Quinn is 897601.");
+        assert_eq!(recall("What is the capital of France?"), None);
+    }
 
     #[test]
     fn tokens_rejoin_to_the_text() {

@@ -44,9 +44,18 @@ pub(super) struct Pace {
 }
 
 impl Generation {
-    /// A cached prefix answers four times sooner; a cached response at once.
+    /// The prompt's tokens as the sim counts them (and reports them in its usage).
+    fn prompt_tokens(&self) -> usize {
+        self.prompt.chars().count() / 4 + 1
+    }
+
+    /// A cached prefix answers four times sooner; a cached response at once. A long prompt
+    /// waits for its prefill, at the scenario's `prefill` speed.
     pub(super) fn pace(&self) -> Pace {
-        let (ttft, itl) = (self.scenario.ttft, self.scenario.itl);
+        let prefill = self.scenario.prefill.map_or(Duration::ZERO, |per_second| {
+            Duration::from_secs_f64(self.prompt_tokens() as f64 / per_second)
+        });
+        let (ttft, itl) = (self.scenario.ttft + prefill, self.scenario.itl);
         match self.cache {
             Hit::Http => Pace {
                 ttft: Duration::ZERO,
@@ -108,7 +117,12 @@ impl Generation {
             Kind::RepetitionList => answers::looping_list(max),
             Kind::JsonBroken => answers::JSON_BROKEN.into(),
             Kind::ToolCallNone => answers::NO_CALL.into(),
-            _ => answers::healthy(&self.prompt).into(),
+            _ => answers::recall(&self.prompt)
+                .unwrap_or_else(|| answers::healthy(&self.prompt).to_string()),
+        };
+        let text = match self.scenario.corrupt_above {
+            Some(n) if self.prompt_tokens() > n => answers::corrupt(&text),
+            _ => text,
         };
         let mut tokens = answers::tokenize(&text);
         if self.scenario.kind == Kind::Empty {
@@ -151,7 +165,7 @@ impl Generation {
     }
 
     pub(super) fn usage(&self, pieces: &[Piece]) -> Usage {
-        let prompt = self.prompt.chars().count() / 4 + 1;
+        let prompt = self.prompt_tokens();
         Usage {
             prompt,
             // As llama.cpp reuses a cached prompt: all but its last token.

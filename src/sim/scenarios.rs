@@ -57,7 +57,7 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
     (
         "healthy",
         Kind::Healthy,
-        "the canned answer (above), first token 50ms, 10ms a token; vLLM-style role chunk first, usage last -> ok",
+        "the canned answer (above), first token 50ms, 10ms a token; vLLM-style role chunk first, usage last; a ladder's needle question answered from its document -> ok",
     ),
     ("healthy-zh", Kind::HealthyZh, "the Chinese answer whatever the prompt -> ok (an English expect: fails)"),
     (
@@ -292,6 +292,12 @@ pub struct Scenario {
     pub build: String,
     /// Whose names `/s/<scenario>/metrics` reports what was served in.
     pub metrics: Exposition,
+    /// Answers to prompts longer than this many tokens (4 characters each, as the sim counts
+    /// them) are corrupted: every digit shifted, so a fact given back is a wrong one.
+    pub corrupt_above: Option<usize>,
+    /// Prompt tokens the replica reads a second before its first token: the first token waits
+    /// that much longer for a long prompt (none: the prompt takes no time).
+    pub prefill: Option<f64>,
 }
 
 /// The `/metrics` of which server the sim plays (`metrics=vllm|sglang|llama-cpp|none`): vLLM's
@@ -339,6 +345,8 @@ impl Scenario {
             } else {
                 Exposition::Vllm
             },
+            corrupt_above: None,
+            prefill: None,
         };
         for p in parts {
             let (k, v) = p
@@ -366,6 +374,22 @@ impl Scenario {
                 };
                 continue;
             }
+            if k == "corrupt_above" {
+                s.corrupt_above = Some(
+                    v.parse()
+                        .map_err(|_| format!("corrupt_above={v}: a whole number of tokens"))?,
+                );
+                continue;
+            }
+            if k == "prefill" {
+                s.prefill = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|x: &f64| x.is_finite() && *x > 0.0)
+                        .ok_or_else(|| format!("prefill={v}: tokens a second, above 0"))?,
+                );
+                continue;
+            }
             if k == "every" {
                 s.every = v
                     .parse()
@@ -383,7 +407,7 @@ impl Scenario {
                 "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics, corrupt_above, prefill)"
                     ))
                 }
             }
@@ -423,6 +447,10 @@ mod tests {
             Exposition::Sglang
         );
         assert!(Scenario::parse("healthy,metrics=tgi").is_err());
+        let s = Scenario::parse("healthy,corrupt_above=4000,prefill=20000").unwrap();
+        assert_eq!((s.corrupt_above, s.prefill), (Some(4000), Some(20000.0)));
+        assert!(Scenario::parse("healthy,prefill=0").is_err());
+        assert!(Scenario::parse("healthy,corrupt_above=many").is_err());
         let mut names: Vec<&str> = CATALOG.iter().map(|c| c.0).collect();
         names.dedup();
         assert_eq!(names.len(), CATALOG.len());

@@ -12,7 +12,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::config::{Config, Target};
+use crate::config::{Config, Probe, Target};
 use crate::outcome::{HttpReason, Outcome};
 use crate::probe::cache_check::CachePhase;
 use crate::result::ProbeResult;
@@ -95,6 +95,7 @@ struct PairSlots {
     /// A cache check's warm run beside its cold run.
     prefix_cache_hit_ratio: Slot,
     prefix_cache_ttft_speedup: Slot,
+    prefill: Slot,
 }
 
 /// The remote-write queue's health.
@@ -170,9 +171,12 @@ impl Metrics {
         pair.extend(target_keys.iter().map(String::as_str));
         let mut with_identity = pair.clone();
         with_identity.extend(["reported_model", "fingerprint"]);
-        let mut by_outcome = pair.clone();
-        by_outcome.push("outcome");
         let per_target = &pair[1..];
+        // A run's series carry its ladder rung; a probe without a ladder's leave it out.
+        let mut run: Vec<&str> = pair.clone();
+        run.push(RUNG);
+        let mut by_outcome = run.clone();
+        by_outcome.push("outcome");
 
         let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
         macro_rules! reg {
@@ -181,19 +185,19 @@ impl Metrics {
                 registry
                     .register(Box::new(m.clone()))
                     .expect("metric names are unique");
-                collectors.push(Box::new(m.clone()));
+                collectors.push(Box::new(Rungless(m.clone())));
                 m
             }};
         }
         let hist = |n: &str, help: &str, b: &[f64]| {
-            HistogramVec::new(HistogramOpts::new(name(n), help).buckets(b.to_vec()), &pair)
+            HistogramVec::new(HistogramOpts::new(name(n), help).buckets(b.to_vec()), &run)
         };
         let build = reg!(IntGaugeVec::new(
             Opts::new(name("build_info"), "The agent's version."),
             &["version"]
         ));
         build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
-        let mut b = PairSeries::builder(&pair);
+        let mut b = PairSeries::builder(&run);
         let slots = PairSlots {
             probe_success: b.gauge(name("probe_success"), "1 if the last run of this probe on this target was ok, else 0."),
             runs: b.counter_by_sets(name("probe_runs_total"), "Probe runs by outcome, and an http_error's reason.", runs_label_sets()),
@@ -216,13 +220,14 @@ impl Metrics {
             prefix_cache_hit_ratio: b.gauge(name("prefix_cache_hit_ratio"), "A cache check's last warm run: the share of its prompt tokens the server says it served from its prefix cache (0..1). Absent when the server reports no cached count."),
             prefix_cache_ttft_speedup: b.gauge(name("prefix_cache_ttft_speedup"), "A cache check's last firing: cold TTFT / warm TTFT (the busted run's time to first token over the repeated run's); about 1 when the prefix cache does not help."),
             cost: b.counter(name("probe_cost_total"), "What the probe's runs cost at the target's price: (input tokens x price.input + output tokens x price.output) / 1e6, in the target's price.currency."),
+            prefill: b.gauge(name("prefill_tokens_per_second"), "Prefill speed of a ladder rung's last run, an estimate: the prompt tokens it adds over the smallest rung / the time to first token it adds; in the server's token counts where it reports them, else estimated at 4 characters a token (the record's prefill_tokens_source says which)."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
         for f in pair.families() {
             registry
                 .register(Box::new(f.clone()))
                 .expect("metric names are unique");
-            collectors.push(Box::new(f));
+            collectors.push(Box::new(Rungless(f)));
         }
         let m = Metrics {
             pair,
@@ -321,7 +326,8 @@ impl Metrics {
 
     pub fn record(&self, r: &ProbeResult, target: &Target) {
         let values = self.pair_values(&r.probe, target);
-        let l: Vec<&str> = values.iter().map(String::as_str).collect();
+        let run = run_key(&values, r.rung);
+        let l: Vec<&str> = run.iter().map(String::as_str).collect();
         let started = seconds(r.started_at);
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         let s = &self.slots;
@@ -333,19 +339,12 @@ impl Metrics {
             .price
             .as_ref()
             .map(|price| price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64));
-        self.pair.update(&values, |v| {
+        self.pair.update(&run, |v| {
             v.inc(s.runs.nth(runs_index(r.outcome, r.reason)));
             v.set(s.probe_success, if r.success() { 1.0 } else { 0.0 });
             v.set(s.last_run, started);
             if r.success() {
                 v.set(s.last_success, started);
-            }
-            if r.target_changed {
-                v.inc(s.target_changes);
-                v.set(s.last_change, started);
-            }
-            if r.output_changed {
-                v.inc(s.output_changes);
             }
             // Warm-up runs cost like any other.
             if let Some(n) = input {
@@ -370,6 +369,7 @@ impl Metrics {
                 (s.last_ttft, ttft.filter(|_| latency)),
                 (s.last_e2e, e2e.filter(|_| latency)),
                 (s.prefix_cache_ttft_speedup, r.prefix_cache_ttft_speedup),
+                (s.prefill, r.prefill.map(|p| p.tokens_per_second)),
             ];
             match r.prefix_cache_hit_ratio {
                 Some(x) => v.set(s.prefix_cache_hit_ratio, x),
@@ -383,6 +383,18 @@ impl Metrics {
                 }
             }
         });
+        // The target's build and the pair's output are the pair's, whichever rung saw them.
+        if r.target_changed || r.output_changed {
+            self.pair.update(&run_key(&values, None), |v| {
+                if r.target_changed {
+                    v.inc(s.target_changes);
+                    v.set(s.last_change, started);
+                }
+                if r.output_changed {
+                    v.inc(s.output_changes);
+                }
+            });
+        }
         if r.confirm {
             self.confirm_runs
                 .with_label_values(&with(&l, &[r.outcome.as_str().to_string()]))
@@ -393,13 +405,14 @@ impl Metrics {
         }
         if let Some(fp) = &r.fingerprint {
             let identity = [r.reported_model.clone().unwrap_or_default(), fp.to_string()];
+            let pair: Vec<&str> = values.iter().map(String::as_str).collect();
             let mut info_of = self.info_of.lock().expect("info lock");
             if info_of.get(&values) != Some(&identity) {
                 if let Some(old) = info_of.insert(values.clone(), identity.clone()) {
-                    let _ = self.target_info.remove_label_values(&with(&l, &old));
+                    let _ = self.target_info.remove_label_values(&with(&pair, &old));
                 }
                 self.target_info
-                    .with_label_values(&with(&l, &identity))
+                    .with_label_values(&with(&pair, &identity))
                     .set(1.0);
             }
         }
@@ -466,25 +479,34 @@ impl Metrics {
         self.spend.lock().expect("spend lock").0 = budget;
     }
 
-    /// Creates a pair's counters at zero, so rates and ratios exist before anything happens.
-    pub fn init_pair(&self, probe: &str, target: &Target) {
+    /// Creates a pair's counters at zero, so rates and ratios exist before anything happens:
+    /// its runs' for each rung of its ladder.
+    pub fn init_pair(&self, probe: &Probe, target: &Target) {
         let s = &self.slots;
-        self.pair.update(&self.pair_values(probe, target), |v| {
-            for slot in [
-                s.runs.nth(Outcome::Ok.index()),
-                s.skipped,
-                s.aborted,
-                s.target_changes,
-                s.output_changes,
-                s.tokens.nth(0),
-                s.tokens.nth(1),
-            ] {
+        let values = self.pair_values(&probe.name, target);
+        self.pair.update(&run_key(&values, None), |v| {
+            for slot in [s.skipped, s.aborted, s.target_changes, s.output_changes] {
                 v.init(slot);
             }
-            if target.price.is_some() {
-                v.init(s.cost);
-            }
         });
+        let rungs: Vec<Option<u32>> = match &probe.ladder {
+            Some(l) => l.sizes.iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
+        for rung in rungs {
+            self.pair.update(&run_key(&values, rung), |v| {
+                for slot in [
+                    s.runs.nth(Outcome::Ok.index()),
+                    s.tokens.nth(0),
+                    s.tokens.nth(1),
+                ] {
+                    v.init(slot);
+                }
+                if target.price.is_some() {
+                    v.init(s.cost);
+                }
+            });
+        }
     }
 
     pub fn skipped(&self, probe: &str, target: &Target) {
@@ -499,37 +521,39 @@ impl Metrics {
     /// at `since` is confirmed.
     pub fn confirmed_failure(&self, probe: &str, target: &Target, since: jiff::Timestamp) {
         let s = self.slots.confirmed_failure;
-        self.pair.update(&self.pair_values(probe, target), |v| {
-            v.set(s, seconds(since))
-        });
+        let key = run_key(&self.pair_values(probe, target), None);
+        self.pair.update(&key, |v| v.set(s, seconds(since)));
     }
 
     fn inc(&self, probe: &str, target: &Target, slot: Slot) {
-        self.pair
-            .update(&self.pair_values(probe, target), |v| v.inc(slot));
+        let key = run_key(&self.pair_values(probe, target), None);
+        self.pair.update(&key, |v| v.inc(slot));
     }
 
     /// Drops every series of a pair (a probe or target that left the config): retired series
     /// disappear from /metrics and, with the next PUT, from the Pushgateway.
     pub fn remove_pair(&self, values: &[String]) {
         let l: Vec<&str> = values.iter().map(String::as_str).collect();
-        self.pair.remove(values);
         if let Some(old) = self.info_of.lock().expect("info lock").remove(values) {
             let _ = self.target_info.remove_label_values(&with(&l, &old));
         }
-        for outcome in Outcome::ALL {
-            let _ = self
-                .confirm_runs
-                .remove_label_values(&with(&l, &[outcome.as_str().to_string()]));
-        }
-        for h in [
-            &self.ttft,
-            &self.answer_ttft,
-            &self.e2e,
-            &self.tpot,
-            &self.itl,
-        ] {
-            let _ = h.remove_label_values(&l);
+        // Each of its rungs' series, and the pair's own.
+        for run in self.pair.remove_under(values) {
+            let l: Vec<&str> = run.iter().map(String::as_str).collect();
+            for outcome in Outcome::ALL {
+                let _ = self
+                    .confirm_runs
+                    .remove_label_values(&with(&l, &[outcome.as_str().to_string()]));
+            }
+            for h in [
+                &self.ttft,
+                &self.answer_ttft,
+                &self.e2e,
+                &self.tpot,
+                &self.itl,
+            ] {
+                let _ = h.remove_label_values(&l);
+            }
         }
     }
 
@@ -541,6 +565,42 @@ impl Metrics {
 
     pub fn static_labels(&self) -> &[(String, String)] {
         &self.static_labels
+    }
+}
+
+/// The label a ladder rung's series carry.
+const RUNG: &str = "rung";
+
+/// A run's series key: the pair's label values and its rung (`""` for none, which
+/// [`Rungless`] leaves out).
+fn run_key(pair: &[String], rung: Option<u32>) -> Vec<String> {
+    let mut v = pair.to_vec();
+    v.push(rung.map(|r| r.to_string()).unwrap_or_default());
+    v
+}
+
+/// A collector whose series leave out an empty `rung` label: a probe without a ladder, and a
+/// ladder's series of the whole firing, have none. (Prometheus reads an empty label as absent
+/// anyway; the text and remote-write are the same without it.)
+struct Rungless<C>(C);
+
+impl<C: Collector> Collector for Rungless<C> {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        self.0.desc()
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let mut families = self.0.collect();
+        for f in &mut families {
+            for m in f.mut_metric().iter_mut() {
+                let empty = |l: &LabelPair| l.name() == RUNG && l.value().is_empty();
+                if m.get_label().iter().any(empty) {
+                    let labels = m.take_label().into_iter().filter(|l| !empty(l)).collect();
+                    m.set_label(labels);
+                }
+            }
+        }
+        families
     }
 }
 

@@ -166,7 +166,7 @@ fn tokens_and_cost_add_up_per_pair_warm_ups_included() {
     std::fs::write(dir.path().join("prompts/q.txt"), "hi").unwrap();
     let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
     let m = Metrics::new(&cfg);
-    m.init_pair("p", &cfg.targets[1]);
+    m.init_pair(&cfg.probes[0], &cfg.targets[1]);
     let mut r = ProbeResult::example();
     (r.input_tokens, r.output_tokens) = (Some(1000), Some(100));
     m.record(&r, &cfg.targets[0]);
@@ -288,4 +288,64 @@ fn a_warm_cache_check_run_sets_the_cache_gauges_and_stays_out_of_latency() {
     m.record(&r, &cfg.targets[0]);
     assert!(lines(&m, "llm_canary_prefix_cache_hit_ratio{").is_empty());
     assert_eq!(lines(&m, "llm_canary_prefix_cache_ttft_speedup{").len(), 1);
+}
+
+#[test]
+fn a_ladders_runs_carry_their_rung_and_other_series_none() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+    std::fs::write(
+        dir.path().join("llm-canary.yaml"),
+        "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("probes/p.yaml"),
+        "name: p\nladder: {sizes: [512, 2048]}\n",
+    )
+    .unwrap();
+    let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+    let (probe, target) = (&cfg.probes[0], &cfg.targets[0]);
+    let m = Metrics::new(&cfg);
+    m.init_pair(probe, target);
+    let mut r = ProbeResult::example();
+    r.figures.ttft_ms = Some(100.0);
+    r.rung = Some(2048);
+    r.prefill = Some(crate::result::Prefill {
+        tokens_per_second: 3000.0,
+        source: crate::result::PromptTokens::Estimate,
+    });
+    r.target_changed = true;
+    m.record(&r, target);
+    // A probe without a ladder, on the same registry.
+    r.probe = "plain".into();
+    (r.rung, r.prefill) = (None, None);
+    m.record(&r, target);
+    m.skipped("p", target);
+    let text = String::from_utf8(m.encode()).unwrap();
+    let has = |line: &str| text.lines().any(|l| l == line);
+    for line in [
+        "llm_canary_prefill_tokens_per_second{model=\"m\",probe=\"p\",rung=\"2048\",target=\"t\"} 3000",
+        "llm_canary_probe_success{model=\"m\",probe=\"p\",rung=\"2048\",target=\"t\"} 1",
+        // Made at zero for each rung before it ran.
+        "llm_canary_probe_runs_total{model=\"m\",outcome=\"ok\",probe=\"p\",rung=\"512\",target=\"t\"} 0",
+        "llm_canary_ttft_seconds_count{model=\"m\",probe=\"p\",rung=\"2048\",target=\"t\"} 1",
+        // The firing's and the target's series: no rung.
+        "llm_canary_skipped_runs_total{model=\"m\",probe=\"p\",target=\"t\"} 1",
+        "llm_canary_target_changes_total{model=\"m\",probe=\"p\",target=\"t\"} 1",
+        "llm_canary_probe_success{model=\"m\",probe=\"plain\",target=\"t\"} 1",
+        "llm_canary_ttft_seconds_count{model=\"m\",probe=\"plain\",target=\"t\"} 1",
+    ] {
+        assert!(has(line), "{line} missing from:\n{text}");
+    }
+    assert!(!text.contains("rung=\"\""), "{text}");
+    assert!(
+        !text.contains("probe_runs_total{model=\"m\",outcome=\"ok\",probe=\"p\",target"),
+        "a ladder's runs all have a rung:\n{text}"
+    );
+    // The pair leaves: every rung's series go with it.
+    m.remove_pair(&m.pair_values("p", target));
+    let text = String::from_utf8(m.encode()).unwrap();
+    assert!(!text.contains("probe=\"p\""), "{text}");
+    assert!(text.contains("probe=\"plain\""), "{text}");
 }

@@ -110,7 +110,7 @@ impl Instrument {
     }
 }
 
-/// An attribute value as the agent uses them: text, or a port.
+/// An attribute value as the agent uses them: text, or a number (a port, a rung).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Value {
     Str(String),
@@ -154,7 +154,7 @@ pub fn provider(api: Api) -> &'static str {
 }
 
 /// What every metric point and span of a run carries: the GenAI attributes, `server.*`,
-/// `error.type` on failure, the probe and target, and the target's labels.
+/// `error.type` on failure, the probe and target, a ladder's rung, and the target's labels.
 pub fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
     let s = |v: &str| Value::Str(v.to_string());
     let mut a: Attrs = vec![
@@ -177,6 +177,9 @@ pub fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
     }
     a.push(("llm_canary.probe".into(), s(&r.probe)));
     a.push(("llm_canary.target".into(), s(&r.target)));
+    if let Some(rung) = r.rung {
+        a.push(("llm_canary.rung".into(), Value::Int(i64::from(rung))));
+    }
     for (k, v) in &target.labels {
         a.push((k.clone(), s(v)));
     }
@@ -485,6 +488,12 @@ mod tests {
             .any(|kv| kv.key == "error.type" && format!("{:?}", kv.value).contains("stall")));
         assert!(!ok.attributes.iter().any(|kv| kv.key == "error.type"));
         assert_eq!((ok.start_time_unix_nano, ok.time_unix_nano), (1, 5));
+        // A ladder's rungs are apart; a run without one carries none.
+        assert!(!ok.attributes.iter().any(|kv| kv.key == "llm_canary.rung"));
+        let mut rung = run(40.0, Outcome::Ok);
+        rung.rung = Some(2048);
+        let attrs = run_attributes(&rung, &t);
+        assert!(attrs.contains(&("llm_canary.rung".into(), Value::Int(2048))));
     }
 
     #[test]

@@ -223,6 +223,20 @@ impl PairSeries {
     pub fn remove(&self, pair: &[String]) {
         self.0.pairs().remove(pair);
     }
+
+    /// Drops every entry whose label values begin with `prefix`, and says which they were.
+    pub fn remove_under(&self, prefix: &[String]) -> Vec<Box<[String]>> {
+        let mut pairs = self.0.pairs();
+        let gone: Vec<Box<[String]>> = pairs
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect();
+        for k in &gone {
+            pairs.remove(k);
+        }
+        gone
+    }
 }
 
 /// One family of a [`PairSeries`], read on its own: the metrics text and remote-write give way

@@ -21,6 +21,7 @@ mod front_door;
 mod fuzz_regressions;
 mod gate;
 mod gemini;
+mod ladder;
 mod maintenance_rules;
 mod mcp;
 mod measurement;

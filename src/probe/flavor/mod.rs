@@ -308,6 +308,7 @@ pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
         confirm: crate::config::Confirm::OFF,
         slo: None,
         cache_check: None,
+        ladder: None,
     }
 }
 
