@@ -205,6 +205,17 @@ pub fn prose(text: &str) -> String {
     out
 }
 
+/// The answer's lines outside code blocks, marker off, each with whether it had one (an item of
+/// a list). Blank lines are kept: they end a paragraph.
+pub fn text_lines(text: &str) -> impl Iterator<Item = (&str, bool)> {
+    lines_placed(text)
+        .filter(|&(_, place)| place == Place::Text)
+        .map(|(line, _)| {
+            let stripped = strip_marker(line);
+            (stripped, stripped.len() < line.trim().len())
+        })
+}
+
 fn normal_form(item: &str) -> String {
     let words: Vec<&str> = item.split_whitespace().collect();
     let joined = words.join(" ").replace(['*', '`'], "");

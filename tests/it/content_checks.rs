@@ -199,7 +199,7 @@ async fn a_list_whose_items_cycle_is_repetition_with_its_period() {
 async fn a_probe_sets_its_own_thresholds() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let strict = "name: strict\nprompt: q.txt\nmax_tokens: 80\nchecks: {allow_truncation: true}\n";
-    let lenient = "name: lenient\nprompt: q.txt\nmax_tokens: 80\nchecks:\n  allow_truncation: true\n  repetition: {list_min_repeats: 50, list_min_items: 200, tail_min_repeats: 50, tail_min_units: 2000, line_ratio: 1.0, ngram_margin: 1.0, min_units: 100000}\n";
+    let lenient = "name: lenient\nprompt: q.txt\nmax_tokens: 80\nchecks:\n  allow_truncation: true\n  repetition: {list_min_repeats: 50, list_min_items: 200, tail_min_repeats: 50, tail_min_units: 2000, line_ratio: 1.0, ngram_margin: 1.0, min_units: 100000, sentence_min_units: 1000, ending_min_sentences: 1000}\n";
     let (_dir, cfg) = setup(
         &sim,
         &[("list", "repetition-list", "")],

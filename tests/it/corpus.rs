@@ -3,9 +3,10 @@
 //! reading) and hand-written hard negatives (code, tables, JSON, refrains, calendars). Prints
 //! precision and recall; fails on any false alarm, below 95 % recall on the answers the detectors
 //! were tuned on, or below what they catch today of the answers grown later on new prompts.
-//! It also measures recall with each rule left out (the detectors, with the `lines` detector's
-//! template and table shapes apart), prints precision and recall per batch (the samples a
-//! regrow wrote on one day, on new prompts, against those the rules were tuned on), and fails
+//! It also measures recall with each rule left out (the detectors, with the shapes that count
+//! for `lines`, `ngrams` and `morphemes` apart), prints precision and recall per batch (the
+//! samples one regrow wrote, on new prompts, against those the rules were tuned on) and what
+//! judging an answer costs, and fails
 //! when no real answer needs `item_cycle` (a numbered list whose items cycle while the counter
 //! climbs, or a list stuck on two items, is what only it sees), so a change that breaks it
 //! cannot pass unnoticed. It guards the corpus's size by distinct prompts, not by samples.
@@ -13,21 +14,31 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use llm_canary::checks::repetition::{analyze, Detector, Finding, Thresholds};
 
-/// Every rule, by the name [`Finding::rule`] gives it: the detectors, with the `lines`
-/// detector's template and table shapes apart.
-const RULES: [&str; 7] = [
+/// Every rule, by the name [`Finding::rule`] gives it: the detectors, with the shapes that
+/// count for `lines` (templates, table rows), `ngrams` (sentences) and `morphemes` (sentence
+/// endings) apart.
+const RULES: [&str; 9] = [
     "item_cycle",
     "tail_loop",
     "lines",
     "template_lines",
     "table_rows",
     "ngrams",
+    "sentences",
     "morphemes",
+    "endings",
 ];
 use serde::Deserialize;
+
+/// The least recall on each batch: 95 % on the one the rules were tuned on, and on the later
+/// ones what the detectors catch of them today.
+const RECALL_FLOORS: [(&str, f64); 3] =
+    [("first", 0.95), ("2026-12-01", 0.79), ("2026-12-01b", 0.74)];
+const OVERALL_FLOOR: f64 = 0.84;
 
 #[derive(Debug, Deserialize)]
 struct Sample {
@@ -80,6 +91,8 @@ fn detectors_on_the_labeled_corpus() {
     let mut fires: BTreeMap<&str, usize> = BTreeMap::new();
     // Per batch: (tp, fp, fn, tn).
     let mut batches: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
+    // What judging costs: every detector runs on every answer of every probe.
+    let (mut judging, mut slowest) = (Duration::ZERO, (Duration::ZERO, 0));
     for s in &samples {
         let degenerate = match s.label.as_deref() {
             Some("degenerate") => true,
@@ -91,7 +104,11 @@ fn detectors_on_the_labeled_corpus() {
             "{}: a label needs its reason",
             s.id
         );
+        let start = Instant::now();
         let r = analyze(&s.text, &t);
+        let took = start.elapsed();
+        judging += took;
+        slowest = slowest.max((took, s.text.len()));
         let m = &r.measures;
         let fired: Vec<&str> = r.findings.iter().map(Finding::rule).collect();
         if degenerate && !s.source.starts_with("hand") {
@@ -207,6 +224,15 @@ fn detectors_on_the_labeled_corpus() {
             lost.len()
         );
     }
+    let chars: usize = samples.iter().map(|s| s.text.len()).sum();
+    println!(
+        "judging: {:.0} µs per answer on average ({} bytes), the slowest {:.0} µs ({} bytes); {} build",
+        judging.as_secs_f64() * 1e6 / samples.len() as f64,
+        chars / samples.len(),
+        slowest.0.as_secs_f64() * 1e6,
+        slowest.1,
+        if cfg!(debug_assertions) { "debug" } else { "release" }
+    );
     for m in &misses {
         println!("missed: {m}");
     }
@@ -227,33 +253,22 @@ fn detectors_on_the_labeled_corpus() {
         alarms.is_empty(),
         "false alarms on healthy answers: {alarms:#?}"
     );
-    // The bar: 95 % recall on the answers the detectors were tuned on. The answers grown later
-    // on new prompts were labelled blind and the detectors were not tuned to them: they are held
-    // to what the detectors catch of them today, so a change that loses any of it fails, while
-    // their 95 % is still open work (docs/detectors.md lists the shapes missed).
-    let [tuned_tp, _, tuned_fn, _] = batches.get("first").copied().unwrap_or_default();
-    let tuned = ratio(tuned_tp, tuned_tp + tuned_fn);
+    // The bars, batch by batch. The first batch tuned the rules: 95 %. The second was labelled
+    // blind and later tuned on too; the third was grown on new prompts after the rules were set,
+    // labelled before any detector ran on it, and is held out. Each is held to what the detectors
+    // catch of it today, so a change that loses any of it fails, while the rest of 95 % on
+    // the second and third is open work (docs/detectors.md lists the shapes missed).
+    for (batch, floor) in RECALL_FLOORS {
+        let [tp, _, fn_, _] = batches.get(batch).copied().unwrap_or_default();
+        let recall = ratio(tp, tp + fn_);
+        assert!(
+            tp + fn_ > 0 && recall >= floor,
+            "recall {recall:.3} on batch {batch} fell below {floor}: {misses:#?}"
+        );
+    }
     assert!(
-        tuned >= 0.95,
-        "recall {tuned:.3} below 0.95 on the tuned batch: {misses:#?}"
-    );
-    let [new_tp, _, new_fn, _] = batches
-        .iter()
-        .filter(|(b, _)| **b != "first")
-        .fold([0; 4], |acc, (_, c)| [acc[0] + c[0], 0, acc[2] + c[2], 0]);
-    let held_out = ratio(new_tp, new_tp + new_fn);
-    println!(
-        "held-out answers: recall {:.1}% ({new_tp} of {})",
-        held_out * 100.0,
-        new_tp + new_fn
-    );
-    assert!(
-        held_out >= 0.66,
-        "recall {held_out:.3} on the held-out answers fell below the 66 % they measure today: {misses:#?}"
-    );
-    assert!(
-        recall >= 0.80,
-        "recall {recall:.3} below 0.80 overall: {misses:#?}"
+        recall >= OVERALL_FLOOR,
+        "recall {recall:.3} below {OVERALL_FLOOR} overall: {misses:#?}"
     );
     // item_cycle must decide on real answers, and be the only detector to see some of them:
     // otherwise a change that breaks it would pass here unnoticed.
@@ -263,11 +278,20 @@ fn detectors_on_the_labeled_corpus() {
         "no real degenerate answer needs item_cycle: {decided:?} {alone:?}"
     );
     // A rule for a shape exact comparison misses fires on three real loops at least: no rule
-    // stands on a single sample. `template_lines` has no real loop in the corpus yet (its
-    // hand-written texts are in src/checks/repetition/): it is held to no false alarm here.
-    for rule in ["table_rows", "morphemes"] {
+    // stands on a single sample. `template_lines` fires on two so far (a third, 千二年 (1922-1923)
+    // on eight lines, is shorter than its twelve): held to those two.
+    for (rule, least) in [
+        ("template_lines", 2),
+        ("table_rows", 3),
+        ("sentences", 3),
+        ("morphemes", 3),
+        ("endings", 3),
+    ] {
         let n = fires.get(rule).copied().unwrap_or(0);
-        assert!(n >= 3, "{rule} fires on {n} real loops, fewer than three");
+        assert!(
+            n >= least,
+            "{rule} fires on {n} real loops, fewer than {least}"
+        );
     }
     assert_eq!(
         RULES

@@ -3,7 +3,8 @@
 //! again and again, two alternating or taking turns at the end, or a block of lines coming
 //! back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
 //! alone), list items that keep coming back out of order within their section, and the n-gram
-//! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration.
+//! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration;
+//! and the shapes that hide from exact comparison of units (`shapes.rs`, `sentences.rs`).
 //! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
 //! repeats them. Pure functions; the thresholds come from the probe. tests/it/corpus.rs measures
 //! them on real answers, and what each detector adds.
@@ -13,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 mod report;
+mod sentences;
 mod shapes;
 
 use super::lists::{self, Item};
@@ -48,6 +50,13 @@ pub struct Thresholds {
     /// The n-gram measures apply only to texts whose prose (code blocks left out) has at least
     /// this many units.
     pub min_units: usize,
+    /// A sentence of prose with at least this many words (or CJK characters), ended by a full
+    /// stop of its own and said word for word again, is a loop: a refrain or a chorus line is
+    /// shorter, and repeats without a full stop.
+    pub sentence_min_units: usize,
+    /// Sentences that end in the same last four words, at least this many and at least two
+    /// fifths of the answer's sentences, are a loop (`..., which is a must-do in Paris.`).
+    pub ending_min_sentences: usize,
 }
 
 impl Default for Thresholds {
@@ -60,6 +69,8 @@ impl Default for Thresholds {
             ngram_margin: 0.12,
             recurring_item_ratio: 0.5,
             min_units: 40,
+            sentence_min_units: 8,
+            ending_min_sentences: 4,
         }
     }
 }
@@ -240,6 +251,11 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     };
     let (repeated_rows, table_rows) = shapes::repeated_rows(&prose);
     let (clause_ending_ratio, clauses) = shapes::clause_endings(&prose);
+    let (repeated_sentences, sentence_count) =
+        sentences::repeated_sentences(text, t.sentence_min_units);
+    let (alike, ended) = sentences::endings(text);
+    // One sentence ends alike with itself: the share says something from two on.
+    let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
     let findings = [
         cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
         tail.map(Finding::TailLoop),
@@ -252,7 +268,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
                 lines: template_lines,
                 items: items.len(),
             }),
-        (repeated_rows >= 1).then_some(Finding::RepeatedRows {
+        // One row said again once is a slip, as one list item said twice is.
+        (repeated_rows >= 2).then_some(Finding::RepeatedRows {
             repeated: repeated_rows,
             rows: table_rows,
         }),
@@ -260,10 +277,20 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             seq_rep_4: ngrams,
             compression_ratio,
         }),
+        // A sentence of prose said word for word a second time.
+        (repeated_sentences >= 1).then_some(Finding::RepeatedSentences {
+            repeated: repeated_sentences,
+            sentences: sentence_count,
+        }),
         (clauses >= shapes::MIN_CLAUSES && clause_ending_ratio >= t.recurring_item_ratio)
             .then_some(Finding::ClauseEndings {
                 ratio: clause_ending_ratio,
                 clauses,
+            }),
+        (alike >= t.ending_min_sentences && sentence_ending_ratio >= sentences::ENDING_SHARE)
+            .then_some(Finding::SentenceEndings {
+                alike,
+                sentences: ended,
             }),
     ];
     let fired = |f: &Option<Finding>, v: f64| if f.is_some() { v } else { 0.0 };
@@ -275,7 +302,12 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
                 .max(recurring_item_ratio)
                 .max(fired(&findings[3], template_line_ratio))
                 .max(fired(&findings[4], share(repeated_rows, table_rows)))
-                .max(fired(&findings[6], clause_ending_ratio)),
+                .max(fired(
+                    &findings[6],
+                    share(repeated_sentences, sentence_count),
+                ))
+                .max(fired(&findings[7], clause_ending_ratio))
+                .max(fired(&findings[8], sentence_ending_ratio)),
             units: n,
             items: items.len(),
             seq_rep_4,
@@ -285,6 +317,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             template_line_ratio,
             repeated_rows,
             clause_ending_ratio,
+            repeated_sentences,
+            sentence_ending_ratio,
         },
         findings: findings.into_iter().flatten().collect(),
     }

@@ -90,6 +90,18 @@ pub enum Finding {
         repeated: usize,
         rows: usize,
     },
+    /// Sentences of prose said word for word again, out of the sentences long enough to count
+    /// (`ngrams` detector: the text repeats itself).
+    RepeatedSentences {
+        repeated: usize,
+        sentences: usize,
+    },
+    /// `alike` of the answer's `sentences` end in the same last words (`morphemes` detector:
+    /// one unit closes clause after clause).
+    SentenceEndings {
+        alike: usize,
+        sentences: usize,
+    },
     /// This share of Chinese clauses end in the same unit of two to four characters.
     ClauseEndings {
         ratio: f64,
@@ -112,8 +124,8 @@ impl Finding {
             Finding::TemplateLines { .. } | Finding::RepeatedRows { .. } => {
                 Detector::RecurringItems
             }
-            Finding::Ngrams { .. } => Detector::Ngrams,
-            Finding::ClauseEndings { .. } => Detector::Morphemes,
+            Finding::Ngrams { .. } | Finding::RepeatedSentences { .. } => Detector::Ngrams,
+            Finding::ClauseEndings { .. } | Finding::SentenceEndings { .. } => Detector::Morphemes,
         }
     }
 
@@ -123,6 +135,8 @@ impl Finding {
         match self {
             Finding::TemplateLines { .. } => "template_lines",
             Finding::RepeatedRows { .. } => "table_rows",
+            Finding::RepeatedSentences { .. } => "sentences",
+            Finding::SentenceEndings { .. } => "endings",
             f => f.detector().as_str(),
         }
     }
@@ -170,6 +184,13 @@ impl Finding {
             Finding::RepeatedRows { repeated, rows } => {
                 format!("{repeated} of {rows} table rows say again what an earlier row said")
             }
+            Finding::RepeatedSentences {
+                repeated,
+                sentences,
+            } => format!("{repeated} of {sentences} sentences say word for word an earlier one"),
+            Finding::SentenceEndings { alike, sentences } => {
+                format!("{alike} of {sentences} sentences end in the same words")
+            }
             Finding::ClauseEndings { ratio, clauses } => format!(
                 "{:.0}% of {clauses} Chinese clauses end in the same word",
                 ratio * 100.0
@@ -209,6 +230,11 @@ pub struct Measures {
     /// The share of Chinese clauses that end in the most common unit of two to four
     /// characters.
     pub clause_ending_ratio: f64,
+    /// Sentences of prose that say word for word an earlier one.
+    pub repeated_sentences: usize,
+    /// The share of sentences that end in the most common last four words, when two or more
+    /// do.
+    pub sentence_ending_ratio: f64,
 }
 
 /// What the detectors measured and found, kept in the result so an on-call engineer sees why.
@@ -280,6 +306,8 @@ impl Serialize for Report {
             template_line_ratio: f64,
             repeated_rows: usize,
             clause_ending_ratio: f64,
+            repeated_sentences: usize,
+            sentence_ending_ratio: f64,
         }
         let m = &self.measures;
         let decided = self.decided().and_then(Finding::period);
@@ -307,6 +335,8 @@ impl Serialize for Report {
             template_line_ratio: m.template_line_ratio,
             repeated_rows: m.repeated_rows,
             clause_ending_ratio: m.clause_ending_ratio,
+            repeated_sentences: m.repeated_sentences,
+            sentence_ending_ratio: m.sentence_ending_ratio,
         }
         .serialize(s)
     }

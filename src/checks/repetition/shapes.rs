@@ -69,7 +69,7 @@ pub fn template_lines(items: &[Item]) -> (usize, usize) {
     let mut groups: HashMap<String, Vec<Vec<f64>>> = HashMap::new();
     for item in items.iter().filter(|i| !i.heading) {
         let t = template(&item.text);
-        if t.contains('#') && words(&t) >= 2 {
+        if t.contains('#') && words(&t) >= 1 {
             groups.entry(t).or_default().push(numbers(&item.text));
         }
     }

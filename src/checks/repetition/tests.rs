@@ -157,11 +157,20 @@ fn each_detector_alone() {
         "{r:?}"
     );
     // A long passage said twice and begun a third time is a loop cut short; said twice and
-    // ended, it may be a refrain.
+    // ended, it is no tail loop (it may be a refrain), but a sentence of prose said word for
+    // word again.
     let passage = "The city of Paris lies on the river Seine and has been the capital of France for a very long time. ";
     let r = analyze(&format!("Hello. {passage}{passage}The city of Paris"), &t);
     assert_eq!(decided(&r), (Some(Detector::TailLoop), Some(22)));
-    assert!(!analyze(&format!("Hello. {passage}{passage}"), &t).degenerate());
+    let r = analyze(&format!("Hello. {passage}{passage}"), &t);
+    assert_eq!(r.tail(), None);
+    assert_eq!(
+        r.findings,
+        [Finding::RepeatedSentences {
+            repeated: 1,
+            sentences: 2
+        }]
+    );
     // Too few repeats at the end: no tail loop, even if the period is long.
     assert_eq!(
         analyze(
@@ -313,6 +322,8 @@ fn thresholds_are_honoured() {
         list_min_repeats: 10,
         ngram_margin: 1.1,
         recurring_item_ratio: 1.1,
+        sentence_min_units: 100,
+        ending_min_sentences: 100,
         ..Thresholds::default()
     };
     assert!(!analyze(DEGENERATE[0], &t).degenerate());
@@ -360,29 +371,29 @@ fn the_records_repetition_object_is_unchanged() {
         // Every detector fires; the item cycle decides.
         (
             numbered(&["Fish and chips today"; 30]),
-            r#"{"score":1.0,"degenerate":true,"detector":"item_cycle","period":1,"repeats":30,"units":120,"items":30,"item_cycle_period":1,"item_cycle_items":30,"tail_loop_period":4,"tail_loop_units":120,"seq_rep_4":0.9658119658119658,"late_seq_rep_4":0.9298245614035088,"recurring_item_ratio":1.0,"compression_ratio":0.0746031746031746,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0}"#,
+            r#"{"score":1.0,"degenerate":true,"detector":"item_cycle","period":1,"repeats":30,"units":120,"items":30,"item_cycle_period":1,"item_cycle_items":30,"tail_loop_period":4,"tail_loop_units":120,"seq_rep_4":0.9658119658119658,"late_seq_rep_4":0.9298245614035088,"recurring_item_ratio":1.0,"compression_ratio":0.0746031746031746,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0,"repeated_sentences":0,"sentence_ending_ratio":0.0}"#,
         ),
         // A tail loop decides, the n-grams agree.
         (
             format!("Hello there. {}", "Fish and chips today. ".repeat(10)),
-            r#"{"score":0.9622641509433962,"degenerate":true,"detector":"tail_loop","period":5,"repeats":10,"units":53,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":5,"tail_loop_units":51,"seq_rep_4":0.86,"late_seq_rep_4":0.7916666666666666,"recurring_item_ratio":0.0,"compression_ratio":0.2317596566523605,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0}"#,
+            r#"{"score":0.9622641509433962,"degenerate":true,"detector":"tail_loop","period":5,"repeats":10,"units":53,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":5,"tail_loop_units":51,"seq_rep_4":0.86,"late_seq_rep_4":0.7916666666666666,"recurring_item_ratio":0.0,"compression_ratio":0.2317596566523605,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0,"repeated_sentences":0,"sentence_ending_ratio":0.0}"#,
         ),
         // The text ends in marks alone: a tail loop with no period.
         (
             "你知道如何－－－－－－－－！－－－！－－！－！！！！！－－－！".to_string(),
-            r#"{"score":0.8387096774193549,"degenerate":true,"detector":"tail_loop","period":null,"repeats":null,"units":31,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":26,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.0,"compression_ratio":0.5851063829787234,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0}"#,
+            r#"{"score":0.8387096774193549,"degenerate":true,"detector":"tail_loop","period":null,"repeats":null,"units":31,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":26,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.0,"compression_ratio":0.5851063829787234,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0,"repeated_sentences":0,"sentence_ending_ratio":0.0}"#,
         ),
         // List items coming back out of order.
         (
             numbered(&[
                 "Paris", "Rome", "Paris", "Oslo", "Rome", "Paris", "Rome", "Lima",
             ]),
-            r#"{"score":0.75,"degenerate":true,"detector":"lines","period":null,"repeats":null,"units":8,"items":8,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":0,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.75,"compression_ratio":0.7906976744186046,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0}"#,
+            r#"{"score":0.75,"degenerate":true,"detector":"lines","period":null,"repeats":null,"units":8,"items":8,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":0,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.75,"compression_ratio":0.7906976744186046,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0,"repeated_sentences":0,"sentence_ending_ratio":0.0}"#,
         ),
         // Nothing fires.
         (
             HEALTHY[0].to_string(),
-            r#"{"score":0.0,"degenerate":false,"detector":null,"period":null,"repeats":null,"units":34,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":0,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.0,"compression_ratio":0.7556818181818182,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0}"#,
+            r#"{"score":0.0,"degenerate":false,"detector":null,"period":null,"repeats":null,"units":34,"items":1,"item_cycle_period":null,"item_cycle_items":0,"tail_loop_period":null,"tail_loop_units":0,"seq_rep_4":0.0,"late_seq_rep_4":0.0,"recurring_item_ratio":0.0,"compression_ratio":0.7556818181818182,"template_line_ratio":0.0,"repeated_rows":0,"clause_ending_ratio":0.0,"repeated_sentences":0,"sentence_ending_ratio":0.0}"#,
         ),
     ];
     for (text, want) in cases {
