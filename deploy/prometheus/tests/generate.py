@@ -777,6 +777,15 @@ def down():
         "input_series": probe_runs(60, lambda t: True, 600),
         "alert_rule_test": check([60, 150], []) + check([180], [down_alert(181)]),
     })
+    # Its clock starts at the target's first run, whichever probe ran it: a second probe that
+    # first runs two minutes later does not restart it.
+    tests.append({
+        "name": "a target down since the start counts from its first probe's first run",
+        "interval": "10s",
+        "input_series": probe_runs(60, lambda t: True, 600)
+        + probe_runs(300, lambda t: True, 600, phase=120, probe="capital-zh"),
+        "alert_rule_test": check([150], []) + check([180], [down_alert(181)]),
+    })
     # Two agents on the same schedule, 3 s apart (an HA pair, or two regions): a scrape between
     # their runs sees the first agent's new run before the second's. Two failed runs in a row
     # are one agent's, not one run of each agent (that is one failed run, seen twice).
@@ -1233,6 +1242,17 @@ def bare_labels():
             {"expr": r, "eval_time": "2m30s", "exp_samples": [{
                 "labels": labels(dict({k: v for k, v in BARE_ALERT.items()}, __name__=r, **({"probe": "capital"} if "probe_success" in r else {}))),
                 "value": zero.get(r, 0)}]} for r in ratios],
+    })
+    # A pair whose runs all failed before a first token: its latency histograms count nothing,
+    # and the quantile rules say nothing rather than NaN.
+    buckets = [{"series": "llm_canary_ttft_seconds_bucket" + labels(dict(BARE_ALERT, probe="capital", le=le, job="llm_canary", instance="canary-1")),
+                "values": "0x20"} for le in ("0.5", "1", "+Inf")]
+    quantiles = ["llm_canary:ttft_seconds:p50_5m", "llm_canary:ttft_seconds:p95_1h", "llm_canary:ttft_seconds:max_2m"]
+    tests.append({
+        "name": "the latency quantiles say nothing, not NaN, while no run is counted",
+        "interval": "30s",
+        "input_series": buckets,
+        "promql_expr_test": [{"expr": q, "eval_time": "5m", "exp_samples": []} for q in quantiles],
     })
     write("labels_test.yml", "30s", tests)
 
