@@ -135,7 +135,8 @@ pub struct JudgeArgs {
     #[arg(long, conflicts_with = "jsonl")]
     pub text_file: Option<PathBuf>,
     /// Answers to judge, one JSON object per line: `{"id": .., "text": .., "finish_reason": ..}`
-    /// (`finish_reason` optional); one verdict per line, with its `id`.
+    /// (`finish_reason` optional); one verdict per line, with its `id`. `-` reads them from
+    /// stdin.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
     /// The finish reason the answer came with (`length` makes it truncated); default `stop`.
@@ -197,6 +198,7 @@ pub struct CheckArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
+    /// The address the sim listens on (host:port).
     #[arg(long, default_value = "127.0.0.1:8099")]
     pub listen: String,
 }

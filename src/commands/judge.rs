@@ -43,6 +43,8 @@ fn verdict(probe: &Probe, id: Option<serde_json::Value>, text: &str, finish: &st
     let answer = checks::Answer {
         text,
         finish_reason: Some(finish),
+        // The text is the user's own: a failed check may quote it.
+        show_text: true,
         ..checks::Answer::default()
     };
     let v = checks::judge(&probe.checks, &answer);
@@ -84,9 +86,15 @@ fn verdicts(probe: &Probe, args: &JudgeArgs) -> anyhow::Result<Vec<Verdict>> {
         let text = read_all(args.text_file.as_deref())?;
         return Ok(vec![verdict(probe, None, &text, &args.finish_reason)]);
     };
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        Box::new(std::io::BufReader::new(file))
+    };
     let mut out = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+    for (n, line) in reader.lines().enumerate() {
         let line = line.with_context(|| format!("reading {}", path.display()))?;
         if line.trim().is_empty() {
             continue;

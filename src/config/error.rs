@@ -132,9 +132,11 @@ impl ConfigError {
             Some(loc) => {
                 let mut field = path.map_or_else(FieldPath::root, |p| FieldPath::tracked(p, inner));
                 // An alias to no anchor, or a `*` with no anchor name after it (`* * * * *`).
-                let alias = matches!(inner, serde_saphyr::Error::UnknownAnchor { .. })
-                    || message.contains("alias");
-                match alias.then(|| alias_hint(text, loc)).flatten() {
+                // Or a value starting with `@`, which YAML reserves (`@every 5m`, `@hourly`).
+                let indicator = matches!(inner, serde_saphyr::Error::UnknownAnchor { .. })
+                    || message.contains("alias")
+                    || message.contains("unexpected character");
+                match indicator.then(|| indicator_hint(text, loc)).flatten() {
                     Some((key, hint)) => {
                         // The alias fails before serde reaches the key: name it from the text.
                         if !field.0.ends_with(&key) {
@@ -151,18 +153,21 @@ impl ConfigError {
 }
 
 /// An unquoted value that starts with `*` is a YAML alias (`*/5 * * * *` refers to an anchor
-/// named `/5`), so a cron expression written plainly fails with the parser's words about
-/// anchors. When the error points at such a value after `key:`, say what happened and how to
-/// write it: the key and the sentence.
-fn alias_hint(text: &str, loc: Location) -> Option<(String, String)> {
+/// named `/5`), and one that starts with `@` is refused (YAML reserves the character), so a
+/// cron expression or a descriptor written plainly fails with the parser's words. When the
+/// error points at such a value after `key:`, say what happened and how to write it: the key
+/// and the sentence.
+fn indicator_hint(text: &str, loc: Location) -> Option<(String, String)> {
     let line = text
         .lines()
         .nth(usize::try_from(loc.line()).ok()?.checked_sub(1)?)?;
     let col = usize::try_from(loc.column()).ok()?.checked_sub(1)?;
     let (before, value) = line.split_at(line.char_indices().nth(col)?.0);
-    if !value.starts_with('*') {
-        return None;
-    }
+    let why = match value.chars().next()? {
+        '*' => "YAML reads an unquoted value starting with * as an alias",
+        '@' => "YAML reserves @ at the start of an unquoted value",
+        _ => return None,
+    };
     let key = before.trim_end().strip_suffix(':')?;
     // The key is the last word before the colon: `schedule`, `- schedule`, `{ttft`.
     let key = key
@@ -177,10 +182,7 @@ fn alias_hint(text: &str, loc: Location) -> Option<(String, String)> {
         value.split(" #").next().unwrap_or(value)
     }
     .trim();
-    let hint = format!(
-        "YAML reads an unquoted value starting with * as an alias: quote it ({key}: \"{}\")",
-        value.escape_debug()
-    );
+    let hint = format!("{why}: quote it ({key}: \"{}\")", value.escape_debug());
     Some((key, hint))
 }
 

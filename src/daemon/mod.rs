@@ -547,7 +547,7 @@ async fn fire(
             .note(probe.confirm, success, started_at),
     };
     for r in &results {
-        tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, "probe run finished");
+        tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, error = r.error.as_deref(), "probe run finished");
     }
     // A pair that left the config while it ran is not recorded: its series were retired.
     if agent.is_scheduled(&key) {

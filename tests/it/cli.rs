@@ -847,26 +847,34 @@ fn judge_reads_a_file_stdin_and_json_lines() {
     assert_eq!(v["output_chars"], looping.chars().count());
     assert!(v.get("id").is_none(), "{v}");
 
-    // JSON lines: one verdict per line, in order, with its id; a line's own finish reason wins.
+    // JSON lines on stdin (`--jsonl -`): one verdict per line, in order, with its id; a line's
+    // own finish reason wins.
     let lines = dir.path().join("answers.jsonl");
-    std::fs::write(
-        &lines,
-        concat!(
-            r#"{"id": "a", "text": "Paris is the capital of France."}"#,
-            "\n\n",
-            r#"{"id": 7, "text": "Berlin is the capital of Germany."}"#,
-            "\n",
-            r#"{"id": "c", "text": "The capital of France is Paris", "finish_reason": "length"}"#,
-            "\n"
-        ),
-    )
-    .unwrap();
-    let out = bin()
+    let mut child = bin()
         .args(["judge", "-c", cfg, "--probe", "capital", "--format", "json"])
-        .arg("--jsonl")
-        .arg(&lines)
-        .output()
+        .args(["--jsonl", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            concat!(
+                r#"{"id": "a", "text": "Paris is the capital of France."}"#,
+                "\n\n",
+                r#"{"id": 7, "text": "Berlin is the capital of Germany."}"#,
+                "\n",
+                r#"{"id": "c", "text": "The capital of France is Paris", "finish_reason": "length"}"#,
+                "\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let verdicts: Vec<serde_json::Value> = text(&out.stdout)
         .lines()
@@ -886,7 +894,8 @@ fn judge_reads_a_file_stdin_and_json_lines() {
     );
     assert_eq!(
         verdicts[1]["error"],
-        "expect /(?i)paris/ did not match the answer (33 characters; --show-output quotes it)"
+        // The text is the user's own: the sentence quotes it.
+        r#"expect /(?i)paris/ did not match "Berlin is the capital of Germany.""#
     );
 
     // Usage errors exit 2 with one sentence: an unknown probe, a line that is no verdict's input.
