@@ -15,6 +15,29 @@ pub enum Metric {
     TokensPerSecond,
 }
 
+impl Metric {
+    const ALL: [Metric; 6] = [
+        Metric::Ttft,
+        Metric::AnswerTtft,
+        Metric::E2e,
+        Metric::Tpot,
+        Metric::Itl,
+        Metric::TokensPerSecond,
+    ];
+
+    /// Its name in a figure (`ttft` of `ttft_p95`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metric::Ttft => "ttft",
+            Metric::AnswerTtft => "answer_ttft",
+            Metric::E2e => "e2e",
+            Metric::Tpot => "tpot",
+            Metric::Itl => "itl",
+            Metric::TokensPerSecond => "tokens_per_second",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Figure {
     Quantile(Metric, u8),
@@ -36,15 +59,10 @@ impl Figure {
             format!("unknown gate figure {name:?}: use ttft_pNN, answer_ttft_pNN, e2e_pNN, tpot_pNN, itl_pNN, tokens_per_second_pNN (NN = 50, 90, 95, 99), success_rate or outcome.<name>")
         };
         let (metric, q) = name.rsplit_once("_p").ok_or_else(bad)?;
-        let metric = match metric {
-            "ttft" => Metric::Ttft,
-            "answer_ttft" => Metric::AnswerTtft,
-            "e2e" => Metric::E2e,
-            "tpot" => Metric::Tpot,
-            "itl" => Metric::Itl,
-            "tokens_per_second" => Metric::TokensPerSecond,
-            _ => return Err(bad()),
-        };
+        let metric = Metric::ALL
+            .into_iter()
+            .find(|m| m.as_str() == metric)
+            .ok_or_else(bad)?;
         let q = match q {
             "50" => 50,
             "90" => 90,

@@ -280,6 +280,35 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_latency_limit_names_its_slowest_runs_not_its_failed_ones() {
+        let mut v = uniform(4, 100, 1.0);
+        v[7].ttft_ms = Some(9000.0);
+        v[9].ttft_ms = Some(8000.0);
+        v[9].outcome = "repetition".into();
+        v[9].success = false;
+        v[9].failed_checks = vec!["repetition".into()];
+        // A fast failed run is not what a latency limit is about.
+        v[11].outcome = "repetition".into();
+        v[11].success = false;
+        v[11].ttft_ms = Some(1.0);
+        let all: Vec<&Sample> = v.iter().collect();
+        let (r, _) = slo(&parse_slo("ttft_p95", "50ms").unwrap(), &all, 0.05, true);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", r.message);
+        let named: Vec<(&str, &str)> = r
+            .failed_runs
+            .iter()
+            .map(|f| (f.request_id.as_str(), f.sentence.as_str()))
+            .collect();
+        assert_eq!(named.len(), 5);
+        assert_eq!(named[0], ("r7", "ttft 9.00s"));
+        assert_eq!(
+            named[1],
+            ("r9", "ttft 8.00s; repetition: failed checks repetition")
+        );
+        assert!(named.iter().all(|(id, _)| *id != "r11"), "{named:?}");
+    }
+
+    #[test]
     fn success_rates_need_enough_runs_to_pass() {
         let rate = parse_slo("success_rate", ">= 0.9").unwrap();
         let v = uniform(5, 200, 1.0);

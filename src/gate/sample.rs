@@ -98,6 +98,20 @@ pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
     }
 }
 
+/// One run's figure for `metric`, in base units: its latency in seconds, its decode speed, or
+/// for inter-token latency its longest gap.
+pub fn run_value(metric: Metric, s: &Sample) -> Option<f64> {
+    let ms = match metric {
+        Metric::Ttft => s.ttft_ms,
+        Metric::AnswerTtft => s.answer_ttft_ms,
+        Metric::E2e => s.e2e_ms,
+        Metric::Tpot => s.tpot_ms,
+        Metric::Itl => s.itl_gaps_ms.iter().copied().max_by(f64::total_cmp),
+        Metric::TokensPerSecond => return s.tokens_per_second,
+    };
+    ms.map(|x| x / 1000.0)
+}
+
 /// A metric's measured values over `samples`, in base units (seconds for latencies), sorted.
 /// Inter-token gaps are pooled over the runs.
 pub fn values(metric: Metric, samples: &[&Sample]) -> Vec<f64> {

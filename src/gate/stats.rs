@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 pub use super::sample::{value, values, Sample};
-use crate::config::gate::{Figure, Op, Relative, Slo};
+use crate::config::gate::{Figure, Metric, Op, Relative, Slo};
 
 use crate::timeline::nearest_rank;
 
@@ -136,23 +136,53 @@ pub const FAILED_RUNS: usize = 5;
 
 impl LimitReport {
     /// Names the runs behind this limit when it fails: those with the counted outcome for an
-    /// outcome count, else every failed run of the candidate.
+    /// outcome count, the failed runs for the success rate, and for a latency or decode-speed
+    /// limit the candidate's worst runs by that figure (the slowest first), with it.
     pub fn with_failed_runs(mut self, figure: Figure, cand: &[&Sample]) -> LimitReport {
         if !self.failing {
             return self;
         }
-        self.failed_runs = cand
-            .iter()
-            .filter(|s| match figure {
-                Figure::OutcomeCount(o) => s.outcome == o.as_str(),
-                _ => !s.success,
-            })
-            .take(FAILED_RUNS)
-            .map(|s| FailedRun {
-                request_id: s.request_id.clone(),
-                sentence: s.sentence(),
-            })
-            .collect();
+        let named = |s: &Sample, sentence| FailedRun {
+            request_id: s.request_id.clone(),
+            sentence,
+        };
+        self.failed_runs = match figure {
+            Figure::Quantile(metric, _) => {
+                let mut worst: Vec<(f64, &Sample)> = cand
+                    .iter()
+                    .filter_map(|s| super::sample::run_value(metric, s).map(|v| (v, *s)))
+                    .collect();
+                // Worst first: the longest latency, the slowest decode.
+                match metric {
+                    Metric::TokensPerSecond => worst.sort_by(|a, b| a.0.total_cmp(&b.0)),
+                    _ => worst.sort_by(|a, b| b.0.total_cmp(&a.0)),
+                }
+                worst
+                    .into_iter()
+                    .take(FAILED_RUNS)
+                    .map(|(v, s)| {
+                        let figure = format!("{} {}", metric.as_str(), show(figure, v));
+                        let sentence = match s.success {
+                            true => figure,
+                            false => format!("{figure}; {}", s.sentence()),
+                        };
+                        named(s, sentence)
+                    })
+                    .collect()
+            }
+            Figure::OutcomeCount(o) => cand
+                .iter()
+                .filter(|s| s.outcome == o.as_str())
+                .take(FAILED_RUNS)
+                .map(|s| named(s, s.sentence()))
+                .collect(),
+            Figure::SuccessRate => cand
+                .iter()
+                .filter(|s| !s.success)
+                .take(FAILED_RUNS)
+                .map(|s| named(s, s.sentence()))
+                .collect(),
+        };
         self
     }
 }
