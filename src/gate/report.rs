@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::stats::{LimitReport, Stopped, Verdict};
-use super::{GateReport, Plan};
+use super::{GateReport, Plan, ProbeGate};
 use crate::config::gate::Figure;
 
 fn fig(l: &LimitReport) -> Option<Figure> {
@@ -55,11 +55,10 @@ fn verdict(l: &LimitReport) -> &'static str {
 }
 
 /// Samples per side behind a verdict, and why sampling stopped there.
-fn samples(l: &LimitReport) -> String {
-    match (l.verdict, l.stopped) {
-        (Verdict::Skipped, _) => "-".into(),
-        (_, Stopped::Decided) => format!("{} (decided)", l.samples_used),
-        (_, Stopped::Cap) => format!("{} (cap)", l.samples_used),
+fn samples(p: &ProbeGate, l: &LimitReport) -> String {
+    match l.verdict {
+        Verdict::Skipped => "-".into(),
+        _ => format!("{} ({})", l.samples_used, stopped(p, l)),
     }
 }
 
@@ -73,7 +72,7 @@ fn rows(r: &GateReport) -> Vec<[String; 8]> {
                 value(l, l.baseline, l.baseline_ci),
                 ratio(l),
                 verdict(l).to_string(),
-                samples(l),
+                samples(p, l),
                 match (l.verdict, l.samples_needed) {
                     (Verdict::Skipped, _) => "no baseline".to_string(),
                     (_, Some(n)) => format!("~{n} samples to settle"),
@@ -225,10 +224,13 @@ fn xml(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn stopped(l: &LimitReport) -> &'static str {
-    match l.stopped {
-        Stopped::Decided => "decided",
-        Stopped::Cap => "cap",
+/// Why sampling stopped, for people: decided, at the sequential gate's cap, or at a fixed N
+/// (where there is no cap to reach).
+fn stopped(p: &ProbeGate, l: &LimitReport) -> &'static str {
+    match (l.stopped, p.plan) {
+        (Stopped::Decided, _) => "decided",
+        (Stopped::Cap, Plan::Fixed { .. }) => "fixed",
+        (Stopped::Cap, Plan::Sequential { .. }) => "cap",
     }
 }
 
@@ -277,7 +279,7 @@ pub fn junit(r: &GateReport) -> String {
                     out,
                     ">\n      <failure type=\"{kind}\" message=\"{}\">{}</failure>\n    </testcase>",
                     xml(&l.message),
-                    xml(&format!("{} samples per side, stopped: {}\n{}", l.samples_used, stopped(l), failed_runs(l, "run ")))
+                    xml(&format!("{} samples per side, stopped: {}\n{}", l.samples_used, stopped(p, l), failed_runs(l, "run ")))
                 );
             } else {
                 let _ = writeln!(
@@ -285,7 +287,7 @@ pub fn junit(r: &GateReport) -> String {
                     ">\n      <system-out>{} ({} samples per side, stopped: {})</system-out>\n    </testcase>",
                     xml(&l.message),
                     l.samples_used,
-                    stopped(l)
+                    stopped(p, l)
                 );
             }
         }

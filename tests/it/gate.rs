@@ -492,13 +492,14 @@ async fn relative_limits_without_a_baseline_are_skipped_out_loud() {
         );
         assert!(g.stderr.contains(limit), "{}", g.stderr);
     }
-    // Absolute limits carry their operator, implied or written.
+    // Absolute limits carry their operator, implied or written; a fixed N has no cap to reach.
     for limit in [
         "ttft_p95 <= 300ms",
         "success_rate >= 0.95",
         "outcome.repetition <= 0",
     ] {
-        line(&g.stdout, limit);
+        let row = line(&g.stdout, limit);
+        assert!(row.contains("3 (fixed)"), "{row}");
     }
     assert!(
         g.stdout.contains(": 5 limits, ") && g.stdout.contains(", 2 skipped (no baseline)"),
