@@ -238,20 +238,8 @@ mod tests {
 
     #[test]
     fn system_prompts_go_to_system() {
-        use crate::config::{Message, Prompt, Role};
-        let p = Prompt {
-            name: "x".into(),
-            messages: vec![
-                Message {
-                    role: Role::System,
-                    content: "Be brief.".into(),
-                },
-                Message {
-                    role: Role::User,
-                    content: "Hi".into(),
-                },
-            ],
-        };
+        use crate::config::Role;
+        let p = super::super::prompt_of(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
         let b = body(&super::super::probe_for(p), None);
         assert_eq!(b["system"], "Be brief.");
         assert_eq!(b["messages"], json!([{"role":"user","content":"Hi"}]));

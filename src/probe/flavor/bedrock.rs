@@ -324,20 +324,8 @@ mod tests {
 
     #[test]
     fn body_shape() {
-        use crate::config::{Message, Prompt, Role};
-        let p = Prompt {
-            name: "x".into(),
-            messages: vec![
-                Message {
-                    role: Role::System,
-                    content: "Be brief.".into(),
-                },
-                Message {
-                    role: Role::User,
-                    content: "Hi".into(),
-                },
-            ],
-        };
+        use crate::config::Role;
+        let p = super::super::prompt_of(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
         let b = body(&super::super::probe_for(p), None);
         assert_eq!(
             Value::Object(b),

@@ -144,7 +144,7 @@ pub fn event(v: &Value) -> Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Message, Prompt, Role};
+    use crate::config::{Prompt, Role};
 
     #[test]
     fn path_and_model_ids() {
@@ -160,27 +160,12 @@ mod tests {
 
     #[test]
     fn body_roles_system_instruction_and_nonce() {
-        let p = Prompt {
-            name: "x".into(),
-            messages: vec![
-                Message {
-                    role: Role::System,
-                    content: "Be brief.".into(),
-                },
-                Message {
-                    role: Role::User,
-                    content: "Hi".into(),
-                },
-                Message {
-                    role: Role::Assistant,
-                    content: "Hello.".into(),
-                },
-                Message {
-                    role: Role::User,
-                    content: "Capital of France?".into(),
-                },
-            ],
-        };
+        let p = super::super::prompt_of(&[
+            (Role::System, "Be brief."),
+            (Role::User, "Hi"),
+            (Role::Assistant, "Hello."),
+            (Role::User, "Capital of France?"),
+        ]);
         let b = body(&super::super::probe_for(p), Some("[canary 1]"));
         assert_eq!(
             b["systemInstruction"],

@@ -287,6 +287,21 @@ pub fn text_of(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
+/// A prompt of these (role, content) messages, for the flavors' tests.
+#[cfg(test)]
+pub fn prompt_of(messages: &[(crate::config::Role, &str)]) -> crate::config::Prompt {
+    crate::config::Prompt {
+        name: "x".into(),
+        messages: messages
+            .iter()
+            .map(|&(role, content)| crate::config::Message {
+                role,
+                content: content.into(),
+            })
+            .collect(),
+    }
+}
+
 /// A probe with defaults around `prompt`, for the flavors' tests.
 #[cfg(test)]
 pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
