@@ -63,7 +63,7 @@ fn print_mappings(pid: u32) {
         }
     }
     let mut rows: Vec<_> = by.into_iter().filter(|(_, kib)| *kib > 0).collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
     for (name, kib) in rows {
         println!("    {kib:>6} KiB  {name}");
     }
