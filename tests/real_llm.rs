@@ -209,8 +209,13 @@ async fn real_loops_are_caught_and_good_answers_raise_no_alarm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
-    let fast = LlamaServer::start(2).await;
+    // One thread each, on CPUs of their own; the slow one shares its CPU with a busy loop (a
+    // noisy neighbour), which halves its decode speed on any machine, where one thread against
+    // two slowed it by 6 % on one and 25 % on another.
+    let fast = LlamaServer::start(1).await;
+    fast.pin(1);
     let slow = LlamaServer::start(1).await;
+    slow.pin(0);
     let (dir, _) = setup(&[
         ("prod", &fast.url(), "openai-chat"),
         ("same", &fast.url(), "openai-chat"),
@@ -247,9 +252,9 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
         println!("against itself: {}", l["message"].as_str().unwrap());
     }
 
-    // How much slower one thread decodes than two depends on the CPU (10 % to over 25 % on the
-    // machines this ran on): the slowed candidate is held to a limit that any real slowdown
-    // crosses, the same probe with `tokens_per_second_p50: "-5%"`.
+    // The slowed candidate is held to a limit any real slowdown crosses, the same probe with
+    // `tokens_per_second_p50: "-5%"`.
+    let _neighbour = common::llama::NoisyNeighbour::on(0);
     let computer = std::fs::read_to_string(dir.path().join("probes/computer.yaml")).unwrap();
     std::fs::write(
         dir.path().join("probes/computer-strict.yaml"),
@@ -290,7 +295,7 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
     );
     assert!(
         hi < 1.0,
-        "one thread decodes slower than two: ratio CI {lo:.2}-{hi:.2}"
+        "a server sharing its CPU with a busy loop decodes slower: ratio CI {lo:.2}-{hi:.2}"
     );
     assert_ne!(tps["verdict"], "pass", "{tps:#}");
     println!(

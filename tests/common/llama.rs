@@ -93,4 +93,45 @@ impl LlamaServer {
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
+
+    /// Pins every thread of the server to `cpu` (util-linux's `taskset`).
+    pub fn pin(&self, cpu: u32) {
+        let status = Command::new("taskset")
+            .args([
+                "-a",
+                "-p",
+                "-c",
+                &cpu.to_string(),
+                &self.child.id().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("taskset (util-linux) is needed: {e}"));
+        assert!(
+            status.success(),
+            "taskset could not pin the server to cpu {cpu}"
+        );
+    }
+}
+
+/// A busy loop pinned to one CPU while it lives: a noisy neighbour that takes half of that
+/// CPU from whatever else runs there.
+pub struct NoisyNeighbour(Child);
+
+impl NoisyNeighbour {
+    pub fn on(cpu: u32) -> NoisyNeighbour {
+        let child = Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("taskset (util-linux) is needed: {e}"));
+        NoisyNeighbour(child)
+    }
+}
+
+impl Drop for NoisyNeighbour {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
