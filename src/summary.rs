@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::sinks::incidents::{detect, Incident};
-use crate::sinks::status_history::Run;
+use crate::sinks::status_history::{Failure, Run};
 use crate::timeline::nearest_rank;
 
 /// One line of the results log, as far as the summary needs it.
@@ -40,6 +40,21 @@ pub struct Summary {
     pub pairs: Vec<PairSummary>,
     /// Every incident found, the latest started first.
     pub incidents: Vec<Incident>,
+    /// The latest failed runs, the latest first, at most [`LATEST_FAILURES`]: each with its
+    /// sentence, as the status page lists them.
+    pub latest_failures: Vec<PairFailure>,
+}
+
+/// How many failed runs the summary lists.
+pub const LATEST_FAILURES: usize = 10;
+
+/// A failed run of a pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairFailure {
+    pub probe: String,
+    pub target: String,
+    #[serde(flatten)]
+    pub failure: Failure,
 }
 
 /// One (probe, target) pair's figures. Latencies are in milliseconds over the runs that are
@@ -168,7 +183,19 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
             }
         })
         .collect();
+    let latest_failures = lines
+        .iter()
+        .rev()
+        .filter(|l| !l.run.success)
+        .take(LATEST_FAILURES)
+        .map(|l| PairFailure {
+            probe: l.run.probe.clone(),
+            target: l.run.target.clone(),
+            failure: Failure::of(&l.run),
+        })
+        .collect();
     Summary {
+        latest_failures,
         since,
         first_run: lines.first().map(|l| l.run.started_at),
         last_run: lines.last().map(|l| l.run.started_at),

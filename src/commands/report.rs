@@ -143,6 +143,16 @@ fn table(s: &Summary) -> String {
             );
         }
     }
+    if !s.latest_failures.is_empty() {
+        let _ = writeln!(out, "\nLATEST FAILURES");
+        for f in &s.latest_failures {
+            let _ = writeln!(
+                out,
+                "{}  {} -> {}  {}  {}",
+                f.failure.started_at, f.probe, f.target, f.failure.request_id, f.failure.error
+            );
+        }
+    }
     if s.skipped_lines > 0 {
         let _ = writeln!(
             out,
@@ -210,6 +220,20 @@ fn markdown(s: &Summary) -> String {
                 serde_plain(&i.state),
                 end(i),
                 cell(&i.first_error)
+            );
+        }
+    }
+    if !s.latest_failures.is_empty() {
+        out.push_str("\n### Latest failures\n\n| started | probe | target | request id | sentence |\n|---|---|---|---|---|\n");
+        for f in &s.latest_failures {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | `{}` | {} |",
+                f.failure.started_at,
+                cell(&f.probe),
+                cell(&f.target),
+                cell(&f.failure.request_id),
+                cell(&f.failure.error)
             );
         }
     }

@@ -211,7 +211,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn of(run: &Run) -> Failure {
+    pub(crate) fn of(run: &Run) -> Failure {
         let detector = run.repetition.as_ref().and_then(|r| r.detector.clone());
         let error = sentence(run);
         Failure {

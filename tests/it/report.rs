@@ -109,6 +109,29 @@ async fn report_summarises_a_rotated_log_the_daemon_wrote() {
     let incident = &s2["incidents"][0];
     assert_eq!(incident["target"], "loading");
     assert!(incident["outcomes"]["http_error"].as_u64().unwrap() >= 1);
+    // The latest failures, each with its request id and sentence, as the log has them.
+    let failed: Vec<serde_json::Value> = llm_canary::summary::log_files(&log)
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|r| r["success"] == false)
+        .collect();
+    let listed = s2["latest_failures"].as_array().unwrap();
+    assert!(!listed.is_empty() && listed.len() <= 10, "{s2:#}");
+    for f in listed {
+        let run = failed
+            .iter()
+            .find(|r| r["request_id"] == f["request_id"])
+            .unwrap_or_else(|| panic!("{f:#} is no failed run of the log"));
+        assert_eq!(f["target"], "loading");
+        assert_eq!(f["error"], run["error"], "{f:#}");
+        assert!(f["error"].as_str().unwrap().contains("503"), "{f:#}");
+    }
 
     // Markdown: a table GitHub renders (header, alignment row, one row per pair) and the
     // incident section.
@@ -124,6 +147,11 @@ async fn report_summarises_a_rotated_log_the_daemon_wrote() {
         "{md}"
     );
     assert!(md.contains("### Incidents"), "{md}");
+    let first = listed[0]["request_id"].as_str().unwrap();
+    assert!(
+        md.contains("### Latest failures") && md.contains(&format!("| `{first}` | ")),
+        "{md}"
+    );
     let cols = table[0].matches('|').count();
     assert!(
         table.iter().take(4).all(|l| l.matches('|').count() == cols),

@@ -139,9 +139,16 @@ fn quit_and_check_restored(tmux: &Tmux, seen: &mut String) {
         "the view is not on the alternate screen"
     );
     tmux.ok(&["send-keys", "-t", "w", "q"]);
-    let screen = tmux.until("the exit status", seen, |s| s.contains("watch exited"));
-    assert!(
-        screen.contains("watch exited 0"),
+    // The echo's own line: the typed command shows the same words before it has run.
+    let status = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("watch exited "))
+            .map(str::to_string)
+    };
+    let screen = tmux.until("the exit status", seen, |s| status(s).is_some());
+    assert_eq!(
+        status(&screen).as_deref(),
+        Some("watch exited 0"),
         "watch did not exit 0:\n{screen}"
     );
     assert!(
