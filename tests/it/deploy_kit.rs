@@ -827,6 +827,8 @@ async fn every_dashboard_query_parses_and_returns_data() {
         ("probes/p.yaml", "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\nchecks: {expect: \"(?i)paris\"}\n"),
         // The prefix-cache row's figures.
         ("probes/cache.yaml", "name: cache\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ncache_check: {prefix_chars: 1000}\nchecks: {expect: \"(?i)paris\"}\n"),
+        // The context ladder's row: a rung's prefill speed, from a firing's second rung on.
+        ("probes/ladder.yaml", "name: ladder\nschedule: \"* * * * * *\"\nmax_tokens: 32\nladder: {sizes: [64, 256]}\n"),
         ("prompts/q.txt", common::PROMPT),
     ]);
     let _daemon = services::daemon(&dir.path().join("llm-canary.yaml"));
