@@ -16,6 +16,7 @@
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
+mod asks;
 pub mod bedrock;
 mod cache;
 mod gemini;

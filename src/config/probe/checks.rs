@@ -1,0 +1,119 @@
+//! A probe's `checks:` (and the tool a `tool_call` check requires), validated at load.
+
+use super::*;
+
+pub(super) fn load_checks(
+    src: &Source,
+    at: &FieldPath,
+    c: raw::RawChecks,
+    base: &Path,
+    tools: Option<&[Tool]>,
+) -> Result<CheckSpec, ConfigError> {
+    let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
+        match v {
+            Some(s) if s.value < 0 => Err(src.err(
+                &at.key(what),
+                s.referenced,
+                format!("{what} must be 0 or more, found {}", s.value),
+            )),
+            Some(s) => Ok(Some(s.value as usize)),
+            None => Ok(None),
+        }
+    };
+    let min_chars = chars(&c.min_chars, "min_chars")?;
+    let max_chars = chars(&c.max_chars, "max_chars")?;
+    if let (Some(min), Some(max), Some(m)) = (min_chars, max_chars, &c.max_chars) {
+        if min > max {
+            return Err(src.err(
+                &at.key("max_chars"),
+                m.referenced,
+                format!("max_chars ({max}) is below min_chars ({min})"),
+            ));
+        }
+    }
+    let max_lines = match &c.max_lines {
+        Some(s) if s.value < 1 => {
+            return Err(src.err(
+                &at.key("max_lines"),
+                s.referenced,
+                format!("max_lines must be 1 or more, found {}", s.value),
+            ))
+        }
+        Some(s) => Some(s.value as usize),
+        None => None,
+    };
+    let repetition = match c.repetition.unwrap_or(raw::Repetition::Default) {
+        raw::Repetition::Default => Some(Default::default()),
+        raw::Repetition::Off => None,
+        raw::Repetition::Custom(t) => Some(t),
+    };
+    let stop_on_repetition = match c.stop_on_repetition {
+        Some(s) if s.value && repetition.is_none() => {
+            return Err(src.err(
+                &at.key("stop_on_repetition"),
+                s.referenced,
+                "stop_on_repetition needs the repetition check: remove `repetition: off`",
+            ))
+        }
+        Some(s) => s.value,
+        None => false,
+    };
+    let json_schema = match &c.json_schema {
+        Some(file) => Some(Arc::new(
+            probe_files::schema(&base.join(&file.value))
+                .map_err(|e| src.err(&at.key("json_schema"), file.referenced, e))?,
+        )),
+        None => None,
+    };
+    let tool_call = match &c.tool_call {
+        Some(name) => Some(required_tool(src, &at.key("tool_call"), name, tools)?),
+        None => None,
+    };
+    Ok(CheckSpec {
+        min_chars,
+        max_chars,
+        max_lines,
+        expect: c.expect.map(|r| r.0),
+        forbid: c.forbid.map(|r| r.0),
+        repetition,
+        stop_on_repetition,
+        allow_truncation: c.allow_truncation.unwrap_or(false),
+        // A schema is a JSON check with more to say.
+        json: c.json.unwrap_or(false) || json_schema.is_some(),
+        json_schema,
+        tool_call,
+        needle: None,
+    })
+}
+
+/// `checks.tool_call`: one of the probe's tools.
+fn required_tool(
+    src: &Source,
+    field: &FieldPath,
+    name: &Spanned<String>,
+    tools: Option<&[Tool]>,
+) -> Result<tool_call::Required, ConfigError> {
+    let Some(tools) = tools else {
+        return Err(src.err(
+            field,
+            name.referenced,
+            "tool_call needs the probe's tools: add `tools: FILE`",
+        ));
+    };
+    let Some(tool) = tools.iter().find(|t| t.name == name.value) else {
+        let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        return Err(src.err(
+            field,
+            name.referenced,
+            format!(
+                "no tool {:?} in the probe's tools ({})",
+                name.value,
+                known.join(", ")
+            ),
+        ));
+    };
+    Ok(tool_call::Required {
+        name: tool.name.clone(),
+        schema: tool.schema.clone(),
+    })
+}
