@@ -16,7 +16,6 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -170,12 +169,9 @@ where
                     let at = Instant::now();
                     self.progress.stamp(at);
                     let bytes: bytes::Bytes = bytes.into();
-                    let seen = self.progress.bytes().saturating_add(bytes.len());
-                    self.progress.bytes.store(seen, Ordering::Relaxed);
-                    if seen > self.caps.max_body {
+                    if let Err(e) = self.progress.count(&bytes, self.caps.max_body) {
                         self.done = true;
-                        let limit = self.caps.max_body;
-                        return Poll::Ready(Some(Err(BodyError::BodyTooLarge { limit })));
+                        return Poll::Ready(Some(Err(e)));
                     }
                     self.buf.extend_from_slice(&bytes);
                     if let Err(e) = self.take_frames(at) {

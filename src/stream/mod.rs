@@ -91,6 +91,20 @@ impl Progress {
         self.head.get().map_or("", String::as_str)
     }
 
+    /// Counts a read's bytes (keeping the body's first ones, printable) and holds them to the
+    /// body cap; the bytes read so far, this read's included.
+    fn count(&self, bytes: &[u8], max_body: usize) -> Result<usize, BodyError> {
+        if !bytes.is_empty() {
+            self.head.get_or_init(|| crate::util::snippet(bytes));
+        }
+        let seen = self.bytes().saturating_add(bytes.len());
+        self.bytes.store(seen, Ordering::Relaxed);
+        if seen > max_body {
+            return Err(BodyError::BodyTooLarge { limit: max_body });
+        }
+        Ok(seen)
+    }
+
     fn stamp(&self, at: Instant) {
         let nanos =
             u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX);
@@ -169,18 +183,7 @@ impl<S> Body<S> {
 
     /// Checks one read against the caps and UTF-8; the read is accepted whole or not at all.
     fn admit(&mut self, bytes: &[u8]) -> Result<(), BodyError> {
-        if !bytes.is_empty() {
-            self.progress
-                .head
-                .get_or_init(|| crate::util::snippet(bytes));
-        }
-        let seen = self.progress.bytes().saturating_add(bytes.len());
-        self.progress.bytes.store(seen, Ordering::Relaxed);
-        if seen > self.caps.max_body {
-            return Err(BodyError::BodyTooLarge {
-                limit: self.caps.max_body,
-            });
-        }
+        let seen = self.progress.count(bytes, self.caps.max_body)?;
         // Every line, also one that starts and ends inside this read, so where the cap trips
         // does not depend on how the body was split into reads.
         let mut run = self.line_len;
