@@ -17,6 +17,21 @@ pub(super) struct AuthKeys {
     pub bearer_token_file: Option<Spanned<String>>,
 }
 
+/// The auth keys of an output's raw mapping (`push:`, `remote_write:`, `otlp:` write them
+/// alike; serde cannot flatten them into a mapping that refuses unknown keys).
+macro_rules! auth_keys {
+    ($raw:expr) => {
+        $crate::config::auth::AuthKeys {
+            username: $raw.username,
+            password_env: $raw.password_env,
+            password_file: $raw.password_file,
+            bearer_token_env: $raw.bearer_token_env,
+            bearer_token_file: $raw.bearer_token_file,
+        }
+    };
+}
+pub(super) use auth_keys;
+
 /// Basic auth, a bearer token, or none. `what` names the output in errors (`push`,
 /// `remote_write`); `url_at` is where a lone password's error points when nothing better is.
 pub(super) fn load(
@@ -108,5 +123,20 @@ fn bad_url(what: &str, raw: &str) -> String {
         format!("{what} url must not hold credentials: set username with password_env or password_file, or a bearer token")
     } else {
         format!("{what} url {raw:?} must be an http(s) URL without credentials")
+    }
+}
+
+/// An output's `job` label (`push:`, `remote_write:`): `llm_canary` unless given, never empty.
+pub(super) fn job(
+    src: &Source,
+    at: &FieldPath,
+    job: Option<Spanned<String>>,
+) -> Result<String, ConfigError> {
+    match job {
+        Some(j) if j.value.is_empty() => {
+            Err(src.err(&at.key("job"), j.referenced, "job must not be empty"))
+        }
+        Some(j) => Ok(j.value),
+        None => Ok("llm_canary".into()),
     }
 }

@@ -547,13 +547,7 @@ fn load_push(
     base: &Path,
 ) -> Result<Push, ConfigError> {
     let url = auth::url(src, at, &p.url, "push")?;
-    let keys = auth::AuthKeys {
-        username: p.username,
-        password_env: p.password_env,
-        password_file: p.password_file,
-        bearer_token_env: p.bearer_token_env,
-        bearer_token_file: p.bearer_token_file,
-    };
+    let keys = auth::auth_keys!(p);
     let auth = auth::load(
         src,
         at,
@@ -563,13 +557,7 @@ fn load_push(
         (at.key("url"), p.url.referenced),
     )?;
 
-    let job = match p.job {
-        Some(j) if j.value.is_empty() => {
-            return Err(src.err(&at.key("job"), j.referenced, "job must not be empty"))
-        }
-        Some(j) => j.value,
-        None => "llm_canary".into(),
-    };
+    let job = auth::job(src, at, p.job)?;
     Ok(Push {
         url,
         job,

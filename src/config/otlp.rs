@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::auth::{self, AuthKeys};
+use super::auth;
 use super::duration::Dur;
 use super::remote_write::nonzero;
 use super::{positive, ConfigError, FieldPath, PushAuth, Source};
@@ -96,13 +96,7 @@ pub(super) fn load(
             "endpoint must be an http(s) URL without credentials, e.g. http://collector:4318",
         ));
     }
-    let keys = AuthKeys {
-        username: r.username,
-        password_env: r.password_env,
-        password_file: r.password_file,
-        bearer_token_env: r.bearer_token_env,
-        bearer_token_file: r.bearer_token_file,
-    };
+    let keys = auth::auth_keys!(r);
     let auth = auth::load(
         src,
         at,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_saphyr::Spanned;
 
-use super::auth::{self, AuthKeys};
+use super::auth;
 use super::duration::Dur;
 use super::{positive, raw, ConfigError, FieldPath, PushAuth, Source};
 
@@ -59,13 +59,7 @@ pub(super) fn load(
     base: &Path,
 ) -> Result<RemoteWriteSettings, ConfigError> {
     let url = auth::url(src, at, &r.url, "remote_write")?;
-    let keys = AuthKeys {
-        username: r.username,
-        password_env: r.password_env,
-        password_file: r.password_file,
-        bearer_token_env: r.bearer_token_env,
-        bearer_token_file: r.bearer_token_file,
-    };
+    let keys = auth::auth_keys!(r);
     let auth = auth::load(
         src,
         at,
@@ -74,13 +68,7 @@ pub(super) fn load(
         "remote_write",
         (at.key("url"), r.url.referenced),
     )?;
-    let job = match r.job {
-        Some(j) if j.value.is_empty() => {
-            return Err(src.err(&at.key("job"), j.referenced, "job must not be empty"))
-        }
-        Some(j) => j.value,
-        None => "llm_canary".into(),
-    };
+    let job = auth::job(src, at, r.job)?;
     let queue = r.queue.unwrap_or_default();
     let queue_at = at.key("queue");
     let max_samples = match &queue.max_samples {
