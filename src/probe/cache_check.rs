@@ -4,8 +4,6 @@
 //! by side is [`CacheFigures`]: the share of the warm prompt the server says it took from its
 //! cache, and how much sooner the warm run's first token came.
 
-use std::fmt::Write;
-
 use serde::{Deserialize, Serialize};
 
 use super::request::build_with_prefix;
@@ -40,44 +38,20 @@ pub struct CacheFigures {
     pub ttft_speedup: Option<f64>,
 }
 
-/// Sentences for the filler: plain English prose, which every tokenizer splits into ordinary
-/// words (about four characters a token), unlike random characters or one repeated word.
-const SENTENCES: [&str; 12] = [
-    "The river town kept its old mill running long after the railway arrived.",
-    "Every spring the water rose over the lower meadow and the farmers moved their sheep uphill.",
-    "A stone bridge with five arches carried the market road across the current.",
-    "The baker opened before dawn, and the smell of bread reached the harbour by six.",
-    "Children learned to swim in the shallow bend below the church.",
-    "In the autumn, barges brought coal and timber from the forests upstream.",
-    "The town council met on the first Monday of each month in the hall above the library.",
-    "Visitors often asked why the clock on the tower ran four minutes slow.",
-    "A ferry crossed to the island twice a day, weather permitting.",
-    "The museum kept a record of every flood since the year the mill was built.",
-    "On market days the square filled with stalls selling cheese, apples and wool.",
-    "Fishermen mended their nets on the quay while gulls circled overhead.",
-];
-
-/// A prefix of `chars` characters (at most; cut at a word): a line unique to this firing, so
-/// no cache holds it yet, then filler prose the prompt follows.
+/// A prefix of `chars` characters (at most): a line unique to this firing, so no cache holds
+/// it yet, then the same filler prose every firing (the context ladder's sentences, which every
+/// tokenizer splits into ordinary words), then the prompt.
 pub fn prefix(chars: usize) -> String {
-    let mut s = String::with_capacity(chars + 128);
-    let _ = writeln!(
-        s,
-        "[canary {:016x}] Background notes, not needed for the answer:",
+    const END: &str = "\n\nEnd of the notes.";
+    let mut s = format!(
+        "[canary {:016x}] Background notes, not needed for the answer:\n",
         fastrand::u64(..)
     );
-    for i in 0.. {
-        // A stride coprime to the count, so neighbouring sentences vary from round to round.
-        let sentence = SENTENCES[(i * 5 + i / SENTENCES.len()) % SENTENCES.len()];
-        if s.len() + sentence.len() + 1 > chars {
-            break;
-        }
-        s.push_str(sentence);
-        s.push(if i % 4 == 3 { '\n' } else { ' ' });
-    }
-    let kept = s.trim_end().len();
-    s.truncate(kept);
-    s.push_str("\n\nEnd of the notes.");
+    let room = chars.saturating_sub(s.len() + END.len());
+    // A fixed seed: the filler is the same from firing to firing, only the first line differs.
+    let sentences = super::ladder::filler(&mut fastrand::Rng::with_seed(0), room);
+    s.push_str(&sentences.join(" "));
+    s.push_str(END);
     s
 }
 

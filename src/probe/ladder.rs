@@ -131,7 +131,7 @@ pub fn question(name: &str) -> String {
 }
 
 /// Filler sentences (no digits, so the code is the only number) of `chars` characters at most.
-fn filler(rng: &mut fastrand::Rng, chars: usize) -> Vec<String> {
+pub(super) fn filler(rng: &mut fastrand::Rng, chars: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut len = 0;
     loop {
