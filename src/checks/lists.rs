@@ -108,14 +108,17 @@ impl Item {
     /// key repeats these by nature (`1. True 2. False 3. True...`), so they are no sign of a
     /// loop among items.
     pub fn is_answer(&self) -> bool {
-        let t = self
-            .text
-            .trim_matches(|c| matches!(c, '(' | ')' | '[' | ']' | '（' | '）'));
-        let mut chars = t.chars();
-        let one_letter =
-            chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.next().is_none();
-        one_letter || ANSWERS.contains(&t)
+        is_answer(&self.text)
     }
+}
+
+/// `text` is one answer from a fixed set (`True`, `(B)`, `对`), brackets aside.
+pub fn is_answer(text: &str) -> bool {
+    let t = text.trim_matches(|c| matches!(c, '(' | ')' | '[' | ']' | '（' | '）'));
+    let mut chars = t.chars();
+    let one_letter =
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && chars.next().is_none();
+    one_letter || ANSWERS.contains(&t)
 }
 
 impl AsRef<str> for Item {

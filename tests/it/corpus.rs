@@ -21,13 +21,15 @@ use llm_canary::checks::repetition::{analyze, Detector, Finding, Thresholds};
 /// Every rule, by the name [`Finding::rule`] gives it: the detectors, with the shapes that
 /// count for `lines` (templates, table rows), `ngrams` (sentences) and `morphemes` (sentence
 /// endings) apart.
-const RULES: [&str; 9] = [
+const RULES: [&str; 11] = [
     "item_cycle",
     "tail_loop",
+    "word_tail",
     "lines",
     "template_lines",
     "table_rows",
     "ngrams",
+    "passages",
     "sentences",
     "morphemes",
     "endings",
@@ -37,8 +39,8 @@ use serde::Deserialize;
 /// The least recall on each batch: 95 % on the one the rules were tuned on, and on the later
 /// ones what the detectors catch of them today.
 const RECALL_FLOORS: [(&str, f64); 3] =
-    [("first", 0.95), ("2026-12-01", 0.79), ("2026-12-01b", 0.74)];
-const OVERALL_FLOOR: f64 = 0.84;
+    [("first", 0.95), ("2026-12-01", 0.81), ("2026-12-01b", 0.88)];
+const OVERALL_FLOOR: f64 = 0.90;
 
 #[derive(Debug, Deserialize)]
 struct Sample {
@@ -278,14 +280,15 @@ fn detectors_on_the_labeled_corpus() {
         "no real degenerate answer needs item_cycle: {decided:?} {alone:?}"
     );
     // A rule for a shape exact comparison misses fires on three real loops at least: no rule
-    // stands on a single sample. `template_lines` fires on two so far (a third, 千二年 (1922-1923)
-    // on eight lines, is shorter than its twelve): held to those two.
+    // stands on a single sample.
     for (rule, least) in [
-        ("template_lines", 2),
+        ("template_lines", 3),
         ("table_rows", 3),
         ("sentences", 3),
         ("morphemes", 3),
         ("endings", 3),
+        ("word_tail", 3),
+        ("passages", 3),
     ] {
         let n = fires.get(rule).copied().unwrap_or(0);
         assert!(

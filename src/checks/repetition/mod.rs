@@ -57,6 +57,10 @@ pub struct Thresholds {
     /// Sentences that end in the same last four words, at least this many and at least two
     /// fifths of the answer's sentences, are a loop (`..., which is a must-do in Paris.`).
     pub ending_min_sentences: usize,
+    /// In paragraphs of prose (lines of 40 words or CJK characters on average), runs of four
+    /// words said three times or more that cover this share of the words are a loop: a model
+    /// stuck on a phrase says it again in every new sentence.
+    pub passage_ratio: f64,
 }
 
 impl Default for Thresholds {
@@ -71,6 +75,7 @@ impl Default for Thresholds {
             min_units: 40,
             sentence_min_units: 8,
             ending_min_sentences: 4,
+            passage_ratio: 0.5,
         }
     }
 }
@@ -187,6 +192,10 @@ fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
 /// The share of an answer's lines one template must make up to be a loop: most of them.
 const TEMPLATE_SHARE: f64 = 2.0 / 3.0;
 
+/// The fewest lines one template with a climbing counter must take for a loop: eight, where
+/// a list needs six items to cycle (`千二年 (1922-1923)` on eight lines).
+const TEMPLATE_MIN_LINES: usize = 8;
+
 /// How far into a third saying a long passage must be to count as a loop.
 const PASSAGE_RESTART: usize = 4;
 
@@ -254,20 +263,30 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let (repeated_sentences, sentence_count) =
         sentences::repeated_sentences(text, t.sentence_min_units);
     let (alike, ended) = sentences::endings(text);
+    // Words alone, whatever marks lie between them (`B2B！B2B：B2B；`): one repeat more than a
+    // tail loop of units needs, over two fifths of its units.
+    let word_tail = shapes::word_tail(
+        &words,
+        t.tail_min_repeats + 1,
+        (2 * t.tail_min_units).div_ceil(5),
+    );
+    let passage_ratio = shapes::passages(&prose, t.min_units);
     // One sentence ends alike with itself: the share says something from two on.
     let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
     let findings = [
         cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
         tail.map(Finding::TailLoop),
+        word_tail.map(|(period, words)| Finding::WordTail { period, words }),
         (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
             ratio: recurring_item_ratio,
         }),
-        // A template said on twice as many lines as a list needs to cycle, and on most of them.
-        (template_lines >= 2 * t.list_min_items && template_line_ratio >= TEMPLATE_SHARE)
-            .then_some(Finding::TemplateLines {
+        // A template said on eight lines or more, and on most of the answer's.
+        (template_lines >= TEMPLATE_MIN_LINES && template_line_ratio >= TEMPLATE_SHARE).then_some(
+            Finding::TemplateLines {
                 lines: template_lines,
                 items: items.len(),
-            }),
+            },
+        ),
         // One row said again once is a slip, as one list item said twice is.
         (repeated_rows >= 2).then_some(Finding::RepeatedRows {
             repeated: repeated_rows,
@@ -276,6 +295,9 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         (long_enough && ngrams - compression_ratio >= t.ngram_margin).then_some(Finding::Ngrams {
             seq_rep_4: ngrams,
             compression_ratio,
+        }),
+        (passage_ratio >= t.passage_ratio).then_some(Finding::Passages {
+            ratio: passage_ratio,
         }),
         // A sentence of prose said word for word a second time.
         (repeated_sentences >= 1).then_some(Finding::RepeatedSentences {
@@ -300,14 +322,16 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
                 .max(share(cycle.map_or(0, |(_, c)| c), items.len()))
                 .max(seq_rep_4)
                 .max(recurring_item_ratio)
-                .max(fired(&findings[3], template_line_ratio))
-                .max(fired(&findings[4], share(repeated_rows, table_rows)))
+                .max(share(word_tail.map_or(0, |(_, w)| w), n))
+                .max(fired(&findings[4], template_line_ratio))
+                .max(fired(&findings[5], share(repeated_rows, table_rows)))
+                .max(fired(&findings[7], passage_ratio))
                 .max(fired(
-                    &findings[6],
+                    &findings[8],
                     share(repeated_sentences, sentence_count),
                 ))
-                .max(fired(&findings[7], clause_ending_ratio))
-                .max(fired(&findings[8], sentence_ending_ratio)),
+                .max(fired(&findings[9], clause_ending_ratio))
+                .max(fired(&findings[10], sentence_ending_ratio)),
             units: n,
             items: items.len(),
             seq_rep_4,

@@ -74,6 +74,12 @@ pub enum Finding {
         items: usize,
     },
     TailLoop(Tail),
+    /// The text ends in a period of `period` words (marks left out) repeated back to back over
+    /// `words` words (`tail_loop` detector, `word_tail` rule).
+    WordTail {
+        period: usize,
+        words: usize,
+    },
     /// This share of the list items come back again and again in their section.
     RecurringItems {
         ratio: f64,
@@ -89,6 +95,11 @@ pub enum Finding {
     RepeatedRows {
         repeated: usize,
         rows: usize,
+    },
+    /// In paragraphs of prose, this share of the words lie in runs of four said three times or
+    /// more (`ngrams` detector, `passages` rule).
+    Passages {
+        ratio: f64,
     },
     /// Sentences of prose said word for word again, out of the sentences long enough to count
     /// (`ngrams` detector: the text repeats itself).
@@ -119,12 +130,14 @@ impl Finding {
     pub fn detector(&self) -> Detector {
         match self {
             Finding::ItemCycle { .. } => Detector::ItemCycle,
-            Finding::TailLoop(_) => Detector::TailLoop,
+            Finding::TailLoop(_) | Finding::WordTail { .. } => Detector::TailLoop,
             Finding::RecurringItems { .. } => Detector::RecurringItems,
             Finding::TemplateLines { .. } | Finding::RepeatedRows { .. } => {
                 Detector::RecurringItems
             }
-            Finding::Ngrams { .. } | Finding::RepeatedSentences { .. } => Detector::Ngrams,
+            Finding::Ngrams { .. }
+            | Finding::RepeatedSentences { .. }
+            | Finding::Passages { .. } => Detector::Ngrams,
             Finding::ClauseEndings { .. } | Finding::SentenceEndings { .. } => Detector::Morphemes,
         }
     }
@@ -137,6 +150,8 @@ impl Finding {
             Finding::RepeatedRows { .. } => "table_rows",
             Finding::RepeatedSentences { .. } => "sentences",
             Finding::SentenceEndings { .. } => "endings",
+            Finding::WordTail { .. } => "word_tail",
+            Finding::Passages { .. } => "passages",
             f => f.detector().as_str(),
         }
     }
@@ -148,6 +163,7 @@ impl Finding {
             Finding::ItemCycle { period, items } => Some((period, items / period)),
             Finding::TailLoop(Tail::Repeated { period, units }) => Some((period, units / period)),
             Finding::TemplateLines { lines, .. } => Some((1, lines)),
+            Finding::WordTail { period, words } => Some((period, words / period)),
             _ => None,
         }
     }
@@ -181,6 +197,17 @@ impl Finding {
             Finding::TemplateLines { lines, items } => {
                 format!("one line template, numbers aside, on {lines} of {items} lines")
             }
+            Finding::WordTail { period: 1, words } => {
+                format!("the text ends in one word said {words} times, marks aside")
+            }
+            Finding::WordTail { period, words } => format!(
+                "the text ends in a loop of {period} words repeated {} times, marks aside",
+                words / period
+            ),
+            Finding::Passages { ratio } => format!(
+                "{:.0}% of the paragraphs' words are phrases said three times or more",
+                ratio * 100.0
+            ),
             Finding::RepeatedRows { repeated, rows } => {
                 format!("{repeated} of {rows} table rows say again what an earlier row said")
             }
@@ -256,9 +283,19 @@ impl Report {
         self.findings.first()
     }
 
-    /// The detectors that fired, in the order they are asked.
+    /// The detectors that fired, each once, in the order they are asked.
     pub fn fired(&self) -> impl Iterator<Item = Detector> + '_ {
-        self.findings.iter().map(Finding::detector)
+        let mut seen = Vec::with_capacity(Detector::ALL.len());
+        self.findings
+            .iter()
+            .map(Finding::detector)
+            .filter(move |d| {
+                let first = !seen.contains(d);
+                if first {
+                    seen.push(*d);
+                }
+                first
+            })
     }
 
     /// The item cycle, when one was found: `(period, items covered)`.

@@ -84,7 +84,14 @@ pub fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
         if !marked || line_again {
             continue;
         }
-        let words = words(sentence);
+        // Numbers masked: the same sentence with a counter in it (`你可以在3日内...`,
+        // `你可以在4日内...`) is said again all the same.
+        let mut words = words(sentence);
+        for w in &mut words {
+            if w.chars().all(|c| c.is_ascii_digit()) {
+                "#".clone_into(w);
+            }
+        }
         if words.len() < min_units {
             continue;
         }
@@ -135,6 +142,14 @@ mod tests {
         // A line without a full stop (a chorus line) is no sentence said again.
         let chorus = "We will stand together through the rain and sun\nWe will stand together through the rain and sun";
         assert_eq!(repeated_sentences(chorus, 8).0, 0);
+    }
+
+    #[test]
+    fn a_sentence_with_only_its_counter_changed_is_said_again() {
+        let days = "你可以在3日内去北京的故宫看一看日超红的风景。你可以在4日内去北京的故宫看一看日超红的风景。";
+        assert_eq!(repeated_sentences(days, 8), (1, 2));
+        let plan = "On day 1 we walk along the river to the old town. On day 2 we take the train up into the hills.";
+        assert_eq!(repeated_sentences(plan, 8).0, 0);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::lists::Item;
-use super::super::units::is_cjk;
+use super::super::lists::{self, Item};
+use super::super::units::{intern, is_cjk, periodic_run, repeats, units};
 
 /// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
 /// their numbers share a template.
@@ -173,6 +173,59 @@ pub fn clause_endings(prose: &str) -> (f64, usize) {
     (best as f64 / clauses.len() as f64, clauses.len())
 }
 
+/// The loop of words (marks left out) that ends the text, as `(period, words covered)`:
+/// `min_repeats` repeats or more over `min_words` words or more. A period of numbers and
+/// answers alone (`0 0 0 0`, `True False True False`) is a table's zeros or an answer key.
+/// `words` are the text's units; the last may be a word `max_tokens` cut in half.
+pub fn word_tail(words: &[&str], min_repeats: usize, min_words: usize) -> Option<(usize, usize)> {
+    let kept: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .collect();
+    let ids = intern(&kept);
+    let accept = repeats(min_repeats, min_words);
+    let run = |len: usize| periodic_run(&ids[..len], true, &accept).map(|(p, _, c)| (len, p, c));
+    let (end, p, covered) = run(ids.len()).or_else(|| run(ids.len().saturating_sub(1)))?;
+    let data = kept[end - p..end]
+        .iter()
+        .all(|w| w.chars().all(|c| c.is_ascii_digit()) || lists::is_answer(&w.to_lowercase()));
+    (!data).then_some((p, covered))
+}
+
+/// Lines of prose must average this many words (or CJK characters) for [`passages`]: the
+/// paragraphs of an explanation, not the lines of a poem, a list or a table, whose parallel
+/// lines and refrains say phrases again by design.
+pub const PASSAGE_LINE_WORDS: usize = 40;
+
+/// In paragraphs of prose, the share of words (marks left out) inside a run of four that
+/// comes three times or more: a model stuck on a phrase says it clause after clause, each
+/// time in a new sentence, so no sentence repeats whole (`用来让人们更好地工作`, `a reflection
+/// of the celestial bodies`). 0 for lines shorter than [`PASSAGE_LINE_WORDS`] on average and
+/// for texts under `min_words`.
+pub fn passages(prose: &str, min_words: usize) -> f64 {
+    let words: Vec<&str> = units(prose)
+        .into_iter()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .collect();
+    let lines = prose.lines().filter(|l| !l.trim().is_empty()).count();
+    if words.len() < min_words.max(4) || words.len() < PASSAGE_LINE_WORDS * lines {
+        return 0.0;
+    }
+    let ids = intern(&words);
+    let mut counts: HashMap<&[u32], usize> = HashMap::new();
+    for gram in ids.windows(4) {
+        *counts.entry(gram).or_default() += 1;
+    }
+    let mut covered = vec![false; ids.len()];
+    for (i, gram) in ids.windows(4).enumerate() {
+        if counts[gram] >= 3 {
+            covered[i..i + 4].fill(true);
+        }
+    }
+    covered.iter().filter(|&&c| c).count() as f64 / ids.len() as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::super::lists;
@@ -212,6 +265,42 @@ mod tests {
         assert_eq!(repeated_rows(planets), (2, 4));
         let figures = "| a | b |\n|---|---|\n| 1 | 2 |\n| 1 | 2 |";
         assert_eq!(repeated_rows(figures), (0, 2));
+    }
+
+    fn word_tail8(words: &[&str]) -> Option<(usize, usize)> {
+        word_tail(words, 4, 8)
+    }
+
+    #[test]
+    fn word_tail_sees_words_through_changing_marks() {
+        let words = |t: &'static str| crate::checks::units::units(t);
+        // Eight times B2B, between marks that change: a tail loop of units sees no period.
+        let b2b = "说B2B是一个技术：\n2.B2B！B2B！：B2B！B2B！B2B！；B2B！；；B2B！B2B";
+        assert_eq!(word_tail8(&words(b2b)), Some((1, 8)));
+        // Four words, said four times, the last cut by max_tokens.
+        let names = "夏雨、苏苏、英国人、游议、苏苏、英国人、游议、苏苏、英国人、游议、苏苏、英国人、游议、苏";
+        assert!(word_tail8(&words(names)).is_some());
+        // Seven times is not yet a loop; zeros ending a table and an answer key are data.
+        assert_eq!(word_tail8(&words("ha ha ha ha ha ha ha")), None);
+        let zeros = "| a | 0 | 0 | 0 | 0 |\n| b | 0 | 0 | 0 | 0 |\n| c | 0 | 0 | 0 | 0 |";
+        assert_eq!(word_tail8(&words(zeros)), None);
+        let key = "1. True\n2. False\n3. True\n4. False\n5. True\n6. False\n7. True\n8. False";
+        assert_eq!(word_tail8(&words(key)), None);
+    }
+
+    #[test]
+    fn passages_need_paragraphs_and_phrases_said_three_times() {
+        let stuck = "人工智能是一种新的技术，用来让人们更好地工作，不仅是让人更好地工作，还有其他的技术，其中有人工智能的实现方式，是用来让人们更好地工作。人工智能是一种新的技术，用来让人们更好地工作，还有其他技术。";
+        assert!(
+            passages(stuck, 40) >= 0.5,
+            "{}",
+            passages(stuck, 40)
+        );
+        // The same words as verse, a line each: parallel lines and refrains are by design.
+        let verse = stuck.replace('，', "\n");
+        assert_eq!(passages(&verse, 40), 0.0);
+        let news = "熊猫生活在四川的山林里，主要吃竹子，每天要花十几个小时进食。它们性情温和，行动缓慢，冬天也不冬眠。科学家估计野生熊猫约有一千八百只，保护区的建立让数量逐年回升。";
+        assert!(passages(news, 40) < 0.3);
     }
 
     #[test]

@@ -324,6 +324,7 @@ fn thresholds_are_honoured() {
         recurring_item_ratio: 1.1,
         sentence_min_units: 100,
         ending_min_sentences: 100,
+        passage_ratio: 1.1,
         ..Thresholds::default()
     };
     assert!(!analyze(DEGENERATE[0], &t).degenerate());
