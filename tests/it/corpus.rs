@@ -305,3 +305,137 @@ fn detectors_on_the_labeled_corpus() {
         "every detector is a rule"
     );
 }
+
+/// A second reader's labels for every real answer, given blind: the prompt, the sampling
+/// settings, the finish reason and the text, never the first label nor any detector's verdict.
+/// `borderline` where the reader could not decide.
+#[derive(Debug, Deserialize)]
+struct SecondLabel {
+    id: String,
+    label: String,
+    reason: String,
+}
+
+/// The least recall on the clear cases, the answers both readers label alike: what the
+/// detectors catch of them today.
+const CLEAR_FLOOR: f64 = 0.90;
+
+#[test]
+fn second_reader_agreement_and_clear_cases() {
+    let samples = corpus();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus-second-reader.jsonl");
+    let second: BTreeMap<String, SecondLabel> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let s: SecondLabel = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+            (s.id.clone(), s)
+        })
+        .collect();
+    let t = Thresholds::default();
+    // Both readers' labels on each real answer, and the detectors' verdict.
+    let mut pairs = Vec::new();
+    for s in samples.iter().filter(|s| !s.source.starts_with("hand")) {
+        let other = second
+            .get(&s.id)
+            .unwrap_or_else(|| panic!("{}: no second reader's label", s.id));
+        assert!(
+            matches!(
+                other.label.as_str(),
+                "healthy" | "degenerate" | "borderline"
+            ) && !other.reason.trim().is_empty(),
+            "{}: second label {:?} needs one of healthy, degenerate, borderline and a reason",
+            s.id,
+            other.label
+        );
+        let first = s.label.as_deref() == Some("degenerate");
+        pairs.push((s, first, other, analyze(&s.text, &t).degenerate()));
+    }
+    assert_eq!(
+        pairs.len(),
+        second.len(),
+        "second labels for answers the corpus no longer has"
+    );
+    let decided: Vec<_> = pairs
+        .iter()
+        .filter(|(_, _, o, _)| o.label != "borderline")
+        .collect();
+    let agree = decided
+        .iter()
+        .filter(|(_, f, o, _)| *f == (o.label == "degenerate"))
+        .count();
+    // Cohen's kappa: agreement beyond what two readers with these label rates reach by chance.
+    let n = decided.len() as f64;
+    let p1 = decided.iter().filter(|(_, f, _, _)| *f).count() as f64 / n;
+    let p2 = decided
+        .iter()
+        .filter(|(_, _, o, _)| o.label == "degenerate")
+        .count() as f64
+        / n;
+    let chance = p1 * p2 + (1.0 - p1) * (1.0 - p2);
+    let observed = agree as f64 / n;
+    let kappa = (observed - chance) / (1.0 - chance);
+    println!(
+        "second reader: {} answers, {} borderline; agrees with the first on {agree} of {} ({:.1}%), Cohen's kappa {kappa:.2}",
+        pairs.len(),
+        pairs.len() - decided.len(),
+        decided.len(),
+        observed * 100.0
+    );
+    let score = |rows: &[&(&Sample, bool, &SecondLabel, bool)],
+                 truth: &dyn Fn(bool, &str) -> bool| {
+        let mut c = [0usize; 4];
+        for (_, f, o, d) in rows {
+            c[match (truth(*f, &o.label), *d) {
+                (true, true) => 0,
+                (false, true) => 1,
+                (true, false) => 2,
+                (false, false) => 3,
+            }] += 1;
+        }
+        c
+    };
+    let clear: Vec<_> = decided
+        .iter()
+        .copied()
+        .filter(|(_, f, o, _)| *f == (o.label == "degenerate"))
+        .collect();
+    let [tp, fp, fn_, tn] = score(&clear, &|f, _| f);
+    let recall = tp as f64 / (tp + fn_) as f64;
+    println!(
+        "clear cases (both readers agree): {} answers, precision {:.1}% recall {:.1}% (tp {tp}, fp {fp}, fn {fn_}, tn {tn})",
+        clear.len(),
+        tp as f64 / (tp + fp).max(1) as f64 * 100.0,
+        recall * 100.0
+    );
+    let [tp2, fp2, fn2, tn2] = score(&decided, &|_, o| o == "degenerate");
+    println!(
+        "by the second reader's labels: precision {:.1}% recall {:.1}% (tp {tp2}, fp {fp2}, fn {fn2}, tn {tn2})",
+        tp2 as f64 / (tp2 + fp2).max(1) as f64 * 100.0,
+        tp2 as f64 / (tp2 + fn2).max(1) as f64 * 100.0
+    );
+    if std::env::var_os("CORPUS_VERBOSE").is_some() {
+        for (s, f, o, d) in &pairs {
+            if *f != (o.label == "degenerate") || o.label == "borderline" {
+                println!(
+                    "readers differ: {} first {} second {} (flagged {d}): {}",
+                    s.id,
+                    if *f { "degenerate" } else { "healthy" },
+                    o.label,
+                    o.reason
+                );
+            }
+        }
+    }
+    let missed: Vec<&str> = clear
+        .iter()
+        .filter(|(_, f, _, d)| *f && !*d)
+        .map(|(s, ..)| s.id.as_str())
+        .collect();
+    assert_eq!(fp, 0, "false alarms on answers both readers call healthy");
+    assert!(
+        recall >= CLEAR_FLOOR,
+        "recall {recall:.3} on the clear cases fell below {CLEAR_FLOOR}: {missed:#?}"
+    );
+}
