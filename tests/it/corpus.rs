@@ -1,8 +1,9 @@
 //! The degeneration detectors against a labeled corpus of real answers (SmolLM2-135M on
 //! llama.cpp's server, English and Chinese, regrown by scripts/regrow-corpus and labeled by
 //! reading) and hand-written hard negatives (code, tables, JSON, refrains, calendars). Prints
-//! precision and recall; fails on any false alarm, below 95 % recall on the answers the detectors
-//! were tuned on, or below what they catch today of the answers grown later on new prompts.
+//! precision and recall; fails on any false alarm, or below what the detectors catch today of
+//! each batch (all of the first, which they were tuned on). A second reader's blind labels give
+//! the agreement between readers and the figures on the answers both label alike.
 //! It also measures recall with each rule left out (the detectors, with the shapes that count
 //! for `lines`, `ngrams` and `morphemes` apart), prints precision and recall per batch (the
 //! samples one regrow wrote, on new prompts, against those the rules were tuned on) and what
@@ -36,11 +37,11 @@ const RULES: [&str; 11] = [
 ];
 use serde::Deserialize;
 
-/// The least recall on each batch: 95 % on the one the rules were tuned on, and on the later
-/// ones what the detectors catch of them today.
+/// The least recall on each batch: what the detectors catch of it today (all of the first,
+/// which the rules were tuned on).
 const RECALL_FLOORS: [(&str, f64); 3] =
-    [("first", 0.95), ("2026-12-01", 0.81), ("2026-12-01b", 0.88)];
-const OVERALL_FLOOR: f64 = 0.90;
+    [("first", 1.0), ("2026-12-01", 0.83), ("2026-12-01b", 0.88)];
+const OVERALL_FLOOR: f64 = 0.91;
 
 #[derive(Debug, Deserialize)]
 struct Sample {
@@ -255,11 +256,12 @@ fn detectors_on_the_labeled_corpus() {
         alarms.is_empty(),
         "false alarms on healthy answers: {alarms:#?}"
     );
-    // The bars, batch by batch. The first batch tuned the rules: 95 %. The second was labelled
-    // blind and later tuned on too; the third was grown on new prompts after the rules were set,
-    // labelled before any detector ran on it, and is held out. Each is held to what the detectors
-    // catch of it today, so a change that loses any of it fails, while the rest of 95 % on
-    // the second and third is open work (docs/detectors.md lists the shapes missed).
+    // The bars, batch by batch. The first batch tuned the rules. The second was labelled blind
+    // and later tuned on too; the third was grown on new prompts after the first rules were
+    // set and labelled before any detector ran on it; later rules were written with all three
+    // in view. Each is held to what the detectors catch of it today, so a change that loses any
+    // of it fails, while the rest of 95 % on the second and third is open work
+    // (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
         let [tp, _, fn_, _] = batches.get(batch).copied().unwrap_or_default();
         let recall = ratio(tp, tp + fn_);
@@ -318,7 +320,7 @@ struct SecondLabel {
 
 /// The least recall on the clear cases, the answers both readers label alike: what the
 /// detectors catch of them today.
-const CLEAR_FLOOR: f64 = 0.90;
+const CLEAR_FLOOR: f64 = 0.92;
 
 #[test]
 fn second_reader_agreement_and_clear_cases() {

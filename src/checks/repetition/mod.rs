@@ -61,6 +61,9 @@ pub struct Thresholds {
     /// words said three times or more that cover this share of the words are a loop: a model
     /// stuck on a phrase says it again in every new sentence.
     pub passage_ratio: f64,
+    /// In paragraphs of prose (lines of 30 words or more on average), a phrase of six words
+    /// said this many times is a loop.
+    pub phrase_min_repeats: usize,
 }
 
 impl Default for Thresholds {
@@ -76,6 +79,7 @@ impl Default for Thresholds {
             sentence_min_units: 8,
             ending_min_sentences: 4,
             passage_ratio: 0.5,
+            phrase_min_repeats: 4,
         }
     }
 }
@@ -270,7 +274,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         t.tail_min_repeats + 1,
         (2 * t.tail_min_units).div_ceil(5),
     );
-    let passage_ratio = shapes::passages(&prose, t.min_units);
+    let (passage_ratio, phrase_repeats) = shapes::passages(&prose, t.min_units);
     // One sentence ends alike with itself: the share says something from two on.
     let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
     let findings = [
@@ -296,9 +300,11 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             seq_rep_4: ngrams,
             compression_ratio,
         }),
-        (passage_ratio >= t.passage_ratio).then_some(Finding::Passages {
-            ratio: passage_ratio,
-        }),
+        (passage_ratio >= t.passage_ratio || phrase_repeats >= t.phrase_min_repeats).then_some(
+            Finding::Passages {
+                ratio: passage_ratio,
+            },
+        ),
         // A sentence of prose said word for word a second time.
         (repeated_sentences >= 1).then_some(Finding::RepeatedSentences {
             repeated: repeated_sentences,

@@ -193,26 +193,43 @@ pub fn word_tail(words: &[&str], min_repeats: usize, min_words: usize) -> Option
     (!data).then_some((p, covered))
 }
 
-/// Lines of prose must average this many words (or CJK characters) for [`passages`]: the
-/// paragraphs of an explanation, not the lines of a poem, a list or a table, whose parallel
-/// lines and refrains say phrases again by design.
+/// Lines of prose must average this many words (or CJK characters) for [`passages`] to read
+/// them as paragraphs: an explanation's, not the lines of a poem, a list or a table, whose
+/// parallel lines and refrains say phrases again by design.
+pub const PARAGRAPH_WORDS: usize = 30;
+/// ...and this many for the share of words in recurring runs of four, which short repeated
+/// lines (`蒹葭苍苍`) raise fast.
 pub const PASSAGE_LINE_WORDS: usize = 40;
+/// A phrase of this many words said again and again in paragraphs is a loop (how often:
+/// `phrase_min_repeats`).
+pub const PHRASE_WORDS: usize = 6;
 
-/// In paragraphs of prose, the share of words (marks left out) inside a run of four that
-/// comes three times or more: a model stuck on a phrase says it clause after clause, each
-/// time in a new sentence, so no sentence repeats whole (`用来让人们更好地工作`, `a reflection
-/// of the celestial bodies`). 0 for lines shorter than [`PASSAGE_LINE_WORDS`] on average and
-/// for texts under `min_words`.
-pub fn passages(prose: &str, min_words: usize) -> f64 {
-    let words: Vec<&str> = units(prose)
+/// Phrases said again in paragraphs of prose: `(share, repeats)`, the share of words inside a
+/// run of four said three times or more (0 for lines under [`PASSAGE_LINE_WORDS`] on average),
+/// and how often the most said phrase of [`PHRASE_WORDS`] comes (0 for lines under
+/// [`PARAGRAPH_WORDS`]). A model stuck on a phrase says it clause after clause, each time in
+/// a new sentence, so no sentence repeats whole (`用来让人们更好地工作`, `we use plants to make
+/// things that are not plants`). Words are compared in lower case, and single letters (the
+/// initials of `A.I.F.K.E`) are no words of a phrase. Both 0 for texts under `min_words`.
+pub fn passages(prose: &str, min_words: usize) -> (f64, usize) {
+    let words: Vec<String> = units(prose)
         .into_iter()
-        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .filter(|w| w.chars().any(char::is_alphanumeric) && !(w.len() == 1 && w.is_ascii()))
+        .map(str::to_lowercase)
         .collect();
     let lines = prose.lines().filter(|l| !l.trim().is_empty()).count();
-    if words.len() < min_words.max(4) || words.len() < PASSAGE_LINE_WORDS * lines {
-        return 0.0;
+    if words.len() < min_words.max(PHRASE_WORDS) || words.len() < PARAGRAPH_WORDS * lines {
+        return (0.0, 0);
     }
     let ids = intern(&words);
+    let mut phrases: HashMap<&[u32], usize> = HashMap::new();
+    for gram in ids.windows(PHRASE_WORDS) {
+        *phrases.entry(gram).or_default() += 1;
+    }
+    let said = phrases.values().copied().max().unwrap_or(0);
+    if words.len() < PASSAGE_LINE_WORDS * lines {
+        return (0.0, said);
+    }
     let mut counts: HashMap<&[u32], usize> = HashMap::new();
     for gram in ids.windows(4) {
         *counts.entry(gram).or_default() += 1;
@@ -223,7 +240,8 @@ pub fn passages(prose: &str, min_words: usize) -> f64 {
             covered[i..i + 4].fill(true);
         }
     }
-    covered.iter().filter(|&&c| c).count() as f64 / ids.len() as f64
+    let share = covered.iter().filter(|&&c| c).count() as f64 / ids.len() as f64;
+    (share, said)
 }
 
 #[cfg(test)]
@@ -291,16 +309,19 @@ mod tests {
     #[test]
     fn passages_need_paragraphs_and_phrases_said_three_times() {
         let stuck = "人工智能是一种新的技术，用来让人们更好地工作，不仅是让人更好地工作，还有其他的技术，其中有人工智能的实现方式，是用来让人们更好地工作。人工智能是一种新的技术，用来让人们更好地工作，还有其他技术。";
-        assert!(
-            passages(stuck, 40) >= 0.5,
-            "{}",
-            passages(stuck, 40)
-        );
+        let (share, said) = passages(stuck, 40);
+        assert!(share >= 0.5, "{share}");
+        // `用来让人们更好地工作` three times: one time short of a phrase's loop.
+        assert_eq!(said, 3);
         // The same words as verse, a line each: parallel lines and refrains are by design.
         let verse = stuck.replace('，', "\n");
-        assert_eq!(passages(&verse, 40), 0.0);
+        assert_eq!(passages(&verse, 40), (0.0, 0));
         let news = "熊猫生活在四川的山林里，主要吃竹子，每天要花十几个小时进食。它们性情温和，行动缓慢，冬天也不冬眠。科学家估计野生熊猫约有一千八百只，保护区的建立让数量逐年回升。";
-        assert!(passages(news, 40) < 0.3);
+        assert!(passages(news, 40).0 < 0.3);
+        assert!(passages(news, 40).1 < 2);
+        // A phrase of six words said four times in English paragraphs, in other sentences.
+        let plants = "So, we use plants to make things that are not plants. It is a big job for the leaves of every green plant on earth, and the sun helps. When we use plants to make things that are not plants we call it photosynthesis, and it feeds us.\nWe use plants to make things that are not plants, and the roots take water from the ground to help them. So, we use plants to make things that are not plants, and it goes on.";
+        assert_eq!(passages(plants, 40).1, 4);
     }
 
     #[test]

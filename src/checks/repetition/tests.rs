@@ -325,6 +325,7 @@ fn thresholds_are_honoured() {
         sentence_min_units: 100,
         ending_min_sentences: 100,
         passage_ratio: 1.1,
+        phrase_min_repeats: 100,
         ..Thresholds::default()
     };
     assert!(!analyze(DEGENERATE[0], &t).degenerate());
