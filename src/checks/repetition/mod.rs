@@ -303,6 +303,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         (passage_ratio >= t.passage_ratio || phrase_repeats >= t.phrase_min_repeats).then_some(
             Finding::Passages {
                 ratio: passage_ratio,
+                // Named when it alone fired.
+                phrase: (passage_ratio < t.passage_ratio).then_some(phrase_repeats),
             },
         ),
         // A sentence of prose said word for word a second time.

@@ -97,9 +97,11 @@ pub enum Finding {
         rows: usize,
     },
     /// In paragraphs of prose, this share of the words lie in runs of four said three times or
-    /// more (`ngrams` detector, `passages` rule).
+    /// more, or (`phrase`) one phrase of six words comes this often (`ngrams` detector,
+    /// `passages` rule).
     Passages {
         ratio: f64,
+        phrase: Option<usize>,
     },
     /// Sentences of prose said word for word again, out of the sentences long enough to count
     /// (`ngrams` detector: the text repeats itself).
@@ -204,7 +206,11 @@ impl Finding {
                 "the text ends in a loop of {period} words repeated {} times, marks aside",
                 words / period
             ),
-            Finding::Passages { ratio } => format!(
+            Finding::Passages {
+                phrase: Some(times),
+                ..
+            } => format!("a phrase of six words said {times} times in the paragraphs"),
+            Finding::Passages { ratio, .. } => format!(
                 "{:.0}% of the paragraphs' words are phrases said three times or more",
                 ratio * 100.0
             ),
