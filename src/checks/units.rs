@@ -60,13 +60,36 @@ pub fn units(text: &str) -> Vec<&str> {
             }
         }
         let unit = &text[i..end];
-        if unit.chars().nth(LONGEST_WORD).is_some() && unit.chars().all(char::is_alphanumeric) {
-            out.extend(unit.char_indices().map(|(j, c)| &unit[j..j + c.len_utf8()]));
-        } else {
+        if unit.chars().nth(LONGEST_WORD).is_none() {
             out.push(unit);
+        } else if unit.contains('_') {
+            // A long snake_case run is read word by word (`LANDLESS_LANDLESS_...`), each
+            // underscore a unit of its own.
+            let mut start = 0;
+            for (j, _) in unit.match_indices('_') {
+                push_word(&mut out, &unit[start..j]);
+                out.push(&unit[j..j + 1]);
+                start = j + 1;
+            }
+            push_word(&mut out, &unit[start..]);
+        } else {
+            push_word(&mut out, unit);
         }
     }
     out
+}
+
+/// A word as one unit, or, longer than [`LONGEST_WORD`] and all letters and digits (a loop
+/// written without spaces), character by character.
+fn push_word<'a>(out: &mut Vec<&'a str>, word: &'a str) {
+    if word.is_empty() {
+        return;
+    }
+    if word.chars().nth(LONGEST_WORD).is_some() && word.chars().all(char::is_alphanumeric) {
+        out.extend(word.char_indices().map(|(j, c)| &word[j..j + c.len_utf8()]));
+    } else {
+        out.push(word);
+    }
 }
 
 /// Each distinct value as a small number, in order of first appearance, so sequences compare
@@ -145,6 +168,12 @@ mod tests {
         // A word no language has: a loop without spaces, read by character.
         assert_eq!(units(&"123".repeat(9)).len(), 27);
         assert_eq!(units("Donaudampfschifffahrt ok").len(), 2);
+        // A long snake_case run, word by word; a short one stays one word.
+        assert_eq!(
+            units("LANDING_LANDLESS_LANDLESS_LANDLESS"),
+            vec!["LANDING", "_", "LANDLESS", "_", "LANDLESS", "_", "LANDLESS"]
+        );
+        assert_eq!(units("max_tokens").len(), 1);
         // Emoji and full-width marks are units of their own; ASCII and line-drawing rules stay one.
         assert_eq!(units("🌊🌊🌊！！"), vec!["🌊", "🌊", "🌊", "！", "！"]);
         assert_eq!(units("━━━━ ==== ……"), vec!["━━━━", "====", "……"]);

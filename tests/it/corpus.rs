@@ -39,9 +39,13 @@ use serde::Deserialize;
 
 /// The least recall on each batch: what the detectors catch of it today (all of the first,
 /// which the rules were tuned on).
-const RECALL_FLOORS: [(&str, f64); 3] =
-    [("first", 1.0), ("2026-12-01", 0.83), ("2026-12-01b", 0.88)];
-const OVERALL_FLOOR: f64 = 0.91;
+const RECALL_FLOORS: [(&str, f64); 4] = [
+    ("first", 1.0),
+    ("2026-12-01", 0.83),
+    ("2026-12-01b", 0.88),
+    ("2026-12-01c", 0.81),
+];
+const OVERALL_FLOOR: f64 = 0.88;
 
 #[derive(Debug, Deserialize)]
 struct Sample {
@@ -259,7 +263,8 @@ fn detectors_on_the_labeled_corpus() {
     // The bars, batch by batch. The first batch tuned the rules. The second was labelled blind
     // and later tuned on too; the third was grown on new prompts after the first rules were
     // set and labelled before any detector ran on it; later rules were written with all three
-    // in view. Each is held to what the detectors catch of it today, so a change that loses any
+    // in view. The fourth was grown after all of them and labelled by two readers who never
+    // saw a verdict; two changes followed its one false alarm and one of its misses. Each is held to what the detectors catch of it today, so a change that loses any
     // of it fails, while the rest of 95 % on the second and third is open work
     // (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
@@ -320,7 +325,7 @@ struct SecondLabel {
 
 /// The least recall on the clear cases, the answers both readers label alike: what the
 /// detectors catch of them today.
-const CLEAR_FLOOR: f64 = 0.92;
+const CLEAR_FLOOR: f64 = 0.90;
 
 #[test]
 fn second_reader_agreement_and_clear_cases() {
