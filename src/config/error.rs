@@ -1,14 +1,14 @@
 //! Config errors as one sentence naming file, line, column and field, e.g.
 //! `probes/capital.yaml:4:11: field timeouts.ttft: invalid duration "5x" ...`.
-//! The field comes from where the error arose, never from the text: `serde_path_to_error`
-//! tracks it while serde-saphyr reads, and our validation after parsing names the field it
+//! The field comes from where the error arose: a parser error's position, walked to in the
+//! file's YAML structure (`locate`), and our validation after parsing names the field it
 //! checks ([`FieldPath`]).
 
 use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_path_to_error::Segment;
+use super::locate::{field_at, About, Kind};
 use serde_saphyr::{Localizer, Location, MessageFormatter, SnippetMode, UserMessageFormatter};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,30 +53,36 @@ impl FieldPath {
         FieldPath(format!("{}[{index}]", self.0))
     }
 
-    /// The path serde_path_to_error tracked to a parser error.
-    fn tracked(path: &serde_path_to_error::Path, err: &serde_saphyr::Error) -> Self {
-        let mut out = FieldPath::root();
-        for segment in path {
-            out = match segment {
-                Segment::Seq { index } => out.index(*index),
-                // serde-saphyr reads `Spanned<T>` as a map `{value, referenced, defined}`, so
-                // the tracked path says `agent.concurrency.value`. None of our fields is called
-                // `value`; a user's map key of that name (a label, a header) is dropped too,
-                // and such an error names the map instead of its entry.
-                Segment::Map { key } if key == "value" => out,
-                Segment::Map { key } | Segment::Enum { variant: key } => out.key(key),
-                // A key the tracker could not read: a duplicate is refused before it is read.
-                Segment::Unknown => match err {
-                    serde_saphyr::Error::DuplicateMappingKey { key: Some(k), .. } => out.key(k),
-                    _ => out,
+    /// The field a parser error at `loc` of `text` is about.
+    fn of_error(text: &str, loc: Location, err: &serde_saphyr::Error) -> Self {
+        use serde_saphyr::Error as E;
+        let about = match err {
+            E::SerdeMissingField { .. } | E::SerdeUnknownVariant { .. } => About::Mapping,
+            E::SerdeUnknownField { .. }
+            | E::DuplicateMappingKey { .. }
+            | E::SerdeInvalidType { .. }
+            | E::SerdeInvalidValue { .. }
+            | E::SerdeInvalidLength { .. } => About::Key,
+            _ => About::Value {
+                len: usize::try_from(loc.span().len()).unwrap_or(usize::MAX),
+                // What the parser expected instead of the node the error is about.
+                expected: match err {
+                    E::Unexpected { expected, .. } => match *expected {
+                        "mapping start" => Some(Kind::Mapping),
+                        "sequence start" => Some(Kind::Sequence),
+                        e if e.ends_with("scalar") => Some(Kind::Scalar),
+                        _ => None,
+                    },
+                    _ => None,
                 },
-            };
-        }
+            },
+        };
+        let field = field_at(text, (loc.line(), loc.column()), about);
         // A missing field is reported on its mapping: name the field itself.
-        if let serde_saphyr::Error::SerdeMissingField { field, .. } = err {
-            out = out.key(field);
+        match err {
+            E::SerdeMissingField { field: missing, .. } => field.key(missing),
+            _ => field,
         }
-        out
     }
 }
 
@@ -113,14 +119,9 @@ impl ConfigError {
         }
     }
 
-    /// Turns the YAML parser's error, with the path tracked to it, into ours. `text` is the
-    /// file's, to see what stands at the error's position.
-    pub fn from_yaml(
-        file: &Path,
-        text: &str,
-        path: Option<&serde_path_to_error::Path>,
-        err: &serde_saphyr::Error,
-    ) -> Self {
+    /// Turns the YAML parser's error into ours. `text` is the file's, to find the field at
+    /// the error's position and see what stands there.
+    pub fn from_yaml(file: &Path, text: &str, err: &serde_saphyr::Error) -> Self {
         let inner = err.without_snippet();
         // serde-saphyr's own rendering keeps a message on one line (control characters in a
         // key are escaped), which the fuzzer holds us to.
@@ -130,7 +131,7 @@ impl ConfigError {
         });
         match inner.location() {
             Some(loc) => {
-                let mut field = path.map_or_else(FieldPath::root, |p| FieldPath::tracked(p, inner));
+                let mut field = FieldPath::of_error(text, loc, inner);
                 // An alias to no anchor, or a `*` with no anchor name after it (`* * * * *`).
                 // Or a value starting with `@`, which YAML reserves (`@every 5m`, `@hourly`).
                 let indicator = matches!(inner, serde_saphyr::Error::UnknownAnchor { .. })
@@ -258,14 +259,65 @@ mod tests {
             main_error("targets: []\nagent: {labels: {env: [1]}}\n"),
             "c.yaml:2:23: field agent.labels.env: expected string scalar"
         );
-        // A user's key called `value` reads like Spanned's own: the map is named instead.
+        // A user's key may be called `value`, as a field of serde-saphyr's `Spanned` is.
         assert_eq!(
             main_error("targets: []\nagent: {labels: {value: [1]}}\n"),
-            "c.yaml:2:25: field agent.labels: expected string scalar"
+            "c.yaml:2:25: field agent.labels.value: expected string scalar"
         );
         assert_eq!(
             main_error("targets: []\nprobes_dir: a\nprobes_dir: b\n"),
             "c.yaml:3:1: field probes_dir: duplicate mapping key `probes_dir` is not allowed here"
+        );
+    }
+
+    #[test]
+    fn the_field_is_the_one_serde_was_reading_at_the_error() {
+        let probe = |text: &str| error_as::<raw::RawProbe>("p.yaml", text);
+        let probes = |text: &str| error_as::<Vec<raw::RawProbe>>("p.yaml", text);
+        // A block mapping begins where its first key does: the mapping is the wrong kind, and
+        // so is a sequence that begins where its first element does.
+        assert_eq!(
+            main_error("targets:\n  a: b\n"),
+            "c.yaml:2:3: field targets: expected sequence start"
+        );
+        assert_eq!(
+            probe("name: p\nprompt: q.txt\ntimeouts:\n- total: 5s\n"),
+            "p.yaml:4:3: field timeouts: expected mapping start"
+        );
+        // Where the key is the value's: serde-saphyr puts a mismatch serde finds at its key.
+        assert_eq!(
+            probe("name: p\nprompt: q.txt\nchecks:\n  repetition: [1]\n"),
+            "p.yaml:4:3: field checks.repetition: invalid type: sequence, expected `default`, `off` or a map of thresholds"
+        );
+        // The wrong kind of element, where the sequence begins where the element does.
+        assert_eq!(
+            probes("- name: p\n  prompt: q.txt\n  targets:\n  - {name: x}\n"),
+            "p.yaml:4:5: field [0].targets[0]: expected string scalar"
+        );
+        // An enum's unknown variant names the enum's field.
+        assert_eq!(
+            main_error("targets:\n  - {name: t, base_url: x, model: m, api: {chat: 1}}\n"),
+            "c.yaml:2:44: field targets[0].api: unknown variant `chat`, expected one of openai-chat, openai-completions, openai-responses, anthropic-messages, ollama, azure-openai, gemini, bedrock"
+        );
+        // A missing field in a block mapping with one key.
+        assert_eq!(
+            main_error("targets:\n  - name: t\n"),
+            "c.yaml:2:5: field targets[0].base_url: missing field `base_url`"
+        );
+        // The parser fails in a value before serde-saphyr hands serde its key.
+        assert_eq!(
+            probe("name: p\nprompt: \"q.txt\n"),
+            "p.yaml:2:9: field (document): unclosed quote"
+        );
+        // A tag the parser refuses names the field it stands on.
+        assert_eq!(
+            probe("name: p\nprompt: q.txt\ntargets: !!str [t]\n"),
+            "p.yaml:3:16: field targets: unsupported tag `!!str`"
+        );
+        // A key in a nested mapping repeated.
+        assert_eq!(
+            main_error("targets: []\nagent:\n  labels: {a: x, a: y}\n"),
+            "c.yaml:3:18: field agent.labels.a: duplicate mapping key `a` is not allowed here"
         );
     }
 

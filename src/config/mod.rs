@@ -12,6 +12,7 @@ pub mod env;
 pub mod error;
 pub mod gate;
 pub mod ladder;
+mod locate;
 mod maintenance;
 mod otlp;
 mod price;
@@ -145,18 +146,11 @@ impl Source<'_> {
         if !has_content {
             return Err(ConfigError::file(self.path, "the file is empty"));
         }
-        // serde-saphyr hands its deserializer to a closure whose error must be its own: keep
-        // the path serde_path_to_error tracked beside it. An error after the value is read
-        // (a second document, say) has no path.
-        let mut tracked = None;
         let options = serde_saphyr::options! { with_snippet: false };
         serde_saphyr::with_deserializer_from_str_with_options(self.text, options, |de| {
-            serde_path_to_error::deserialize(de).map_err(|e| {
-                tracked = Some(e.path().clone());
-                e.into_inner()
-            })
+            T::deserialize(de)
         })
-        .map_err(|e| ConfigError::from_yaml(self.path, self.text, tracked.as_ref(), &e))
+        .map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
     }
 }
 
