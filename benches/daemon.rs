@@ -10,6 +10,9 @@
 //! full, the incident list at its cap, and `/api/v1/incidents` and `/feed.atom` fetched too.
 //! `LLM_CANARY_BENCH_OTLP=1` also exports OTLP metrics and every run's span (`otlp: {traces: true}`) every 15 s, to the sim,
 //! which refuses them (404): the agent encodes and sends as it would to a collector.
+//! `LLM_CANARY_BENCH_SMAPS=1` prints the idle daemon's resident memory by mapping, and how much
+//! of the binary's code is resident; `LLM_CANARY_BENCH_COLD=1` drops the binary from the page
+//! cache before starting it, as after a reboot.
 //!
 //! Soak mode (`scripts/soak`): `LLM_CANARY_SOAK=1` fires 20 pairs every second instead, and
 //! also reports RSS growth after a warm-up minute, open file descriptors over time, and missed
@@ -43,21 +46,29 @@ fn seed_history(out: &mut Vec<(i64, String)>, probe: &str, target: &str, now: i6
 
 /// The idle daemon's resident memory by mapping (`LLM_CANARY_BENCH_SMAPS=1`): the binary, each
 /// library, the heap, the stacks and the other anonymous mappings.
+/// Also how much of the binary's code (its executable mapping) is resident.
 fn print_mappings(pid: u32) {
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
     let mut by: std::collections::BTreeMap<String, u64> = Default::default();
-    let mut name = String::new();
+    let (mut name, mut perms, mut size) = (String::new(), String::new(), 0);
+    let binary = env!("CARGO_BIN_EXE_llm-canary");
+    let kib = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     for line in smaps.lines() {
         let mut f = line.split_whitespace();
         match f.next() {
+            Some("Size:") => size = kib(f.next()),
             Some("Rss:") => {
-                *by.entry(name.clone()).or_default() +=
-                    f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+                let rss = kib(f.next());
+                *by.entry(name.clone()).or_default() += rss;
+                if name == binary && perms.contains('x') {
+                    println!("    the binary's code: {rss} of {size} KiB resident");
+                }
             }
             Some(first)
                 if first.contains('-') && first.ends_with(|c: char| c.is_ascii_hexdigit()) =>
             {
-                name = f.nth(4).unwrap_or("[anonymous]").to_string();
+                perms = f.next().unwrap_or_default().to_string();
+                name = f.nth(3).unwrap_or("[anonymous]").to_string();
             }
             _ => {}
         }
@@ -67,6 +78,15 @@ fn print_mappings(pid: u32) {
     for (name, kib) in rows {
         println!("    {kib:>6} KiB  {name}");
     }
+}
+
+/// Drops a file's clean pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`).
+fn evict(path: &str) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).unwrap();
+    // SAFETY: the descriptor is open for the call; the advice only drops clean cached pages.
+    let err = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(err, 0, "posix_fadvise");
 }
 
 /// One plain HTTP/1.0 GET; the body's length (0 when nothing answers).
@@ -151,6 +171,10 @@ fn main() {
     if !soak {
         let into = jiff::Timestamp::now().as_millisecond().rem_euclid(15_000);
         std::thread::sleep(Duration::from_millis((15_000 - into + 200) as u64));
+    }
+    // As after a reboot: the binary's pages out of the page cache, read again as it runs.
+    if std::env::var_os("LLM_CANARY_BENCH_COLD").is_some() {
+        evict(env!("CARGO_BIN_EXE_llm-canary"));
     }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
         .args(["run", "-c"])
