@@ -23,6 +23,19 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `check -c CONFIG` with these environment variables: it must pass; its standard output.
+fn checked(config: &std::path::Path, envs: &[(&str, &str)]) -> String {
+    let out = bin()
+        .arg("check")
+        .arg("-c")
+        .arg(config)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn once_exit_codes_and_json_lines() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
@@ -255,17 +268,8 @@ fn check_prints_three_fire_times_and_warnings() {
         ("probes/z.yaml", "name: z\nschedule: \"30 9 * * 1-5\"\ntimezone: Europe/Paris\nprompt: q.txt\ncache_bust: prefix\n"),
         ("prompts/q.txt", "hi"),
     ]);
-    let check = || {
-        bin()
-            .arg("check")
-            .arg("-c")
-            .arg(dir.path().join("llm-canary.yaml"))
-            .output()
-            .unwrap()
-    };
-    let out = check();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
+    let config = dir.path().join("llm-canary.yaml");
+    let s = checked(&config, &[]);
     // The cadence in words beside the fire times: a 6-field step is seconds.
     let line = s
         .lines()
@@ -324,7 +328,7 @@ fn check_prints_three_fire_times_and_warnings() {
         "llm-canary.yaml",
         "agent: {listen: \"127.0.0.1:0\"}\ntargets:\n  - {name: g, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
     )]);
-    assert!(!text(&check().stdout).contains("results go nowhere"));
+    assert!(!checked(&config, &[]).contains("results go nowhere"));
 }
 
 /// Reads stderr lines until one satisfies `done`, or 20 s pass; returns them all.
@@ -571,32 +575,15 @@ async fn the_sims_slow_scenarios_are_what_its_list_says() {
 #[test]
 fn the_shipped_configs_are_valid() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(root.join("llm-canary.yaml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("5 probe(s)"));
+    let example = checked(&root.join("llm-canary.yaml"), &[]);
+    assert!(example.contains("5 probe(s)"));
     // The example serves /metrics: `run` on it exports somewhere.
-    assert!(!text(&out.stdout).contains("results go nowhere"));
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(root.join("deploy/ci/llm-canary.yaml"))
-        .env("CANDIDATE_API_KEY", "k1")
-        .env("PROD_API_KEY", "k2")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(root.join("deploy/real-model/llm-canary.yaml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!example.contains("results go nowhere"));
+    checked(
+        &root.join("deploy/ci/llm-canary.yaml"),
+        &[("CANDIDATE_API_KEY", "k1"), ("PROD_API_KEY", "k2")],
+    );
+    checked(&root.join("deploy/real-model/llm-canary.yaml"), &[]);
 }
 
 /// A content failure says what failed and on what text, in the table and in the record.
@@ -708,14 +695,7 @@ fn check_warns_of_targets_no_probe_can_page_within_the_p0_clock() {
         ("probes/two-off.yaml", "name: two-off\nschedule: \"*/2 * * * *\"\ntargets: [e]\nprompt: q.txt\nconfirm: {runs: 0}\n"),
         ("prompts/q.txt", "hi"),
     ]);
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(dir.path().join("llm-canary.yaml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
+    let s = checked(&dir.path().join("llm-canary.yaml"), &[]);
     let warned = |t: &str| s.contains(&format!("warning: target \"{t}\" may page only"));
     // a: its 1-minute probe pages in time, whatever the 5-minute one does. c: a 2-minute
     // cadence with confirmations 5 s apart makes it (2m + 10s + 45s). d: 30 s probes make the
@@ -759,14 +739,7 @@ fn check_prints_the_cadence_of_intervals_and_warns_by_it() {
         ("probes/minute.yaml", "name: minute\nschedule: \"@every 1m\"\ntargets: [c]\nprompt: q.txt\n"),
         ("prompts/q.txt", "hi"),
     ]);
-    let out = bin()
-        .arg("check")
-        .arg("-c")
-        .arg(dir.path().join("llm-canary.yaml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
+    let s = checked(&dir.path().join("llm-canary.yaml"), &[]);
     // Each form as written, its cadence in words, and fire times at multiples of the interval
     // counted from the Unix epoch.
     for (prefix, secs, suffix) in [
