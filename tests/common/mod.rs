@@ -108,6 +108,18 @@ pub mod llama;
 pub mod procfs;
 pub mod services;
 
+/// The agent's binary, as cargo built it for the tests.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+}
+
+/// Runs `cmd` off the async runtime (the sim runs on it in-process).
+pub async fn output(mut cmd: Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
 /// The repository's root (where deploy/ is).
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

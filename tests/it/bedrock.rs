@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use llm_canary::outcome::{HttpReason, Outcome};
 use llm_canary::runner::Runner;
 use llm_canary::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
@@ -164,17 +162,12 @@ async fn aws_secrets_never_appear_body(env: [(&'static str, &'static str); 3]) {
     let leaked = |text: &str| text.contains(SECRET_ACCESS_KEY) || text.contains(SESSION_TOKEN);
 
     let path = dir.path().join("llm-canary.yaml");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .args(["--log-level", "trace", "once", "-c"])
-            .arg(path)
-            .args(["--format", "json", "--show-output"])
-            .envs(env)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let mut cmd = common::bin();
+    cmd.args(["--log-level", "trace", "once", "-c"])
+        .arg(path)
+        .args(["--format", "json", "--show-output"])
+        .envs(env);
+    let out = common::output(cmd).await;
     let (o, e) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -210,15 +203,9 @@ async fn calibrate_says_bedrock_has_no_server_figures() {
     let (_keys, extra) = common::bedrock_keys();
     let (dir, _) = common::config(&sim, &[("b", "healthy", extra.as_str())], common::PROBE);
     let path = dir.path().join("llm-canary.yaml");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .args(["calibrate", "--target", "b", "-c"])
-            .arg(path)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let mut cmd = common::bin();
+    cmd.args(["calibrate", "--target", "b", "-c"]).arg(path);
+    let out = common::output(cmd).await;
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(

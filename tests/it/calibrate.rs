@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -65,14 +64,9 @@ async fn calibrate(cfg: &str, target: &str, extra: &[&str]) -> Run {
         args.extend(["--samples".to_string(), "6".to_string()]);
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .args(args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let mut cmd = common::bin();
+    cmd.args(args);
+    let out = common::output(cmd).await;
     let run = Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

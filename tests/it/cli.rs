@@ -8,15 +8,13 @@ use std::process::{Command, Stdio};
 
 use llm_canary::sim::Sim;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-}
+use common::bin;
 
 /// Runs the binary off the async runtime (the sim runs on it in-process).
 async fn run(args: Vec<String>, envs: Vec<(&'static str, &'static str)>) -> std::process::Output {
-    tokio::task::spawn_blocking(move || bin().args(args).envs(envs).output().unwrap())
-        .await
-        .unwrap()
+    let mut cmd = bin();
+    cmd.args(args).envs(envs);
+    common::output(cmd).await
 }
 
 fn text(b: &[u8]) -> String {

@@ -59,7 +59,7 @@ struct Gate {
 }
 
 async fn gate(dir: &TempDir, args: &[&str]) -> Gate {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llm-canary"));
+    let mut cmd = common::bin();
     cmd.arg("gate")
         .arg("-c")
         .arg(dir.path().join("llm-canary.yaml"))
@@ -67,9 +67,7 @@ async fn gate(dir: &TempDir, args: &[&str]) -> Gate {
     if !args.contains(&"--concurrency") {
         cmd.args(["--concurrency", "4"]);
     }
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let out = common::output(cmd).await;
     Gate {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

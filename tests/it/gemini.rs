@@ -292,18 +292,12 @@ async fn the_key_never_appears() {
     ]);
     let cfg = dir.path().join("llm-canary.yaml");
     for format in ["json", "table"] {
-        let cfg = cfg.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-                .args(["--log-level", "trace", "once", "--show-output", "--format"])
-                .arg(format)
-                .arg("-c")
-                .arg(cfg)
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
+        let mut cmd = common::bin();
+        cmd.args(["--log-level", "trace", "once", "--show-output", "--format"])
+            .arg(format)
+            .arg("-c")
+            .arg(&cfg);
+        let out = common::output(cmd).await;
         let (o, e) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),

@@ -7,22 +7,11 @@ use crate::common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{root, TempDir};
+use common::{bin, output, root, TempDir};
 use llm_canary::sim::Sim;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs `cmd` off the async runtime (the sim runs on it in-process).
-async fn output(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
 }
 
 /// The ```sh blocks of a Markdown file, each as one script.
