@@ -274,7 +274,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         t.tail_min_repeats + 1,
         (2 * t.tail_min_units).div_ceil(5),
     );
-    let (passage_ratio, phrase_repeats) = shapes::passages(&prose, t.min_units);
+    let (passage_ratio, phrase_repeats) = shapes::passages(&prose, &prose_units, t.min_units);
     // One sentence ends alike with itself: the share says something from two on.
     let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
     let findings = [

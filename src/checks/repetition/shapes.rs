@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::lists::{self, Item};
-use super::super::units::{intern, is_cjk, periodic_run, repeats, units};
+use super::super::units::{intern, is_cjk, periodic_run, repeats};
 
 /// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
 /// their numbers share a template.
@@ -212,16 +212,18 @@ pub const PHRASE_WORDS: usize = 6;
 /// a new sentence, so no sentence repeats whole (`用来让人们更好地工作`, `we use plants to make
 /// things that are not plants`). Words are compared in lower case, and single letters (the
 /// initials of `A.I.F.K.E`) are no words of a phrase. Both 0 for texts under `min_words`.
-pub fn passages(prose: &str, min_words: usize) -> (f64, usize) {
-    let words: Vec<String> = units(prose)
-        .into_iter()
-        .filter(|w| w.chars().any(char::is_alphanumeric) && !(w.len() == 1 && w.is_ascii()))
-        .map(str::to_lowercase)
-        .collect();
+pub fn passages(prose: &str, prose_units: &[&str], min_words: usize) -> (f64, usize) {
+    let is_word = |w: &str| w.chars().any(char::is_alphanumeric) && !(w.len() == 1 && w.is_ascii());
+    let n = prose_units.iter().filter(|w| is_word(w)).count();
     let lines = prose.lines().filter(|l| !l.trim().is_empty()).count();
-    if words.len() < min_words.max(PHRASE_WORDS) || words.len() < PARAGRAPH_WORDS * lines {
+    if n < min_words.max(PHRASE_WORDS) || n < PARAGRAPH_WORDS * lines {
         return (0.0, 0);
     }
+    let words: Vec<String> = prose_units
+        .iter()
+        .filter(|w| is_word(w))
+        .map(|w| w.to_lowercase())
+        .collect();
     let ids = intern(&words);
     let cjk = words
         .iter()
@@ -316,25 +318,29 @@ mod tests {
         assert_eq!(word_tail8(&words(key)), None);
     }
 
+    fn passages_of(prose: &str) -> (f64, usize) {
+        passages(prose, &crate::checks::units::units(prose), 40)
+    }
+
     #[test]
     fn passages_need_paragraphs_and_phrases_said_three_times() {
         let stuck = "人工智能是一种新的技术，用来让人们更好地工作，不仅是让人更好地工作，还有其他的技术，其中有人工智能的实现方式，是用来让人们更好地工作。人工智能是一种新的技术，用来让人们更好地工作，还有其他技术。";
-        let (share, said) = passages(stuck, 40);
+        let (share, said) = passages_of(stuck);
         assert!(share >= 0.5, "{share}");
         // In Chinese a phrase is twelve characters: `用来让人们更好地工作` is ten.
         assert!(said < 3, "{said}");
         // A term of six characters named four times is the answer's topic, not a loop.
         let term = "中国传统乐器有很多种，古筝是一种中国传统乐器，琵琶也是一种中国传统乐器，二胡是北方常见的中国传统乐器，笛子用竹子做成，也是中国传统乐器里最常见的一种，学起来不难。";
-        assert_eq!(passages(term, 40).1, 1);
+        assert_eq!(passages_of(term).1, 1);
         // The same words as verse, a line each: parallel lines and refrains are by design.
         let verse = stuck.replace('，', "\n");
-        assert_eq!(passages(&verse, 40), (0.0, 0));
+        assert_eq!(passages_of(&verse), (0.0, 0));
         let news = "熊猫生活在四川的山林里，主要吃竹子，每天要花十几个小时进食。它们性情温和，行动缓慢，冬天也不冬眠。科学家估计野生熊猫约有一千八百只，保护区的建立让数量逐年回升。";
-        assert!(passages(news, 40).0 < 0.3);
-        assert!(passages(news, 40).1 < 2);
+        assert!(passages_of(news).0 < 0.3);
+        assert!(passages_of(news).1 < 2);
         // A phrase of six words said four times in English paragraphs, in other sentences.
         let plants = "So, we use plants to make things that are not plants. It is a big job for the leaves of every green plant on earth, and the sun helps. When we use plants to make things that are not plants we call it photosynthesis, and it feeds us.\nWe use plants to make things that are not plants, and the roots take water from the ground to help them. So, we use plants to make things that are not plants, and it goes on.";
-        assert_eq!(passages(plants, 40).1, 4);
+        assert_eq!(passages_of(plants).1, 4);
     }
 
     #[test]
