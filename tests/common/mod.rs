@@ -108,6 +108,17 @@ pub mod llama;
 pub mod procfs;
 pub mod services;
 
+/// The prompts of two requests sent with `cache_bust: prefix`: each is the probe's prompt
+/// behind a `[canary ...]` marker, and the two differ, so no cache can answer the second.
+pub fn assert_prefix_busted(first: Option<&str>, second: Option<&str>) {
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert!(
+        first.starts_with("[canary ") && first.ends_with(PROMPT),
+        "{first}"
+    );
+    assert_ne!(first, second);
+}
+
 /// The agent's binary, as cargo built it for the tests.
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_llm-canary"))

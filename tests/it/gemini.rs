@@ -353,16 +353,6 @@ async fn only_prefix_busts_a_prefix_cache() {
 
     let seen = twice("prefix").await;
     assert!(!seen[1].http_cache_hit && !seen[1].prefix_cache_hit);
-    let first = |i: usize| {
-        seen[i].body["contents"][0]["parts"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    assert!(
-        first(0).starts_with("[canary ") && first(0).ends_with(common::PROMPT),
-        "{}",
-        first(0)
-    );
-    assert_ne!(first(0), first(1));
+    let first = |i: usize| seen[i].body["contents"][0]["parts"][0]["text"].as_str();
+    common::assert_prefix_busted(first(0), first(1));
 }

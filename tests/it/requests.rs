@@ -76,18 +76,8 @@ async fn auto_on_llama_cpp_turns_the_prompt_cache_off() {
 async fn prefix_defeats_every_cache_on_a_generic_server() {
     let seen = twice("prefix", "generic").await;
     assert!(!seen[1].prefix_cache_hit && !seen[1].http_cache_hit);
-    let first = |i: usize| {
-        seen[i].body["messages"][0]["content"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    assert!(
-        first(0).starts_with("[canary ") && first(0).ends_with(common::PROMPT),
-        "{}",
-        first(0)
-    );
-    assert_ne!(first(0), first(1));
+    let first = |i: usize| seen[i].body["messages"][0]["content"].as_str();
+    common::assert_prefix_busted(first(0), first(1));
 }
 
 #[tokio::test]
