@@ -108,6 +108,32 @@ pub mod llama;
 pub mod procfs;
 pub mod services;
 
+/// Runs `probe` twice on one target (`extra`: the target's own keys); what the sim saw of
+/// each request. Both runs must pass.
+pub async fn twice(extra: &str, probe: &str) -> Vec<llm_canary::sim::Seen> {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let (_dir, cfg) = config(&sim, &[("t", "healthy", extra)], probe);
+    let runner = llm_canary::runner::Runner::new(1);
+    for _ in 0..2 {
+        let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
+        assert!(r.success(), "{extra}: {:?} {:?}", r.outcome, r.error);
+    }
+    sim.seen()
+}
+
+/// The top-level keys of a request's JSON body, sorted.
+pub fn body_keys(seen: &llm_canary::sim::Seen) -> Vec<&str> {
+    let mut keys: Vec<&str> = seen
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
 /// The prompts of two requests sent with `cache_bust: prefix`: each is the probe's prompt
 /// behind a `[canary ...]` marker, and the two differ, so no cache can answer the second.
 pub fn assert_prefix_busted(first: Option<&str>, second: Option<&str>) {

@@ -323,15 +323,8 @@ async fn the_key_never_appears() {
 
 /// Runs a probe with `cache_bust: MODE` twice on one Gemini target of the sim; what the sim saw.
 async fn twice(mode: &str) -> Vec<llm_canary::sim::Seen> {
-    let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let probe = format!("name: p\nprompt: q.txt\nmax_tokens: 64\ncache_bust: {mode}\nchecks: {{expect: \"(?i)paris\"}}\n");
-    let (_dir, cfg) = common::config(&sim, &[("g", "healthy", "api: gemini")], &probe);
-    let runner = Runner::new(1);
-    for _ in 0..2 {
-        let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-        assert_eq!(r.outcome, Outcome::Ok, "{mode}: {:?}", r.error);
-    }
-    sim.seen()
+    common::twice("api: gemini", &probe).await
 }
 
 /// What `check` warns about, shown: under `auto` Gemini gets only the header, and a prefix
@@ -341,14 +334,7 @@ async fn only_prefix_busts_a_prefix_cache() {
     let seen = twice("auto").await;
     assert!(!seen[1].http_cache_hit && seen[1].prefix_cache_hit);
     assert_eq!(seen[1].header("cache-control"), Some("no-cache"));
-    let mut keys: Vec<&str> = seen[1]
-        .body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
+    let keys = common::body_keys(&seen[1]);
     assert_eq!(keys, ["contents", "generationConfig"]);
 
     let seen = twice("prefix").await;

@@ -15,26 +15,10 @@ cache_bust: MODE
 checks: {expect: "(?i)paris"}
 "#;
 
-/// Runs the probe twice on one target; returns what the sim saw of each request.
+/// Runs the probe with `cache_bust: MODE` twice on one target of this server.
 async fn twice(mode: &str, server: &str) -> Vec<llm_canary::sim::Seen> {
-    let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let extra = format!("server: {server}");
-    let (_dir, cfg) = common::config(
-        &sim,
-        &[("t", "healthy", &extra)],
-        &PROBE_WITH.replace("MODE", mode),
-    );
-    let runner = Runner::new(1);
-    for _ in 0..2 {
-        let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-        assert!(
-            r.success(),
-            "{mode}/{server}: {:?} {:?}",
-            r.outcome,
-            r.error
-        );
-    }
-    sim.seen()
+    common::twice(&extra, &PROBE_WITH.replace("MODE", mode)).await
 }
 
 #[tokio::test]
@@ -89,14 +73,7 @@ async fn auto_on_generic_can_only_send_the_header() {
         "a generic server gets no cache field; `check` warns about this"
     );
     // Nothing the plain OpenAI API would reject.
-    let mut keys: Vec<&str> = seen[1]
-        .body
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
+    let keys = common::body_keys(&seen[1]);
     assert_eq!(
         keys,
         [
