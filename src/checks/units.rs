@@ -15,6 +15,12 @@ pub fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F)
 }
 
+/// A unit of ASCII digits alone (`3`, `1922`): a counter or a figure, which loops and data
+/// both hold.
+pub fn is_number(unit: &str) -> bool {
+    unit.chars().all(|c| c.is_ascii_digit())
+}
+
 /// A character that is a unit by itself: CJK, and symbols outside ASCII (emoji, full-width
 /// punctuation) — except the line-drawing characters and dashes that rules are drawn with,
 /// whose runs stay one unit like `----`.

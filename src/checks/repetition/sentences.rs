@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::lists;
-use super::super::units::units;
+use super::super::units::{is_number, units};
 
 /// How many words (or CJK characters) end a sentence in [`endings`].
 pub const ENDING_UNITS: usize = 4;
@@ -88,7 +88,7 @@ pub fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
         // `你可以在4日内...`) is said again all the same.
         let mut words = words(sentence);
         for w in &mut words {
-            if w.chars().all(|c| c.is_ascii_digit()) {
+            if is_number(w) {
                 "#".clone_into(w);
             }
         }

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::lists::{self, Item};
-use super::super::units::{intern, is_cjk, periodic_run, repeats};
+use super::super::units::{intern, is_cjk, is_number, periodic_run, repeats};
 
 /// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
 /// their numbers share a template.
@@ -189,7 +189,7 @@ pub fn word_tail(words: &[&str], min_repeats: usize, min_words: usize) -> Option
     let (end, p, covered) = run(ids.len()).or_else(|| run(ids.len().saturating_sub(1)))?;
     let data = kept[end - p..end]
         .iter()
-        .all(|w| w.chars().all(|c| c.is_ascii_digit()) || lists::is_answer(&w.to_lowercase()));
+        .all(|w| is_number(w) || lists::is_answer(&w.to_lowercase()));
     (!data).then_some((p, covered))
 }
 
@@ -214,16 +214,12 @@ pub const PHRASE_WORDS: usize = 6;
 /// initials of `A.I.F.K.E`) are no words of a phrase. Both 0 for texts under `min_words`.
 pub fn passages(prose: &str, prose_units: &[&str], min_words: usize) -> (f64, usize) {
     let is_word = |w: &str| w.chars().any(char::is_alphanumeric) && !(w.len() == 1 && w.is_ascii());
-    let n = prose_units.iter().filter(|w| is_word(w)).count();
+    let kept: Vec<&str> = prose_units.iter().copied().filter(|w| is_word(w)).collect();
     let lines = prose.lines().filter(|l| !l.trim().is_empty()).count();
-    if n < min_words.max(PHRASE_WORDS) || n < PARAGRAPH_WORDS * lines {
+    if kept.len() < min_words.max(PHRASE_WORDS) || kept.len() < PARAGRAPH_WORDS * lines {
         return (0.0, 0);
     }
-    let words: Vec<String> = prose_units
-        .iter()
-        .filter(|w| is_word(w))
-        .map(|w| w.to_lowercase())
-        .collect();
+    let words: Vec<String> = kept.iter().map(|w| w.to_lowercase()).collect();
     let ids = intern(&words);
     let cjk = words
         .iter()
