@@ -21,6 +21,65 @@ pub fn is_number(unit: &str) -> bool {
     unit.chars().all(|c| c.is_ascii_digit())
 }
 
+/// English numbers and ordinals written as words, up to twenty and the tens.
+const NUMBER_WORDS: &[&str] = &[
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+    "hundred",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+];
+
+/// A word (lower case) that is a number spelled out: `three`, `second` (`On the second
+/// day...`, `On the third day...`: a counter in words).
+pub fn is_number_word(word: &str) -> bool {
+    NUMBER_WORDS.contains(&word)
+}
+
 /// A character that is a unit by itself: CJK, and symbols outside ASCII (emoji, full-width
 /// punctuation) — except the line-drawing characters and dashes that rules are drawn with,
 /// whose runs stay one unit like `----`.

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::lists;
-use super::super::units::{is_number, units};
+use super::super::units::{is_number, is_number_word, units};
 
 /// How many words (or CJK characters) end a sentence in [`endings`].
 pub const ENDING_UNITS: usize = 4;
@@ -75,20 +75,27 @@ fn words(sentence: &str) -> Vec<String> {
 
 /// Sentences of at least `min_units` words (a refrain or a chorus line is shorter: the
 /// corpus's longest is seven) that end in a mark of their own and say
-/// word for word what an earlier one said, as `(repeated, sentences)`. A list item that is one
-/// sentence is left to the list detectors: an outline may close on the same line twice.
+/// word for word what an earlier one said, as `(repeated, sentences)`. A whole line said again
+/// is left to the line detectors (an outline may close on the same line twice), unless the
+/// answer says nothing else: one sentence said twice, and no more, is no answer.
 pub fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
+    let lines: Vec<&str> = lists::text_lines(text)
+        .map(|(line, _)| line.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let one_line = lines.len() >= 2 && lines.iter().all(|l| *l == lines[0]);
     let mut seen = HashSet::new();
     let (mut repeated, mut counted) = (0, 0);
     for (sentence, marked, line_again) in sentences(text) {
-        if !marked || line_again {
+        if !marked || (line_again && !one_line) {
             continue;
         }
-        // Numbers masked: the same sentence with a counter in it (`你可以在3日内...`,
-        // `你可以在4日内...`) is said again all the same.
+        // Numbers masked, figures or words: the same sentence with a counter in it
+        // (`你可以在3日内...`, `你可以在4日内...`, `On the second day, plan a new adventure.`)
+        // is said again all the same.
         let mut words = words(sentence);
         for w in &mut words {
-            if is_number(w) {
+            if is_number(w) || is_number_word(w) {
                 "#".clone_into(w);
             }
         }
@@ -136,9 +143,12 @@ mod tests {
         // A refrain line is shorter than a sentence of prose.
         let refrain = "Spring is here, the birds sing.\nThe rain falls down.\nSpring is here, the birds sing.";
         assert_eq!(repeated_sentences(refrain, 8).0, 0);
-        // A whole line said again is the line detectors' to judge.
-        let outline = "7. Conclusion: this essay will summarize the main points of the essay.\n8. Conclusion: this essay will summarize the main points of the essay.";
+        // A whole line said again is the line detectors' to judge...
+        let outline = "Outline:\n7. Conclusion: this essay will summarize the main points of the essay.\n8. Conclusion: this essay will summarize the main points of the essay.";
         assert_eq!(repeated_sentences(outline, 8).0, 0);
+        // ...unless the answer is that line and nothing else.
+        let only = "Je ne comprends pas de la langue française.\n\nJe ne comprends pas de la langue française.";
+        assert_eq!(repeated_sentences(only, 8), (1, 2));
         // A line without a full stop (a chorus line) is no sentence said again.
         let chorus = "We will stand together through the rain and sun\nWe will stand together through the rain and sun";
         assert_eq!(repeated_sentences(chorus, 8).0, 0);
@@ -150,6 +160,11 @@ mod tests {
         assert_eq!(repeated_sentences(days, 8), (1, 2));
         let plan = "On day 1 we walk along the river to the old town. On day 2 we take the train up into the hills.";
         assert_eq!(repeated_sentences(plan, 8).0, 0);
+        // A counter in words is masked as one in figures is.
+        let adventure = "On the second day, plan a new adventure in town. On the third day, plan a new adventure in town.";
+        assert_eq!(repeated_sentences(adventure, 8), (1, 2));
+        let days = "On the second day, walk along the river to the old town. On the third day, take the train up into the hills.";
+        assert_eq!(repeated_sentences(days, 8).0, 0);
     }
 
     #[test]
