@@ -159,10 +159,10 @@ fn render(verdicts: &[Verdict]) -> String {
         row(
             "measures",
             &format!(
-                "score {:.3}, units {}, items {}, seq_rep_4 {:.3} (second half {:.3}), recurring items {:.2}, compression {:.3}, template lines {:.2}, repeated rows {}, clause endings {:.2}, repeated sentences {}, sentence endings {:.2}",
+                "score {:.3}, units {}, items {}, seq_rep_4 {:.3} (second half {:.3}), recurring items {:.2}, compression {:.3}, template lines {:.2}, repeated rows {}, clause endings {:.2}, repeated sentences {}, sentence endings {:.2}, items taking turns {}, enumeration repeats {}",
                 m.score, m.units, m.items, m.seq_rep_4, m.late_seq_rep_4, m.recurring_item_ratio, m.compression_ratio,
                 m.template_line_ratio, m.repeated_rows, m.clause_ending_ratio, m.repeated_sentences,
-                m.sentence_ending_ratio
+                m.sentence_ending_ratio, m.turn_items, m.enumeration_repeats
             ),
         );
     }

@@ -20,15 +20,17 @@ use std::time::{Duration, Instant};
 use llm_canary::checks::repetition::{analyze, Detector, Finding, Thresholds};
 
 /// Every rule, by the name [`Finding::rule`] gives it: the detectors, with the shapes that
-/// count for `lines` (templates, table rows), `ngrams` (sentences) and `morphemes` (sentence
-/// endings) apart.
-const RULES: [&str; 11] = [
+/// count for `item_cycle` (two items taking turns), `lines` (templates, table rows,
+/// enumerations), `ngrams` (sentences) and `morphemes` (sentence endings) apart.
+const RULES: [&str; 13] = [
     "item_cycle",
+    "turns",
     "tail_loop",
     "word_tail",
     "lines",
     "template_lines",
     "table_rows",
+    "enumerations",
     "ngrams",
     "passages",
     "sentences",
@@ -41,11 +43,11 @@ use serde::Deserialize;
 /// which the rules were tuned on).
 const RECALL_FLOORS: [(&str, f64); 4] = [
     ("first", 1.0),
-    ("2026-12-01", 0.83),
-    ("2026-12-01b", 0.88),
-    ("2026-12-01c", 0.81),
+    ("2026-12-01", 0.92),
+    ("2026-12-01b", 0.91),
+    ("2026-12-01c", 0.83),
 ];
-const OVERALL_FLOOR: f64 = 0.88;
+const OVERALL_FLOOR: f64 = 0.92;
 
 #[derive(Debug, Deserialize)]
 struct Sample {
@@ -264,9 +266,10 @@ fn detectors_on_the_labeled_corpus() {
     // and later tuned on too; the third was grown on new prompts after the first rules were
     // set and labelled before any detector ran on it; later rules were written with all three
     // in view. The fourth was grown after all of them and labelled by two readers who never
-    // saw a verdict; two changes followed its one false alarm and one of its misses. Each is held to what the detectors catch of it today, so a change that loses any
-    // of it fails, while the rest of 95 % on the second and third is open work
-    // (docs/detectors.md lists the shapes missed).
+    // saw a verdict; two changes followed its one false alarm and one of its misses, and the
+    // rules for items taking turns and enumerations came after it too. Each batch is held to
+    // what the detectors catch of it today, so a change that loses any of it fails, while the
+    // rest of 95 % is open work (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
         let [tp, _, fn_, _] = batches.get(batch).copied().unwrap_or_default();
         let recall = ratio(tp, tp + fn_);
@@ -296,6 +299,8 @@ fn detectors_on_the_labeled_corpus() {
         ("endings", 3),
         ("word_tail", 3),
         ("passages", 3),
+        ("turns", 3),
+        ("enumerations", 3),
     ] {
         let n = fires.get(rule).copied().unwrap_or(0);
         assert!(
@@ -325,7 +330,7 @@ struct SecondLabel {
 
 /// The least recall on the clear cases, the answers both readers label alike: what the
 /// detectors catch of them today.
-const CLEAR_FLOOR: f64 = 0.90;
+const CLEAR_FLOOR: f64 = 0.92;
 
 #[test]
 fn second_reader_agreement_and_clear_cases() {

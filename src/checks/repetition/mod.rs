@@ -193,6 +193,51 @@ fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
         .map(|c| (2, c))
 }
 
+/// The most items in a row, anywhere in the answer, that take turns between two texts with
+/// their numbers masked, each at least `min_repeats` times, over at least `min_items` items: a
+/// list stuck on two entries while its counter climbs (`River 3: The Amazon`, `River 4: The
+/// Nile`, `River 5: The Amazon`...). Only lines of a list or with a number in them count (a
+/// song's two lines taking turns are a refrain), and only templates with a word in them (two
+/// rows of figures are a table); answers (`True`, `B`) never.
+fn taking_turns(items: &[Item], min_repeats: usize, min_items: usize) -> usize {
+    let texts: Vec<Option<String>> = items
+        .iter()
+        .map(|i| {
+            let counted = !i.heading
+                && !i.is_answer()
+                && (i.listed || i.text.chars().any(|c| c.is_ascii_digit()));
+            let t = shapes::template(&i.text);
+            (counted && shapes::words(&t) >= 1).then_some(t)
+        })
+        .collect();
+    // The widest windows of at most two texts, slid over the items.
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    let (mut best, mut start) = (0, 0);
+    for (end, text) in texts.iter().enumerate() {
+        let Some(text) = text else {
+            counts.clear();
+            start = end + 1;
+            continue;
+        };
+        *counts.entry(text).or_default() += 1;
+        while counts.len() > 2 {
+            let first = texts[start].as_deref().unwrap_or_default();
+            if let Some(n) = counts.get_mut(first) {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(first);
+                }
+            }
+            start += 1;
+        }
+        let len = end + 1 - start;
+        if counts.len() == 2 && counts.values().all(|&n| n >= min_repeats) && len >= min_items {
+            best = best.max(len);
+        }
+    }
+    best
+}
+
 /// The share of an answer's lines one template must make up to be a loop: most of them.
 const TEMPLATE_SHARE: f64 = 2.0 / 3.0;
 
@@ -275,6 +320,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         (2 * t.tail_min_units).div_ceil(5),
     );
     let (passage_ratio, phrase_repeats) = shapes::passages(&prose, &prose_units, t.min_units);
+    let turn_items = taking_turns(&items, t.list_min_repeats, t.list_min_items);
+    let (enumeration_repeats, enumerated) = shapes::enumerations(&prose, t.list_min_repeats);
     // One sentence ends alike with itself: the share says something from two on.
     let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
     let findings = [
@@ -322,6 +369,13 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
                 alike,
                 sentences: ended,
             }),
+        (turn_items > 0).then_some(Finding::TakingTurns { items: turn_items }),
+        // Items named again and again on their line, as many mentions as a list needs items
+        // to cycle.
+        (enumeration_repeats >= t.list_min_items).then_some(Finding::EnumerationRepeats {
+            mentions: enumeration_repeats,
+            items: enumerated,
+        }),
     ];
     let fired = |f: &Option<Finding>, v: f64| if f.is_some() { v } else { 0.0 };
     Report {
@@ -339,7 +393,9 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
                     share(repeated_sentences, sentence_count),
                 ))
                 .max(fired(&findings[9], clause_ending_ratio))
-                .max(fired(&findings[10], sentence_ending_ratio)),
+                .max(fired(&findings[10], sentence_ending_ratio))
+                .max(share(turn_items, items.len()))
+                .max(fired(&findings[12], share(enumeration_repeats, enumerated))),
             units: n,
             items: items.len(),
             seq_rep_4,
@@ -351,6 +407,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             clause_ending_ratio,
             repeated_sentences,
             sentence_ending_ratio,
+            turn_items,
+            enumeration_repeats,
         },
         findings: findings.into_iter().flatten().collect(),
     }

@@ -115,6 +115,18 @@ pub enum Finding {
         alike: usize,
         sentences: usize,
     },
+    /// Two list items, numbers masked, taking turns in any order over `items` items in a row,
+    /// anywhere in the answer (`item_cycle` detector, `turns` rule).
+    TakingTurns {
+        items: usize,
+    },
+    /// `mentions` of the `items` in enumerations on one line (`Chicken, Bran, Bran, Banana`)
+    /// name an item that their line names `list_min_repeats` times or more (`lines` detector,
+    /// `enumerations` rule).
+    EnumerationRepeats {
+        mentions: usize,
+        items: usize,
+    },
     /// This share of Chinese clauses end in the same unit of two to four characters.
     ClauseEndings {
         ratio: f64,
@@ -131,12 +143,12 @@ pub enum Finding {
 impl Finding {
     pub fn detector(&self) -> Detector {
         match self {
-            Finding::ItemCycle { .. } => Detector::ItemCycle,
+            Finding::ItemCycle { .. } | Finding::TakingTurns { .. } => Detector::ItemCycle,
             Finding::TailLoop(_) | Finding::WordTail { .. } => Detector::TailLoop,
             Finding::RecurringItems { .. } => Detector::RecurringItems,
-            Finding::TemplateLines { .. } | Finding::RepeatedRows { .. } => {
-                Detector::RecurringItems
-            }
+            Finding::TemplateLines { .. }
+            | Finding::RepeatedRows { .. }
+            | Finding::EnumerationRepeats { .. } => Detector::RecurringItems,
             Finding::Ngrams { .. }
             | Finding::RepeatedSentences { .. }
             | Finding::Passages { .. } => Detector::Ngrams,
@@ -154,6 +166,8 @@ impl Finding {
             Finding::SentenceEndings { .. } => "endings",
             Finding::WordTail { .. } => "word_tail",
             Finding::Passages { .. } => "passages",
+            Finding::TakingTurns { .. } => "turns",
+            Finding::EnumerationRepeats { .. } => "enumerations",
             f => f.detector().as_str(),
         }
     }
@@ -166,6 +180,7 @@ impl Finding {
             Finding::TailLoop(Tail::Repeated { period, units }) => Some((period, units / period)),
             Finding::TemplateLines { lines, .. } => Some((1, lines)),
             Finding::WordTail { period, words } => Some((period, words / period)),
+            Finding::TakingTurns { items } => Some((2, items / 2)),
             _ => None,
         }
     }
@@ -213,6 +228,12 @@ impl Finding {
             Finding::Passages { ratio, .. } => format!(
                 "{:.0}% of the paragraphs' words are phrases said three times or more",
                 ratio * 100.0
+            ),
+            Finding::TakingTurns { items } => {
+                format!("two list items, numbers aside, taking turns over {items} items")
+            }
+            Finding::EnumerationRepeats { mentions, items } => format!(
+                "{mentions} of {items} items of enumerations name what their line names again and again"
             ),
             Finding::RepeatedRows { repeated, rows } => {
                 format!("{repeated} of {rows} table rows say again what an earlier row said")
@@ -268,6 +289,11 @@ pub struct Measures {
     /// The share of sentences that end in the most common last four words, when two or more
     /// do.
     pub sentence_ending_ratio: f64,
+    /// The most list items in a row taking turns between two texts (numbers masked), when a
+    /// run long enough for `item_cycle` was found; else 0.
+    pub turn_items: usize,
+    /// Mentions of items that their line's enumeration names `list_min_repeats` times or more.
+    pub enumeration_repeats: usize,
 }
 
 /// What the detectors measured and found, kept in the result so an on-call engineer sees why.
@@ -351,6 +377,8 @@ impl Serialize for Report {
             clause_ending_ratio: f64,
             repeated_sentences: usize,
             sentence_ending_ratio: f64,
+            turn_items: usize,
+            enumeration_repeats: usize,
         }
         let m = &self.measures;
         let decided = self.decided().and_then(Finding::period);
@@ -380,6 +408,8 @@ impl Serialize for Report {
             clause_ending_ratio: m.clause_ending_ratio,
             repeated_sentences: m.repeated_sentences,
             sentence_ending_ratio: m.sentence_ending_ratio,
+            turn_items: m.turn_items,
+            enumeration_repeats: m.enumeration_repeats,
         }
         .serialize(s)
     }

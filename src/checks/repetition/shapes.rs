@@ -1,6 +1,7 @@
 //! Loops that hide from exact comparison: a line template said again and again with its
-//! numbers climbing, the same rows coming back in a Markdown table, and Chinese clauses that
-//! keep ending in one morpheme. Pure functions over the answer's items and prose.
+//! numbers climbing, the same rows coming back in a Markdown table, the same few items coming
+//! back inside enumerations, and Chinese clauses that keep ending in one morpheme. Pure
+//! functions over the answer's items and prose.
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,7 +10,7 @@ use super::super::units::{intern, is_cjk, is_number, periodic_run, repeats};
 
 /// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
 /// their numbers share a template.
-fn template(text: &str) -> String {
+pub(super) fn template(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -32,7 +33,7 @@ fn template(text: &str) -> String {
 
 /// What a template says besides its numbers: words of two letters or more, and CJK characters.
 /// `7 x # = #` and `| # | # |` say nothing: a table of figures, not a line said again.
-fn words(template: &str) -> usize {
+pub(super) fn words(template: &str) -> usize {
     template
         .split(|c: char| !c.is_alphabetic() || is_cjk(c))
         .filter(|w| w.chars().count() >= 2)
@@ -124,6 +125,56 @@ pub fn repeated_rows(prose: &str) -> (usize, usize) {
         }
     }
     (repeated, rows)
+}
+
+/// What separates the items of an enumeration written on one line: a comma or semicolon and
+/// a space, or the Chinese marks. CSV, whose commas have no space after them, is no
+/// enumeration of this kind: a row's cells repeat by nature.
+const ENUMERATION_SEPARATORS: [&str; 5] = [", ", "; ", "，", "、", "；"];
+
+/// An item of an enumeration is short: four words at most, and at most this many characters.
+const ENUMERATION_ITEM_CHARS: usize = 40;
+
+/// Items of enumerations (three items or more on one line of prose, after its label if any:
+/// `Dinner: Chicken, Bran, Banana`, `苏苏、英国人、游议`) named `min_repeats` times or more on
+/// their line, over the whole answer, as `(mentions, items)`: how many mentions such items
+/// take, out of all items. Items are compared in lower case, marks at their ends off; numbers
+/// and answers (`Yes, No, Yes`) are data, and long items are clauses of prose. A list a person
+/// writes names each thing once per line, twice by a slip (`Tokyo, Shinjuku, Shinjuku`); a
+/// model stuck on a few words names them again and again (`Chicken, Bran, Bran, Banana, Bran,
+/// Banana`, `Je, Je, Je`).
+pub fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
+    let (mut mentions, mut counted) = (0, 0);
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for line in prose.lines() {
+        let mut parts = vec![line];
+        for sep in ENUMERATION_SEPARATORS {
+            parts = parts.iter().flat_map(|p| p.split(sep)).collect();
+        }
+        if parts.len() < 3 {
+            continue;
+        }
+        // The first item follows the line's label, if any (`Dinner: Chicken`).
+        parts[0] = parts[0].rsplit([':', '：']).next().unwrap_or_default();
+        counts.clear();
+        for part in parts {
+            let item = part
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            let short = item.split_whitespace().count() <= 4
+                && item.chars().count() <= ENUMERATION_ITEM_CHARS;
+            if item.is_empty() || !short || is_number(&item) || lists::is_answer(&item) {
+                continue;
+            }
+            counted += 1;
+            *counts.entry(item).or_default() += 1;
+        }
+        mentions += counts
+            .values()
+            .filter(|&&n| n >= min_repeats)
+            .sum::<usize>();
+    }
+    (mentions, counted)
 }
 
 /// The fewest Chinese clauses whose endings say anything about a loop.
@@ -291,6 +342,22 @@ mod tests {
         assert_eq!(repeated_rows(planets), (2, 4));
         let figures = "| a | b |\n|---|---|\n| 1 | 2 |\n| 1 | 2 |";
         assert_eq!(repeated_rows(figures), (0, 2));
+    }
+
+    #[test]
+    fn enumerations_count_items_named_again_and_again_on_their_line() {
+        let meals = "Dinner: Chicken, Bran, Shrimp, Bran, Bran, Chicken, Banana, Chai\nLunch: Banana, Chicken, Banana, Chicken, Banana";
+        assert_eq!(enumerations(meals, 3), (6, 13));
+        let days = "Jeu: Je, Je, Je, Je, Je,\nLa: La, La, La,";
+        assert_eq!(enumerations(days, 3), (8, 8));
+        // A name said twice on a line is a slip; the next line may name it again.
+        let slips = "Japan: Tokyo, Shinjuku, Shinjuku, Tokyo\nIndia: Mumbai, New Delhi, Mumbai\nIndia: Mumbai, Chennai, Pune";
+        assert_eq!(enumerations(slips, 3), (0, 10));
+        // Answers, numbers, CSV cells and clauses of prose are no items said again.
+        let data = "Key: Yes, No, Yes, Yes\nScores: 10, 10, 12, 10\nalice,30,engineer,engineer,engineer\nWe went to the old market on the hill, then we went to the old market on the hill, then we went to the old market on the hill.";
+        assert_eq!(enumerations(data, 3).0, 0);
+        let names = "草梨、美博、苏苏、英国人、苏苏、游议、宇派、苏苏、英国人、苏苏";
+        assert_eq!(enumerations(names, 3), (4, 10));
     }
 
     fn word_tail8(words: &[&str]) -> Option<(usize, usize)> {
