@@ -15,6 +15,15 @@ fn flagged(text: &str) -> bool {
     analyze(text, &Thresholds::default()).degenerate()
 }
 
+/// The rules that fired on `text`, in order, at the default thresholds.
+fn rules(text: &str) -> Vec<&'static str> {
+    analyze(text, &Thresholds::default())
+        .findings
+        .iter()
+        .map(Finding::rule)
+        .collect()
+}
+
 const HEALTHY: &[&str] = &[
     "The capital of France is Paris. It has been the country's political and cultural centre for centuries, and today it is home to about two million people within the city limits.",
     "法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心，也是世界上最著名的旅游城市之一，每年吸引数千万游客。",
@@ -411,13 +420,6 @@ fn the_records_repetition_object_is_unchanged() {
 #[test]
 fn templates_table_rows_and_morphemes_are_found() {
     let t = Thresholds::default();
-    let rules = |text: &str| -> Vec<&'static str> {
-        analyze(text, &t)
-            .findings
-            .iter()
-            .map(Finding::rule)
-            .collect()
-    };
     let counter: String = (1..=13)
         .map(|n| format!("Le décembre {n}: {}\n", n + 17))
         .collect();
@@ -454,13 +456,6 @@ fn templates_table_rows_and_morphemes_are_found() {
 #[test]
 fn items_taking_turns_and_enumerations_naming_the_same_few() {
     let t = Thresholds::default();
-    let rules = |text: &str| -> Vec<&'static str> {
-        analyze(text, &t)
-            .findings
-            .iter()
-            .map(Finding::rule)
-            .collect()
-    };
     let names = [
         "Amazon", "Nile", "Amazon", "Amazon", "Nile", "Amazon", "Nile", "Nile",
     ];
