@@ -25,7 +25,6 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
           | [(（\[][0-9０-９]{1,3}[)）\]]                                   # (1)  （1）  [1]
           | [0-9０-９]{1,3}\s*[、：．）]                                     # 1、  1）
           | [a-zA-Z][.)]                                           # a.  B)
-          | [A-Z][:：]                                             # A:  (a letter for each item)
           | (?i:[ivx]{1,4})[.)]                                    # iv.  II)
           | [一二三四五六七八九十]{1,3}[、.．]                          # 一、
           | [(（][一二三四五六七八九十]{1,3}[)）]                       # （一）
@@ -254,7 +253,6 @@ mod tests {
             ("1.苹果", "苹果"),
             ("第一步：洗菜", "洗菜"),
             ("① 苹果", "苹果"),
-            ("E: 5. snake", "snake"),
         ] {
             assert_eq!(strip_marker(line), item, "{line}");
         }
