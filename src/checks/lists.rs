@@ -269,6 +269,7 @@ mod tests {
             "-5 degrees",
             "10 apples",
             "a.m. is morning",
+            "A: What's this?",
         ] {
             assert_eq!(strip_marker(line), line.trim(), "{line}");
         }

@@ -21,8 +21,8 @@ pub fn is_number(unit: &str) -> bool {
     unit.chars().all(|c| c.is_ascii_digit())
 }
 
-/// English numbers and ordinals written as words, up to twenty and the tens.
-const NUMBER_WORDS: &[&str] = &[
+/// English numbers written as words, up to twenty and the tens.
+const CARDINALS: &[&str] = &[
     "zero",
     "one",
     "two",
@@ -52,6 +52,16 @@ const NUMBER_WORDS: &[&str] = &[
     "eighty",
     "ninety",
     "hundred",
+];
+
+/// A word (lower case) that is a number written out, as a count (`three`) or an ordinal
+/// (`third`).
+pub fn is_number_word(word: &str) -> bool {
+    CARDINALS.contains(&word) || is_ordinal_word(word)
+}
+
+/// English ordinals written as words, up to the twentieth.
+const ORDINALS: &[&str] = &[
     "first",
     "second",
     "third",
@@ -74,10 +84,11 @@ const NUMBER_WORDS: &[&str] = &[
     "twentieth",
 ];
 
-/// A word (lower case) that is a number spelled out: `three`, `second` (`On the second
-/// day...`, `On the third day...`: a counter in words).
-pub fn is_number_word(word: &str) -> bool {
-    NUMBER_WORDS.contains(&word)
+/// A word (lower case) that is an ordinal written out: `second`, `third` (`On the second
+/// day...`, `On the third day...`: a counter in words). Cardinals (`five`, `four`) are not:
+/// a counting song's verses (`Five little ducks went out one day...`) differ by them.
+pub fn is_ordinal_word(word: &str) -> bool {
+    ORDINALS.contains(&word)
 }
 
 /// A character that is a unit by itself: CJK, and symbols outside ASCII (emoji, full-width

@@ -46,9 +46,9 @@ const RECALL_FLOORS: [(&str, f64); 5] = [
     ("2026-12-01", 0.92),
     ("2026-12-01b", 0.91),
     ("2026-12-01c", 0.83),
-    ("2026-12-02", 0.67),
+    ("2026-12-02", 0.64),
 ];
-const OVERALL_FLOOR: f64 = 0.87;
+const OVERALL_FLOOR: f64 = 0.86;
 
 /// False alarms the detectors are known to raise on healthy answers, each with why. The test
 /// fails on any other, and on one of these once it is no longer raised (take it off the list).
@@ -279,10 +279,10 @@ fn detectors_on_the_labeled_corpus() {
     // in view. The fourth was grown after all of them and labelled by two readers who never
     // saw a verdict; two changes followed its one false alarm and one of its misses, and the
     // rules for items taking turns and enumerations came after it too. The fifth was grown
-    // after those and labelled the same way; one marker style (`E: 5. snake`) was added after
-    // it. Each batch is held to what the detectors catch of it today, so a change that loses
-    // any of it fails, while the rest of 95 % is open work (docs/detectors.md lists the shapes
-    // missed).
+    // after those and labelled the same way; both rules were narrowed after it, to leave
+    // two-valued data, blocks, sequences and groups alone. Each batch is held to what the
+    // detectors catch of it today, so a change that loses any of it fails, while the rest of
+    // 95 % is open work (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
         let [tp, _, fn_, _] = batches.get(batch).copied().unwrap_or_default();
         let recall = ratio(tp, tp + fn_);
@@ -343,7 +343,7 @@ struct SecondLabel {
 
 /// The least recall on the clear cases, the answers both readers label alike: what the
 /// detectors catch of them today.
-const CLEAR_FLOOR: f64 = 0.87;
+const CLEAR_FLOOR: f64 = 0.86;
 
 #[test]
 fn second_reader_agreement_and_clear_cases() {

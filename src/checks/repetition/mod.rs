@@ -1,7 +1,7 @@
 //! Degeneration detectors over generated text, for English and Chinese alike, run over the text
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
-//! again and again, two alternating or taking turns at the end, or a block of lines coming
-//! back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
+//! again and again, two alternating or taking turns at the end, or anywhere with their counter
+//! climbing, or a block of lines coming back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
 //! alone), list items that keep coming back out of order within their section, and the n-gram
 //! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration;
 //! and the shapes that hide from exact comparison of units (`shapes.rs`, `sentences.rs`).
@@ -193,32 +193,45 @@ fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
         .map(|c| (2, c))
 }
 
+/// Words a line must say besides its numbers to take turns in [`taking_turns`]: a line of one
+/// or two words and a number (`Flip 3: Heads`, `7 is odd`, `Test 2: PASS`) is data, one of two
+/// values on purpose.
+const TURN_WORDS: usize = 3;
+
 /// The most items in a row, anywhere in the answer, that take turns between two texts with
-/// their numbers masked, each at least `min_repeats` times, over at least `min_items` items: a
-/// list stuck on two entries while its counter climbs (`River 3: The Amazon`, `River 4: The
-/// Nile`, `River 5: The Amazon`...). Only lines of a list or with a number in them count (a
-/// song's two lines taking turns are a refrain), and only templates with a word in them (two
-/// rows of figures are a table); answers (`True`, `B`) never.
+/// their numbers masked, each at least `min_repeats` times and switching from one to the other
+/// at least `min_repeats` times, over at least `min_items` items: a list stuck on two entries
+/// while its counter climbs (`River 3: The Amazon`, `River 4: The Nile`, `River 5: The
+/// Amazon`...). Only lines of a list or with a number in them count (a song's two lines taking
+/// turns are a refrain), with [`TURN_WORDS`] words or more (rows of figures and two-valued
+/// data are no loop), and never table rows or answers (`True`, `B`). Two blocks one after the
+/// other (three sets of push-ups, then three of squats) switch once: a plan, not turns.
 fn taking_turns(items: &[Item], min_repeats: usize, min_items: usize) -> usize {
     let texts: Vec<Option<String>> = items
         .iter()
         .map(|i| {
+            let t = shapes::template(&i.text);
             let counted = !i.heading
                 && !i.is_answer()
-                && (i.listed || i.text.chars().any(|c| c.is_ascii_digit()));
-            let t = shapes::template(&i.text);
-            (counted && shapes::words(&t) >= 1).then_some(t)
+                && !i.text.starts_with('|')
+                && (i.listed || t.contains('#'))
+                && shapes::words(&t) >= TURN_WORDS;
+            counted.then_some(t)
         })
         .collect();
-    // The widest windows of at most two texts, slid over the items.
+    // The widest windows of at most two texts, slid over the items, with the number of
+    // switches between neighbours inside each.
     let mut counts: HashMap<&str, usize> = HashMap::new();
-    let (mut best, mut start) = (0, 0);
+    let (mut best, mut start, mut switches) = (0, 0, 0);
     for (end, text) in texts.iter().enumerate() {
         let Some(text) = text else {
             counts.clear();
-            start = end + 1;
+            (start, switches) = (end + 1, 0);
             continue;
         };
+        if end > start && texts[end - 1].as_deref() != Some(text) {
+            switches += 1;
+        }
         *counts.entry(text).or_default() += 1;
         while counts.len() > 2 {
             let first = texts[start].as_deref().unwrap_or_default();
@@ -228,10 +241,17 @@ fn taking_turns(items: &[Item], min_repeats: usize, min_items: usize) -> usize {
                     counts.remove(first);
                 }
             }
+            if texts[start + 1] != texts[start] {
+                switches -= 1;
+            }
             start += 1;
         }
         let len = end + 1 - start;
-        if counts.len() == 2 && counts.values().all(|&n| n >= min_repeats) && len >= min_items {
+        if counts.len() == 2
+            && counts.values().all(|&n| n >= min_repeats)
+            && switches >= min_repeats
+            && len >= min_items
+        {
             best = best.max(len);
         }
     }
@@ -326,6 +346,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
     let findings = [
         cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
+        (turn_items > 0).then_some(Finding::TakingTurns { items: turn_items }),
         tail.map(Finding::TailLoop),
         word_tail.map(|(period, words)| Finding::WordTail { period, words }),
         (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
@@ -342,6 +363,12 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         (repeated_rows >= 2).then_some(Finding::RepeatedRows {
             repeated: repeated_rows,
             rows: table_rows,
+        }),
+        // Items named again and again on their line, as many mentions as a list needs items
+        // to cycle.
+        (enumeration_repeats >= t.list_min_items).then_some(Finding::EnumerationRepeats {
+            mentions: enumeration_repeats,
+            items: enumerated,
         }),
         (long_enough && ngrams - compression_ratio >= t.ngram_margin).then_some(Finding::Ngrams {
             seq_rep_4: ngrams,
@@ -369,33 +396,14 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
                 alike,
                 sentences: ended,
             }),
-        (turn_items > 0).then_some(Finding::TakingTurns { items: turn_items }),
-        // Items named again and again on their line, as many mentions as a list needs items
-        // to cycle.
-        (enumeration_repeats >= t.list_min_items).then_some(Finding::EnumerationRepeats {
-            mentions: enumeration_repeats,
-            items: enumerated,
-        }),
     ];
-    let fired = |f: &Option<Finding>, v: f64| if f.is_some() { v } else { 0.0 };
+    let findings: Vec<Finding> = findings.into_iter().flatten().collect();
     Report {
         measures: Measures {
-            score: share(tail.map_or(0, Tail::units), n)
-                .max(share(cycle.map_or(0, |(_, c)| c), items.len()))
-                .max(seq_rep_4)
-                .max(recurring_item_ratio)
-                .max(share(word_tail.map_or(0, |(_, w)| w), n))
-                .max(fired(&findings[4], template_line_ratio))
-                .max(fired(&findings[5], share(repeated_rows, table_rows)))
-                .max(fired(&findings[7], passage_ratio))
-                .max(fired(
-                    &findings[8],
-                    share(repeated_sentences, sentence_count),
-                ))
-                .max(fired(&findings[9], clause_ending_ratio))
-                .max(fired(&findings[10], sentence_ending_ratio))
-                .max(share(turn_items, items.len()))
-                .max(fired(&findings[12], share(enumeration_repeats, enumerated))),
+            score: findings
+                .iter()
+                .map(|f| f.share(n, items.len()))
+                .fold(seq_rep_4.max(recurring_item_ratio), f64::max),
             units: n,
             items: items.len(),
             seq_rep_4,
@@ -410,7 +418,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
             turn_items,
             enumeration_repeats,
         },
-        findings: findings.into_iter().flatten().collect(),
+        findings,
     }
 }
 

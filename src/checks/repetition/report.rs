@@ -172,6 +172,38 @@ impl Finding {
         }
     }
 
+    /// How much of the text it covers, 0..1, for `repetition_score`: the share of the units
+    /// (of `units`) or of the items (of `items`) in the loop, or the rule's own share. The
+    /// n-grams count through seq-rep-4, which the score takes whether or not they fired.
+    pub fn share(&self, units: usize, items: usize) -> f64 {
+        let share = |part: usize, whole: usize| {
+            if whole == 0 {
+                0.0
+            } else {
+                part as f64 / whole as f64
+            }
+        };
+        match *self {
+            Finding::ItemCycle { items: c, .. } | Finding::TakingTurns { items: c } => {
+                share(c, items)
+            }
+            Finding::TailLoop(tail) => share(tail.units(), units),
+            Finding::WordTail { words, .. } => share(words, units),
+            Finding::RecurringItems { ratio }
+            | Finding::Passages { ratio, .. }
+            | Finding::ClauseEndings { ratio, .. } => ratio,
+            Finding::TemplateLines { lines, items } => share(lines, items),
+            Finding::RepeatedRows { repeated, rows } => share(repeated, rows),
+            Finding::EnumerationRepeats { mentions, items } => share(mentions, items),
+            Finding::RepeatedSentences {
+                repeated,
+                sentences,
+            } => share(repeated, sentences),
+            Finding::SentenceEndings { alike, sentences } => share(alike, sentences),
+            Finding::Ngrams { .. } => 0.0,
+        }
+    }
+
     /// The period that repeats (items or units) and how often it came back, for the detectors
     /// that find one.
     pub fn period(&self) -> Option<(usize, usize)> {

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::lists::{self, Item};
-use super::super::units::{intern, is_cjk, is_number, periodic_run, repeats};
+use super::super::units::{intern, is_cjk, is_number, is_number_word, periodic_run, repeats};
 
 /// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
 /// their numbers share a template.
@@ -127,10 +127,11 @@ pub fn repeated_rows(prose: &str) -> (usize, usize) {
     (repeated, rows)
 }
 
-/// What separates the items of an enumeration written on one line: a comma or semicolon and
-/// a space, or the Chinese marks. CSV, whose commas have no space after them, is no
-/// enumeration of this kind: a row's cells repeat by nature.
-const ENUMERATION_SEPARATORS: [&str; 5] = [", ", "; ", "，", "、", "；"];
+/// What separates the items of an enumeration written on one line: a comma and a space, or
+/// the Chinese enumeration comma. CSV, whose commas have no space after them, is no
+/// enumeration of this kind (a row's cells repeat by nature); nor are semicolons, which
+/// separate groups (`Lyon, France; Nice, France`), nor the Chinese clause comma `，`.
+const ENUMERATION_SEPARATORS: [&str; 2] = [", ", "、"];
 
 /// An item of an enumeration is short: four words at most, and at most this many characters.
 const ENUMERATION_ITEM_CHARS: usize = 40;
@@ -138,14 +139,14 @@ const ENUMERATION_ITEM_CHARS: usize = 40;
 /// Items of enumerations (three items or more on one line of prose, after its label if any:
 /// `Dinner: Chicken, Bran, Banana`, `苏苏、英国人、游议`) named `min_repeats` times or more on
 /// their line, over the whole answer, as `(mentions, items)`: how many mentions such items
-/// take, out of all items. Items are compared in lower case, marks at their ends off; numbers
-/// and answers (`Yes, No, Yes`) are data, and long items are clauses of prose. A list a person
-/// writes names each thing once per line, twice by a slip (`Tokyo, Shinjuku, Shinjuku`); a
-/// model stuck on a few words names them again and again (`Chicken, Bran, Bran, Banana, Bran,
-/// Banana`, `Je, Je, Je`).
+/// take, out of all items. Items are compared in lower case, marks at their ends off; answers
+/// (`Yes, No, Yes`) are data, and long items are clauses of prose. A line with a number among
+/// its items (`1, 2, Fizz, 4, Buzz`) or numbers in words (`one, two, three, one, two, three`)
+/// is a sequence, not a list. A list a person writes names each thing once per line, twice by
+/// a slip (`Tokyo, Shinjuku, Shinjuku`); a model stuck on a few words names them again and
+/// again (`Chicken, Bran, Bran, Banana, Bran, Banana`, `Je, Je, Je`).
 pub fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
     let (mut mentions, mut counted) = (0, 0);
-    let mut counts: HashMap<String, usize> = HashMap::new();
     for line in prose.lines() {
         let mut parts = vec![line];
         for sep in ENUMERATION_SEPARATORS {
@@ -156,18 +157,27 @@ pub fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
         }
         // The first item follows the line's label, if any (`Dinner: Chicken`).
         parts[0] = parts[0].rsplit([':', '：']).next().unwrap_or_default();
-        counts.clear();
-        for part in parts {
-            let item = part
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
-            let short = item.split_whitespace().count() <= 4
-                && item.chars().count() <= ENUMERATION_ITEM_CHARS;
-            if item.is_empty() || !short || is_number(&item) || lists::is_answer(&item) {
-                continue;
-            }
-            counted += 1;
-            *counts.entry(item).or_default() += 1;
+        let items: Vec<String> = parts
+            .iter()
+            .map(|p| {
+                p.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .filter(|i| {
+                !i.is_empty()
+                    && i.split_whitespace().count() <= 4
+                    && i.chars().count() <= ENUMERATION_ITEM_CHARS
+                    && !lists::is_answer(i)
+            })
+            .collect();
+        let sequence = items.iter().any(|i| is_number(i) || is_number_word(i));
+        if items.len() < 3 || sequence {
+            continue;
+        }
+        counted += items.len();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for i in &items {
+            *counts.entry(i).or_default() += 1;
         }
         mentions += counts
             .values()
@@ -353,8 +363,9 @@ mod tests {
         // A name said twice on a line is a slip; the next line may name it again.
         let slips = "Japan: Tokyo, Shinjuku, Shinjuku, Tokyo\nIndia: Mumbai, New Delhi, Mumbai\nIndia: Mumbai, Chennai, Pune";
         assert_eq!(enumerations(slips, 3), (0, 10));
-        // Answers, numbers, CSV cells and clauses of prose are no items said again.
-        let data = "Key: Yes, No, Yes, Yes\nScores: 10, 10, 12, 10\nalice,30,engineer,engineer,engineer\nWe went to the old market on the hill, then we went to the old market on the hill, then we went to the old market on the hill.";
+        // Answers, sequences, CSV cells, groups between semicolons, Chinese clauses and clauses
+        // of prose are no items said again.
+        let data = "Key: Yes, No, Yes, Yes\nScores: 10, 10, 12, 10\n1, 2, Fizz, 4, Buzz, Fizz, 7, 8, Fizz, Buzz\nOne, two, three, one, two, three, one, two, three\nalice,30,engineer,engineer,engineer\nStops: Lyon, France; Nice, France; Paris, France\n加油，加油，加油！\nWe went to the old market on the hill, then we went to the old market on the hill, then we went to the old market on the hill.";
         assert_eq!(enumerations(data, 3).0, 0);
         let names = "草梨、美博、苏苏、英国人、苏苏、游议、宇派、苏苏、英国人、苏苏";
         assert_eq!(enumerations(names, 3), (4, 10));

@@ -482,6 +482,13 @@ fn items_taking_turns_and_enumerations_naming_the_same_few() {
         // An answer key, and two rows of figures.
         (1..=8).map(|n| format!("{n}. {}\n", if n % 2 == 0 { "True" } else { "False" })).collect(),
         (1..=8).map(|n| format!("| {n} | {} |\n", 10 * (n % 2))).collect(),
+        // Two-valued data: coin flips, a parity table, test results.
+        (1..=8).map(|n| format!("Flip {n}: {}\n", ["Heads", "Tails", "Tails"][n % 3])).collect(),
+        "| n | Parity |\n|---|---|\n".to_string()
+            + &(1..=8).map(|n| format!("| {n} | {} |\n", ["Even", "Odd"][n % 2])).collect::<String>(),
+        (1..=8).map(|n| format!("Test {n}: {}\n", ["PASS", "FAIL", "PASS"][n % 3])).collect(),
+        // Two blocks, one after the other.
+        (1..=8).map(|n| format!("Set {n}: 10 {}\n", if n <= 4 { "slow push-ups" } else { "deep squats" })).collect(),
         // Days whose content differs, and names said twice on a line by a slip.
         (1..=8).map(|n| format!("Day {n}: {}\n", ["swim", "run", "row", "climb"][n % 4])).collect(),
         "Japan: Tokyo, Osaka, Tokyo\nIndia: Mumbai, Delhi, Mumbai\nChina: Beijing, Shanghai, Beijing".into(),
