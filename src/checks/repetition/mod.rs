@@ -20,6 +20,7 @@ mod shapes;
 use super::lists::{self, Item};
 pub use super::units::units;
 use super::units::{intern, periodic_run, repeats};
+use report::share;
 pub use report::{Detector, Finding, Measures, Report, Tail};
 
 /// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
@@ -309,13 +310,6 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
     };
     let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
     let compression_ratio = compression_ratio(&prose);
-    let share = |part: usize, whole: usize| {
-        if whole == 0 {
-            0.0
-        } else {
-            part as f64 / whole as f64
-        }
-    };
     let tail = tail
         .map(|(period, _, units)| Tail::Repeated { period, units })
         .or(marks.map(|units| Tail::Marks { units }));

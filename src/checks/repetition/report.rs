@@ -65,6 +65,15 @@ impl Tail {
     }
 }
 
+/// `part` of `whole`, 0 when there is no whole.
+pub(super) fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
 /// What one detector found, with its own figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Finding {
@@ -176,13 +185,6 @@ impl Finding {
     /// (of `units`) or of the items (of `items`) in the loop, or the rule's own share. The
     /// n-grams count through seq-rep-4, which the score takes whether or not they fired.
     pub fn share(&self, units: usize, items: usize) -> f64 {
-        let share = |part: usize, whole: usize| {
-            if whole == 0 {
-                0.0
-            } else {
-                part as f64 / whole as f64
-            }
-        };
         match *self {
             Finding::ItemCycle { items: c, .. } | Finding::TakingTurns { items: c } => {
                 share(c, items)
