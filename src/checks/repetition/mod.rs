@@ -207,17 +207,23 @@ const TURN_WORDS: usize = 3;
 /// turns are a refrain), with [`TURN_WORDS`] words or more (rows of figures and two-valued
 /// data are no loop), and never table rows or answers (`True`, `B`). Two blocks one after the
 /// other (three sets of push-ups, then three of squats) switch once: a plan, not turns.
-fn taking_turns(items: &[Item], min_repeats: usize, min_items: usize) -> usize {
-    let texts: Vec<Option<String>> = items
+/// `templates` are the items' own, from [`shapes::templates`].
+fn taking_turns(
+    items: &[Item],
+    templates: &[String],
+    min_repeats: usize,
+    min_items: usize,
+) -> usize {
+    let texts: Vec<Option<&str>> = items
         .iter()
-        .map(|i| {
-            let t = shapes::template(&i.text);
+        .zip(templates)
+        .map(|(i, t)| {
             let counted = !i.heading
-                && !i.is_answer()
                 && !i.text.starts_with('|')
                 && (i.listed || t.contains('#'))
-                && shapes::words(&t) >= TURN_WORDS;
-            counted.then_some(t)
+                && !i.is_answer()
+                && shapes::words(t) >= TURN_WORDS;
+            counted.then_some(t.as_str())
         })
         .collect();
     // The widest windows of at most two texts, slid over the items, with the number of
@@ -230,12 +236,12 @@ fn taking_turns(items: &[Item], min_repeats: usize, min_items: usize) -> usize {
             (start, switches) = (end + 1, 0);
             continue;
         };
-        if end > start && texts[end - 1].as_deref() != Some(text) {
+        if end > start && texts[end - 1] != Some(text) {
             switches += 1;
         }
         *counts.entry(text).or_default() += 1;
         while counts.len() > 2 {
-            let first = texts[start].as_deref().unwrap_or_default();
+            let first = texts[start].unwrap_or_default();
             if let Some(n) = counts.get_mut(first) {
                 *n -= 1;
                 if *n == 0 {
@@ -314,7 +320,8 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         .map(|(period, _, units)| Tail::Repeated { period, units })
         .or(marks.map(|units| Tail::Marks { units }));
     let ngrams = seq_rep_4.max(late_seq_rep_4);
-    let (template_lines, _) = shapes::template_lines(&items);
+    let templates = shapes::templates(&items);
+    let (template_lines, _) = shapes::template_lines(&items, &templates);
     // A counter needs three lines at least to be seen climbing.
     let template_line_ratio = if template_lines >= 3 {
         share(template_lines, items.len())
@@ -334,7 +341,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         (2 * t.tail_min_units).div_ceil(5),
     );
     let (passage_ratio, phrase_repeats) = shapes::passages(&prose, &prose_units, t.min_units);
-    let turn_items = taking_turns(&items, t.list_min_repeats, t.list_min_items);
+    let turn_items = taking_turns(&items, &templates, t.list_min_repeats, t.list_min_items);
     let (enumeration_repeats, enumerated) = shapes::enumerations(&prose, t.list_min_repeats);
     // One sentence ends alike with itself: the share says something from two on.
     let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };

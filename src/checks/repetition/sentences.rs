@@ -79,11 +79,12 @@ fn words(sentence: &str) -> Vec<String> {
 /// is left to the line detectors (an outline may close on the same line twice), unless the
 /// answer says nothing else: one sentence said twice, and no more, is no answer.
 pub fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
-    let lines: Vec<&str> = lists::text_lines(text)
+    let mut lines = lists::text_lines(text)
         .map(|(line, _)| line.trim())
         .filter(|l| !l.is_empty())
-        .collect();
-    let one_line = lines.len() >= 2 && lines.iter().all(|l| *l == lines[0]);
+        .peekable();
+    let first = lines.next();
+    let one_line = lines.peek().is_some() && lines.all(|l| Some(l) == first);
     let mut seen = HashSet::new();
     let (mut repeated, mut counted) = (0, 0);
     for (sentence, marked, line_again) in sentences(text) {

@@ -63,14 +63,20 @@ fn counts_on(prev: &[f64], next: &[f64]) -> bool {
             .all(|(p, n)| (n - p - step).abs() < 1e-9)
 }
 
+/// Each item's [`template`], in order: worked out once for the shapes that compare lines with
+/// their numbers masked ([`template_lines`], and items taking turns).
+pub fn templates(items: &[Item]) -> Vec<String> {
+    items.iter().map(|i| template(&i.text)).collect()
+}
+
 /// The longest run of lines that share a template with words in it (numbers masked) while
 /// every number in them climbs by one step, as `(lines, items)`: a line said again with a
 /// counter (`Le décembre 7: 24`, `Le décembre 8: 25`...), out of the answer's items.
-pub fn template_lines(items: &[Item]) -> (usize, usize) {
-    let mut groups: HashMap<String, Vec<Vec<f64>>> = HashMap::new();
-    for item in items.iter().filter(|i| !i.heading) {
-        let t = template(&item.text);
-        if t.contains('#') && words(&t) >= 1 {
+/// `templates` are the items' own, from [`templates`].
+pub fn template_lines(items: &[Item], templates: &[String]) -> (usize, usize) {
+    let mut groups: HashMap<&str, Vec<Vec<f64>>> = HashMap::new();
+    for (item, t) in items.iter().zip(templates).filter(|(i, _)| !i.heading) {
+        if t.contains('#') && words(t) >= 1 {
             groups.entry(t).or_default().push(numbers(&item.text));
         }
     }
@@ -127,12 +133,6 @@ pub fn repeated_rows(prose: &str) -> (usize, usize) {
     (repeated, rows)
 }
 
-/// What separates the items of an enumeration written on one line: a comma and a space, or
-/// the Chinese enumeration comma. CSV, whose commas have no space after them, is no
-/// enumeration of this kind (a row's cells repeat by nature); nor are semicolons, which
-/// separate groups (`Lyon, France; Nice, France`), nor the Chinese clause comma `，`.
-const ENUMERATION_SEPARATORS: [&str; 2] = [", ", "、"];
-
 /// An item of an enumeration is short: four words at most, and at most this many characters.
 const ENUMERATION_ITEM_CHARS: usize = 40;
 
@@ -148,10 +148,14 @@ const ENUMERATION_ITEM_CHARS: usize = 40;
 pub fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
     let (mut mentions, mut counted) = (0, 0);
     for line in prose.lines() {
-        let mut parts = vec![line];
-        for sep in ENUMERATION_SEPARATORS {
-            parts = parts.iter().flat_map(|p| p.split(sep)).collect();
+        // Items are separated by a comma and a space, or the Chinese enumeration comma. CSV,
+        // whose commas have no space after them, is no enumeration of this kind (a row's cells
+        // repeat by nature); nor are semicolons, which separate groups (`Lyon, France; Nice,
+        // France`), nor the Chinese clause comma `，`.
+        if !line.contains(", ") && !line.contains('、') {
+            continue;
         }
+        let mut parts: Vec<&str> = line.split('、').flat_map(|p| p.split(", ")).collect();
         if parts.len() < 3 {
             continue;
         }
@@ -330,20 +334,25 @@ mod tests {
         assert_eq!(words("第#天：学习"), 4);
     }
 
+    fn template_lines_of(text: &str) -> (usize, usize) {
+        let items = lists::items(text, false);
+        template_lines(&items, &templates(&items))
+    }
+
     #[test]
     fn template_lines_count_distinct_lines() {
         let text: String = (1..=13)
             .map(|n| format!("Le décembre {n}: {}\n", n + 17))
             .collect();
-        assert_eq!(template_lines(&lists::items(&text, false)), (13, 13));
+        assert_eq!(template_lines_of(&text), (13, 13));
         // A conversion table moves its columns by steps of their own.
         let km: String = (1..=12)
             .map(|n| format!("{n} km = {:.2} miles\n", n as f64 * 0.621))
             .collect();
-        assert_eq!(template_lines(&lists::items(&km, false)).0, 1);
+        assert_eq!(template_lines_of(&km).0, 1);
         assert_eq!(numbers("1,000 m is 1.5 km."), vec![1000.0, 1.5]);
         let table: String = (1..=10).map(|n| format!("7 x {n} = {}\n", 7 * n)).collect();
-        assert_eq!(template_lines(&lists::items(&table, false)).0, 0);
+        assert_eq!(template_lines_of(&table).0, 0);
     }
 
     #[test]
