@@ -82,6 +82,8 @@ pub struct Item {
     pub listed: bool,
     /// A Markdown heading (`### Monday`): it starts a section.
     pub heading: bool,
+    /// It ends in a colon (`Day 3:`, `**Tuesday**:`, `做法：`): it announces what comes under it.
+    pub label: bool,
 }
 
 /// Answers from a fixed set, as an answer key gives them: `True`, `no`, `B`, `对`.
@@ -174,6 +176,7 @@ pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
                 text: item,
                 listed: stripped.len() < line.trim().len(),
                 heading: line.trim_start().starts_with('#'),
+                label: stripped.trim_end_matches(['*', ' ']).ends_with([':', '：']),
             });
         }
     }

@@ -46,9 +46,9 @@ const RECALL_FLOORS: [(&str, f64); 5] = [
     ("2026-12-01", 0.92),
     ("2026-12-01b", 0.91),
     ("2026-12-01c", 0.83),
-    ("2026-12-02", 0.64),
+    ("2026-12-02", 0.69),
 ];
-const OVERALL_FLOOR: f64 = 0.86;
+const OVERALL_FLOOR: f64 = 0.87;
 
 /// False alarms the detectors are known to raise on healthy answers, each with why. The test
 /// fails on any other, and on one of these once it is no longer raised (take it off the list).
@@ -343,7 +343,7 @@ struct SecondLabel {
 
 /// The least recall on the clear cases, the answers both readers label alike: what the
 /// detectors catch of them today.
-const CLEAR_FLOOR: f64 = 0.86;
+const CLEAR_FLOOR: f64 = 0.88;
 
 #[test]
 fn second_reader_agreement_and_clear_cases() {

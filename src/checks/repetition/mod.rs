@@ -266,7 +266,7 @@ fn taking_turns(
 }
 
 /// The share of an answer's lines one template must make up to be a loop: most of them.
-const TEMPLATE_SHARE: f64 = 2.0 / 3.0;
+const TEMPLATE_SHARE: f64 = 0.4;
 
 /// The fewest lines one template with a climbing counter must take for a loop: eight, where
 /// a list needs six items to cycle (`千二年 (1922-1923)` on eight lines).

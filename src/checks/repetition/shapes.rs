@@ -9,9 +9,18 @@ use super::super::lists::{self, Item};
 use super::super::units::{intern, is_cjk, is_number, is_number_word, periodic_run, repeats};
 
 /// `text` with every number (`12`, `0.62`, `1,000`, `３`) as `#`: lines that differ only in
-/// their numbers share a template.
+/// their numbers share a template. A letter that labels the line (`E: 5. snake`) counts on as
+/// a number does, and is masked too (`a.` and `b)` are list markers, already off).
 pub(super) fn template(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    let b = text.as_bytes();
+    let labelled = b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b' ';
+    let text = if labelled {
+        out.push('#');
+        &text[1..]
+    } else {
+        text
+    };
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if !c.is_ascii_digit() && !('０'..='９').contains(&c) {
@@ -72,10 +81,17 @@ pub fn templates(items: &[Item]) -> Vec<String> {
 /// The longest run of lines that share a template with words in it (numbers masked) while
 /// every number in them climbs by one step, as `(lines, items)`: a line said again with a
 /// counter (`Le décembre 7: 24`, `Le décembre 8: 25`...), out of the answer's items.
-/// `templates` are the items' own, from [`templates`].
+/// `templates` are the items' own, from [`templates`]. A label with something under it
+/// (`Week 3:` and then the week's runs) heads its lines, as a Markdown heading does, and does not
+/// count; a label with only another label or nothing under it (`Day 3:`, `Tuesday:`, `Day 4:`)
+/// says nothing but its counter, and counts.
 pub fn template_lines(items: &[Item], templates: &[String]) -> (usize, usize) {
     let mut groups: HashMap<&str, Vec<Vec<f64>>> = HashMap::new();
-    for (item, t) in items.iter().zip(templates).filter(|(i, _)| !i.heading) {
+    for (n, (item, t)) in items.iter().zip(templates).enumerate() {
+        let heads = item.label && items.get(n + 1).is_some_and(|next| !next.label);
+        if item.heading || heads {
+            continue;
+        }
         if t.contains('#') && words(t) >= 1 {
             groups.entry(t).or_default().push(numbers(&item.text));
         }
@@ -332,6 +348,9 @@ mod tests {
         assert_eq!(words("# x # = #"), 0);
         assert_eq!(words("en especie #, la mesa"), 4);
         assert_eq!(words("第#天：学习"), 4);
+        // A letter that labels the line is masked; a word in front is not.
+        assert_eq!(template("E: 5. snake"), "#: # snake");
+        assert_eq!(template("Eat 5 apples"), "Eat # apples");
     }
 
     fn template_lines_of(text: &str) -> (usize, usize) {

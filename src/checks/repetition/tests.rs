@@ -451,6 +451,62 @@ fn templates_table_rows_and_morphemes_are_found() {
     }
 }
 
+/// A template need not be the whole answer: two lines in five will do, interleaved with empty
+/// labels or after a few lines that differ. A letter in front counts on as the number does.
+/// A label with its content under it heads that content and is no line said again.
+#[test]
+fn templates_among_other_lines_and_behind_letters() {
+    let years: String = ["Warren G. Harding", "Woodrow Wilson", "Calvin Coolidge"]
+        .iter()
+        .chain(["Woodrow Wilson"; 4].iter())
+        .enumerate()
+        .map(|(i, p)| format!("{}: {p}\n", 1921 + i))
+        .chain((1930..1939).map(|y| format!("{y}: Franklin D. Roosevelt\n")))
+        .collect();
+    assert_eq!(rules(&years), ["template_lines"]);
+    let days: String = (1..=10)
+        .map(|n| {
+            let day = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"][n % 5];
+            format!("Day {n}:\n• {day}:\n")
+        })
+        .collect();
+    assert_eq!(rules(&days), ["template_lines"]);
+    let letters: String = (b'A'..=b'Z')
+        .enumerate()
+        .map(|(i, l)| {
+            let animal = ["cat", "dog", "rabbit"].get(i).unwrap_or(&"snake");
+            format!("{}: {}. {animal}\n", l as char, i + 1)
+        })
+        .collect();
+    assert_eq!(rules(&letters), ["template_lines"]);
+    // A plan whose weeks each head their runs, and a dialogue, stay healthy.
+    let runs = [
+        "Three easy runs of 5 km.",
+        "Add strides after the Tuesday run.",
+        "A long run of 10 km on Sunday.",
+        "Hills on Thursday, easy otherwise.",
+        "Rest week: two short runs.",
+        "Tempo run of 6 km on Wednesday.",
+        "Intervals: 6 x 400 m.",
+        "A long run of 14 km.",
+        "Taper: halve the distance.",
+        "Race day on Saturday.",
+    ];
+    let weeks: String = runs
+        .iter()
+        .enumerate()
+        .map(|(n, run)| format!("Week {}:\n{run}\n", n + 1))
+        .collect();
+    let dialogue = "A: 1. Where is the station?\nB: 2. Turn left at the bank.\nA: 3. Is it far?\nB: 4. No, five minutes on foot.\nA: 5. Thank you!\nB: 6. You are welcome.";
+    for healthy in [weeks.as_str(), dialogue] {
+        assert!(
+            rules(healthy).is_empty(),
+            "{healthy:?}: {:?}",
+            rules(healthy)
+        );
+    }
+}
+
 /// Two items taking turns anywhere while a counter climbs, items named again and again inside
 /// enumerations, and what stays healthy beside them.
 #[test]
