@@ -48,6 +48,11 @@ impl Tmux {
         }
         args.push("sh");
         tmux.ok(&args);
+        // Keys sent before the shell's prompt is drawn are echoed ahead of it, and the prompt
+        // then stands where the command's output begins: wait for the prompt first.
+        tmux.until("the shell's prompt", &mut String::new(), |s| {
+            !s.trim().is_empty()
+        });
         tmux
     }
 
