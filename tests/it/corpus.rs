@@ -41,14 +41,15 @@ use serde::Deserialize;
 
 /// The least recall on each batch: what the detectors catch of it today (all of the first,
 /// which the rules were tuned on).
-const RECALL_FLOORS: [(&str, f64); 5] = [
+const RECALL_FLOORS: [(&str, f64); 6] = [
     ("first", 1.0),
     ("2026-12-01", 0.92),
     ("2026-12-01b", 0.91),
     ("2026-12-01c", 0.83),
     ("2026-12-02", 0.69),
+    ("2026-12-02b", 0.74),
 ];
-const OVERALL_FLOOR: f64 = 0.87;
+const OVERALL_FLOOR: f64 = 0.84;
 
 /// False alarms the detectors are known to raise on healthy answers, each with why. The test
 /// fails on any other, and on one of these once it is no longer raised (take it off the list).
@@ -280,7 +281,9 @@ fn detectors_on_the_labeled_corpus() {
     // saw a verdict; two changes followed its one false alarm and one of its misses, and the
     // rules for items taking turns and enumerations came after it too. The fifth was grown
     // after those and labelled the same way; both rules were narrowed after it, to leave
-    // two-valued data, blocks, sequences and groups alone. Each batch is held to what the
+    // two-valued data, blocks, sequences and groups alone, and line templates were widened
+    // (two lines in five, a letter label masked). The sixth was grown after that and labelled
+    // the same way, and nothing was tuned on it. Each batch is held to what the
     // detectors catch of it today, so a change that loses any of it fails, while the rest of
     // 95 % is open work (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
@@ -343,7 +346,7 @@ struct SecondLabel {
 
 /// The least recall on the clear cases, the answers both readers label alike: what the
 /// detectors catch of them today.
-const CLEAR_FLOOR: f64 = 0.88;
+const CLEAR_FLOOR: f64 = 0.85;
 
 #[test]
 fn second_reader_agreement_and_clear_cases() {
