@@ -1,8 +1,8 @@
 //! Degeneration detectors over generated text, for English and Chinese alike, run over the text
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
 //! again and again, two alternating or taking turns at the end, or anywhere with their counter
-//! climbing, or a block of lines coming back), a tail loop (the text ends in one unit sequence repeated back to back, or in marks
-//! alone), list items that keep coming back out of order within their section, and the n-gram
+//! climbing, or a block of lines coming back), a tail loop (the text ends in one unit sequence
+//! repeated back to back, or in marks alone), list items that keep coming back out of order within their section, and the n-gram
 //! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration;
 //! and the shapes that hide from exact comparison of units (`shapes.rs`, `sentences.rs`).
 //! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
@@ -265,7 +265,10 @@ fn taking_turns(
     best
 }
 
-/// The share of an answer's lines one template must make up to be a loop: most of them.
+/// The share of an answer's lines one template must make up to be a loop: two in five, so that
+/// a template taking turns with empty labels (`Day 3:`, `• Wednesday:`, `Day 4:`...) or coming
+/// after a few lines that differ counts. A label with content under it heads that content and
+/// is not counted ([`shapes::template_lines`]): a plan by week is no loop.
 const TEMPLATE_SHARE: f64 = 0.4;
 
 /// The fewest lines one template with a climbing counter must take for a loop: eight, where
@@ -353,7 +356,7 @@ pub fn analyze(text: &str, t: &Thresholds) -> Report {
         (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
             ratio: recurring_item_ratio,
         }),
-        // A template said on eight lines or more, and on most of the answer's.
+        // A template said on eight lines or more, and on two in five of the answer's.
         (template_lines >= TEMPLATE_MIN_LINES && template_line_ratio >= TEMPLATE_SHARE).then_some(
             Finding::TemplateLines {
                 lines: template_lines,

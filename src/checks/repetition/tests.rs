@@ -16,6 +16,15 @@ fn flagged(text: &str) -> bool {
 }
 
 /// The rules that fired on `text`, in order, at the default thresholds.
+/// One line per item, `line` given each item's number (from 1) and text.
+fn lines(items: &[&str], line: impl Fn(usize, &str) -> String) -> String {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, x)| line(i + 1, x))
+        .collect()
+}
+
 fn rules(text: &str) -> Vec<&'static str> {
     analyze(text, &Thresholds::default())
         .findings
@@ -200,11 +209,7 @@ fn each_detector_alone() {
     let list = [
         "Paris", "Rome", "Paris", "Oslo", "Rome", "Paris", "Rome", "Lima",
     ];
-    let list: String = list
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("{}. {c}\n", i + 1))
-        .collect();
+    let list = lines(&list, |n, c| format!("{n}. {c}\n"));
     let r = analyze(&list, &t);
     assert_eq!(
         (decided(&r).0, r.measures.recurring_item_ratio),
@@ -371,13 +376,7 @@ fn compression_ratio_separates_loops_from_prose() {
 #[test]
 fn the_records_repetition_object_is_unchanged() {
     let t = Thresholds::default();
-    let numbered = |items: &[&str]| -> String {
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, x)| format!("{}. {x}\n", i + 1))
-            .collect()
-    };
+    let numbered = |items: &[&str]| lines(items, |n, x| format!("{n}. {x}\n"));
     let cases = [
         // Every detector fires; the item cycle decides.
         (
@@ -492,11 +491,7 @@ fn templates_among_other_lines_and_behind_letters() {
         "Taper: halve the distance.",
         "Race day on Saturday.",
     ];
-    let weeks: String = runs
-        .iter()
-        .enumerate()
-        .map(|(n, run)| format!("Week {}:\n{run}\n", n + 1))
-        .collect();
+    let weeks = lines(&runs, |n, run| format!("Week {n}:\n{run}\n"));
     let dialogue = "A: 1. Where is the station?\nB: 2. Turn left at the bank.\nA: 3. Is it far?\nB: 4. No, five minutes on foot.\nA: 5. Thank you!\nB: 6. You are welcome.";
     for healthy in [weeks.as_str(), dialogue] {
         assert!(
@@ -515,11 +510,7 @@ fn items_taking_turns_and_enumerations_naming_the_same_few() {
     let names = [
         "Amazon", "Nile", "Amazon", "Amazon", "Nile", "Amazon", "Nile", "Nile",
     ];
-    let rivers: String = names
-        .iter()
-        .enumerate()
-        .map(|(i, r)| format!("River {}: The {r}\n\n", i + 1))
-        .collect::<String>()
+    let rivers = lines(&names, |n, r| format!("River {n}: The {r}\n\n"))
         + "The continents of the world are:\n\nAfrica\n\nAsia\n\nEurope";
     assert_eq!(rules(&rivers), ["turns"]);
     let r = analyze(&rivers, &t);
