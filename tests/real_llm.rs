@@ -228,14 +228,7 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
                 Command::new(env!("CARGO_BIN_EXE_llm-canary"))
                     .args(["gate", "-c"])
                     .arg(cfg)
-                    .args([
-                        "--probe",
-                        "computer",
-                        "--concurrency",
-                        "1",
-                        "--format",
-                        "json",
-                    ])
+                    .args(["--concurrency", "1", "--format", "json"])
                     .args(args)
                     .output()
                     .unwrap()
@@ -244,7 +237,15 @@ async fn the_gate_passes_a_server_against_itself_and_sees_a_slower_one() {
             .unwrap()
         }
     };
-    let same = gate(vec!["--target", "same", "--baseline-target", "prod"]).await;
+    let same = gate(vec![
+        "--target",
+        "same",
+        "--baseline-target",
+        "prod",
+        "--probe",
+        "computer",
+    ])
+    .await;
     let v: serde_json::Value = serde_json::from_slice(&same.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&same.stderr)));
     assert_eq!(same.status.code(), Some(0), "{v:#}");
