@@ -283,9 +283,9 @@ fn detectors_on_the_labeled_corpus() {
     // after those and labelled the same way; both rules were narrowed after it, to leave
     // two-valued data, blocks, sequences and groups alone, and line templates were widened
     // (two lines in five, a letter label masked). The sixth was grown after that and labelled
-    // the same way, and nothing was tuned on it. Each batch is held to what the
-    // detectors catch of it today, so a change that loses any of it fails, while the rest of
-    // 95 % is open work (docs/detectors.md lists the shapes missed).
+    // the same way, and nothing was tuned on it. Each batch is held to what the detectors
+    // catch of it today, so a change that loses any of it fails, while the rest of 95 % is
+    // open work (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
         let [tp, _, fn_, _] = batches.get(batch).copied().unwrap_or_default();
         let recall = ratio(tp, tp + fn_);

@@ -2,8 +2,9 @@
 //! as a reader sees it (list markers off, see [`super::lists`]): list items that cycle (one item
 //! again and again, two alternating or taking turns at the end, or anywhere with their counter
 //! climbing, or a block of lines coming back), a tail loop (the text ends in one unit sequence
-//! repeated back to back, or in marks alone), list items that keep coming back out of order within their section, and the n-gram
-//! repetition ratio seq-rep-4 of the prose with the zlib compression ratio as corroboration;
+//! repeated back to back, or in marks alone), list items that keep coming back out of order
+//! within their section, and the n-gram repetition ratio seq-rep-4 of the prose with the zlib
+//! compression ratio as corroboration;
 //! and the shapes that hide from exact comparison of units (`shapes.rs`, `sentences.rs`).
 //! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
 //! repeats them. Pure functions; the thresholds come from the probe. tests/it/corpus.rs measures

@@ -15,7 +15,6 @@ fn flagged(text: &str) -> bool {
     analyze(text, &Thresholds::default()).degenerate()
 }
 
-/// The rules that fired on `text`, in order, at the default thresholds.
 /// One line per item, `line` given each item's number (from 1) and text.
 fn lines(items: &[&str], line: impl Fn(usize, &str) -> String) -> String {
     items
@@ -25,6 +24,7 @@ fn lines(items: &[&str], line: impl Fn(usize, &str) -> String) -> String {
         .collect()
 }
 
+/// The rules that fired on `text`, in order, at the default thresholds.
 fn rules(text: &str) -> Vec<&'static str> {
     analyze(text, &Thresholds::default())
         .findings
