@@ -4,7 +4,9 @@
 //! rule finds in it. Pure data: `commands::report` and the MCP server print it.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::BufRead;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -93,35 +95,82 @@ struct Acc {
 }
 
 /// A log and its rotated files, oldest first: `PATH.N` … `PATH.1`, then `PATH` (those that
-/// exist). The results log rotates by renaming `PATH` to `PATH.1`, `.1` to `.2` and so on.
+/// exist). The results log rotates by renaming `PATH` to `PATH.1`, `.1` to `.2` and so on; the
+/// directory is read for them, so a file midway through that renaming (`.7` gone, `.8` there)
+/// does not hide the older ones. `PATH` is looked for first: renamed to `.1` after that, it is
+/// in the directory then, so a rotating log is never found empty.
 pub fn log_files(path: &Path) -> Vec<PathBuf> {
-    let rotated = |n: u32| {
-        let mut s = path.as_os_str().to_owned();
-        s.push(format!(".{n}"));
-        PathBuf::from(s)
+    let current = path.exists();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
     };
-    let mut out: Vec<PathBuf> = (1..).map(rotated).take_while(|p| p.exists()).collect();
-    out.reverse();
-    if path.exists() {
+    let mut rotated: Vec<(u32, PathBuf)> = std::fs::read_dir(dir.unwrap_or(Path::new(".")))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name();
+            let digits = file.to_str()?.strip_prefix(name)?.strip_prefix('.')?;
+            let n: u32 = digits.parse().ok()?;
+            (n.to_string() == digits).then(|| (n, path.with_file_name(&file)))
+        })
+        .collect();
+    rotated.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let mut out: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+    if current {
         out.push(path.to_path_buf());
     }
     out
 }
 
+/// How often [`open_log`] lists and opens the files before it gives up on a log that keeps
+/// rotating; one rotation in every try would take a log written faster than it can be read.
+const OPEN_TRIES: usize = 100;
+
+/// The log's files, oldest first, opened as they stood at one moment. The daemon may rotate
+/// the log while it is read, renaming each file one place on: the files are listed and opened
+/// again until a listing after the opening names the same files, each still the one opened
+/// under its name, so that no run is missed or read twice.
+fn open_log(path: &Path) -> std::io::Result<Vec<File>> {
+    let id = |m: std::fs::Metadata| (m.dev(), m.ino());
+    for _ in 0..OPEN_TRIES {
+        let names = log_files(path);
+        if names.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{}: no such results log", path.display()),
+            ));
+        }
+        let files = match names.iter().map(File::open).collect::<Result<Vec<_>, _>>() {
+            Ok(files) => files,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let unmoved = names.iter().zip(&files).all(|(name, file)| {
+            match (std::fs::metadata(name), file.metadata()) {
+                (Ok(now), Ok(opened)) => id(now) == id(opened),
+                _ => false,
+            }
+        });
+        if unmoved && log_files(path) == names {
+            return Ok(files);
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "{}: the log rotated each time it was opened ({OPEN_TRIES} tries)",
+        path.display()
+    )))
+}
+
 /// Reads `path` and its rotated files and summarises the runs that started at or after `since`.
 /// An error only when no file can be read at all.
 pub fn summarise(path: &Path, since: Option<Timestamp>) -> std::io::Result<Summary> {
-    let files = log_files(path);
-    if files.is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("{}: no such results log", path.display()),
-        ));
-    }
+    let files = open_log(path)?;
     let mut lines = Vec::new();
     let mut skipped = 0;
     for file in files {
-        let reader = std::io::BufReader::new(std::fs::File::open(&file)?);
+        let reader = std::io::BufReader::new(file);
         for line in reader.lines() {
             let line = line?;
             if line.trim().is_empty() {
@@ -264,6 +313,57 @@ mod tests {
                 (Some("2048"), 1, Some(300.0)),
                 (Some("8192"), 1, Some(900.0))
             ]
+        );
+    }
+
+    /// `report` on the log of a running daemon: the log rotates while it is read (every file
+    /// renamed one place on, a new current file made), and each summary still reads every run
+    /// written up to some moment, none missed or read twice, and never fails for a file gone.
+    #[test]
+    fn a_log_rotating_while_it_is_read_is_read_whole() {
+        use crate::result::ProbeResult;
+        use crate::sinks::results_log::ResultsLog;
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        const WRITTEN: usize = 1000;
+        let tmp = tempfile::tempdir().unwrap();
+        let r = ProbeResult::example();
+        // Ten runs a file, and room for all of them: no run is ever dropped.
+        let settings = crate::config::ResultsLogSettings {
+            path: tmp.path().join("results.jsonl"),
+            max_bytes: 10 * (r.to_json_line().len() as u64 + 1),
+            keep: 200,
+        };
+        let mut log = ResultsLog::open(&settings).unwrap();
+        log.append(&r).unwrap();
+        let writing = AtomicBool::new(true);
+        let (reads, last) = std::thread::scope(|s| {
+            s.spawn(|| {
+                // A run finished every 200 µs: a rotation every 2 ms, renaming up to 100 files.
+                for _ in 1..WRITTEN {
+                    log.append(&r).unwrap();
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                writing.store(false, Ordering::Relaxed);
+            });
+            let (mut reads, mut last) = (0, 0);
+            while writing.load(Ordering::Relaxed) {
+                let runs = summarise(&settings.path, None).map(|s| s.pairs[0].runs);
+                let read = runs.as_ref().is_ok_and(|&n| n >= last);
+                if !read {
+                    // Stop the writer's loop from holding the scope open.
+                    writing.store(false, Ordering::Relaxed);
+                }
+                assert!(read, "after {last} runs read, then {runs:?}");
+                (reads, last) = (reads + 1, runs.unwrap());
+            }
+            (reads, last)
+        });
+        assert!(reads > 10, "only {reads} reads while the log rotated");
+        assert!(last <= WRITTEN);
+        assert_eq!(
+            summarise(&settings.path, None).unwrap().pairs[0].runs,
+            WRITTEN
         );
     }
 
