@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufRead;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::sinks::incidents::{detect, Incident};
+use crate::sinks::results_log::log_files;
 use crate::sinks::status_history::{Failure, Run};
 use crate::timeline::nearest_rank;
 
@@ -92,36 +93,6 @@ struct Acc {
     ttft: Vec<f64>,
     tps: Vec<f64>,
     e2e: Vec<f64>,
-}
-
-/// A log and its rotated files, oldest first: `PATH.N` … `PATH.1`, then `PATH` (those that
-/// exist). The results log rotates by renaming `PATH` to `PATH.1`, `.1` to `.2` and so on; the
-/// directory is read for them, so a file midway through that renaming (`.7` gone, `.8` there)
-/// does not hide the older ones. `PATH` is looked for first: renamed to `.1` after that, it is
-/// in the directory then, so a rotating log is never found empty.
-pub fn log_files(path: &Path) -> Vec<PathBuf> {
-    let current = path.exists();
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return Vec::new();
-    };
-    let mut rotated: Vec<(u32, PathBuf)> = std::fs::read_dir(dir.unwrap_or(Path::new(".")))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let file = e.file_name();
-            let digits = file.to_str()?.strip_prefix(name)?.strip_prefix('.')?;
-            let n: u32 = digits.parse().ok()?;
-            (n.to_string() == digits).then(|| (n, path.with_file_name(&file)))
-        })
-        .collect();
-    rotated.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
-    let mut out: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
-    if current {
-        out.push(path.to_path_buf());
-    }
-    out
 }
 
 /// How often [`open_log`] lists and opens the files before it gives up on a log that keeps

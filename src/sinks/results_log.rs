@@ -21,14 +21,33 @@ fn rotated(path: &Path, n: u32) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// The log's files, oldest first: `.N` ... `.1`, then the current one (those that exist).
-pub fn log_files(settings: &Settings) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = (1..=settings.keep)
-        .rev()
-        .map(|n| rotated(&settings.path, n))
-        .filter(|p| p.exists())
+/// A log and its rotated files, oldest first: `PATH.N` … `PATH.1`, then `PATH` (those that
+/// exist). The results log rotates by renaming `PATH` to `PATH.1`, `.1` to `.2` and so on; the
+/// directory is read for them, so a file midway through that renaming (`.7` gone, `.8` there)
+/// does not hide the older ones. `PATH` is looked for first: renamed to `.1` after that, it is
+/// in the directory then, so a rotating log is never found empty.
+pub fn log_files(path: &Path) -> Vec<PathBuf> {
+    let current = path.exists();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let mut older: Vec<(u32, PathBuf)> = std::fs::read_dir(dir.unwrap_or(Path::new(".")))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name();
+            let digits = file.to_str()?.strip_prefix(name)?.strip_prefix('.')?;
+            let n: u32 = digits.parse().ok()?;
+            (n.to_string() == digits).then(|| (n, path.with_file_name(&file)))
+        })
         .collect();
-    out.push(settings.path.clone());
+    older.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let mut out: Vec<PathBuf> = older.into_iter().map(|(_, p)| p).collect();
+    if current {
+        out.push(path.to_path_buf());
+    }
     out
 }
 

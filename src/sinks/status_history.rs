@@ -538,7 +538,7 @@ pub fn replay(
 ) -> (usize, usize) {
     let (mut taken, mut bad) = (0, 0);
     let mut line = String::new();
-    for path in log_files(settings) {
+    for path in log_files(&settings.path) {
         let Ok(file) = std::fs::File::open(&path) else {
             continue;
         };

@@ -178,7 +178,7 @@ fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
         ),
     )
     .unwrap();
-    assert!(log_files(&settings).len() > 1, "the log rotated");
+    assert!(log_files(&settings.path).len() > 1, "the log rotated");
     let h = history();
     let (taken, bad) = replay(&settings, ts("2025-03-03T12:00:00Z"), |r| h.record(r));
     assert_eq!((taken, bad), (8, 1));
