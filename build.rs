@@ -1,5 +1,4 @@
-//! Names the commit the binary is built from, for `llm-canary --version` ("0.1.0 (abc123def456)"),
-//! and lays out a release binary's code with the daemon's functions first (`hot_text`).
+//! Names the commit the binary is built from, for `llm-canary --version` ("0.1.0 (abc123def456)").
 //!
 //! `LLM_CANARY_COMMIT` overrides it (a packager building from a tarball); outside a git checkout,
 //! without the override, the commit reads "unknown". The script reruns only when HEAD moves: on
@@ -21,28 +20,6 @@ fn main() {
     };
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     println!("cargo:rustc-env=LLM_CANARY_VERSION={version} ({commit})");
-    hot_text();
-}
-
-/// Links a release binary for Linux with link/hot-text.ld (written by scripts/code-layout): the
-/// functions the daemon runs go together at the front of the code. The kernel maps a binary's
-/// cached pages in 64 KiB windows around each page a process touches, so with the daemon's
-/// functions spread over all 5 MB of code nearly all of it was resident; packed together, the
-/// rest (the other commands, the flavors and features not in use) stays unmapped
-/// (docs/performance.md). The script only orders sections, so a function it does not name is
-/// linked as before; GNU ld, lld and Zig's linker read it. It also marks where the code only
-/// start-up runs begins and ends, which the daemon gives back once started (`hot_text`).
-fn hot_text() {
-    let script = Path::new(&env_path("CARGO_MANIFEST_DIR")).join("link/hot-text.ld");
-    println!("cargo:rerun-if-changed={}", script.display());
-    println!("cargo::rustc-check-cfg=cfg(hot_text)");
-    let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
-    if linux && release && script.exists() {
-        // Every release link (benches too), since the library refers to the script's symbols.
-        println!("cargo:rustc-link-arg=-Wl,-T,{}", script.display());
-        println!("cargo:rustc-cfg=hot_text");
-    }
 }
 
 /// `git <args>` in the crate's directory, its trimmed output when it succeeded.

@@ -163,35 +163,6 @@ fn packaged_binary() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, bin)
 }
 
-/// The shipped binary is linked by Zig, not by the toolchain's lld: link/hot-text.ld must have
-/// reached it, with the daemon's functions in `.text.hot` ahead of the rest of the code (the
-/// idle daemon's memory depends on it, docs/performance.md).
-#[test]
-fn the_daemon_s_code_comes_first() {
-    let (_dir, bin) = packaged_binary();
-    let sections = ok("readelf", &["-S", "--wide", bin.to_str().unwrap()]);
-    // "[16] .text.hot PROGBITS 0000000000219f00 218f00 2d37db ...": name, type, address, offset, size.
-    let section = |name: &str| {
-        sections.lines().find_map(|line| {
-            let fields: Vec<&str> = line.split(']').nth(1)?.split_whitespace().collect();
-            (fields.first() == Some(&name)).then(|| {
-                let hex = |i: usize| u64::from_str_radix(fields[i], 16).unwrap();
-                (hex(2), hex(4))
-            })
-        })
-    };
-    let (hot_at, hot_size) = section(".text.hot").unwrap_or_else(|| {
-        panic!("no .text.hot section: link/hot-text.ld was not applied\n{sections}")
-    });
-    let (text_at, text_size) = section(".text").expect("a .text section");
-    assert!(hot_at < text_at, "{sections}");
-    assert!(
-        hot_size > 1 << 20 && text_size > 1 << 20,
-        "the daemon's code is {hot_size} bytes, the rest {text_size}: the layout matched too little or too much\n{sections}"
-    );
-    println!("the daemon's code: {hot_size} bytes first, then {text_size}");
-}
-
 #[test]
 fn the_binary_needs_at_most_glibc_2_31() {
     let (_dir, bin) = packaged_binary();

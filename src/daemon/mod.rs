@@ -437,46 +437,12 @@ async fn open_door(
 /// glibc's allocator keeps freed memory in its heap for reuse and returns only what lies at the
 /// heap's top, so without this the daemon idles at its start-up peak: 0.25 MiB more with 100
 /// pairs (`cargo bench --bench daemon`). Runs reuse what stays; no trim after them.
-/// Also the code only start-up runs (`release_start_up_code`).
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointer and only walks the allocator's own free lists; glibc
     // locks each arena while it does.
     unsafe {
         libc::malloc_trim(0);
-    }
-    #[cfg(hot_text)]
-    release_start_up_code();
-}
-
-/// Lets the kernel drop the pages of code that only start-up runs (reading the config, the
-/// history rebuild), which a release build for Linux links together (link/hot-text.ld, between
-/// the two symbols below): 1 MiB of the idle daemon's memory (docs/performance.md). A reload
-/// reads them back from the binary, then lets them go again. A kernel without MADV_PAGEOUT
-/// (before 5.4) refuses the advice, and the pages stay.
-#[cfg(hot_text)]
-fn release_start_up_code() {
-    unsafe extern "C" {
-        static llm_canary_start_up_text: u8;
-        static llm_canary_start_up_text_end: u8;
-    }
-    let begin = (&raw const llm_canary_start_up_text) as usize;
-    let end = (&raw const llm_canary_start_up_text_end) as usize;
-    // SAFETY: sysconf reads a constant of the system.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    // Whole pages inside the range only: the pages at its ends hold code that runs.
-    let (first, last) = (begin.next_multiple_of(page), end / page * page);
-    if last > first {
-        // SAFETY: the range lies inside the binary's mapped code (the linker placed both
-        // symbols there); MADV_PAGEOUT only drops clean pages, which the next call to a
-        // function there reads back from the file.
-        let err =
-            unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_PAGEOUT) };
-        tracing::debug!(
-            bytes = last - first,
-            refused = err != 0,
-            "start-up code paged out"
-        );
     }
 }
 
