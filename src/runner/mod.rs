@@ -352,5 +352,4 @@ impl Runner {
 }
 
 #[cfg(test)]
-#[path = "runner_tests.rs"]
 mod tests;

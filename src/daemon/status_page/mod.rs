@@ -539,5 +539,4 @@ pub fn badge(t: &TargetStatus) -> String {
 }
 
 #[cfg(test)]
-#[path = "status_page_tests.rs"]
 mod tests;

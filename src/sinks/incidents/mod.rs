@@ -183,5 +183,4 @@ pub fn detect<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<Incident> {
 }
 
 #[cfg(test)]
-#[path = "incidents_tests.rs"]
 mod tests;

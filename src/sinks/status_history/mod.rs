@@ -37,9 +37,7 @@ use crate::sinks::results_log::log_files;
 use crate::sinks::state::Recent;
 use crate::util::clip;
 
-#[path = "status_history_days.rs"]
 mod days;
-#[path = "status_history_slots.rs"]
 mod slots;
 
 use days::{Daily, OpenDay};
@@ -567,5 +565,4 @@ pub fn replay(
 }
 
 #[cfg(test)]
-#[path = "status_history_tests.rs"]
 mod tests;

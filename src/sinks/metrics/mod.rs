@@ -588,13 +588,10 @@ pub fn now_seconds() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
-#[path = "metrics_encode.rs"]
 mod encode;
 
-#[path = "metrics_rung.rs"]
 mod rung;
 use rung::{run_key, Rungless, RUNG};
 
 #[cfg(test)]
-#[path = "metrics_tests.rs"]
 mod tests;

@@ -519,5 +519,4 @@ mod checks;
 use checks::load_checks;
 
 #[cfg(test)]
-#[path = "probe_tests.rs"]
 mod tests;
