@@ -64,25 +64,47 @@ pub struct Answer<'a> {
     pub show_text: bool,
 }
 
+/// One failed content check: its outcome and the sentence that says why it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub outcome: Outcome,
+    pub why: String,
+}
+
+impl Failure {
+    fn new(outcome: Outcome, why: impl Into<String>) -> Failure {
+        Failure {
+            outcome,
+            why: why.into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Judgement {
-    /// Failed content checks, in precedence order.
-    pub failed: Vec<Outcome>,
+    /// Failed content checks, in precedence order, each with its sentence.
+    pub failures: Vec<Failure>,
     pub output_chars: usize,
     pub repetition: Option<repetition::Report>,
-    /// Why the JSON, tool-call and pattern checks failed, in one sentence each.
-    pub format_error: Option<String>,
-    pub tool_call_error: Option<String>,
-    pub expect_error: Option<String>,
-    pub forbid_error: Option<String>,
-    /// Why `too_short` or `too_long` failed: the length beside the limit.
-    pub length_error: Option<String>,
 }
 
 impl Judgement {
+    /// The failed checks' outcomes, in precedence order.
+    pub fn failed(&self) -> Vec<Outcome> {
+        self.failures.iter().map(|f| f.outcome).collect()
+    }
+
     /// The run's content outcome: the failed check of highest precedence, or `ok`.
     pub fn outcome(&self) -> Outcome {
-        Outcome::first_content_failure(&self.failed)
+        Outcome::first_content_failure(&self.failed())
+    }
+
+    /// Why `outcome` failed, when it did.
+    pub fn why(&self, outcome: Outcome) -> Option<&str> {
+        self.failures
+            .iter()
+            .find(|f| f.outcome == outcome)
+            .map(|f| f.why.as_str())
     }
 
     /// The sentence that explains a failed run: why its outcome (the first failed check)
@@ -90,45 +112,12 @@ impl Judgement {
     /// it). An answer cut by `max_tokens` is `truncated`, and says what the cut broke: the check
     /// after it (its JSON, its tool call, a missing fact). `None` when every check passed.
     pub fn explanation(&self) -> Option<String> {
-        let sentence = |o: &Outcome| match o {
-            Outcome::EmptyOutput => Some(format!(
-                "the answer is empty: {} characters, all whitespace or invisible",
-                self.output_chars
-            )),
-            Outcome::Repetition => Some(self.repetition_sentence()),
-            Outcome::Truncated => {
-                Some("the answer was cut at max_tokens (finish reason length)".to_string())
-            }
-            Outcome::ContentFiltered => Some(format!(
-                "the provider stopped the answer by its content policy (finish reason \
-                 {CONTENT_FILTER}) after {} characters",
-                self.output_chars
-            )),
-            Outcome::FormatError => self.format_error.clone(),
-            Outcome::ToolCallError => self.tool_call_error.clone(),
-            Outcome::TooShort | Outcome::TooLong => self.length_error.clone(),
-            Outcome::PatternMismatch => self.expect_error.clone(),
-            Outcome::ForbiddenPattern => self.forbid_error.clone(),
-            _ => None,
-        };
-        let first = match self.failed.as_slice() {
-            [Outcome::Truncated, next, ..] => sentence(next),
-            [first, ..] => sentence(first),
+        let first = match self.failures.as_slice() {
+            [f, next, ..] if f.outcome == Outcome::Truncated => next,
+            [first, ..] => first,
             [] => return None,
         };
-        Some(first.unwrap_or_else(|| format!("{} failed", self.failed[0])))
-    }
-
-    /// Which detector found the loop, in words.
-    fn repetition_sentence(&self) -> String {
-        let found = self
-            .repetition
-            .as_ref()
-            .and_then(|r| Some((r.decided()?.detector(), r.describe()?)));
-        match found {
-            Some((d, words)) => format!("repetition, detector {}: {words}", d.as_str()),
-            None => "repetition: reading stopped once the output certainly looped".to_string(),
-        }
+        Some(first.why.clone())
     }
 }
 
@@ -140,123 +129,174 @@ pub fn is_invisible(c: char) -> bool {
         || matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
 }
 
+/// Runs every check on the answer; the failures come out in precedence order, since each check
+/// below runs in that order (`Outcome::first_content_failure` states the order itself).
 pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
-    let text = answer.text;
-    let output_chars = text.chars().count();
-    let mut failed = Vec::new();
-    if text.chars().all(is_invisible) && answer.tool_calls.is_empty() {
-        failed.push(Outcome::EmptyOutput);
-    }
-    // Every flavor names a refusal or a content-filter stop so: the answer is the provider's
-    // policy, not the model's, whatever the other checks make of what was left.
-    if answer.finish_reason == Some(CONTENT_FILTER) {
-        failed.push(Outcome::ContentFiltered);
-    }
+    let output_chars = answer.text.chars().count();
     let repetition = spec
         .repetition
         .as_ref()
-        .map(|t| repetition::analyze(text, t));
-    // A run stopped on a certain loop is degenerate even if the detectors, at their own
-    // thresholds, were to see it otherwise.
-    if answer.stopped_early || repetition.as_ref().is_some_and(|r| r.degenerate()) {
-        failed.push(Outcome::Repetition);
+        .map(|t| repetition::analyze(answer.text, t));
+    let failures = [
+        empty(answer, output_chars),
+        content_filtered(answer, output_chars),
+        looping(answer, repetition.as_ref()),
+        truncated(spec, answer),
+        format(spec, answer),
+        tool_call(spec, answer),
+        too_short(spec, output_chars),
+        too_long(spec, answer, output_chars),
+        pattern_mismatch(spec, answer, output_chars),
+        forbidden_pattern(spec, answer),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Judgement {
+        failures,
+        output_chars,
+        repetition,
     }
-    if answer.finish_reason == Some("length") && !spec.allow_truncation {
-        failed.push(Outcome::Truncated);
+}
+
+fn empty(answer: &Answer, output_chars: usize) -> Option<Failure> {
+    (answer.text.chars().all(is_invisible) && answer.tool_calls.is_empty()).then(|| {
+        Failure::new(
+            Outcome::EmptyOutput,
+            format!("the answer is empty: {output_chars} characters, all whitespace or invisible"),
+        )
+    })
+}
+
+/// Every flavor names a refusal or a content-filter stop so: the answer is the provider's
+/// policy, not the model's, whatever the other checks make of what was left.
+fn content_filtered(answer: &Answer, output_chars: usize) -> Option<Failure> {
+    (answer.finish_reason == Some(CONTENT_FILTER)).then(|| {
+        Failure::new(
+            Outcome::ContentFiltered,
+            format!(
+                "the provider stopped the answer by its content policy (finish reason \
+                 {CONTENT_FILTER}) after {output_chars} characters"
+            ),
+        )
+    })
+}
+
+/// A run stopped on a certain loop is degenerate even if the detectors, at their own
+/// thresholds, were to see it otherwise.
+fn looping(answer: &Answer, report: Option<&repetition::Report>) -> Option<Failure> {
+    if !answer.stopped_early && !report.is_some_and(|r| r.degenerate()) {
+        return None;
     }
-    let format_error = spec
+    let found = report.and_then(|r| Some((r.decided()?.detector(), r.describe()?)));
+    let why = match found {
+        Some((d, words)) => format!("repetition, detector {}: {words}", d.as_str()),
+        None => "repetition: reading stopped once the output certainly looped".to_string(),
+    };
+    Some(Failure::new(Outcome::Repetition, why))
+}
+
+fn truncated(spec: &CheckSpec, answer: &Answer) -> Option<Failure> {
+    (answer.finish_reason == Some("length") && !spec.allow_truncation).then(|| {
+        Failure::new(
+            Outcome::Truncated,
+            "the answer was cut at max_tokens (finish reason length)",
+        )
+    })
+}
+
+fn format(spec: &CheckSpec, answer: &Answer) -> Option<Failure> {
+    let why = spec
         .json
-        .then(|| json::check(text, spec.json_schema.as_deref()))
-        .flatten();
-    if format_error.is_some() {
-        failed.push(Outcome::FormatError);
-    }
-    let tool_call_error = spec
-        .tool_call
-        .as_ref()
-        .and_then(|want| tool_call::check(answer.tool_calls, want));
-    if tool_call_error.is_some() {
-        failed.push(Outcome::ToolCallError);
-    }
-    let mut length_error = None;
-    if let Some(min) = spec.min_chars.filter(|min| output_chars < *min) {
-        failed.push(Outcome::TooShort);
-        length_error = Some(format!(
-            "the answer has {output_chars} characters, under min_chars {min}"
-        ));
-    }
-    let lines = text
-        .lines()
-        .filter(|l| !l.chars().all(is_invisible))
-        .count();
+        .then(|| json::check(answer.text, spec.json_schema.as_deref()))
+        .flatten()?;
+    Some(Failure::new(Outcome::FormatError, why))
+}
+
+fn tool_call(spec: &CheckSpec, answer: &Answer) -> Option<Failure> {
+    let want = spec.tool_call.as_ref()?;
+    let why = tool_call::check(answer.tool_calls, want)?;
+    Some(Failure::new(Outcome::ToolCallError, why))
+}
+
+fn too_short(spec: &CheckSpec, output_chars: usize) -> Option<Failure> {
+    let min = spec.min_chars.filter(|min| output_chars < *min)?;
+    Some(Failure::new(
+        Outcome::TooShort,
+        format!("the answer has {output_chars} characters, under min_chars {min}"),
+    ))
+}
+
+fn too_long(spec: &CheckSpec, answer: &Answer, output_chars: usize) -> Option<Failure> {
     let too_many_chars = spec
         .max_chars
         .filter(|max| output_chars > *max)
         .map(|max| format!("the answer has {output_chars} characters, over max_chars {max}"));
-    let too_many_lines = spec
-        .max_lines
-        .filter(|&max| lines > max)
-        .map(|max| format!("the answer has {lines} lines, more than max_lines ({max})"));
-    if let Some(why) = too_many_chars.or(too_many_lines) {
-        failed.push(Outcome::TooLong);
-        length_error = Some(why);
-    }
-    let quoted = |t: &str, n: usize| format!("{:?}", crate::util::one_line(t, n));
-    let expect_error = spec
-        .expect
-        .as_ref()
-        .filter(|re| !re.is_match(text))
-        .map(|re| match answer.show_text {
-            true => format!("expect /{re}/ did not match {}", quoted(text, 80)),
-            false => format!("expect /{re}/ did not match the answer ({output_chars} characters; --show-output quotes it)"),
-        });
-    // A missing fact says which, before what a pattern missed.
-    let needle_error = spec
+    let too_many_lines = || {
+        let max = spec.max_lines?;
+        let lines = answer
+            .text
+            .lines()
+            .filter(|l| !l.chars().all(is_invisible))
+            .count();
+        (lines > max).then(|| format!("the answer has {lines} lines, more than max_lines ({max})"))
+    };
+    let why = too_many_chars.or_else(too_many_lines)?;
+    Some(Failure::new(Outcome::TooLong, why))
+}
+
+fn quoted(t: &str, n: usize) -> String {
+    format!("{:?}", crate::util::one_line(t, n))
+}
+
+/// A missing fact says which, before what a pattern missed.
+fn pattern_mismatch(spec: &CheckSpec, answer: &Answer, output_chars: usize) -> Option<Failure> {
+    let text = answer.text;
+    let needle = spec
         .needle
         .as_ref()
         .filter(|n| !n.found_in(text))
         .map(|n| n.sentence(text, answer.show_text));
-    let expect_error = needle_error.or(expect_error);
-    if expect_error.is_some() {
-        failed.push(Outcome::PatternMismatch);
+    let expect = || {
+        let re = spec.expect.as_ref().filter(|re| !re.is_match(text))?;
+        Some(match answer.show_text {
+            true => format!("expect /{re}/ did not match {}", quoted(text, 80)),
+            false => format!("expect /{re}/ did not match the answer ({output_chars} characters; --show-output quotes it)"),
+        })
+    };
+    let why = needle.or_else(expect)?;
+    Some(Failure::new(Outcome::PatternMismatch, why))
+}
+
+fn forbidden_pattern(spec: &CheckSpec, answer: &Answer) -> Option<Failure> {
+    let text = answer.text;
+    let re = spec.forbid.as_ref()?;
+    let m = re.find(text)?;
+    if !answer.show_text {
+        let at = text[..m.start()].chars().count();
+        return Some(Failure::new(
+            Outcome::ForbiddenPattern,
+            format!("forbid /{re}/ matched at character {at} (--show-output quotes it)"),
+        ));
     }
-    let forbid_error = spec.forbid.as_ref().and_then(|re| {
-        let m = re.find(text)?;
-        if !answer.show_text {
-            let at = text[..m.start()].chars().count();
-            return Some(format!(
-                "forbid /{re}/ matched at character {at} (--show-output quotes it)"
-            ));
-        }
-        // A little of what comes before the match, from a word's start.
-        let mut from = m.start().saturating_sub(30);
-        while !text.is_char_boundary(from) {
-            from -= 1;
-        }
-        if from > 0 && !text[..from].ends_with(char::is_whitespace) {
-            from = text[from..m.start()]
-                .find(char::is_whitespace)
-                .map_or(m.start(), |i| from + i);
-        }
-        Some(format!(
+    // A little of what comes before the match, from a word's start.
+    let mut from = m.start().saturating_sub(30);
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    if from > 0 && !text[..from].ends_with(char::is_whitespace) {
+        from = text[from..m.start()]
+            .find(char::is_whitespace)
+            .map_or(m.start(), |i| from + i);
+    }
+    Some(Failure::new(
+        Outcome::ForbiddenPattern,
+        format!(
             "forbid /{re}/ matched {} in {}",
             quoted(m.as_str(), 40),
             quoted(&text[from..], 80)
-        ))
-    });
-    if forbid_error.is_some() {
-        failed.push(Outcome::ForbiddenPattern);
-    }
-    Judgement {
-        failed,
-        output_chars,
-        repetition,
-        format_error,
-        tool_call_error,
-        expect_error,
-        forbid_error,
-        length_error,
-    }
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -286,9 +326,9 @@ mod tests {
     #[test]
     fn a_content_filter_stop_is_content_filtered() {
         let v = judge(&spec(), &text("I can't help with", CONTENT_FILTER));
-        assert_eq!(v.failed[0], Outcome::ContentFiltered);
+        assert_eq!(v.failed()[0], Outcome::ContentFiltered);
         assert_eq!(
-            Outcome::first_content_failure(&v.failed),
+            Outcome::first_content_failure(&v.failed()),
             Outcome::ContentFiltered
         );
         assert!(
@@ -299,17 +339,17 @@ mod tests {
         // Cut with nothing said: empty_output ranks first, content_filtered is listed.
         let v = judge(&spec(), &text("", CONTENT_FILTER));
         assert_eq!(
-            &v.failed[..2],
+            &v.failed()[..2],
             [Outcome::EmptyOutput, Outcome::ContentFiltered]
         );
         let v = judge(&spec(), &text("The capital of France is Paris.", "stop"));
-        assert!(!v.failed.contains(&Outcome::ContentFiltered));
+        assert!(!v.failed().contains(&Outcome::ContentFiltered));
     }
 
     #[test]
     fn healthy_passes() {
         let v = judge(&spec(), &text("The capital of France is Paris.", "stop"));
-        assert!(v.failed.is_empty(), "{:?}", v.failed);
+        assert!(v.failed().is_empty(), "{:?}", v.failed());
         assert_eq!(v.output_chars, 31);
     }
 
@@ -326,7 +366,7 @@ mod tests {
             )
         );
         assert_eq!(
-            v.forbid_error.as_deref(),
+            v.why(Outcome::ForbiddenPattern),
             Some(
                 r#"forbid /(?i)as an ai/ matched "As an AI" in "As an AI model, I say the capital is Berlin.""#
             )
@@ -342,25 +382,25 @@ mod tests {
             Some("expect /(?i)paris/ did not match the answer (44 characters; --show-output quotes it)")
         );
         assert_eq!(
-            v.forbid_error.as_deref(),
+            v.why(Outcome::ForbiddenPattern),
             Some("forbid /(?i)as an ai/ matched at character 0 (--show-output quotes it)")
         );
         // The outcome is what is explained: too short comes before the pattern.
         let v = judge(&spec(), &text("Berlin", "stop"));
-        assert_eq!(v.failed, vec![Outcome::TooShort, Outcome::PatternMismatch]);
+        assert_eq!(v.failed(), vec![Outcome::TooShort, Outcome::PatternMismatch]);
         assert_eq!(
             v.explanation().as_deref(),
             Some("the answer has 6 characters, under min_chars 10")
         );
         // Long texts are cut; the forbidden match is shown with what comes just before it.
         let long = format!("{} as an AI I cannot.", "word ".repeat(40));
-        let forbid = judge(&spec(), &text(&long, "stop")).forbid_error.unwrap();
+        let forbid = judge(&spec(), &text(&long, "stop")).why(Outcome::ForbiddenPattern).unwrap().to_string();
         assert!(
             forbid.ends_with(r#"in "word word word word word as an AI I cannot.""#),
             "{forbid}"
         );
         let expect = judge(&spec(), &text(&"x ".repeat(100), "stop"))
-            .expect_error
+            .why(Outcome::PatternMismatch).map(str::to_string)
             .unwrap();
         assert!(expect.ends_with("…\""), "{expect}");
         // Cut by max_tokens: the outcome is truncated, and the sentence still says why the JSON
@@ -370,16 +410,16 @@ mod tests {
             ..CheckSpec::default()
         };
         let v = judge(&json, &text("{\"city\": \"Par", "length"));
-        assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::FormatError]);
-        assert_eq!(v.explanation(), v.format_error);
-        assert!(v.format_error.is_some());
+        assert_eq!(v.failed(), vec![Outcome::Truncated, Outcome::FormatError]);
+        assert_eq!(v.explanation().as_deref(), v.why(Outcome::FormatError));
+        assert!(v.why(Outcome::FormatError).is_some());
     }
 
     #[test]
     fn every_content_failure_has_its_sentence() {
         let why = |spec: &CheckSpec, t: &str, finish: &str| {
             let v = judge(spec, &text(t, finish));
-            (v.failed.clone(), v.explanation().unwrap_or_default())
+            (v.failed().clone(), v.explanation().unwrap_or_default())
         };
         let none = CheckSpec::default();
         assert_eq!(
@@ -419,14 +459,14 @@ mod tests {
     #[test]
     fn invisible_only_is_empty() {
         let v = judge(&spec(), &text(" \u{200B}\n\u{FEFF}\t", "stop"));
-        assert_eq!(v.failed[0], Outcome::EmptyOutput);
+        assert_eq!(v.failed()[0], Outcome::EmptyOutput);
     }
 
     #[test]
     fn every_failure_is_listed_in_precedence_order() {
         let v = judge(&spec(), &text("As an AI, no.", "length"));
         assert_eq!(
-            v.failed,
+            v.failed(),
             vec![
                 Outcome::Truncated,
                 Outcome::PatternMismatch,
@@ -434,10 +474,10 @@ mod tests {
             ]
         );
         let v = judge(&spec(), &text("Berlin", "stop"));
-        assert_eq!(v.failed, vec![Outcome::TooShort, Outcome::PatternMismatch]);
+        assert_eq!(v.failed(), vec![Outcome::TooShort, Outcome::PatternMismatch]);
         let long = "Paris! ".repeat(40);
         let v = judge(&spec(), &text(&long, "stop"));
-        assert_eq!(v.failed, vec![Outcome::Repetition, Outcome::TooLong]);
+        assert_eq!(v.failed(), vec![Outcome::Repetition, Outcome::TooLong]);
     }
 
     #[test]
@@ -448,7 +488,7 @@ mod tests {
             ..CheckSpec::default()
         };
         let v = judge(&s, &text("巴黎是首都", "length"));
-        assert!(v.failed.is_empty(), "{:?}", v.failed);
+        assert!(v.failed().is_empty(), "{:?}", v.failed());
         assert_eq!(v.output_chars, 5);
     }
 
@@ -459,9 +499,9 @@ mod tests {
             ..CheckSpec::default()
         };
         let v = judge(&s, &text("```json\n{\"city\": \"Paris\"}\n```", "stop"));
-        assert!(v.failed.is_empty(), "{:?}", v.failed);
+        assert!(v.failed().is_empty(), "{:?}", v.failed());
         let v = judge(&s, &text("The city is Paris.", "stop"));
-        assert_eq!(v.failed, vec![Outcome::FormatError]);
+        assert_eq!(v.failed(), vec![Outcome::FormatError]);
         assert_eq!(
             v.explanation().as_deref(),
             Some("the answer is not JSON: expected value at line 1 column 1")
@@ -469,7 +509,7 @@ mod tests {
         // Truncated JSON is truncated first: that is the cause; the sentence still says where
         // the JSON broke.
         let v = judge(&s, &text("{\"city\": \"Pa", "length"));
-        assert_eq!(v.failed, vec![Outcome::Truncated, Outcome::FormatError]);
+        assert_eq!(v.failed(), vec![Outcome::Truncated, Outcome::FormatError]);
         assert_eq!(
             v.explanation().as_deref(),
             Some("the answer is not JSON: EOF while parsing a string at line 1 column 12")
@@ -499,9 +539,9 @@ mod tests {
             tool_calls: &calls,
             ..Answer::default()
         };
-        assert!(judge(&s, &called).failed.is_empty());
+        assert!(judge(&s, &called).failed().is_empty());
         let v = judge(&s, &text("It is sunny in Paris.", "stop"));
-        assert_eq!(v.failed, vec![Outcome::ToolCallError]);
+        assert_eq!(v.failed(), vec![Outcome::ToolCallError]);
         assert_eq!(
             v.explanation().as_deref(),
             Some("no tool call: get_weather was to be called")
@@ -517,11 +557,11 @@ mod tests {
         };
         // Count down from ten to one: ten lines pass, blank ones do not count.
         let right: String = (1..=10).rev().map(|n| format!("{n}\n\n")).collect();
-        assert!(judge(&s, &text(&right, "stop")).failed.is_empty());
+        assert!(judge(&s, &text(&right, "stop")).failed().is_empty());
         // A counter that runs on is no loop to the detectors; the bound catches it.
         let runaway: String = (10..50).map(|n| format!("{n}\n")).collect();
         let v = judge(&s, &text(&runaway, "stop"));
-        assert_eq!(v.failed, vec![Outcome::TooLong]);
+        assert_eq!(v.failed(), vec![Outcome::TooLong]);
         assert_eq!(
             v.explanation().as_deref(),
             Some("the answer has 40 lines, more than max_lines (10)")
@@ -532,7 +572,7 @@ mod tests {
             ..CheckSpec::default()
         };
         let v = judge(&chars, &text(&runaway, "stop"));
-        assert_eq!(v.failed, vec![Outcome::TooLong]);
+        assert_eq!(v.failed(), vec![Outcome::TooLong]);
         assert_eq!(
             v.explanation().as_deref(),
             Some("the answer has 120 characters, over max_chars 10")
@@ -549,6 +589,6 @@ mod tests {
                 ..Answer::default()
             },
         );
-        assert_eq!(v.failed, vec![Outcome::Repetition]);
+        assert_eq!(v.failed(), vec![Outcome::Repetition]);
     }
 }

@@ -55,7 +55,7 @@ fn verdict(probe: &Probe, id: Option<serde_json::Value>, text: &str, finish: &st
         outcome,
         success: outcome == Outcome::Ok,
         error: v.explanation(),
-        failed_checks: v.failed,
+        failed_checks: v.failed(),
         finish_reason: finish.to_owned(),
         output_chars: v.output_chars,
         repetition_score: v

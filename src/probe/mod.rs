@@ -17,7 +17,6 @@ pub use request::{build_request, request_id, Clients, Request};
 
 use crate::checks;
 use crate::config::{Probe, Target};
-use crate::outcome::Outcome;
 use crate::result::{Measurement, Rung, TokensSource};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
@@ -120,9 +119,9 @@ async fn measure(
                 show_text: show_output,
             };
             let v = checks::judge(&probe.checks, &answer);
-            let outcome = Outcome::first_content_failure(&v.failed);
+            let outcome = v.outcome();
             let why = v.explanation();
-            (outcome, v.failed, why, Some(v.output_chars), v.repetition)
+            (outcome, v.failed(), why, Some(v.output_chars), v.repetition)
         }
     };
     let error = error.map(|e| {
