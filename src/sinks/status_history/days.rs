@@ -1,12 +1,23 @@
 //! The 90-day memory of a pair: one slot a UTC day, and the open day's samples its figures
 //! are redone from.
 
-use super::*;
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::run::{figures_of, Run, DAYS, DAY_SAMPLES, DAY_SECONDS};
+use super::slots::{tenth, Reservoir, Ring, Tally};
+
+/// A pair's daily rollups and the open day's samples.
+#[derive(Debug)]
+pub(super) struct Days {
+    daily: Ring<Daily, DAYS>,
+    open_day: OpenDay,
+}
 
 /// One UTC day of a pair: runs, failures and maintenance runs, TTFT p50 and p95 (warm-ups left
 /// out) and the decode speed's median. 20 bytes.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Daily {
+struct Daily {
     runs: u32,
     failed: u32,
     maintenance: u32,
@@ -17,14 +28,14 @@ pub(super) struct Daily {
 
 /// The day still filling: its samples, from which its slot's figures are redone on each run.
 #[derive(Debug)]
-pub(super) struct OpenDay {
+struct OpenDay {
     day: i64,
     ttft: Reservoir<DAY_SAMPLES>,
     tps: Reservoir<DAY_SAMPLES>,
 }
 
 impl OpenDay {
-    pub(super) fn starting(day: i64) -> OpenDay {
+    fn starting(day: i64) -> OpenDay {
         OpenDay {
             day,
             ttft: Reservoir::default(),
@@ -33,10 +44,17 @@ impl OpenDay {
     }
 }
 
-impl PairHistory {
+impl Days {
+    pub(super) fn new() -> Days {
+        Days {
+            daily: Ring::new(),
+            open_day: OpenDay::starting(i64::MIN),
+        }
+    }
+
     /// Counts the run in its day, and redoes the day's figures while it is the open one (runs
     /// older than the week still come in here while the log is replayed).
-    pub(super) fn add_day(&mut self, run: &Run) {
+    pub(super) fn add(&mut self, run: &Run) {
         let d = run.started_at.as_second().div_euclid(DAY_SECONDS);
         let Some(slot) = self.daily.slot_mut(d) else {
             return;
@@ -60,7 +78,7 @@ impl PairHistory {
         }
     }
 
-    pub(super) fn days(&self, probe: &str, now: Timestamp) -> PairDays {
+    pub(super) fn view(&self, probe: &str, now: Timestamp) -> PairDays {
         let today = now.as_second().div_euclid(DAY_SECONDS);
         let first = today - DAYS as i64 + 1;
         PairDays {

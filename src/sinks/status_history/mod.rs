@@ -29,118 +29,31 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::probe::cache_check::CachePhase;
-
 use crate::config::ResultsLogSettings;
-use crate::result::ProbeResult;
 use crate::sinks::results_log::log_files;
 use crate::sinks::state::Recent;
 use crate::util::clip;
 
 mod days;
+mod run;
 mod slots;
 
-use days::{Daily, OpenDay};
+use days::Days;
 pub use days::{Day, PairDays};
-use slots::{Counts, Fine, LogScale, Reservoir, Ring};
+use run::figures_of;
+pub use run::{Detected, Run, DAYS, DAY_SECONDS};
+pub use slots::Tally;
+use slots::{tenth, Counts, Fine, LogScale, Reservoir, Ring};
 
 pub const FINE_SECONDS: i64 = 300;
 pub const FINE_SLOTS: usize = 288;
 pub const COARSE_SECONDS: i64 = 3600;
 pub const COARSE_SLOTS: usize = 168;
 pub use crate::sinks::state::RECENT_RUNS;
-/// Daily rollups kept, today included.
-pub const DAYS: usize = 90;
-pub const DAY_SECONDS: i64 = 86_400;
 pub const FAILURES_KEPT: usize = 5;
 const OPEN_SAMPLES: usize = 64;
-/// Today's TTFT and decode-speed samples: exact up to a run every 5 minutes.
-const DAY_SAMPLES: usize = 288;
 /// Runs whose own TTFT and decode speed are kept, newest last: a terminal row's sparkline.
 pub const RECENT_FIGURES: usize = 32;
-
-/// What the history needs of one run, from a result or from a line of the results log.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Run {
-    pub probe: String,
-    pub target: String,
-    pub started_at: Timestamp,
-    pub outcome: String,
-    pub success: bool,
-    #[serde(default)]
-    pub maintenance: bool,
-    #[serde(default)]
-    pub warmup: bool,
-    /// A cache check's run: the warm one is served from the cache on purpose.
-    #[serde(default)]
-    pub cache_phase: Option<CachePhase>,
-    pub ttft_ms: Option<f64>,
-    pub tokens_per_second: Option<f64>,
-    #[serde(default)]
-    pub http_status: Option<u16>,
-    #[serde(default)]
-    pub request_id: String,
-    #[serde(default)]
-    pub trace_id: String,
-    #[serde(default)]
-    pub error: Option<String>,
-    /// Every check that failed, in precedence order.
-    #[serde(default)]
-    pub failed_checks: Vec<String>,
-    /// What the degeneration detectors found (the record's `repetition`): its `detector`.
-    #[serde(default)]
-    pub repetition: Option<Detected>,
-}
-
-/// The part of the record's `repetition` the history keeps: the detector that decided.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Detected {
-    #[serde(default)]
-    pub detector: Option<String>,
-}
-
-impl From<&ProbeResult> for Run {
-    fn from(r: &ProbeResult) -> Run {
-        Run {
-            probe: r.probe.clone(),
-            target: r.target.clone(),
-            // As the record has it, so the page says the same before and after a restart.
-            started_at: r
-                .started_at
-                .round(jiff::Unit::Millisecond)
-                .unwrap_or(r.started_at),
-            outcome: r.outcome.as_str().to_string(),
-            success: r.success(),
-            maintenance: r.maintenance,
-            warmup: r.warmup,
-            cache_phase: r.cache_phase,
-            ttft_ms: r.figures.ttft_ms,
-            tokens_per_second: r.figures.tokens_per_second,
-            http_status: r.http_status,
-            request_id: r.request_id.clone(),
-            trace_id: r.trace_id.clone(),
-            error: r.error.clone(),
-            failed_checks: r
-                .failed_checks
-                .iter()
-                .map(|o| o.as_str().to_string())
-                .collect(),
-            repetition: r.repetition.as_ref().map(|rep| Detected {
-                detector: rep.decided().map(|f| f.detector().as_str().to_string()),
-            }),
-        }
-    }
-}
-
-/// TTFT counts unless the run was a warm-up or a cache check's warm run; decode speed when
-/// finite.
-fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
-    (
-        run.ttft_ms
-            .filter(|_| !run.warmup && run.cache_phase != Some(CachePhase::Warm)),
-        run.tokens_per_second.filter(|v| v.is_finite()),
-    )
-}
 
 /// The 5-minute slot still filling: its TTFT samples and decode speeds.
 #[derive(Debug)]
@@ -231,8 +144,7 @@ struct PairHistory {
     fine: Ring<Fine, FINE_SLOTS>,
     coarse: Ring<Counts, COARSE_SLOTS>,
     open: Open,
-    daily: Ring<Daily, DAYS>,
-    open_day: OpenDay,
+    days: Days,
     recent: Recent,
     /// Each run's TTFT and decode speed, encoded, numbered in arrival order.
     figures: Ring<[u16; 2], RECENT_FIGURES>,
@@ -246,8 +158,7 @@ impl PairHistory {
             fine: Ring::new(),
             coarse: Ring::new(),
             open: Open::starting(i64::MIN),
-            daily: Ring::new(),
-            open_day: OpenDay::starting(i64::MIN),
+            days: Days::new(),
             recent: Recent::default(),
             figures: Ring::new(),
             last: None,
@@ -257,7 +168,7 @@ impl PairHistory {
 
     fn add(&mut self, run: &Run) {
         let secs = run.started_at.as_second();
-        self.add_day(run);
+        self.days.add(run);
         let b = secs.div_euclid(FINE_SECONDS);
         let Some(slot) = self.fine.slot_mut(b) else {
             return;
@@ -290,24 +201,6 @@ impl PairHistory {
                 self.failures.pop_front();
             }
             self.failures.push_back(Failure::of(run));
-        }
-    }
-}
-
-/// Runs, failures and maintenance runs over a span.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Tally {
-    pub runs: u32,
-    pub failed: u32,
-    pub maintenance: u32,
-}
-
-impl From<Counts> for Tally {
-    fn from(c: Counts) -> Tally {
-        Tally {
-            runs: u32::from(c.runs),
-            failed: u32::from(c.failed),
-            maintenance: u32::from(c.maintenance),
         }
     }
 }
@@ -391,11 +284,6 @@ impl Series {
             .map(|i| self.tally(i))
             .sum()
     }
-}
-
-/// A decoded figure to a tenth (of a millisecond, of a token per second): finer than shown.
-fn tenth(c: u16) -> Option<f32> {
-    LogScale::decode(c).map(|v| ((v * 10.0).round() / 10.0) as f32)
 }
 
 /// One pair's history as of an instant: plain data for the page, the JSON and the badge (and,
@@ -498,7 +386,7 @@ impl StatusHistory {
         let mut out: Vec<PairDays> = map
             .iter()
             .filter(|((_, t), _)| t == target)
-            .map(|((p, _), h)| h.days(p, now))
+            .map(|((p, _), h)| h.days.view(p, now))
             .collect();
         out.sort_by(|a, b| a.probe.cmp(&b.probe));
         out

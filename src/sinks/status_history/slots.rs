@@ -1,7 +1,9 @@
 //! The fixed-size pieces a pair's history is made of: figures on a 16-bit log scale, run
 //! counts, rings of consecutive slots and uniform samples.
 
-use super::Run;
+use serde::{Deserialize, Serialize};
+
+use super::run::Run;
 
 /// A positive figure on a log scale in 16 bits (0 = none): 0.03% steps from `MIN` to `MAX`,
 /// far finer than any figure is shown.
@@ -132,4 +134,27 @@ impl<const N: usize> Reservoir<N> {
             v.get(rank - 1).copied().unwrap_or(0)
         })
     }
+}
+
+/// Runs, failures and maintenance runs over a span.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Tally {
+    pub runs: u32,
+    pub failed: u32,
+    pub maintenance: u32,
+}
+
+impl From<Counts> for Tally {
+    fn from(c: Counts) -> Tally {
+        Tally {
+            runs: u32::from(c.runs),
+            failed: u32::from(c.failed),
+            maintenance: u32::from(c.maintenance),
+        }
+    }
+}
+
+/// A decoded figure to a tenth (of a millisecond, of a token per second): finer than shown.
+pub(super) fn tenth(c: u16) -> Option<f32> {
+    LogScale::decode(c).map(|v| ((v * 10.0).round() / 10.0) as f32)
 }

@@ -2,6 +2,7 @@
 //! and the rebuild from a rotated results log.
 
 use super::*;
+use crate::result::ProbeResult;
 use crate::sinks::results_log::ResultsLog;
 
 fn ts(s: &str) -> Timestamp {

@@ -1,0 +1,97 @@
+//! One run as the history keeps it, from a result or a line of the results log, and the
+//! figures of it that count; the leaf the history's other parts build on.
+
+use jiff::Timestamp;
+use serde::Deserialize;
+
+use crate::probe::cache_check::CachePhase;
+use crate::result::ProbeResult;
+
+/// Daily rollups kept, today included.
+pub const DAYS: usize = 90;
+pub const DAY_SECONDS: i64 = 86_400;
+/// Today's TTFT and decode-speed samples: exact up to a run every 5 minutes.
+pub(super) const DAY_SAMPLES: usize = 288;
+
+/// What the history needs of one run, from a result or from a line of the results log.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Run {
+    pub probe: String,
+    pub target: String,
+    pub started_at: Timestamp,
+    pub outcome: String,
+    pub success: bool,
+    #[serde(default)]
+    pub maintenance: bool,
+    #[serde(default)]
+    pub warmup: bool,
+    /// A cache check's run: the warm one is served from the cache on purpose.
+    #[serde(default)]
+    pub cache_phase: Option<CachePhase>,
+    pub ttft_ms: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    #[serde(default)]
+    pub request_id: String,
+    #[serde(default)]
+    pub trace_id: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Every check that failed, in precedence order.
+    #[serde(default)]
+    pub failed_checks: Vec<String>,
+    /// What the degeneration detectors found (the record's `repetition`): its `detector`.
+    #[serde(default)]
+    pub repetition: Option<Detected>,
+}
+
+/// The part of the record's `repetition` the history keeps: the detector that decided.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Detected {
+    #[serde(default)]
+    pub detector: Option<String>,
+}
+
+impl From<&ProbeResult> for Run {
+    fn from(r: &ProbeResult) -> Run {
+        Run {
+            probe: r.probe.clone(),
+            target: r.target.clone(),
+            // As the record has it, so the page says the same before and after a restart.
+            started_at: r
+                .started_at
+                .round(jiff::Unit::Millisecond)
+                .unwrap_or(r.started_at),
+            outcome: r.outcome.as_str().to_string(),
+            success: r.success(),
+            maintenance: r.maintenance,
+            warmup: r.warmup,
+            cache_phase: r.cache_phase,
+            ttft_ms: r.figures.ttft_ms,
+            tokens_per_second: r.figures.tokens_per_second,
+            http_status: r.http_status,
+            request_id: r.request_id.clone(),
+            trace_id: r.trace_id.clone(),
+            error: r.error.clone(),
+            failed_checks: r
+                .failed_checks
+                .iter()
+                .map(|o| o.as_str().to_string())
+                .collect(),
+            repetition: r.repetition.as_ref().map(|rep| Detected {
+                detector: rep.decided().map(|f| f.detector().as_str().to_string()),
+            }),
+        }
+    }
+}
+
+/// TTFT counts unless the run was a warm-up or a cache check's warm run; decode speed when
+/// finite.
+pub(super) fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
+    (
+        run.ttft_ms
+            .filter(|_| !run.warmup && run.cache_phase != Some(CachePhase::Warm)),
+        run.tokens_per_second.filter(|v| v.is_finite()),
+    )
+}
