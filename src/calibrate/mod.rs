@@ -38,6 +38,7 @@ use crate::runner::Runner;
 use crate::util::error_chain;
 pub use figure::Figure;
 use server::{settle, Alone, Source};
+pub use summary::{Comparison, ServerOnly};
 use summary::{left_out, median, verdict, Collected, Tally};
 
 /// How each side is summarised over the samples.
@@ -64,32 +65,6 @@ pub enum Progress {
     RoundTrip(f64),
     /// A sample ended: `done` of `of`.
     Sample { done: u32, of: u32 },
-}
-
-/// One figure, ours beside one of the server's, each side's median over the samples both have.
-#[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
-    pub figure: Figure,
-    /// Where the server reports it: a metric, or a response field.
-    pub server_figure: String,
-    pub samples: usize,
-    pub ours_ms: f64,
-    pub theirs_ms: f64,
-    /// Ours minus theirs: network, queueing, tokenization.
-    pub gap_ms: f64,
-    pub ratio: f64,
-    /// What the round trip does not explain, relative to the server's figure (latencies only).
-    pub unexplained: Option<f64>,
-}
-
-/// A figure only the server knows, such as its queue time (which a client waits inside its
-/// TTFT): the median over the samples.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerOnly {
-    pub figure: Figure,
-    pub server_figure: String,
-    pub samples: usize,
-    pub theirs_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -3,9 +3,36 @@
 
 use super::figure::{Figure, Reading};
 use super::server::{Alone, Source, RECOUNT_AFTER};
-use super::{Comparison, ServerOnly};
+use serde::Serialize;
+
 use crate::result::ProbeResult;
 use crate::timeline::nearest_rank;
+
+/// One figure, ours beside one of the server's, each side's median over the samples both have.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub figure: Figure,
+    /// Where the server reports it: a metric, or a response field.
+    pub server_figure: String,
+    pub samples: usize,
+    pub ours_ms: f64,
+    pub theirs_ms: f64,
+    /// Ours minus theirs: network, queueing, tokenization.
+    pub gap_ms: f64,
+    pub ratio: f64,
+    /// What the round trip does not explain, relative to the server's figure (latencies only).
+    pub unexplained: Option<f64>,
+}
+
+/// A figure only the server knows, such as its queue time (which a client waits inside its
+/// TTFT): the median over the samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerOnly {
+    pub figure: Figure,
+    pub server_figure: String,
+    pub samples: usize,
+    pub theirs_ms: f64,
+}
 
 /// One figure from one of the server's sources: (ours, theirs) for each sample.
 struct Row {

@@ -9,6 +9,7 @@
 
 pub mod decide;
 pub mod report;
+mod plan;
 mod sample;
 mod sampling;
 pub mod sequence;
@@ -24,101 +25,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
+pub use plan::{Event, GateOptions, Plan, BATCH, DEFAULT_MAX_SAMPLES};
+use plan::Setup;
 use sampling::{sample, verdicts, Sides};
 use stats::{LimitReport, Sample, Stopped, Verdict};
-
-/// The sequential gate's cap per side when neither the command line nor the probe sets one.
-pub const DEFAULT_MAX_SAMPLES: u32 = 200;
-
-/// Pairs per probe between two looks of the sequential gate.
-pub const BATCH: u32 = 10;
-
-/// What the gate is asked to do (the command builds it from its flags).
-#[derive(Debug, Clone, Default)]
-pub struct GateOptions {
-    /// The candidate target.
-    pub target: String,
-    /// A baseline target sampled in the same run, interleaved with the candidate.
-    pub baseline_target: Option<String>,
-    /// A previous gate's JSON report as the baseline.
-    pub baseline_file: Option<PathBuf>,
-    /// Refuse to start when relative limits have no baseline.
-    pub require_baseline: bool,
-    /// A fixed number of samples per probe and side, for every probe.
-    pub samples: Option<u32>,
-    /// The sequential cap per probe and side, for every probe.
-    pub max_samples: Option<u32>,
-    /// Uncounted runs per probe and side before sampling.
-    pub warmup: u32,
-    /// Only these probes (default: every probe with gate limits).
-    pub probes: Vec<String>,
-    /// Runs in flight at once.
-    pub concurrency: usize,
-    /// Poll the candidate until its first successful generation, this long at most.
-    pub wait_ready: Option<Duration>,
-}
-
-/// How a probe is sampled: a fixed N, or sequentially up to a cap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "mode", rename_all = "lowercase")]
-pub enum Plan {
-    /// The report's `samples` (per side) already says N.
-    Fixed {
-        #[serde(skip_serializing)]
-        samples: u32,
-    },
-    Sequential {
-        max_samples: u32,
-    },
-}
-
-impl Plan {
-    /// `--samples` over `--max-samples` over the probe's `samples:` over its `max_samples:`.
-    fn of(opts: &GateOptions, p: &Probe) -> Plan {
-        match (opts.samples, opts.max_samples, p.gate.samples) {
-            (Some(n), _, _) => Plan::Fixed { samples: n },
-            (None, Some(m), _) => Plan::Sequential { max_samples: m },
-            (None, None, Some(n)) => Plan::Fixed { samples: n },
-            (None, None, None) => Plan::Sequential {
-                max_samples: p.gate.max_samples.unwrap_or(DEFAULT_MAX_SAMPLES),
-            },
-        }
-    }
-
-    fn cap(self) -> u32 {
-        match self {
-            Plan::Fixed { samples } => samples,
-            Plan::Sequential { max_samples } => max_samples,
-        }
-    }
-
-    /// Pairs per round: a fixed N all at once, the sequential gate a batch between looks.
-    fn batch(self) -> u32 {
-        match self {
-            Plan::Fixed { samples } => samples,
-            Plan::Sequential { .. } => BATCH,
-        }
-    }
-}
-
-/// What the gate reports while it works; the command decides how to show it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// `--wait-ready`: the candidate's last attempt failed so.
-    Waiting { target: String, last: String },
-    /// No baseline: these probes' relative limits go unjudged (`probe (limit, …); …`).
-    Unjudged { limits: String },
-    /// A run finished: `done` of at most `total` runs.
-    Run { done: usize, total: usize },
-    /// A sequential look: the limits still open (`probe limit`); empty once all are decided.
-    Open {
-        done: usize,
-        total: usize,
-        open: Vec<String>,
-    },
-    /// Sampling is over.
-    Done,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeGate {
@@ -264,15 +174,6 @@ fn no_baseline(
         limits: unjudged.join("; "),
     });
     Ok(())
-}
-
-/// What a gate compares: the candidate, the baseline (a target or a file's samples per probe)
-/// and the gated probes.
-struct Setup {
-    cand: Arc<Target>,
-    base: Option<Arc<Target>>,
-    file: Option<HashMap<String, Vec<Sample>>>,
-    probes: Vec<Arc<Probe>>,
 }
 
 /// Resolves the options against the config, or says what is wrong before a single run.

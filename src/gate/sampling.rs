@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::decide::{self, State};
 use super::stats::{self, LimitReport, Sample, Stopped};
-use super::{Event, GateOptions, Plan, Setup};
+use super::plan::{Event, GateOptions, Plan, Setup};
 use crate::config::gate::Figure;
 use crate::config::{Inconclusive, Probe, Target};
 use crate::runner::Runner;

@@ -48,12 +48,8 @@ pub struct Cron {
     spec: Spec,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CronError(String);
-
 pub use every::{Every, EveryError, SHORTEST};
-pub use spec::{Item, Spec, MACROS};
+pub use spec::{CronError, Item, Spec, MACROS};
 
 /// When a probe (or a maintenance window) fires.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,11 @@
 
 use std::fmt;
 
-use super::CronError;
+/// Why a cron expression was refused, in one sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CronError(pub(super) String);
+
 
 /// The `@` macros and the 5-field expressions they stand for.
 pub const MACROS: [(&str, &str); 7] = [
