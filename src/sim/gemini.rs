@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::wire::{Call, Ending, PieceKind, Usage};
+use super::piece::{Call, Ending, PieceKind, Usage};
 
 const METHOD: &str = ":streamGenerateContent";
 

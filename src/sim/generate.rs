@@ -10,8 +10,8 @@ use super::answers;
 use super::cache::Hit;
 use super::metrics::Observation;
 use super::scenarios::{Kind, Scenario};
+use super::state::State;
 use super::wire::{Call, PieceKind, Usage, Wire};
-use super::State;
 
 /// One completion request, decoded: what to answer, in which flavor, and how fast.
 pub(super) struct Generation {

@@ -23,72 +23,26 @@ mod gemini;
 mod generate;
 pub mod http;
 mod metrics;
+mod piece;
 mod respond;
 pub mod scenarios;
 mod serve;
+mod state;
 pub mod wire;
 
-use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use self::scenarios::CATALOG;
 use crate::listener::{Door, Limits};
+pub use state::Seen;
+use state::State;
 
-/// What the sim saw of one request.
-#[derive(Debug, Clone, Serialize)]
-pub struct Seen {
-    pub method: String,
-    pub path: String,
-    pub scenario: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Value,
-    pub prefix_cache_hit: bool,
-    pub http_cache_hit: bool,
-}
-
-impl Seen {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        http::header(&self.headers, name)
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Timings {
-    received: Instant,
-    headers: Option<Instant>,
-    first_content: Option<Instant>,
-    /// The client closed the connection while the answer was still being written.
-    abandoned: bool,
-}
-
-impl Timings {
-    fn ms(&self, at: Option<Instant>) -> Option<f64> {
-        at.map(|a| (a - self.received).as_secs_f64() * 1000.0)
-    }
-}
-
-#[derive(Default)]
-struct State {
-    /// The last [`MAX_SEEN`] requests, oldest first.
-    seen: Mutex<VecDeque<Seen>>,
-    /// Per `X-Request-Id`: when the request arrived, its headers and its first content left.
-    timings: Mutex<HashMap<String, Timings>>,
-    caches: cache::Caches,
-    /// Per scenario spec: requests seen and the first one's arrival (for `every` and `warm`).
-    counters: Mutex<HashMap<String, (u64, Instant)>>,
-    /// What was served, as vLLM would report it on /metrics.
-    served: metrics::Served,
-}
-
-const MAX_SEEN: usize = 10_000;
 /// Connections open at most: far above what a test or a soak keeps in flight, low enough that a
 /// leak shows as refusals rather than as the test process running out of descriptors.
 const MAX_CONNECTIONS: usize = 512;
@@ -245,54 +199,4 @@ fn canned_answers() -> String {
         format!("  any other prompt                  {}", start(answers::ENGLISH)),
     ]
     .join("\n")
-}
-
-impl State {
-    /// Keeps the request log bounded: the oldest entry leaves in O(1).
-    fn log(&self, seen: Seen) {
-        let mut log = self.seen.lock().expect("sim state lock");
-        if log.len() >= MAX_SEEN {
-            log.pop_front();
-        }
-        log.push_back(seen);
-    }
-
-    /// Request `id` arrived at `t0`: a new request with the same id (a static header) starts
-    /// its timings afresh.
-    fn record_received(&self, id: &str, t0: Instant) {
-        let mut m = self.timings.lock().expect("sim state lock");
-        if m.len() > 100_000 {
-            m.clear();
-        }
-        m.insert(
-            id.to_string(),
-            Timings {
-                received: t0,
-                headers: None,
-                first_content: None,
-                abandoned: false,
-            },
-        );
-    }
-
-    /// The instant the first content chunk for request `id` was handed to the kernel.
-    fn record_first_write(&self, id: &str, at: Instant) {
-        if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
-            t.first_content.get_or_insert(at);
-        }
-    }
-
-    /// Request `id`'s client closed the connection mid-answer.
-    fn record_abandoned(&self, id: &str) {
-        if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
-            t.abandoned = true;
-        }
-    }
-
-    /// The instant the response head for request `id` was written.
-    fn record_headers(&self, id: &str, at: Instant) {
-        if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
-            t.headers.get_or_insert(at);
-        }
-    }
 }

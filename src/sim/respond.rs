@@ -13,8 +13,8 @@ use tokio::time::sleep_until;
 use super::generate::{Generation, Pace, Piece};
 use super::http::{self, json_bytes, Chunked};
 use super::scenarios::Kind;
+use super::state::State;
 use super::wire::{Call, Ending, Out, PieceKind, Wire};
-use super::State;
 use crate::listener::Tracked;
 
 /// The longest a scenario keeps a connection open on purpose (no answer, or keep-alives only).

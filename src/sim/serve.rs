@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::generate::Generation;
 use super::http::{self, respond_error, respond_json, HttpRequest};
 use super::scenarios::{Kind, Scenario, CATALOG};
+use super::state::{Seen, State};
 use super::wire::Wire;
-use super::{Seen, State};
 use crate::listener::{Door, Tracked};
 
 /// Accepts connections for as long as the sim runs, each on its own task.
