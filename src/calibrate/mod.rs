@@ -38,8 +38,8 @@ use crate::runner::Runner;
 use crate::util::error_chain;
 pub use figure::Figure;
 use server::{settle, Alone, Source};
-pub use summary::{Comparison, ServerOnly};
 use summary::{left_out, median, verdict, Collected, Tally};
+pub use summary::{Comparison, ServerOnly};
 
 /// How each side is summarised over the samples.
 const STATISTIC: &str = "median (nearest rank)";

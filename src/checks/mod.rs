@@ -387,20 +387,27 @@ mod tests {
         );
         // The outcome is what is explained: too short comes before the pattern.
         let v = judge(&spec(), &text("Berlin", "stop"));
-        assert_eq!(v.failed(), vec![Outcome::TooShort, Outcome::PatternMismatch]);
+        assert_eq!(
+            v.failed(),
+            vec![Outcome::TooShort, Outcome::PatternMismatch]
+        );
         assert_eq!(
             v.explanation().as_deref(),
             Some("the answer has 6 characters, under min_chars 10")
         );
         // Long texts are cut; the forbidden match is shown with what comes just before it.
         let long = format!("{} as an AI I cannot.", "word ".repeat(40));
-        let forbid = judge(&spec(), &text(&long, "stop")).why(Outcome::ForbiddenPattern).unwrap().to_string();
+        let forbid = judge(&spec(), &text(&long, "stop"))
+            .why(Outcome::ForbiddenPattern)
+            .unwrap()
+            .to_string();
         assert!(
             forbid.ends_with(r#"in "word word word word word as an AI I cannot.""#),
             "{forbid}"
         );
         let expect = judge(&spec(), &text(&"x ".repeat(100), "stop"))
-            .why(Outcome::PatternMismatch).map(str::to_string)
+            .why(Outcome::PatternMismatch)
+            .map(str::to_string)
             .unwrap();
         assert!(expect.ends_with("…\""), "{expect}");
         // Cut by max_tokens: the outcome is truncated, and the sentence still says why the JSON
@@ -474,7 +481,10 @@ mod tests {
             ]
         );
         let v = judge(&spec(), &text("Berlin", "stop"));
-        assert_eq!(v.failed(), vec![Outcome::TooShort, Outcome::PatternMismatch]);
+        assert_eq!(
+            v.failed(),
+            vec![Outcome::TooShort, Outcome::PatternMismatch]
+        );
         let long = "Paris! ".repeat(40);
         let v = judge(&spec(), &text(&long, "stop"));
         assert_eq!(v.failed(), vec![Outcome::Repetition, Outcome::TooLong]);

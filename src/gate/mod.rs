@@ -8,8 +8,8 @@
 //! `commands::gate` prints.
 
 pub mod decide;
-pub mod report;
 mod plan;
+pub mod report;
 mod sample;
 mod sampling;
 pub mod sequence;
@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
-pub use plan::{Event, GateOptions, Plan, BATCH, DEFAULT_MAX_SAMPLES};
 use plan::Setup;
+pub use plan::{Event, GateOptions, Plan, BATCH, DEFAULT_MAX_SAMPLES};
 use sampling::{sample, verdicts, Sides};
 use stats::{LimitReport, Sample, Stopped, Verdict};
 

@@ -113,4 +113,3 @@ pub(super) struct Setup {
     pub(super) file: Option<HashMap<String, Vec<Sample>>>,
     pub(super) probes: Vec<Arc<Probe>>,
 }
-

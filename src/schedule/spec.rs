@@ -9,7 +9,6 @@ use std::fmt;
 #[error("{0}")]
 pub struct CronError(pub(super) String);
 
-
 /// The `@` macros and the 5-field expressions they stand for.
 pub const MACROS: [(&str, &str); 7] = [
     ("@yearly", "0 0 1 1 *"),
