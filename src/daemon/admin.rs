@@ -27,7 +27,7 @@ pub(super) enum ReloadError {
 
 /// Why a mutating request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub(super) enum Refused {
     #[error("this endpoint needs the admin token (Authorization: Bearer ...)")]
     NoToken,
     #[error("the admin token does not match")]
@@ -71,7 +71,7 @@ struct Body {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub struct Announcement {
+pub(super) struct Announcement {
     pub target: String,
     pub duration: Duration,
     pub reason: Option<String>,
@@ -82,7 +82,7 @@ const MAX_REASON: usize = 200;
 
 /// The announcement a body asks for, or what is wrong with it (unknown targets are named with
 /// the known ones).
-pub fn announcement(body: &[u8], known: &[&str]) -> Result<Announcement, String> {
+pub(super) fn announcement(body: &[u8], known: &[&str]) -> Result<Announcement, String> {
     let b: Body = serde_json::from_slice(body)
         .map_err(|e| format!("the body must be JSON like {{\"target\": \"t\", \"duration\": \"30m\", \"reason\": \"deploy\"}}: {e}"))?;
     if !known.contains(&b.target.as_str()) {

@@ -13,7 +13,7 @@ use crate::config::{Pair, Selection, UnknownName};
 /// Why a `/probe` request names no pair to run (a 400, with the names that would do).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct BadPair(String);
+pub(super) struct BadPair(String);
 
 impl From<UnknownName> for BadPair {
     fn from(e: UnknownName) -> BadPair {

@@ -17,7 +17,7 @@ use crate::sinks::push;
 use crate::sinks::remote_write::Queue;
 
 /// What a sender counts, in the unit its queue is bounded in (samples, points, spans).
-pub struct Tally {
+pub(super) struct Tally {
     pub sent: IntCounter,
     /// Dropped because the receiver refused them.
     pub rejected: IntCounter,
@@ -32,25 +32,25 @@ pub struct Tally {
 pub(super) type Routing = fn(&Running) -> Option<(Route, Tally)>;
 
 /// The queue one producer fills and one sender drains.
-pub struct Outbox {
+pub(super) struct Outbox {
     queue: Mutex<Queue>,
     wake: Notify,
 }
 
 impl Outbox {
-    pub fn new() -> Arc<Outbox> {
+    pub(super) fn new() -> Arc<Outbox> {
         Arc::new(Outbox {
             queue: Mutex::new(Queue::new(0)),
             wake: Notify::new(),
         })
     }
 
-    pub fn queue(&self) -> MutexGuard<'_, Queue> {
+    pub(super) fn queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().expect("outbox queue lock")
     }
 
     /// Queues a body of `items`; returns the items dropped to make room.
-    pub fn put(&self, body: Bytes, items: usize) -> usize {
+    pub(super) fn put(&self, body: Bytes, items: usize) -> usize {
         let dropped = self.queue().push(body, items);
         self.wake.notify_one();
         dropped
