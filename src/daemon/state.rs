@@ -448,6 +448,34 @@ mod tests {
         assert!(!f.until_idle(soon).await);
     }
 
+    #[tokio::test]
+    async fn an_announcement_wakes_the_maintenance_loop_and_opens_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), &["t"]);
+        let m = Maintenance::default();
+        let now = Timestamp::now();
+        let changed = m.changed();
+        let w = m.announce("t", Duration::from_secs(60), Some("deploy".into()), now);
+        tokio::time::timeout(Duration::from_secs(5), changed)
+            .await
+            .expect("the loop wakes");
+        assert_eq!(m.active(&cfg, "t", now), w);
+        assert!(m.active(&cfg, "u", now).is_none());
+        assert_eq!(m.next_change(&cfg, now), w.map(|w| w.until));
+    }
+
+    #[test]
+    fn the_push_line_counts_failures_in_a_row_until_a_success() {
+        let line = PushLine::default();
+        assert_eq!(line.failed("HTTP 502".into()), 1);
+        assert_eq!(line.failed("HTTP 502".into()), 2);
+        assert_eq!(line.status().last_error.as_deref(), Some("HTTP 502"));
+        line.succeeded(Timestamp::UNIX_EPOCH);
+        let s = line.status();
+        assert_eq!((s.consecutive_failures, s.last_error), (0, None));
+        assert_eq!(s.last_success.as_deref(), Some("1970-01-01T00:00:00Z"));
+    }
+
     /// A config scheduling probe `p` on the targets named.
     fn config(dir: &std::path::Path, targets: &[&str]) -> Arc<Config> {
         let mut yaml = String::from("agent: {name: test}\ntargets:\n");
