@@ -26,7 +26,9 @@
 //! - [`result`]: what one run measured, the context it ran in, and the record made of both.
 //! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
-//! - [`daemon`]: `run` — scheduling and confirmation runs, reload, shutdown; its push,
+//! - [`daemon`]: `run` — scheduling and confirmation runs, reload, shutdown; its shared state
+//!   (`state`, one thing with methods: the running config and registry, the pairs in flight,
+//!   what runs leave behind), of which each loop and endpoint gets the part it uses; its push,
 //!   remote-write and OTLP loops and endpoints: the status page, JSON status and badges (`status` judges, `status_page`
 //!   renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
 //!   configured pair now), and the admin endpoints behind the token guard.

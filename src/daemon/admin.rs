@@ -1,20 +1,33 @@
-//! The mutating endpoints' guard and `POST /-/maintenance`'s request. A request is let through
-//! when it carries `Authorization: Bearer <agent.admin_token>`, or when the listener is
-//! loopback-only (whoever can reach it already runs on this host). The token is compared in
-//! constant time and never logged.
+//! The mutating endpoints' guard, `POST /-/maintenance`'s request and `POST /-/reload`'s
+//! channel to the daemon. A request is let through when it carries `Authorization: Bearer
+//! <agent.admin_token>`, or when the listener is loopback-only (whoever can reach it already
+//! runs on this host). The token is compared in constant time and never logged.
 
 use std::time::Duration;
 
 use hyper::header::AUTHORIZATION;
 use hyper::HeaderMap;
 use serde::Deserialize;
+use tokio::sync::oneshot;
 
-use super::Agent;
-use crate::config::duration::parse_duration;
+use crate::config::{self, duration::parse_duration};
+use crate::secret::Secret;
+
+/// How `POST /-/reload` hears whether the daemon reloaded.
+pub(super) type ReloadReply = oneshot::Sender<Result<(), ReloadError>>;
+
+/// Why a reload did not happen; the running config stays either way.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ReloadError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("the agent is shutting down")]
+    ShuttingDown,
+}
 
 /// Why a mutating request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub(super) enum Refused {
     #[error("this endpoint needs the admin token (Authorization: Bearer ...)")]
     NoToken,
     #[error("the admin token does not match")]
@@ -23,12 +36,17 @@ pub enum Refused {
     NotConfigured,
 }
 
-pub fn authorize(agent: &Agent, headers: &HeaderMap) -> Result<(), Refused> {
-    if agent.loopback_only {
+/// Lets a mutating request through, or says why not: `loopback_only` when the listener takes
+/// only loopback connections, `token` the configured admin token.
+pub(super) fn authorize(
+    loopback_only: bool,
+    token: Option<&Secret>,
+    headers: &HeaderMap,
+) -> Result<(), Refused> {
+    if loopback_only {
         return Ok(());
     }
-    let cfg = agent.cfg();
-    let Some(token) = cfg.agent.admin_token.as_ref() else {
+    let Some(token) = token else {
         return Err(Refused::NotConfigured);
     };
     let presented = headers
@@ -53,7 +71,7 @@ struct Body {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub struct Announcement {
+pub(super) struct Announcement {
     pub target: String,
     pub duration: Duration,
     pub reason: Option<String>,
@@ -64,7 +82,7 @@ const MAX_REASON: usize = 200;
 
 /// The announcement a body asks for, or what is wrong with it (unknown targets are named with
 /// the known ones).
-pub fn announcement(body: &[u8], known: &[&str]) -> Result<Announcement, String> {
+pub(super) fn announcement(body: &[u8], known: &[&str]) -> Result<Announcement, String> {
     let b: Body = serde_json::from_slice(body)
         .map_err(|e| format!("the body must be JSON like {{\"target\": \"t\", \"duration\": \"30m\", \"reason\": \"deploy\"}}: {e}"))?;
     if !known.contains(&b.target.as_str()) {

@@ -18,9 +18,11 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{
-    admin, feed, history, on_demand, status, status_page, Agent, ReloadError, ReloadReply,
-};
+use super::admin::{self, ReloadError, ReloadReply};
+use super::firing::Runs;
+use super::state::{Maintenance, Shared};
+use super::{feed, history, on_demand, status, status_page};
+use crate::config::Config;
 use crate::listener::Door;
 
 /// `POST /-/maintenance`'s body at most: a target name, a duration and a short reason.
@@ -34,17 +36,19 @@ const ATOM: &str = "application/atom+xml; charset=utf-8";
 /// requests are a line and a few headers (hyper's floor is 8 KiB).
 const MAX_BUF: usize = 16 * 1024;
 
-pub async fn serve(door: Door, agent: Arc<Agent>, reload: mpsc::Sender<ReloadReply>) {
+/// Serves the endpoints on `door`: reads from the shared state, `/probe` through `runs`, and
+/// `POST /-/reload` through `reload` to the daemon, which owns the reloading.
+pub(super) async fn serve(door: Door, runs: Arc<Runs>, reload: mpsc::Sender<ReloadReply>) {
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(door.limits().header_timeout)
         .max_buf_size(MAX_BUF);
     loop {
         let (sock, slot) = door.accept().await;
-        let (agent, reload) = (agent.clone(), reload.clone());
+        let (runs, reload) = (runs.clone(), reload.clone());
         let service = service_fn(move |req| {
-            let (agent, reload) = (agent.clone(), reload.clone());
-            async move { Ok::<_, Infallible>(route(req, &agent, &reload).await) }
+            let (runs, reload) = (runs.clone(), reload.clone());
+            async move { Ok::<_, Infallible>(route(req, &runs, &reload).await) }
         });
         let conn = http.serve_connection(TokioIo::new(sock), service);
         tokio::spawn(async move {
@@ -59,12 +63,15 @@ pub async fn serve(door: Door, agent: Arc<Agent>, reload: mpsc::Sender<ReloadRep
 
 async fn route(
     req: Request<Incoming>,
-    agent: &Arc<Agent>,
+    runs: &Arc<Runs>,
     reload: &mpsc::Sender<ReloadReply>,
 ) -> Response<Full<Bytes>> {
+    let shared = runs.shared();
     let path = req.uri().path().to_string();
     if req.method() == Method::POST {
-        if let Err(refused) = admin::authorize(agent, req.headers()) {
+        let cfg = shared.cfg();
+        let token = cfg.agent.admin_token.as_ref();
+        if let Err(refused) = admin::authorize(shared.loopback_only(), token, req.headers()) {
             tracing::warn!(%path, reason = %refused, "admin request refused");
             let mut r = reply(StatusCode::UNAUTHORIZED, TEXT, format!("{refused}\n"));
             r.headers_mut()
@@ -75,9 +82,9 @@ async fn route(
     match (req.method(), path.as_str()) {
         (&Method::GET, "/") => {
             let now = jiff::Timestamp::now();
-            let head = status::head(agent, now);
-            let incidents = agent.incidents.lock().expect("incidents lock").list(None);
-            let page = status_page::render(&head, status::targets(agent, now), &incidents);
+            let head = status::head(shared, now);
+            let incidents = shared.incidents(None);
+            let page = status_page::render(&head, status::targets(shared, now), &incidents);
             let mut r = reply(StatusCode::OK, "text/html; charset=utf-8", page);
             r.headers_mut()
                 .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -85,24 +92,24 @@ async fn route(
         }
         (&Method::GET, "/api/v1/status") => {
             let now = jiff::Timestamp::now();
-            let head = status::head(agent, now);
+            let head = status::head(shared, now);
             reply(
                 StatusCode::OK,
                 JSON,
-                status::json(&head, status::targets(agent, now)),
+                status::json(&head, status::targets(shared, now)),
             )
         }
         (&Method::GET, "/api/v1/incidents") => {
-            let incidents = agent.incidents.lock().expect("incidents lock").list(None);
+            let incidents = shared.incidents(None);
             let body = json!({
-                "agent": agent.cfg().agent.name,
+                "agent": shared.cfg().agent.name,
                 "generated_at": jiff::Timestamp::now(),
                 "incidents": incidents,
             });
             reply(StatusCode::OK, JSON, body.to_string())
         }
         (&Method::GET, "/api/v1/history") => {
-            match history::json(agent, req.uri().query(), jiff::Timestamp::now()) {
+            match history::json(shared, req.uri().query(), jiff::Timestamp::now()) {
                 Ok(body) => reply(StatusCode::OK, JSON, body),
                 Err(history::Refused(code, why)) => reply(
                     StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST),
@@ -111,17 +118,17 @@ async fn route(
                 ),
             }
         }
-        (&Method::GET, "/feed.atom") => atom(agent, None),
+        (&Method::GET, "/feed.atom") => atom(shared, None),
         (&Method::GET, p) if p.starts_with("/feed/") && p.ends_with(".atom") => {
             let name = &p["/feed/".len()..p.len() - ".atom".len()];
-            if agent.cfg().target(name).is_none() {
+            if shared.cfg().target(name).is_none() {
                 return reply(StatusCode::NOT_FOUND, TEXT, "no such target\n");
             }
-            atom(agent, Some(name))
+            atom(shared, Some(name))
         }
         (&Method::GET, p) if p.starts_with("/badge/") && p.ends_with(".svg") => {
             let name = &p["/badge/".len()..p.len() - ".svg".len()];
-            match status::target(agent, name, jiff::Timestamp::now()) {
+            match status::target(shared, name, jiff::Timestamp::now()) {
                 Some(t) => {
                     let mut r = reply(StatusCode::OK, "image/svg+xml", status_page::badge(&t));
                     r.headers_mut()
@@ -131,7 +138,7 @@ async fn route(
                 None => reply(StatusCode::NOT_FOUND, TEXT, "no such target\n"),
             }
         }
-        (&Method::GET, "/probe") => match on_demand::probe(agent, req.uri().query()).await {
+        (&Method::GET, "/probe") => match on_demand::probe(runs, req.uri().query()).await {
             Ok(body) => reply(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", body),
             Err(e) => reply(StatusCode::BAD_REQUEST, TEXT, format!("{e}\n")),
         },
@@ -140,15 +147,15 @@ async fn route(
         (&Method::GET, "/metrics") => reply(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            agent.metrics().encode_yielding().await,
+            shared.metrics().encode_yielding().await,
         ),
         (&Method::GET, "/healthz") => {
-            let status = agent.push_status();
+            let status = shared.push().status();
             let body = json!({
                 "status": "ok",
-                "agent": agent.cfg().agent.name,
-                "runs_in_flight": agent.in_flight.lock().expect("in-flight lock").len(),
-                "push": if agent.cfg().push.is_some() { serde_json::to_value(&status).unwrap_or_default() } else { json!(null) },
+                "agent": shared.cfg().agent.name,
+                "runs_in_flight": shared.in_flight(),
+                "push": if shared.cfg().push.is_some() { serde_json::to_value(&status).unwrap_or_default() } else { json!(null) },
             });
             reply(StatusCode::OK, JSON, body.to_string())
         }
@@ -178,7 +185,7 @@ async fn route(
                     )
                 }
             };
-            announce(agent, &body)
+            announce(&shared.cfg(), shared.maintenance(), &body)
         }
         _ => reply(
             StatusCode::NOT_FOUND,
@@ -189,10 +196,10 @@ async fn route(
 }
 
 /// An Atom feed of the incidents, every target's or one's.
-fn atom(agent: &Agent, target: Option<&str>) -> Response<Full<Bytes>> {
-    let incidents = agent.incidents.lock().expect("incidents lock").list(target);
+fn atom(shared: &Shared, target: Option<&str>) -> Response<Full<Bytes>> {
+    let incidents = shared.incidents(target);
     let body = feed::atom(
-        &agent.cfg().agent.name,
+        &shared.cfg().agent.name,
         target,
         &incidents,
         jiff::Timestamp::now(),
@@ -204,20 +211,18 @@ fn atom(agent: &Agent, target: Option<&str>) -> Response<Full<Bytes>> {
 }
 
 /// Opens (or ends) a target's announced maintenance window.
-fn announce(agent: &Agent, body: &[u8]) -> Response<Full<Bytes>> {
-    let cfg = agent.cfg();
+fn announce(cfg: &Config, maintenance: &Maintenance, body: &[u8]) -> Response<Full<Bytes>> {
     let known: Vec<&str> = cfg.targets.iter().map(|t| t.name.as_str()).collect();
     let a = match admin::announcement(body, &known) {
         Ok(a) => a,
         Err(e) => return reply(StatusCode::BAD_REQUEST, TEXT, format!("{e}\n")),
     };
-    let window = agent.announced.announce(
+    let window = maintenance.announce(
         &a.target,
         a.duration,
         a.reason.clone(),
         jiff::Timestamp::now(),
     );
-    agent.maintenance_wake.notify_one();
     tracing::info!(target_name = %a.target, duration = %crate::util::human_duration(a.duration), reason = a.reason.as_deref().unwrap_or(""), "maintenance window announced");
     let body = json!({"target": a.target, "maintenance": window});
     reply(StatusCode::OK, JSON, body.to_string())

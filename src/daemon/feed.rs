@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
-use super::status_page::when;
+use super::status_page::{lasted, when};
 use crate::sinks::incidents::Incident;
 
 /// Entries in a feed at most, the most recently updated.
@@ -115,11 +115,6 @@ fn entry(o: &mut String, agent: &str, i: &Incident) {
     );
     xml(o, &text);
     o.push_str("</content>\n</entry>\n");
-}
-
-/// How long an incident lasted (so far), as people write it: `1h 5m`.
-pub fn lasted(i: &Incident) -> String {
-    format!("{:#}", jiff::SignedDuration::from_secs(i.duration_seconds))
 }
 
 #[cfg(test)]

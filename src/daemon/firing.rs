@@ -1,7 +1,16 @@
 //! One firing of a claimed pair, recorded everywhere: the metrics, OTLP, the status history,
-//! the incidents, the confirmation row and the results log.
+//! the incidents, the confirmation row and the results log. [`Runs`] is what a firing needs:
+//! the runner (and its concurrency limit), the shared state it lands in, and the OTLP exporter.
 
-use super::*;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::confirm;
+use super::otlp_exporter::OtlpExporter;
+use super::state::{PairKey, Shared};
+use crate::config::{Probe, Target};
+use crate::result::ProbeResult;
+use crate::runner::Runner;
 
 /// Why a pair runs: `/probe` asked, or its schedule, or a failed run to confirm (these two
 /// keep the pair's row of failed runs).
@@ -11,77 +20,77 @@ pub(super) enum Occasion {
     Confirmation(Arc<Mutex<confirm::Row>>),
 }
 
-/// One firing of a claimed pair (a run, a cache check's two, or a ladder's runs), recorded
-/// everywhere; the claim ends when its lines are written. Returns when to confirm it, if it
-/// failed and the probe asks for that.
-pub(super) async fn fire(
-    agent: Arc<Agent>,
-    probe: Arc<Probe>,
-    target: Arc<Target>,
-    key: PairKey,
-    occasion: Occasion,
-) -> Option<Duration> {
-    let gauge = agent.metrics().runs_in_flight.clone();
-    gauge.inc();
-    let confirming = matches!(occasion, Occasion::Confirmation(_));
-    let results = agent
-        .runner
-        .fire(&probe, &target, confirming, |at| {
-            maintenance::active(&agent.cfg(), &agent.announced, &target.name, at).is_some()
-        })
-        .await;
-    gauge.dec();
-    // A firing (a cache check's two runs, a ladder's rungs) fails when one of its runs does,
-    // and started with its first.
-    let success = results.iter().all(ProbeResult::success);
-    let started_at = results
-        .first()
-        .map_or_else(jiff::Timestamp::now, |r| r.started_at);
-    let note = match &occasion {
-        Occasion::OnDemand => confirm::Note::default(),
-        Occasion::Scheduled(row) | Occasion::Confirmation(row) => row
-            .lock()
-            .expect("row lock")
-            .note(probe.confirm, success, started_at),
-    };
-    for r in &results {
-        tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, error = r.error.as_deref(), "probe run finished");
+/// What starts runs and records them: shared by the scheduling loops and `/probe`.
+pub(super) struct Runs {
+    shared: Arc<Shared>,
+    runner: Runner,
+    otlp: Arc<OtlpExporter>,
+}
+
+impl Runs {
+    pub(super) fn new(shared: Arc<Shared>, runner: Runner, otlp: Arc<OtlpExporter>) -> Runs {
+        Runs {
+            shared,
+            runner,
+            otlp,
+        }
     }
-    // A pair that left the config while it ran is not recorded: its series were retired.
-    if agent.is_scheduled(&key) {
-        let metrics = agent.metrics();
+
+    pub(super) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// One firing of a claimed pair (a run, a cache check's two, or a ladder's runs), recorded
+    /// everywhere; the claim ends when its lines are written. Returns when to confirm it, if it
+    /// failed and the probe asks for that.
+    pub(super) async fn fire(
+        self: Arc<Self>,
+        probe: Arc<Probe>,
+        target: Arc<Target>,
+        key: PairKey,
+        occasion: Occasion,
+    ) -> Option<Duration> {
+        let shared = &self.shared;
+        let gauge = shared.metrics().runs_in_flight.clone();
+        gauge.inc();
+        let confirming = matches!(occasion, Occasion::Confirmation(_));
+        let results = self
+            .runner
+            .fire(&probe, &target, confirming, |at| {
+                shared.in_maintenance(&target.name, at)
+            })
+            .await;
+        gauge.dec();
+        // A firing (a cache check's two runs, a ladder's rungs) fails when one of its runs does,
+        // and started with its first.
+        let success = results.iter().all(ProbeResult::success);
+        let started_at = results
+            .first()
+            .map_or_else(jiff::Timestamp::now, |r| r.started_at);
+        let note = match &occasion {
+            Occasion::OnDemand => confirm::Note::default(),
+            Occasion::Scheduled(row) | Occasion::Confirmation(row) => row
+                .lock()
+                .expect("row lock")
+                .note(probe.confirm, success, started_at),
+        };
         for r in &results {
-            metrics.record(r, &target);
-            agent.otlp.record(&agent, r, &target);
-            let run = Run::from(r);
-            agent.history.record(&run);
-            agent.incidents.lock().expect("incidents lock").record(&run);
+            tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, error = r.error.as_deref(), "probe run finished");
         }
-        if let Some(since) = note.confirmed {
-            tracing::warn!(probe = %probe.name, target = %target.name, since = %since, failed_runs = probe.confirm.runs + 1, "failure confirmed: every run since failed");
-            metrics.confirmed_failure(&probe.name, &target, since);
-        }
-    }
-    // Disk writes leave the (single) runtime thread, so a slow disk never delays a probe's
-    // timestamps; the run counts as finished once its lines are written.
-    let writer = agent.clone();
-    let _ = tokio::task::spawn_blocking(move || {
-        if let Some(log) = writer
-            .results_log
-            .lock()
-            .expect("results log lock")
-            .as_mut()
-        {
+        if shared.record(&key, &results, &target) {
             for r in &results {
-                if let Err(e) = log.append(r) {
-                    tracing::error!(error = %e, "cannot append to the results log");
-                }
+                self.otlp.record(r, &target);
+            }
+            if let Some(since) = note.confirmed {
+                tracing::warn!(probe = %probe.name, target = %target.name, since = %since, failed_runs = probe.confirm.runs + 1, "failure confirmed: every run since failed");
+                shared
+                    .metrics()
+                    .confirmed_failure(&probe.name, &target, since);
             }
         }
-    })
-    .await;
-    agent.in_flight.lock().expect("in-flight lock").remove(&key);
-    agent.idle.notify_waiters();
-    agent.push_wake.notify_one();
-    note.confirm_after
+        // The run counts as finished once its lines are written.
+        shared.log(results).await;
+        shared.release(&key);
+        note.confirm_after
+    }
 }

@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::json;
 
-use super::Agent;
+use super::state::Shared;
 use crate::sinks::status_history::{Day, PairDays, DAYS, DAY_SECONDS};
 use crate::util::unknown_name;
 
@@ -102,7 +102,11 @@ fn points(days: &TargetDays, window: usize, metric: Metric) -> Vec<Point> {
 }
 
 /// `/api/v1/history`'s answer for a query, as of `now`.
-pub fn json(agent: &Agent, query: Option<&str>, now: Timestamp) -> Result<Vec<u8>, Refused> {
+pub(super) fn json(
+    shared: &Shared,
+    query: Option<&str>,
+    now: Timestamp,
+) -> Result<Vec<u8>, Refused> {
     const USAGE: &str = "usage: /api/v1/history?target=T&window=30d|90d&metric=uptime|ttft_p95";
     let (mut target, mut window, mut metric) = (None, "90d".to_string(), "uptime".to_string());
     if let Ok(url) = reqwest::Url::parse(&format!("http://agent/?{}", query.unwrap_or(""))) {
@@ -133,12 +137,12 @@ pub fn json(agent: &Agent, query: Option<&str>, now: Timestamp) -> Result<Vec<u8
             ))
         }
     };
-    let cfg = agent.cfg();
+    let cfg = shared.cfg();
     if cfg.target(&target).is_none() {
         let names = cfg.targets.iter().map(|t| t.name.as_str());
         return Err(Refused(404, unknown_name("target", &target, names)));
     }
-    let pairs = agent.history.days_target(&target, now);
+    let pairs = shared.days_target(&target, now);
     let probes: Vec<serde_json::Value> = pairs
         .iter()
         .map(|p| {

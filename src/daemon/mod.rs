@@ -10,16 +10,17 @@
 mod admin;
 mod confirm;
 mod endpoints;
-mod firing;
-use firing::{fire, Occasion};
 pub mod feed;
+mod firing;
 pub mod history;
 mod on_demand;
 mod otlp_exporter;
 mod outbox;
+mod phase;
 mod pusher;
 mod remote_writer;
 mod schedules;
+mod state;
 pub mod status;
 pub mod status_page;
 
@@ -27,24 +28,23 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::mpsc;
 
-use crate::config::{self, Config, Pair, Probe, Selection, Target};
+use crate::config::{self, Config, Pair, Selection};
 use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
-use crate::maintenance::{self, Announced};
-use crate::result::ProbeResult;
 use crate::runner::Runner;
-use crate::sinks::incidents::Incidents;
 use crate::sinks::metrics::{now_seconds, Metrics};
-use crate::sinks::push;
-use crate::sinks::results_log::ResultsLog;
-use crate::sinks::status_history::{self, Run, StatusHistory};
-use schedules::{Schedules, Stop};
-
-type PairKey = (String, String);
+use admin::{ReloadError, ReloadReply};
+use firing::Runs;
+use otlp_exporter::OtlpExporter;
+use phase::Stop;
+use pusher::Pusher;
+use remote_writer::RemoteWriter;
+use schedules::Schedules;
+use state::Shared;
 
 /// The endpoints' connection cap when descriptors are plenty: Prometheus keeps one connection
 /// per scraper, people a few more; the rest of 256 is room for whoever misbehaves.
@@ -56,132 +56,11 @@ const MAX_ENDPOINT_CONNECTIONS: usize = 256;
 fn descriptor_reserve(concurrency: usize) -> u64 {
     32 + 2 * concurrency as u64
 }
-pub type ReloadReply = oneshot::Sender<Result<(), ReloadError>>;
-
-/// Why a reload did not happen; the running config stays either way.
-#[derive(Debug, thiserror::Error)]
-pub enum ReloadError {
-    #[error(transparent)]
-    Config(#[from] config::ConfigError),
-    #[error("the agent is shutting down")]
-    ShuttingDown,
-}
-
-/// State shared by the scheduler, the pusher and the endpoints.
-pub struct Agent {
-    path: PathBuf,
-    cfg: RwLock<Arc<Config>>,
-    metrics: RwLock<Arc<Metrics>>,
-    runner: Arc<Runner>,
-    /// The pairs the running config schedules.
-    scheduled: RwLock<HashSet<PairKey>>,
-    in_flight: Mutex<HashSet<PairKey>>,
-    idle: Notify,
-    push_wake: Notify,
-    push_status: Mutex<PushStatus>,
-    results_log: Mutex<Option<ResultsLog>>,
-    history: StatusHistory,
-    incidents: Mutex<Incidents>,
-    announced: Announced,
-    /// Wakes the maintenance loop when a window is announced or the config changed.
-    maintenance_wake: Notify,
-    /// The listener accepts only loopback connections: admin requests need no token.
-    loopback_only: bool,
-    /// One client for the Pushgateway and the remote-write receiver, built on first use: its
-    /// TLS root store is about 200 KB, which a daemon that sends to neither never holds.
-    sink_client: OnceLock<reqwest::Client>,
-    /// OpenTelemetry: the GenAI histograms and the client spans, and their outboxes.
-    otlp: otlp_exporter::OtlpExporter,
-}
-
-#[derive(Debug, Default, Clone, serde::Serialize)]
-pub struct PushStatus {
-    pub last_success: Option<String>,
-    pub last_error: Option<String>,
-    pub consecutive_failures: u32,
-}
-
-impl Agent {
-    fn new(path: PathBuf, cfg: Arc<Config>) -> Agent {
-        Agent {
-            path,
-            runner: Arc::new(Runner::new(cfg.agent.concurrency)),
-            results_log: Mutex::new(open_log(&cfg)),
-            metrics: RwLock::new(Metrics::new(&cfg)),
-            scheduled: RwLock::new(HashSet::new()),
-            in_flight: Mutex::new(HashSet::new()),
-            idle: Notify::new(),
-            push_wake: Notify::new(),
-            push_status: Mutex::new(PushStatus::default()),
-            history: StatusHistory::default(),
-            incidents: Mutex::new(Incidents::new(cfg.status_history)),
-            announced: Announced::default(),
-            maintenance_wake: Notify::new(),
-            loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
-            sink_client: OnceLock::new(),
-            otlp: otlp_exporter::OtlpExporter::new(),
-            cfg: RwLock::new(cfg),
-        }
-    }
-
-    pub fn cfg(&self) -> Arc<Config> {
-        self.cfg.read().expect("config lock").clone()
-    }
-
-    pub fn metrics(&self) -> Arc<Metrics> {
-        self.metrics.read().expect("metrics lock").clone()
-    }
-
-    fn sink_client(&self) -> &reqwest::Client {
-        self.sink_client.get_or_init(push::client)
-    }
-
-    fn push_status(&self) -> PushStatus {
-        self.push_status.lock().expect("push status lock").clone()
-    }
-
-    /// Takes `pairs` as the ones scheduled now; the status history keeps only theirs.
-    fn schedule(&self, pairs: &[Pair]) {
-        let keys: Vec<PairKey> = pairs
-            .iter()
-            .map(|(p, t)| (p.name.clone(), t.name.clone()))
-            .collect();
-        self.history.retain_pairs(&keys);
-        self.incidents
-            .lock()
-            .expect("incidents lock")
-            .retain_pairs(&keys);
-        *self.scheduled.write().expect("scheduled lock") = keys.into_iter().collect();
-    }
-
-    fn is_scheduled(&self, key: &PairKey) -> bool {
-        self.scheduled.read().expect("scheduled lock").contains(key)
-    }
-
-    /// Marks the pair in flight; false when a run of it already is.
-    fn claim(&self, key: &PairKey) -> bool {
-        self.in_flight
-            .lock()
-            .expect("in-flight lock")
-            .insert(key.clone())
-    }
-}
 
 /// The pairs this agent schedules: every probe's targets, within its shard.
 pub fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
     cfg.pairs(&Selection::SCHEDULED)
         .expect("a selection that names nothing names nothing unknown")
-}
-
-fn open_log(cfg: &Config) -> Option<ResultsLog> {
-    let settings = cfg.agent.results_log.as_ref()?;
-    match ResultsLog::open(settings) {
-        Ok(l) => Some(l),
-        Err(e) => {
-            tracing::error!(path = %settings.path.display(), error = %e, "cannot open the results log; results are not logged");
-            None
-        }
-    }
 }
 
 /// Why results of this config would reach no Prometheus: no `agent.listen` to scrape and no
@@ -209,18 +88,24 @@ pub fn unexported(cfg: &Config) -> Option<String> {
 pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let mut daemon = Daemon::start(path).await?;
     daemon.serve_until(shutdown).await;
-    let grace = daemon.agent.cfg().agent.shutdown_grace;
+    let grace = daemon.shared.cfg().agent.shutdown_grace;
     daemon.drain(grace).await;
     Ok(())
 }
 
-/// A started daemon: its shared state, its scheduling loops and its background loops.
+/// A started daemon: its shared state, what starts runs, its scheduling loops and its
+/// background loops with what they flush at the end.
 struct Daemon {
-    agent: Arc<Agent>,
+    /// The config file, read again on reload.
+    path: PathBuf,
+    shared: Arc<Shared>,
+    runs: Arc<Runs>,
     schedules: Schedules,
     reloads: mpsc::Receiver<ReloadReply>,
     background: Vec<tokio::task::JoinHandle<()>>,
-    writer: Arc<remote_writer::RemoteWriter>,
+    pusher: Pusher,
+    writer: Arc<RemoteWriter>,
+    otlp: Arc<OtlpExporter>,
 }
 
 impl Daemon {
@@ -235,9 +120,8 @@ impl Daemon {
 
     /// Opens the endpoints `cfg` asks for and starts every loop.
     async fn start_with(path: PathBuf, cfg: Arc<Config>) -> anyhow::Result<Daemon> {
-        let agent = Arc::new(Agent::new(path, cfg.clone()));
         let pairs = scheduled_pairs(&cfg);
-        agent.schedule(&pairs);
+        let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
         if let Some(settings) = &cfg.agent.results_log {
             // Before the first run, so the page shows the past at once. On the runtime's own
             // thread: nothing else runs yet, and a blocking-pool thread would leave its own
@@ -247,48 +131,49 @@ impl Daemon {
             let oldest = now
                 .checked_sub(jiff::SignedDuration::try_from(cfg.status_history)?)
                 .unwrap_or(now);
-            let mut incidents = agent.incidents.lock().expect("incidents lock");
-            let (taken, bad) = status_history::replay(settings, oldest, |run| {
-                agent.history.record(run);
-                incidents.record(run);
-            });
-            drop(incidents);
+            let (taken, bad) = shared.replay(settings, oldest);
             tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
         }
+        let otlp = OtlpExporter::new(shared.running(), shared.sink_client());
+        let runs = Arc::new(Runs::new(
+            shared.clone(),
+            Runner::new(cfg.agent.concurrency),
+            otlp.clone(),
+        ));
         let (reload_tx, reloads) = mpsc::channel::<ReloadReply>(4);
         let budget = budget(&cfg);
         if let Some(addr) = cfg.agent.listen {
-            let door = open_door(&agent, addr, &budget).await?;
-            tokio::spawn(endpoints::serve(door, agent.clone(), reload_tx));
+            let door = open_door(&shared, addr, &budget).await?;
+            tokio::spawn(endpoints::serve(door, runs.clone(), reload_tx));
         }
         let mut schedules = Schedules::new();
-        let writer = remote_writer::RemoteWriter::new();
+        let stop = schedules.stop_signal();
+        let pusher = Pusher::new(
+            shared.running(),
+            shared.push().clone(),
+            shared.sink_client(),
+        );
+        let writer = RemoteWriter::new(shared.running(), shared.sink_client());
         let mut background = vec![
-            tokio::spawn(pusher::run(agent.clone(), schedules.stop_signal())),
-            tokio::spawn(maintenance_loop(agent.clone(), schedules.stop_signal())),
-            tokio::spawn(remote_writer::sample_loop(
-                agent.clone(),
-                writer.clone(),
-                schedules.stop_signal(),
-            )),
-            tokio::spawn(outbox::send_loop(
-                agent.clone(),
-                writer.outbox.clone(),
-                remote_writer::routing,
-                schedules.stop_signal(),
-            )),
+            tokio::spawn(pusher.clone().run(stop.clone())),
+            tokio::spawn(maintenance_loop(shared.clone(), stop.clone())),
         ];
-        background.extend(agent.otlp.start(&agent, &schedules));
+        background.extend(writer.start(&stop));
+        background.extend(otlp.start(&stop));
         let count = pairs.len();
-        schedules.start(&agent, pairs);
+        schedules.start(&runs, pairs);
         release_freed_memory();
         tracing::info!(agent = %cfg.agent.name, pairs = count, "daemon started");
         Ok(Daemon {
-            agent,
+            path,
+            shared,
+            runs,
             schedules,
             reloads,
             background,
+            pusher,
             writer,
+            otlp,
         })
     }
 
@@ -301,16 +186,41 @@ impl Daemon {
                 _ = &mut shutdown => return,
                 _ = hup.recv() => {
                     tracing::info!("SIGHUP: reloading the config");
-                    if reload(&self.agent, &mut self.schedules).is_ok() {
-                        self.agent.push_wake.notify_one();
+                    if self.reload().is_ok() {
+                        self.shared.push().wake();
                     }
                 }
                 Some(reply) = self.reloads.recv() => {
-                    let r = reload(&self.agent, &mut self.schedules);
+                    let r = self.reload();
                     let _ = reply.send(r);
                 }
             }
         }
+    }
+
+    /// Reads the config file again and, if it loads, runs it: series of pairs that left go,
+    /// the others keep counting; old loops stop, runs in flight finish and are recorded.
+    fn reload(&mut self) -> Result<(), ReloadError> {
+        let shared = &self.shared;
+        let new = match config::load(&self.path) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                tracing::error!(error = %e, "config reload refused; the running config stays");
+                shared.metrics().reload_successful.set(0);
+                return Err(e.into());
+            }
+        };
+        let metrics = carried_metrics(&shared.cfg(), shared.metrics(), &new);
+        let pairs = scheduled_pairs(&new);
+        let count = pairs.len();
+        shared.swap_config(new, metrics, &pairs);
+        self.schedules.start(&self.runs, pairs);
+        release_freed_memory();
+        let m = shared.metrics();
+        m.reload_successful.set(1);
+        m.reload_success_time.set(now_seconds());
+        tracing::info!(pairs = count, "config reloaded");
+        Ok(())
     }
 
     /// Stops scheduling, lets runs in flight finish within `grace` (those that do not are
@@ -318,32 +228,14 @@ impl Daemon {
     async fn drain(self, grace: Duration) {
         tracing::info!("shutting down: no new runs");
         self.schedules.drain();
-        let agent = &self.agent;
-        let deadline = Instant::now() + grace;
-        loop {
-            let idle = agent.idle.notified();
-            if agent.in_flight.lock().expect("in-flight lock").is_empty() {
-                break;
-            }
-            if tokio::time::timeout_at(deadline.into(), idle)
-                .await
-                .is_err()
-            {
-                break;
-            }
-        }
-        let cfg = agent.cfg();
-        let left: Vec<PairKey> = agent
-            .in_flight
-            .lock()
-            .expect("in-flight lock")
-            .iter()
-            .cloned()
-            .collect();
-        for (p, t) in &left {
-            tracing::warn!(probe = %p, target = %t, grace = ?grace, "run aborted at shutdown");
-            if let Some(target) = cfg.target(t) {
-                agent.metrics().aborted(p, target);
+        let shared = &self.shared;
+        if !shared.until_idle(Instant::now() + grace).await {
+            let cfg = shared.cfg();
+            for (p, t) in shared.in_flight_pairs() {
+                tracing::warn!(probe = %p, target = %t, grace = ?grace, "run aborted at shutdown");
+                if let Some(target) = cfg.target(&t) {
+                    shared.metrics().aborted(&p, target);
+                }
             }
         }
         self.schedules.stop();
@@ -351,11 +243,41 @@ impl Daemon {
             let _ = task.await;
         }
         tokio::join!(
-            pusher::final_push(agent),
-            remote_writer::final_flush(agent, &self.writer),
-            agent.otlp.final_flush(agent),
+            self.pusher.final_push(),
+            self.writer.final_flush(),
+            self.otlp.final_flush(),
         );
     }
+}
+
+/// The registry `new` runs with after `old`: the running one, pruned, when the static label
+/// names stay (series of pairs that left, or whose labels or ladder changed, disappear; the
+/// others keep counting), or a fresh one.
+fn carried_metrics(old: &Config, metrics: Arc<Metrics>, new: &Config) -> Arc<Metrics> {
+    if !metrics.fits(new, &old.agent.labels) {
+        tracing::warn!("static label names changed: every series starts afresh");
+        return Metrics::new(new);
+    }
+    metrics.set_budget(new.agent.budget.clone());
+    let keep: HashSet<(Vec<String>, Option<config::Ladder>)> = scheduled_pairs(new)
+        .iter()
+        .map(|(p, t)| (metrics.pair_values(&p.name, t), p.ladder.clone()))
+        .collect();
+    for (p, t) in scheduled_pairs(old) {
+        let v = metrics.pair_values(&p.name, &t);
+        if !keep.contains(&(v.clone(), p.ladder.clone())) {
+            metrics.remove_pair(&v);
+        }
+    }
+    for t in &old.targets {
+        let same = new
+            .target(&t.name)
+            .is_some_and(|n| metrics.target_values(n) == metrics.target_values(t));
+        if !same {
+            metrics.remove_target(t);
+        }
+    }
+    metrics
 }
 
 /// The daemon's scheduling, runs and states with none of its outputs: what `watch` runs when
@@ -379,14 +301,14 @@ impl Quiet {
         Ok(Quiet { daemon })
     }
 
-    /// The running agent, for [`status`] to judge.
-    pub fn agent(&self) -> &Agent {
-        &self.daemon.agent
+    /// The running agent's state, for [`status`] to judge.
+    pub fn agent(&self) -> &Shared {
+        &self.daemon.shared
     }
 
     /// Completes when the next run finishes (and is recorded).
     pub fn run_finished(&self) -> tokio::sync::futures::Notified<'_> {
-        self.daemon.agent.idle.notified()
+        self.daemon.shared.run_ended()
     }
 
     /// Ends every loop; runs in flight are dropped with the runtime.
@@ -418,17 +340,17 @@ fn budget(cfg: &Config) -> DescriptorBudget {
 
 /// Binds `addr` (`agent.listen`) with the budget's connection cap.
 async fn open_door(
-    agent: &Agent,
+    shared: &Shared,
     addr: SocketAddr,
     budget: &DescriptorBudget,
 ) -> anyhow::Result<Door> {
-    let cfg = agent.cfg();
+    let cfg = shared.cfg();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
     let door = Door::new(listener, Limits::with_cap(budget.cap));
     let limits = door.limits();
-    tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = agent.loopback_only, "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
+    tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = shared.loopback_only(), "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
     Ok(door)
 }
 
@@ -446,87 +368,28 @@ fn release_freed_memory() {
     }
 }
 
-fn reload(agent: &Arc<Agent>, schedules: &mut Schedules) -> Result<(), ReloadError> {
-    let new = match config::load(&agent.path) {
-        Ok(c) => Arc::new(c),
-        Err(e) => {
-            tracing::error!(error = %e, "config reload refused; the running config stays");
-            agent.metrics().reload_successful.set(0);
-            return Err(e.into());
-        }
-    };
-    let old = agent.cfg();
-    let metrics = agent.metrics();
-    if metrics.fits(&new, &old.agent.labels) {
-        metrics.set_budget(new.agent.budget.clone());
-        // Series of pairs that left (or changed labels) disappear; the others keep counting.
-        // A pair whose ladder changed loses its rungs' series too.
-        let keep: HashSet<(Vec<String>, Option<config::Ladder>)> = scheduled_pairs(&new)
-            .iter()
-            .map(|(p, t)| (metrics.pair_values(&p.name, t), p.ladder.clone()))
-            .collect();
-        for (p, t) in scheduled_pairs(&old) {
-            let v = metrics.pair_values(&p.name, &t);
-            if !keep.contains(&(v.clone(), p.ladder.clone())) {
-                metrics.remove_pair(&v);
-            }
-        }
-        for t in &old.targets {
-            let same = new
-                .target(&t.name)
-                .is_some_and(|n| metrics.target_values(n) == metrics.target_values(t));
-            if !same {
-                metrics.remove_target(t);
-            }
-        }
-    } else {
-        tracing::warn!("static label names changed: every series starts afresh");
-        *agent.metrics.write().expect("metrics lock") = Metrics::new(&new);
-    }
-    if old.agent.results_log != new.agent.results_log {
-        *agent.results_log.lock().expect("results log lock") = open_log(&new);
-    }
-    *agent.cfg.write().expect("config lock") = new.clone();
-    agent
-        .incidents
-        .lock()
-        .expect("incidents lock")
-        .set_retention(new.status_history);
-    agent.announced.prune(&new, jiff::Timestamp::now());
-    agent.maintenance_wake.notify_one();
-    // Old loops stop; runs in flight finish and are recorded.
-    let pairs = scheduled_pairs(&new);
-    let count = pairs.len();
-    agent.schedule(&pairs);
-    schedules.start(agent, pairs);
-    release_freed_memory();
-    let m = agent.metrics();
-    m.reload_successful.set(1);
-    m.reload_success_time.set(now_seconds());
-    tracing::info!(pairs = count, "config reloaded");
-    Ok(())
-}
-
 /// Keeps `llm_canary_maintenance` in step with the windows: set for every target, then asleep
 /// until the next window starts or ends, a window is announced, or the config changes.
-async fn maintenance_loop(agent: Arc<Agent>, mut stop: Stop) {
+async fn maintenance_loop(shared: Arc<Shared>, mut stop: Stop) {
     // A bound on the sleep, in case the wall clock jumps.
     const LONGEST: Duration = Duration::from_secs(300);
+    let maintenance = shared.maintenance();
     loop {
-        let cfg = agent.cfg();
+        let cfg = shared.cfg();
         let now = jiff::Timestamp::now();
-        let metrics = agent.metrics();
+        let metrics = shared.metrics();
         for t in &cfg.targets {
-            let on = maintenance::active(&cfg, &agent.announced, &t.name, now).is_some();
+            let on = maintenance.active(&cfg, &t.name, now).is_some();
             metrics.set_maintenance(t, on);
         }
-        agent.push_wake.notify_one();
-        let wait = maintenance::next_change(&cfg, &agent.announced, now)
+        shared.push().wake();
+        let wait = maintenance
+            .next_change(&cfg, now)
             .and_then(|next| Duration::try_from(next.duration_since(now)).ok())
             .map_or(LONGEST, |d| d.min(LONGEST));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = agent.maintenance_wake.notified() => {}
+            _ = maintenance.changed() => {}
             _ = stop.stopped() => return,
         }
     }

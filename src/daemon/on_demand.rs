@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
-use super::{fire, Agent, Occasion};
+use super::firing::{Occasion, Runs};
 use crate::config::{Pair, Selection, UnknownName};
 
 /// Why a `/probe` request names no pair to run (a 400, with the names that would do).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct BadPair(String);
+pub(super) struct BadPair(String);
 
 impl From<UnknownName> for BadPair {
     fn from(e: UnknownName) -> BadPair {
@@ -38,8 +38,9 @@ fn parse(query: Option<&str>) -> (Option<String>, Option<String>) {
 }
 
 /// Runs the pair the query names (unless it is in flight) and returns its series.
-pub async fn probe(agent: &Arc<Agent>, query: Option<&str>) -> Result<Vec<u8>, BadPair> {
-    let cfg = agent.cfg();
+pub(super) async fn probe(runs: &Arc<Runs>, query: Option<&str>) -> Result<Vec<u8>, BadPair> {
+    let shared = runs.shared();
+    let cfg = shared.cfg();
     let targets = || cfg.targets.iter().map(|t| t.name.as_str());
     let probes = || cfg.probes.iter().map(|p| p.name.as_str());
     let (Some(target), Some(probe)) = parse(query) else {
@@ -66,14 +67,14 @@ pub async fn probe(agent: &Arc<Agent>, query: Option<&str>) -> Result<Vec<u8>, B
         )));
     };
     let key = (probe.clone(), target.clone());
-    if agent.claim(&key) {
+    if shared.claim(&key) {
         // Spawned, so a scraper that gives up does not cancel the run half-way (its claim
         // would never be released); the concurrency limit applies inside `fire`.
-        let _ = tokio::spawn(fire(agent.clone(), p, t, key, Occasion::OnDemand)).await;
+        let _ = tokio::spawn(runs.clone().fire(p, t, key, Occasion::OnDemand)).await;
     } else {
         tracing::debug!(%probe, %target, "/probe: the pair is in flight; answering with its latest result");
     }
-    Ok(agent.metrics().encode_pair(&probe, &target))
+    Ok(shared.metrics().encode_pair(&probe, &target))
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use prost::bytes::Bytes;
 use prost::Message;
 
 use super::outbox::{self, Outbox, Tally};
-use super::schedules::Schedules;
-use super::{Agent, Stop};
+use super::phase::Stop;
+use super::state::{Running, SinkClient};
 use crate::config::{OtlpSettings, Target};
 use crate::result::ProbeResult;
 use crate::sinks::metrics::{DROPPED_QUEUE_FULL, DROPPED_REJECTED};
@@ -40,8 +40,8 @@ fn route(what: &'static str, url: String, s: &OtlpSettings) -> Route {
     }
 }
 
-fn tally(agent: &Agent, signal: &str) -> Tally {
-    let m = &agent.metrics().otlp;
+fn tally(running: &Running, signal: &str) -> Tally {
+    let m = &running.metrics().otlp;
     Tally {
         sent: m.sent.with_label_values(&[signal]),
         rejected: m.dropped.with_label_values(&[signal, DROPPED_REJECTED]),
@@ -51,32 +51,36 @@ fn tally(agent: &Agent, signal: &str) -> Tally {
     }
 }
 
-fn metrics_routing(agent: &Agent) -> Option<(Route, Tally)> {
-    let s = agent.cfg().otlp.clone()?;
+fn metrics_routing(running: &Running) -> Option<(Route, Tally)> {
+    let s = running.cfg().otlp.clone()?;
     let r = route("OTLP metrics", s.metrics_url(), &s);
-    Some((r, tally(agent, SIGNAL_METRICS)))
+    Some((r, tally(running, SIGNAL_METRICS)))
 }
 
-fn traces_routing(agent: &Agent) -> Option<(Route, Tally)> {
-    let s = agent.cfg().otlp.clone().filter(|s| s.traces)?;
+fn traces_routing(running: &Running) -> Option<(Route, Tally)> {
+    let s = running.cfg().otlp.clone().filter(|s| s.traces)?;
     let r = route("OTLP traces", s.traces_url(), &s);
-    Some((r, tally(agent, SIGNAL_TRACES)))
+    Some((r, tally(running, SIGNAL_TRACES)))
 }
 
-/// The aggregator and the two outboxes.
-pub struct OtlpExporter {
+/// The aggregator and the two outboxes, following the running config.
+pub(super) struct OtlpExporter {
+    running: Running,
+    client: SinkClient,
     aggregator: Mutex<Aggregator>,
     metrics_out: Arc<Outbox>,
     traces_out: Arc<Outbox>,
 }
 
 impl OtlpExporter {
-    pub fn new() -> OtlpExporter {
-        OtlpExporter {
+    pub(super) fn new(running: Running, client: SinkClient) -> Arc<OtlpExporter> {
+        Arc::new(OtlpExporter {
+            running,
+            client,
             aggregator: Mutex::new(Aggregator::new(now_ns())),
             metrics_out: Outbox::new(),
             traces_out: Outbox::new(),
-        }
+        })
     }
 
     fn aggregator(&self) -> std::sync::MutexGuard<'_, Aggregator> {
@@ -84,18 +88,10 @@ impl OtlpExporter {
     }
 
     /// Queues `body`, bounded by `max`; counts what made room.
-    fn put(
-        &self,
-        agent: &Agent,
-        outbox: &Outbox,
-        signal: &str,
-        body: Vec<u8>,
-        n: usize,
-        max: usize,
-    ) {
+    fn put(&self, outbox: &Outbox, signal: &str, body: Vec<u8>, n: usize, max: usize) {
         let mut dropped = outbox.queue().set_max(max);
         dropped += outbox.put(Bytes::from(body), n);
-        let m = &agent.metrics().otlp;
+        let m = &self.running.metrics().otlp;
         if dropped > 0 {
             m.dropped
                 .with_label_values(&[signal, DROPPED_QUEUE_FULL])
@@ -112,8 +108,8 @@ impl OtlpExporter {
     }
 
     /// Adds a finished run: to the metrics, and its span when sampled.
-    pub fn record(&self, agent: &Agent, r: &ProbeResult, target: &Target) {
-        let cfg = agent.cfg();
+    pub(super) fn record(&self, r: &ProbeResult, target: &Target) {
+        let cfg = self.running.cfg();
         let Some(s) = &cfg.otlp else {
             return;
         };
@@ -123,18 +119,17 @@ impl OtlpExporter {
         }
         if let Some(span) = otlp_trace::span(r, target) {
             let body = otlp_trace::request(otlp::resource(&cfg), vec![span]).encode_to_vec();
-            self.put(agent, &self.traces_out, SIGNAL_TRACES, body, 1, s.max_spans);
+            self.put(&self.traces_out, SIGNAL_TRACES, body, 1, s.max_spans);
         }
     }
 
     /// Exports the metrics into their outbox now.
-    fn export(&self, agent: &Agent, s: &OtlpSettings) {
-        let resource = otlp::resource(&agent.cfg());
+    fn export(&self, s: &OtlpSettings) {
+        let resource = otlp::resource(&self.running.cfg());
         let exported = self.aggregator().export(resource, now_ns(), s.temporality);
         if let Some((req, points)) = exported {
             let body = req.encode_to_vec();
             self.put(
-                agent,
                 &self.metrics_out,
                 SIGNAL_METRICS,
                 body,
@@ -145,49 +140,48 @@ impl OtlpExporter {
     }
 
     /// The export loop and the two senders.
-    pub fn start(
-        &self,
-        agent: &Arc<Agent>,
-        schedules: &Schedules,
-    ) -> Vec<tokio::task::JoinHandle<()>> {
+    pub(super) fn start(self: &Arc<Self>, stop: &Stop) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
-            tokio::spawn(export_loop(agent.clone(), schedules.stop_signal())),
+            tokio::spawn(export_loop(self.clone(), stop.clone())),
             tokio::spawn(outbox::send_loop(
-                agent.clone(),
+                self.running.clone(),
+                self.client.clone(),
                 self.metrics_out.clone(),
                 metrics_routing,
-                schedules.stop_signal(),
+                stop.clone(),
             )),
             tokio::spawn(outbox::send_loop(
-                agent.clone(),
+                self.running.clone(),
+                self.client.clone(),
                 self.traces_out.clone(),
                 traces_routing,
-                schedules.stop_signal(),
+                stop.clone(),
             )),
         ]
     }
 
     /// At shutdown: one last export, then both outboxes, each within `otlp.timeout`.
-    pub async fn final_flush(&self, agent: &Agent) {
-        let Some(s) = agent.cfg().otlp.clone() else {
+    pub(super) async fn final_flush(&self) {
+        let Some(s) = self.running.cfg().otlp.clone() else {
             return;
         };
-        self.export(agent, &s);
+        self.export(&s);
+        let (running, client) = (&self.running, &self.client);
         tokio::join!(
-            outbox::flush(agent, &self.metrics_out, metrics_routing),
-            outbox::flush(agent, &self.traces_out, traces_routing),
+            outbox::flush(running, client, &self.metrics_out, metrics_routing),
+            outbox::flush(running, client, &self.traces_out, traces_routing),
         );
     }
 }
 
 /// Exports on the configured interval until `stop`.
-async fn export_loop(agent: Arc<Agent>, mut stop: Stop) {
+async fn export_loop(ex: Arc<OtlpExporter>, mut stop: Stop) {
     let mut next = Instant::now();
     loop {
-        let wait = match agent.cfg().otlp.clone() {
+        let wait = match ex.running.cfg().otlp.clone() {
             Some(s) => {
                 if next <= Instant::now() {
-                    agent.otlp.export(&agent, &s);
+                    ex.export(&s);
                     next += s.interval;
                     let now = Instant::now();
                     while next <= now {
@@ -197,7 +191,6 @@ async fn export_loop(agent: Arc<Agent>, mut stop: Stop) {
                 next
             }
             None => {
-                let ex = &agent.otlp;
                 let dropped = ex.metrics_out.queue().clear() + ex.traces_out.queue().clear();
                 if dropped > 0 {
                     tracing::info!(dropped, "otlp removed from the config: queues emptied");

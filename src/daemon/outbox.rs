@@ -9,14 +9,15 @@ use prometheus::{Gauge, IntCounter, IntGauge};
 use prost::bytes::Bytes;
 use tokio::sync::Notify;
 
-use super::{Agent, Stop};
+use super::phase::Stop;
+use super::state::{Running, SinkClient};
 use crate::sinks::metrics::now_seconds;
 use crate::sinks::outbound::{self, Route, SendError};
 use crate::sinks::push;
 use crate::sinks::remote_write::Queue;
 
 /// What a sender counts, in the unit its queue is bounded in (samples, points, spans).
-pub struct Tally {
+pub(super) struct Tally {
     pub sent: IntCounter,
     /// Dropped because the receiver refused them.
     pub rejected: IntCounter,
@@ -28,28 +29,28 @@ pub struct Tally {
 
 /// Reads the running config: where the queue goes now and what it counts, or `None` while
 /// the sender is not configured (a reload may add it).
-pub type Routing = fn(&Agent) -> Option<(Route, Tally)>;
+pub(super) type Routing = fn(&Running) -> Option<(Route, Tally)>;
 
 /// The queue one producer fills and one sender drains.
-pub struct Outbox {
+pub(super) struct Outbox {
     queue: Mutex<Queue>,
     wake: Notify,
 }
 
 impl Outbox {
-    pub fn new() -> Arc<Outbox> {
+    pub(super) fn new() -> Arc<Outbox> {
         Arc::new(Outbox {
             queue: Mutex::new(Queue::new(0)),
             wake: Notify::new(),
         })
     }
 
-    pub fn queue(&self) -> MutexGuard<'_, Queue> {
+    pub(super) fn queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().expect("outbox queue lock")
     }
 
     /// Queues a body of `items`; returns the items dropped to make room.
-    pub fn put(&self, body: Bytes, items: usize) -> usize {
+    pub(super) fn put(&self, body: Bytes, items: usize) -> usize {
         let dropped = self.queue().push(body, items);
         self.wake.notify_one();
         dropped
@@ -88,15 +89,21 @@ impl Outbox {
 }
 
 /// Drains `outbox` until `stop`, backing off while the receiver fails.
-pub async fn send_loop(agent: Arc<Agent>, outbox: Arc<Outbox>, routing: Routing, mut stop: Stop) {
+pub(super) async fn send_loop(
+    running: Running,
+    client: SinkClient,
+    outbox: Arc<Outbox>,
+    routing: Routing,
+    mut stop: Stop,
+) {
     let mut failures = 0u32;
     loop {
         let wake = outbox.wake.notified();
-        let routed = routing(&agent);
+        let routed = routing(&running);
         let sent = match &routed {
             Some((route, tally)) => {
                 tokio::select! {
-                    r = outbox.send_one(agent.sink_client(), route, tally) => r,
+                    r = outbox.send_one(client.get(), route, tally) => r,
                     _ = stop.stopped() => return,
                 }
             }
@@ -132,11 +139,16 @@ pub async fn send_loop(agent: Arc<Agent>, outbox: Arc<Outbox>, routing: Routing,
 
 /// At shutdown: sends what the queue holds until it is empty, the receiver fails, or the
 /// route's timeout has passed.
-pub async fn flush(agent: &Agent, outbox: &Outbox, routing: Routing) {
-    let Some((route, tally)) = routing(agent) else {
+pub(super) async fn flush(
+    running: &Running,
+    client: &SinkClient,
+    outbox: &Outbox,
+    routing: Routing,
+) {
+    let Some((route, tally)) = routing(running) else {
         return;
     };
-    let client = agent.sink_client();
+    let client = client.get();
     let deadline = tokio::time::Instant::now() + route.timeout;
     loop {
         let step = tokio::time::timeout_at(deadline, outbox.send_one(client, &route, &tally));

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Agent;
+use super::phase::Stop;
+use super::state::{PushLine, Running, SinkClient};
 use crate::sinks::metrics::now_seconds;
 use crate::sinks::push;
 
@@ -20,81 +21,96 @@ enum Pushed {
     Failed,
 }
 
-async fn push_now(agent: &Agent, client: &reqwest::Client) -> Pushed {
-    let cfg = agent.cfg();
-    let Some(settings) = cfg.push.as_ref() else {
-        return Pushed::NotConfigured;
-    };
-    let metrics = agent.metrics();
-    let body = metrics.encode_yielding().await;
-    let result = push::put(client, settings, &cfg.agent.name, body).await;
-    let mut status = agent.push_status.lock().expect("push status lock");
-    match result {
-        Ok(()) => {
-            metrics.last_push_success.set(now_seconds());
-            status.last_success = Some(jiff::Timestamp::now().to_string());
-            status.last_error = None;
-            status.consecutive_failures = 0;
-            tracing::debug!("pushed");
-            Pushed::Ok
-        }
-        Err(e) => {
-            metrics.push_failures.inc();
-            metrics.last_push_failure.set(now_seconds());
-            status.last_error = Some(e.to_string());
-            status.consecutive_failures += 1;
-            tracing::warn!(error = %e, failures = status.consecutive_failures, "push failed; will retry");
-            Pushed::Failed
-        }
-    }
+/// What the pusher uses: the running config (its `push:` settings) and registry, its line
+/// (wake-up and status), and the sinks' client.
+#[derive(Clone)]
+pub(super) struct Pusher {
+    running: Running,
+    line: Arc<PushLine>,
+    client: SinkClient,
 }
 
-pub async fn run(agent: Arc<Agent>, mut stop: super::Stop) {
-    let mut last: Option<Instant> = None;
-    let mut failures = 0u32;
-    loop {
-        let wake = async {
-            if failures == 0 {
-                agent.push_wake.notified().await;
-            } else {
-                tokio::time::sleep(push::backoff(failures - 1, MAX_BACKOFF)).await;
-            }
-        };
-        tokio::select! {
-            _ = wake => {}
-            _ = stop.stopped() => return,
+impl Pusher {
+    pub(super) fn new(running: Running, line: Arc<PushLine>, client: SinkClient) -> Pusher {
+        Pusher {
+            running,
+            line,
+            client,
         }
-        let Some(min_interval) = agent.cfg().push.as_ref().map(|p| p.min_interval) else {
-            continue;
+    }
+
+    async fn push_now(&self) -> Pushed {
+        let cfg = self.running.cfg();
+        let Some(settings) = cfg.push.as_ref() else {
+            return Pushed::NotConfigured;
         };
-        // Coalesce: runs that finish meanwhile ride along with this push.
-        if let Some(t) = last {
+        let metrics = self.running.metrics();
+        let body = metrics.encode_yielding().await;
+        match push::put(self.client.get(), settings, &cfg.agent.name, body).await {
+            Ok(()) => {
+                metrics.last_push_success.set(now_seconds());
+                self.line.succeeded(jiff::Timestamp::now());
+                tracing::debug!("pushed");
+                Pushed::Ok
+            }
+            Err(e) => {
+                metrics.push_failures.inc();
+                metrics.last_push_failure.set(now_seconds());
+                let failures = self.line.failed(e.to_string());
+                tracing::warn!(error = %e, failures, "push failed; will retry");
+                Pushed::Failed
+            }
+        }
+    }
+
+    /// Pushes when woken, until `stop`.
+    pub(super) async fn run(self, mut stop: Stop) {
+        let mut last: Option<Instant> = None;
+        let mut failures = 0u32;
+        loop {
+            let wake = async {
+                if failures == 0 {
+                    self.line.woken().await;
+                } else {
+                    tokio::time::sleep(push::backoff(failures - 1, MAX_BACKOFF)).await;
+                }
+            };
             tokio::select! {
-                _ = tokio::time::sleep_until((t + min_interval).into()) => {}
+                _ = wake => {}
                 _ = stop.stopped() => return,
             }
-        }
-        last = Some(Instant::now());
-        match push_now(&agent, agent.sink_client()).await {
-            Pushed::Ok => failures = 0,
-            Pushed::Failed => failures = failures.saturating_add(1),
-            Pushed::NotConfigured => {}
+            let Some(min_interval) = self.running.cfg().push.as_ref().map(|p| p.min_interval)
+            else {
+                continue;
+            };
+            // Coalesce: runs that finish meanwhile ride along with this push.
+            if let Some(t) = last {
+                tokio::select! {
+                    _ = tokio::time::sleep_until((t + min_interval).into()) => {}
+                    _ = stop.stopped() => return,
+                }
+            }
+            last = Some(Instant::now());
+            match self.push_now().await {
+                Pushed::Ok => failures = 0,
+                Pushed::Failed => failures = failures.saturating_add(1),
+                Pushed::NotConfigured => {}
+            }
         }
     }
-}
 
-/// At shutdown: one last push, then the group's deletion if configured.
-pub async fn final_push(agent: &Agent) {
-    let cfg = agent.cfg();
-    let Some(settings) = cfg.push.as_ref() else {
-        return;
-    };
-    let client = agent.sink_client();
-    push_now(agent, client).await;
-    if settings.delete_on_shutdown {
-        match push::delete(client, settings, &cfg.agent.name).await {
-            Ok(()) => tracing::info!("deleted this agent's group from the Pushgateway"),
-            Err(e) => tracing::warn!(error = %e, "could not delete this agent's group"),
+    /// At shutdown: one last push, then the group's deletion if configured.
+    pub(super) async fn final_push(&self) {
+        let cfg = self.running.cfg();
+        let Some(settings) = cfg.push.as_ref() else {
+            return;
+        };
+        self.push_now().await;
+        if settings.delete_on_shutdown {
+            match push::delete(self.client.get(), settings, &cfg.agent.name).await {
+                Ok(()) => tracing::info!("deleted this agent's group from the Pushgateway"),
+                Err(e) => tracing::warn!(error = %e, "could not delete this agent's group"),
+            }
         }
     }
 }

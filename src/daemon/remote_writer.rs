@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::outbox::{self, Outbox, Tally};
-use super::Agent;
+use super::phase::Stop;
+use super::state::{Running, SinkClient};
 use crate::config::RemoteWriteSettings;
 use crate::sinks::metrics::{DROPPED_QUEUE_FULL, DROPPED_REJECTED};
 use crate::sinks::outbound::Route;
@@ -19,9 +20,9 @@ const METRICS_PER_STEP: usize = 100;
 const UNCONFIGURED_RECHECK: Duration = Duration::from_secs(15);
 
 /// Where the remote-write outbox goes, from the running config.
-pub fn routing(agent: &Agent) -> Option<(Route, Tally)> {
-    let settings = agent.cfg().remote_write.clone()?;
-    let rw = &agent.metrics().remote_write;
+fn routing(running: &Running) -> Option<(Route, Tally)> {
+    let settings = running.cfg().remote_write.clone()?;
+    let rw = &running.metrics().remote_write;
     let tally = Tally {
         sent: rw.samples_sent.clone(),
         rejected: rw.samples_dropped.with_label_values(&[DROPPED_REJECTED]),
@@ -32,19 +33,47 @@ pub fn routing(agent: &Agent) -> Option<(Route, Tally)> {
     Some((remote_write::route(&settings), tally))
 }
 
-/// The sampler's side of the remote-write outbox.
-pub struct RemoteWriter {
-    pub outbox: Arc<Outbox>,
+/// The remote-write outbox, its sampler and its sender, following the running config.
+pub(super) struct RemoteWriter {
+    running: Running,
+    client: SinkClient,
+    outbox: Arc<Outbox>,
     /// Whether the queue was found too small for the registry (said once).
     warned_small: AtomicBool,
 }
 
 impl RemoteWriter {
-    pub fn new() -> Arc<RemoteWriter> {
+    pub(super) fn new(running: Running, client: SinkClient) -> Arc<RemoteWriter> {
         Arc::new(RemoteWriter {
+            running,
+            client,
             outbox: Outbox::new(),
             warned_small: AtomicBool::new(false),
         })
+    }
+
+    /// The sampling loop and the sender.
+    pub(super) fn start(self: &Arc<Self>, stop: &Stop) -> Vec<tokio::task::JoinHandle<()>> {
+        vec![
+            tokio::spawn(sample_loop(self.clone(), stop.clone())),
+            tokio::spawn(outbox::send_loop(
+                self.running.clone(),
+                self.client.clone(),
+                self.outbox.clone(),
+                routing,
+                stop.clone(),
+            )),
+        ]
+    }
+
+    /// At shutdown: one last sample, then send what the queue holds until it is empty, the
+    /// receiver fails, or `remote_write.timeout` has passed.
+    pub(super) async fn final_flush(&self) {
+        let Some(settings) = self.running.cfg().remote_write.clone() else {
+            return;
+        };
+        self.sample(&settings).await;
+        outbox::flush(&self.running, &self.client, &self.outbox, routing).await;
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, crate::sinks::remote_write::Queue> {
@@ -54,11 +83,11 @@ impl RemoteWriter {
     /// Samples the registry into the queue now, giving way to other tasks every
     /// [`METRICS_PER_STEP`] metrics (the daemon's one thread also stamps probe runs in
     /// flight) and locking the queue one batch at a time, so the sender drains it meanwhile.
-    async fn sample(&self, agent: &Agent, settings: &RemoteWriteSettings) {
-        let metrics = agent.metrics();
+    async fn sample(&self, settings: &RemoteWriteSettings) {
+        let metrics = self.running.metrics();
         let mut extra = metrics.static_labels().to_vec();
         extra.push(("job".into(), settings.job.clone()));
-        extra.push(("instance".into(), agent.cfg().agent.name.clone()));
+        extra.push(("instance".into(), self.running.cfg().agent.name.clone()));
         let timestamp_ms = jiff::Timestamp::now().as_millisecond();
         let mut dropped = self.queue().set_max(settings.max_samples);
         let mut total = 0;
@@ -103,13 +132,13 @@ impl RemoteWriter {
 }
 
 /// Samples on the configured interval until `stop`.
-pub async fn sample_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: super::Stop) {
+async fn sample_loop(rw: Arc<RemoteWriter>, mut stop: Stop) {
     let mut next = Instant::now();
     loop {
-        let settings = agent.cfg().remote_write.clone();
+        let settings = rw.running.cfg().remote_write.clone();
         let wait = match &settings {
             Some(s) => {
-                rw.sample(&agent, s).await;
+                rw.sample(s).await;
                 // The next tick keeps the grid; a tick missed by a slow sample is skipped.
                 next += s.interval;
                 let now = Instant::now();
@@ -134,14 +163,4 @@ pub async fn sample_loop(agent: Arc<Agent>, rw: Arc<RemoteWriter>, mut stop: sup
             _ = stop.stopped() => return,
         }
     }
-}
-
-/// At shutdown: one last sample, then send what the queue holds until it is empty, the
-/// receiver fails, or `remote_write.timeout` has passed.
-pub async fn final_flush(agent: &Agent, rw: &RemoteWriter) {
-    let Some(settings) = agent.cfg().remote_write.clone() else {
-        return;
-    };
-    rw.sample(agent, &settings).await;
-    outbox::flush(agent, &rw.outbox, routing).await;
 }

@@ -1,8 +1,8 @@
 //! The scheduling loops, one per (probe, target) pair of the running config, each running its
-//! pair's confirmation runs between scheduled ones ([`super::confirm`]), and the signal that
-//! ends them: [`Schedules`] starts a generation per config (a reload ends the old one's
-//! loops, whose runs in flight still finish and are recorded), then drains (no new runs) and
-//! stops (the background loops end too).
+//! pair's confirmation runs between scheduled ones ([`super::confirm`]): [`Schedules`] starts
+//! a generation per config (a reload ends the old one's loops, whose runs in flight still
+//! finish and are recorded), then drains (no new runs) and stops (the background loops end
+//! too), through the phase every loop watches ([`super::phase`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,35 +10,16 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{confirm, fire, Agent, Occasion};
+use super::confirm;
+use super::firing::{Occasion, Runs};
+use super::phase::{Phase, Stop};
 use crate::config::{Probe, Target};
 use crate::runner::Pair;
-
-/// Where the daemon stands: what every loop watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// The pairs of this config generation fire.
-    Serving(u64),
-    /// No new runs: runs in flight finish, pushes and remote writes go on.
-    Draining,
-    /// Everything stops.
-    Stopped,
-}
 
 /// The running generation of scheduling loops, and the stop signal.
 pub(super) struct Schedules {
     phase: watch::Sender<Phase>,
     generation: u64,
-}
-
-/// What a background loop (push, remote write, maintenance) watches to know when to end.
-pub(super) struct Stop(watch::Receiver<Phase>);
-
-impl Stop {
-    /// Completes once the daemon stops.
-    pub(super) async fn stopped(&mut self) {
-        let _ = self.0.wait_for(|p| *p == Phase::Stopped).await;
-    }
 }
 
 impl Schedules {
@@ -51,19 +32,19 @@ impl Schedules {
     }
 
     pub(super) fn stop_signal(&self) -> Stop {
-        Stop(self.phase.subscribe())
+        Stop::new(self.phase.subscribe())
     }
 
     /// Ends the running generation's loops and starts one for each of `pairs`.
-    pub(super) fn start(&mut self, agent: &Arc<Agent>, pairs: Vec<Pair>) {
+    pub(super) fn start(&mut self, runs: &Arc<Runs>, pairs: Vec<Pair>) {
         self.generation += 1;
         self.phase.send_replace(Phase::Serving(self.generation));
-        let metrics = agent.metrics();
+        let metrics = runs.shared().metrics();
         for (probe, target) in pairs {
             metrics.init_pair(&probe, &target);
             let stop = self.phase.subscribe();
             tokio::spawn(pair_loop(
-                agent.clone(),
+                runs.clone(),
                 probe,
                 target,
                 stop,
@@ -86,7 +67,7 @@ impl Schedules {
 /// Fires one pair on its schedule until its generation ends, and confirms its failed runs
 /// between scheduled ones.
 async fn pair_loop(
-    agent: Arc<Agent>,
+    runs: Arc<Runs>,
     probe: Arc<Probe>,
     target: Arc<Target>,
     mut phase: watch::Receiver<Phase>,
@@ -131,23 +112,22 @@ async fn pair_loop(
                 _ = tokio::time::sleep_until(confirm_at.unwrap_or(due)), if confirm_at.is_some() => {
                     confirm_at = None;
                     // Not while `/probe` runs the pair: that run is the newer word.
-                    if agent.claim(&key) {
+                    if runs.shared().claim(&key) {
                         let occasion = Occasion::Confirmation(row.clone());
-                        running = Some(tokio::spawn(fire(agent.clone(), probe.clone(), target.clone(), key.clone(), occasion)));
+                        running = Some(tokio::spawn(runs.clone().fire(probe.clone(), target.clone(), key.clone(), occasion)));
                     }
                 }
             }
         }
         last_fire = Some(next.timestamp());
         confirm_at = None;
-        if !agent.claim(&key) {
+        if !runs.shared().claim(&key) {
             tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
-            agent.metrics().skipped(&probe.name, &target);
+            runs.shared().metrics().skipped(&probe.name, &target);
             continue;
         }
         let occasion = Occasion::Scheduled(row.clone());
-        running = Some(tokio::spawn(fire(
-            agent.clone(),
+        running = Some(tokio::spawn(runs.clone().fire(
             probe.clone(),
             target.clone(),
             key.clone(),

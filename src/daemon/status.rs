@@ -6,9 +6,9 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::history::{self, TargetDays};
-use super::Agent;
+use super::state::Shared;
 use crate::config::{Config, Target};
-use crate::maintenance::{self, Window};
+use crate::maintenance::Window;
 use crate::sinks::state::RECENT_RUNS;
 pub use crate::sinks::state::{target_state, State};
 use crate::sinks::status_history::PairSnapshot;
@@ -55,10 +55,9 @@ pub struct TargetStatus {
 }
 
 /// One target as of `now`, with its pairs (in probe order).
-fn target_status(agent: &Agent, cfg: &Config, t: &Target, now: Timestamp) -> TargetStatus {
-    let window = maintenance::active(cfg, &agent.announced, &t.name, now);
-    let probes: Vec<ProbeStatus> = agent
-        .history
+fn target_status(shared: &Shared, cfg: &Config, t: &Target, now: Timestamp) -> TargetStatus {
+    let window = shared.maintenance().active(cfg, &t.name, now);
+    let probes: Vec<ProbeStatus> = shared
         .snapshot_target(&t.name, now)
         .into_iter()
         .map(|s| ProbeStatus {
@@ -76,22 +75,22 @@ fn target_status(agent: &Agent, cfg: &Config, t: &Target, now: Timestamp) -> Tar
         state: target_state(&states, window.is_some()),
         maintenance: window,
         probes,
-        days: history::pool(&agent.history.days_target(&t.name, now)),
+        days: history::pool(&shared.days_target(&t.name, now)),
     }
 }
 
 /// Every configured target (in config order) as of `now`, built as it is taken: a renderer
 /// holds one target's series at a time, not 100 pairs' worth.
-pub fn targets(agent: &Agent, now: Timestamp) -> impl Iterator<Item = TargetStatus> + '_ {
-    let cfg = agent.cfg();
-    (0..cfg.targets.len()).map(move |i| target_status(agent, &cfg, &cfg.targets[i], now))
+pub fn targets(shared: &Shared, now: Timestamp) -> impl Iterator<Item = TargetStatus> + '_ {
+    let cfg = shared.cfg();
+    (0..cfg.targets.len()).map(move |i| target_status(shared, &cfg, &cfg.targets[i], now))
 }
 
 /// One target as of `now` (for its badge).
-pub fn target(agent: &Agent, name: &str, now: Timestamp) -> Option<TargetStatus> {
-    let cfg = agent.cfg();
+pub fn target(shared: &Shared, name: &str, now: Timestamp) -> Option<TargetStatus> {
+    let cfg = shared.cfg();
     let t = cfg.target(name)?;
-    Some(target_status(agent, &cfg, t, now))
+    Some(target_status(shared, &cfg, t, now))
 }
 
 /// What the page and the JSON say above the targets.
@@ -103,12 +102,11 @@ pub struct Head {
     pub pairs: usize,
 }
 
-pub fn head(agent: &Agent, now: Timestamp) -> Head {
-    let cfg = agent.cfg();
+pub fn head(shared: &Shared, now: Timestamp) -> Head {
     Head {
-        agent: cfg.agent.name.clone(),
+        agent: shared.cfg().agent.name.clone(),
         generated_at: now,
-        pairs: super::scheduled_pairs(&cfg).len(),
+        pairs: shared.scheduled_count(),
     }
 }
 

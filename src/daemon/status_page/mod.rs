@@ -9,7 +9,6 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
-use super::feed::lasted;
 use super::history::TargetDays;
 use super::status::{Head, ProbeStatus, State, TargetStatus, RULES, UPTIME_RULE};
 use crate::sinks::incidents::Incident;
@@ -36,6 +35,11 @@ fn color(s: State) -> &'static str {
         State::Maintenance => "#0969da",
         State::Pending => "#6e7781",
     }
+}
+
+/// How long an incident lasted (so far), as people write it: `1h 5m`.
+pub fn lasted(i: &Incident) -> String {
+    format!("{:#}", jiff::SignedDuration::from_secs(i.duration_seconds))
 }
 
 /// A time in RFC 3339 to the second (`2025-03-10T11:54:00Z`), cut (not rounded) so it names

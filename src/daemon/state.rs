@@ -1,0 +1,531 @@
+//! The daemon's shared state, one thing with methods (mini-redis's `Shared`): the running
+//! config and its registry, the pairs in flight, what finished runs leave behind (metrics,
+//! status history, incidents, results log), the announced maintenance windows and the push
+//! line. Callers never lock anything themselves; each lock guards one thing and is named for
+//! it. The bottom of the daemon: it imports none of its siblings.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
+
+use crate::config::{Config, Pair, ResultsLogSettings, Target};
+use crate::maintenance::{self, Announced, Window};
+use crate::result::ProbeResult;
+use crate::sinks::incidents::{Incident, Incidents};
+use crate::sinks::metrics::Metrics;
+use crate::sinks::push;
+use crate::sinks::results_log::ResultsLog;
+use crate::sinks::status_history::{self, PairDays, PairSnapshot, Run, StatusHistory};
+
+/// A (probe, target) pair by name.
+pub(super) type PairKey = (String, String);
+
+/// What a reload swaps at once: the config, the registry its series live in, and the pairs it
+/// schedules.
+struct Generation {
+    cfg: Arc<Config>,
+    metrics: Arc<Metrics>,
+    scheduled: HashSet<PairKey>,
+}
+
+/// The running config and its registry, for the loops that follow reloads (the pusher, the
+/// samplers, the senders); only [`Shared::swap_config`] changes them.
+#[derive(Clone)]
+pub(super) struct Running(Arc<RwLock<Generation>>);
+
+impl Running {
+    fn read(&self) -> RwLockReadGuard<'_, Generation> {
+        self.0.read().expect("config lock")
+    }
+
+    pub(super) fn cfg(&self) -> Arc<Config> {
+        self.read().cfg.clone()
+    }
+
+    pub(super) fn metrics(&self) -> Arc<Metrics> {
+        self.read().metrics.clone()
+    }
+}
+
+/// The pairs with a run in flight (at most one run per pair), and whoever waits for one to end.
+#[derive(Default)]
+struct InFlight {
+    pairs: Mutex<HashSet<PairKey>>,
+    ended: Notify,
+}
+
+impl InFlight {
+    fn pairs(&self) -> std::sync::MutexGuard<'_, HashSet<PairKey>> {
+        self.pairs.lock().expect("in-flight lock")
+    }
+
+    fn claim(&self, key: &PairKey) -> bool {
+        self.pairs().insert(key.clone())
+    }
+
+    fn release(&self, key: &PairKey) {
+        self.pairs().remove(key);
+        self.ended.notify_waiters();
+    }
+
+    async fn until_idle(&self, deadline: Instant) -> bool {
+        loop {
+            // Registered before the look, so a release in between is not missed.
+            let ended = self.ended.notified();
+            if self.pairs().is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline.into(), ended)
+                .await
+                .is_err()
+            {
+                return self.pairs().is_empty();
+            }
+        }
+    }
+}
+
+/// The announced maintenance windows, and the wake-up of the loop that follows the windows.
+#[derive(Default)]
+pub(super) struct Maintenance {
+    announced: Announced,
+    changed: Notify,
+}
+
+impl Maintenance {
+    /// The window `target` is in at `at`, configured in `cfg` or announced.
+    pub(super) fn active(&self, cfg: &Config, target: &str, at: Timestamp) -> Option<Window> {
+        maintenance::active(cfg, &self.announced, target, at)
+    }
+
+    /// The first instant after `at` when some target may enter or leave a window.
+    pub(super) fn next_change(&self, cfg: &Config, at: Timestamp) -> Option<Timestamp> {
+        maintenance::next_change(cfg, &self.announced, at)
+    }
+
+    /// Opens (or with a zero duration, closes) `target`'s announced window from `now`.
+    pub(super) fn announce(
+        &self,
+        target: &str,
+        duration: Duration,
+        reason: Option<String>,
+        now: Timestamp,
+    ) -> Option<Window> {
+        let window = self.announced.announce(target, duration, reason, now);
+        self.changed.notify_one();
+        window
+    }
+
+    /// Completes when a window was announced or the config changed.
+    pub(super) fn changed(&self) -> Notified<'_> {
+        self.changed.notified()
+    }
+}
+
+/// What `/healthz` says of the pushes.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub(super) struct PushStatus {
+    pub last_success: Option<String>,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+}
+
+/// The pusher's wake-up (runs ended, a window opened or closed, a reload) and what its pushes
+/// came to.
+#[derive(Default)]
+pub(super) struct PushLine {
+    wake: Notify,
+    status: Mutex<PushStatus>,
+}
+
+impl PushLine {
+    /// Asks for a push (the pusher coalesces).
+    pub(super) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub(super) fn woken(&self) -> Notified<'_> {
+        self.wake.notified()
+    }
+
+    pub(super) fn status(&self) -> PushStatus {
+        self.status.lock().expect("push status lock").clone()
+    }
+
+    pub(super) fn succeeded(&self, at: Timestamp) {
+        let mut s = self.status.lock().expect("push status lock");
+        s.last_success = Some(at.to_string());
+        s.last_error = None;
+        s.consecutive_failures = 0;
+    }
+
+    /// Returns the failures in a row, this one included.
+    pub(super) fn failed(&self, error: String) -> u32 {
+        let mut s = self.status.lock().expect("push status lock");
+        s.last_error = Some(error);
+        s.consecutive_failures += 1;
+        s.consecutive_failures
+    }
+}
+
+/// One client for the Pushgateway and the remote-write and OTLP receivers, built on first use:
+/// its TLS root store is about 200 KB, which a daemon that sends to none of them never holds.
+#[derive(Clone, Default)]
+pub(super) struct SinkClient(Arc<OnceLock<reqwest::Client>>);
+
+impl SinkClient {
+    pub(super) fn get(&self) -> &reqwest::Client {
+        self.0.get_or_init(push::client)
+    }
+}
+
+/// The daemon's state, shared by the scheduling loops, the runs and the endpoints.
+pub struct Shared {
+    running: Running,
+    in_flight: InFlight,
+    /// The page's memory of runs (it locks itself).
+    history: StatusHistory,
+    incidents: Mutex<Incidents>,
+    /// Behind its own `Arc`: a run's lines are written from a blocking-pool thread.
+    results_log: Arc<Mutex<Option<ResultsLog>>>,
+    maintenance: Maintenance,
+    push: Arc<PushLine>,
+    sink_client: SinkClient,
+    /// The listener accepts only loopback connections: admin requests need no token.
+    loopback_only: bool,
+}
+
+impl Shared {
+    /// The state of a daemon that starts with `cfg`, scheduling `pairs`.
+    pub(super) fn new(cfg: Arc<Config>, pairs: &[Pair]) -> Shared {
+        let keys = keys(pairs);
+        let history = StatusHistory::default();
+        history.retain_pairs(&keys);
+        let mut incidents = Incidents::new(cfg.status_history);
+        incidents.retain_pairs(&keys);
+        Shared {
+            in_flight: InFlight::default(),
+            history,
+            incidents: Mutex::new(incidents),
+            results_log: Arc::new(Mutex::new(open_log(&cfg))),
+            maintenance: Maintenance::default(),
+            push: Arc::default(),
+            sink_client: SinkClient::default(),
+            loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
+            running: Running(Arc::new(RwLock::new(Generation {
+                metrics: Metrics::new(&cfg),
+                cfg,
+                scheduled: keys.into_iter().collect(),
+            }))),
+        }
+    }
+
+    /// A handle on the running config and registry that follows reloads.
+    pub(super) fn running(&self) -> Running {
+        self.running.clone()
+    }
+
+    pub(super) fn cfg(&self) -> Arc<Config> {
+        self.running.cfg()
+    }
+
+    pub(super) fn metrics(&self) -> Arc<Metrics> {
+        self.running.metrics()
+    }
+
+    /// The pairs the running config schedules.
+    pub(super) fn scheduled_count(&self) -> usize {
+        self.running.read().scheduled.len()
+    }
+
+    /// Takes in the runs of the results log from `oldest` on, before the first run, so the page
+    /// shows the past at once; returns the runs taken in and the lines that did not parse.
+    pub(super) fn replay(
+        &self,
+        settings: &ResultsLogSettings,
+        oldest: Timestamp,
+    ) -> (usize, usize) {
+        let mut incidents = self.incidents.lock().expect("incidents lock");
+        status_history::replay(settings, oldest, |run| {
+            self.history.record(run);
+            incidents.record(run);
+        })
+    }
+
+    /// Makes `cfg` (with `metrics`, its registry) the running config, scheduling `pairs`: the
+    /// history and incidents keep only those pairs', the announcements only its targets', and
+    /// the results log reopens if its settings changed.
+    pub(super) fn swap_config(&self, cfg: Arc<Config>, metrics: Arc<Metrics>, pairs: &[Pair]) {
+        let keys = keys(pairs);
+        let old = self.cfg();
+        if old.agent.results_log != cfg.agent.results_log {
+            *self.results_log.lock().expect("results log lock") = open_log(&cfg);
+        }
+        self.history.retain_pairs(&keys);
+        {
+            let mut incidents = self.incidents.lock().expect("incidents lock");
+            incidents.set_retention(cfg.status_history);
+            incidents.retain_pairs(&keys);
+        }
+        self.maintenance.announced.prune(&cfg, Timestamp::now());
+        *self.running.0.write().expect("config lock") = Generation {
+            cfg,
+            metrics,
+            scheduled: keys.into_iter().collect(),
+        };
+        self.maintenance.changed.notify_one();
+    }
+
+    /// Marks the pair in flight; false when a run of it already is.
+    pub(super) fn claim(&self, key: &PairKey) -> bool {
+        self.in_flight.claim(key)
+    }
+
+    /// The pair's run ended: it may start again, whoever waits for runs to end wakes, and so
+    /// does the pusher.
+    pub(super) fn release(&self, key: &PairKey) {
+        self.in_flight.release(key);
+        self.push.wake();
+    }
+
+    pub(super) fn in_flight(&self) -> usize {
+        self.in_flight.pairs().len()
+    }
+
+    /// The pairs in flight now.
+    pub(super) fn in_flight_pairs(&self) -> Vec<PairKey> {
+        self.in_flight.pairs().iter().cloned().collect()
+    }
+
+    /// Completes when the next run ends (and is recorded).
+    pub(super) fn run_ended(&self) -> Notified<'_> {
+        self.in_flight.ended.notified()
+    }
+
+    /// Waits until no run is in flight, or `deadline`; true when none is.
+    pub(super) async fn until_idle(&self, deadline: Instant) -> bool {
+        self.in_flight.until_idle(deadline).await
+    }
+
+    /// Whether `target` is in a maintenance window at `at`, under the running config.
+    pub(super) fn in_maintenance(&self, target: &str, at: Timestamp) -> bool {
+        self.maintenance.active(&self.cfg(), target, at).is_some()
+    }
+
+    /// Takes in a firing's results of `key`: its metrics, history and incidents. False (nothing
+    /// recorded) when the pair left the config while it ran: its series were retired.
+    pub(super) fn record(&self, key: &PairKey, results: &[ProbeResult], target: &Target) -> bool {
+        let metrics = {
+            let g = self.running.read();
+            if !g.scheduled.contains(key) {
+                return false;
+            }
+            g.metrics.clone()
+        };
+        for r in results {
+            metrics.record(r, target);
+            let run = Run::from(r);
+            self.history.record(&run);
+            self.incidents.lock().expect("incidents lock").record(&run);
+        }
+        true
+    }
+
+    /// Appends `results` to the results log, off the runtime's (single) thread, so a slow disk
+    /// never delays a probe's timestamps.
+    pub(super) async fn log(&self, results: Vec<ProbeResult>) {
+        let log = self.results_log.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(log) = log.lock().expect("results log lock").as_mut() {
+                for r in &results {
+                    if let Err(e) = log.append(r) {
+                        tracing::error!(error = %e, "cannot append to the results log");
+                    }
+                }
+            }
+        })
+        .await;
+    }
+
+    /// The history of `target`'s pairs as of `now`, sorted by probe.
+    pub(super) fn snapshot_target(&self, target: &str, now: Timestamp) -> Vec<PairSnapshot> {
+        self.history.snapshot_target(target, now)
+    }
+
+    /// The last days of `target`'s pairs as of `now`, sorted by probe.
+    pub(super) fn days_target(&self, target: &str, now: Timestamp) -> Vec<PairDays> {
+        self.history.days_target(target, now)
+    }
+
+    /// The incidents kept, every target's or one's.
+    pub(super) fn incidents(&self, target: Option<&str>) -> Vec<Incident> {
+        self.incidents.lock().expect("incidents lock").list(target)
+    }
+
+    pub(super) fn maintenance(&self) -> &Maintenance {
+        &self.maintenance
+    }
+
+    pub(super) fn push(&self) -> &Arc<PushLine> {
+        &self.push
+    }
+
+    pub(super) fn sink_client(&self) -> SinkClient {
+        self.sink_client.clone()
+    }
+
+    pub(super) fn loopback_only(&self) -> bool {
+        self.loopback_only
+    }
+}
+
+fn keys(pairs: &[Pair]) -> Vec<PairKey> {
+    pairs
+        .iter()
+        .map(|(p, t)| (p.name.clone(), t.name.clone()))
+        .collect()
+}
+
+fn open_log(cfg: &Config) -> Option<ResultsLog> {
+    let settings = cfg.agent.results_log.as_ref()?;
+    match ResultsLog::open(settings) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::error!(path = %settings.path.display(), error = %e, "cannot open the results log; results are not logged");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(p: &str, t: &str) -> PairKey {
+        (p.into(), t.into())
+    }
+
+    #[test]
+    fn a_pair_in_flight_is_not_claimed_again_until_released() {
+        let f = InFlight::default();
+        assert!(f.claim(&key("p", "t")));
+        assert!(!f.claim(&key("p", "t")), "one run per pair");
+        assert!(f.claim(&key("p", "u")), "another pair is free");
+        f.release(&key("p", "t"));
+        assert!(f.claim(&key("p", "t")));
+    }
+
+    #[tokio::test]
+    async fn the_idle_waiter_wakes_when_the_last_run_ends() {
+        let f = Arc::new(InFlight::default());
+        let far = Instant::now() + Duration::from_secs(60);
+        assert!(f.until_idle(far).await, "nothing in flight: idle at once");
+        f.claim(&key("p", "t"));
+        f.claim(&key("p", "u"));
+        let waiter = tokio::spawn({
+            let f = f.clone();
+            async move { f.until_idle(far).await }
+        });
+        tokio::task::yield_now().await;
+        f.release(&key("p", "t"));
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "one run is still in flight");
+        f.release(&key("p", "u"));
+        let idle = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+        assert!(idle.unwrap().unwrap());
+    }
+
+    #[tokio::test]
+    async fn the_idle_waiter_gives_up_at_the_deadline() {
+        let f = InFlight::default();
+        f.claim(&key("p", "t"));
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert!(!f.until_idle(soon).await);
+    }
+
+    #[tokio::test]
+    async fn an_announcement_wakes_the_maintenance_loop_and_opens_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), &["t"]);
+        let m = Maintenance::default();
+        let now = Timestamp::now();
+        let changed = m.changed();
+        let w = m.announce("t", Duration::from_secs(60), Some("deploy".into()), now);
+        tokio::time::timeout(Duration::from_secs(5), changed)
+            .await
+            .expect("the loop wakes");
+        assert_eq!(m.active(&cfg, "t", now), w);
+        assert!(m.active(&cfg, "u", now).is_none());
+        assert_eq!(m.next_change(&cfg, now), w.map(|w| w.until));
+    }
+
+    #[test]
+    fn the_push_line_counts_failures_in_a_row_until_a_success() {
+        let line = PushLine::default();
+        assert_eq!(line.failed("HTTP 502".into()), 1);
+        assert_eq!(line.failed("HTTP 502".into()), 2);
+        assert_eq!(line.status().last_error.as_deref(), Some("HTTP 502"));
+        line.succeeded(Timestamp::UNIX_EPOCH);
+        let s = line.status();
+        assert_eq!((s.consecutive_failures, s.last_error), (0, None));
+        assert_eq!(s.last_success.as_deref(), Some("1970-01-01T00:00:00Z"));
+    }
+
+    /// A config scheduling probe `p` on the targets named.
+    fn config(dir: &std::path::Path, targets: &[&str]) -> Arc<Config> {
+        let mut yaml = String::from("agent: {name: test}\ntargets:\n");
+        for t in targets {
+            yaml.push_str(&format!(
+                "  - {{name: {t}, base_url: \"http://127.0.0.1:9/v1\", model: m}}\n"
+            ));
+        }
+        std::fs::create_dir_all(dir.join("probes")).unwrap();
+        std::fs::create_dir_all(dir.join("prompts")).unwrap();
+        std::fs::write(dir.join("llm-canary.yaml"), yaml).unwrap();
+        std::fs::write(
+            dir.join("probes/p.yaml"),
+            "name: p\nprompt: q.txt\nschedule: \"*/5 * * * *\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("prompts/q.txt"), "Hello?").unwrap();
+        Arc::new(crate::config::load(&dir.join("llm-canary.yaml")).unwrap())
+    }
+
+    fn pairs(cfg: &Config) -> Vec<Pair> {
+        cfg.pairs(&crate::config::Selection::SCHEDULED).unwrap()
+    }
+
+    #[test]
+    fn runs_of_a_pair_that_left_the_config_are_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let both = config(dir.path(), &["t", "u"]);
+        let shared = Shared::new(both.clone(), &pairs(&both));
+        assert_eq!(shared.scheduled_count(), 2);
+        let t = both.target("t").unwrap().clone();
+        let failed = ProbeResult {
+            outcome: crate::outcome::Outcome::HttpError,
+            error: Some("HTTP 502".into()),
+            ..ProbeResult::example()
+        };
+        assert!(shared.record(&key("p", "t"), std::slice::from_ref(&failed), &t));
+        assert_eq!(
+            shared.snapshot_target("t", Timestamp::now())[0].recent_runs,
+            1
+        );
+
+        let only_u = config(dir.path(), &["u"]);
+        shared.swap_config(only_u.clone(), Metrics::new(&only_u), &pairs(&only_u));
+        assert_eq!(shared.scheduled_count(), 1);
+        assert!(shared.snapshot_target("t", Timestamp::now()).is_empty());
+        let incidents = shared.incidents(Some("t")).len();
+        assert!(!shared.record(&key("p", "t"), &[failed], &t));
+        assert!(shared.snapshot_target("t", Timestamp::now()).is_empty());
+        assert_eq!(shared.incidents(Some("t")).len(), incidents);
+        assert!(Arc::ptr_eq(&shared.cfg(), &only_u));
+    }
+}
