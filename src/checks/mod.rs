@@ -159,13 +159,25 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
     }
 }
 
+/// No answer is no answer: nothing a reader sees, or marks alone (dots, dashes, symbols) with
+/// no letter, digit or CJK character among them, of any length, as corrupted weights answer
+/// (`......` to max_tokens). A tool call is an answer.
 fn empty(answer: &Answer, output_chars: usize) -> Option<Failure> {
-    (answer.text.chars().all(is_invisible) && answer.tool_calls.is_empty()).then(|| {
-        Failure::new(
-            Outcome::EmptyOutput,
-            format!("the answer is empty: {output_chars} characters, all whitespace or invisible"),
-        )
-    })
+    if !answer.tool_calls.is_empty() || answer.text.chars().any(char::is_alphanumeric) {
+        return None;
+    }
+    let why = match answer.text.chars().all(is_invisible) {
+        true => format!("the answer is empty: {output_chars} characters, all whitespace or invisible"),
+        false => format!(
+            "the answer has no letter or digit: {output_chars} characters of punctuation, symbols \
+             or whitespace{}",
+            match answer.show_text {
+                true => format!(", {}", quoted(answer.text.trim(), 20)),
+                false => String::new(),
+            }
+        ),
+    };
+    Some(Failure::new(Outcome::EmptyOutput, why))
 }
 
 /// Every flavor names a refusal or a content-filter stop so: the answer is the provider's
@@ -600,5 +612,23 @@ mod tests {
             },
         );
         assert_eq!(v.failed(), vec![Outcome::Repetition]);
+    }
+
+    #[test]
+    fn marks_alone_are_no_answer_whatever_their_length() {
+        for dots in [".", "......", &".".repeat(400), "— — —\n***\n", "?!?! … ‽", "。。。、、"] {
+            let v = judge(&spec(), &text(dots, "length"));
+            assert_eq!(v.outcome(), Outcome::EmptyOutput, "{dots:?}: {:?}", v.failed());
+            assert!(
+                v.explanation().unwrap().contains("no letter or digit"),
+                "{:?}",
+                v.explanation()
+            );
+        }
+        // A letter, a digit or a CJK character anywhere is an answer, to be judged as one.
+        for some in ["...a...", "42", "……巴黎……", "- 1\n- 2"] {
+            let v = judge(&spec(), &text(some, "stop"));
+            assert!(!v.failed().contains(&Outcome::EmptyOutput), "{some:?}");
+        }
     }
 }
