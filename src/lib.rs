@@ -60,6 +60,7 @@
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
 //!   clipping, stop signals).
 
+pub mod buckets;
 pub mod calibrate;
 pub mod checks;
 pub mod cli;

@@ -4,39 +4,10 @@
 //! by side is [`CacheFigures`]: the share of the warm prompt the server says it took from its
 //! cache, and how much sooner the warm run's first token came.
 
-use serde::{Deserialize, Serialize};
-
 use super::request::build_with_prefix;
 use crate::config::{Api, CacheCheck, Probe, Target};
 use crate::result::Measurement;
-
-/// Which run of a cache check a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CachePhase {
-    /// The first request: its prefix is new to the server.
-    Cold,
-    /// The same request again, beside the cold run it repeats.
-    Warm,
-}
-
-/// A cache check's run: which one it is, and what it showed (a warm run, beside its cold
-/// run; nothing for a cold run).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CacheRun {
-    pub phase: CachePhase,
-    pub figures: CacheFigures,
-}
-
-/// What a warm run shows beside its cold run.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CacheFigures {
-    /// Cached prompt tokens / prompt tokens of the warm run, 0..1; absent when the server
-    /// reports no cached count.
-    pub hit_ratio: Option<f64>,
-    /// Cold TTFT / warm TTFT: above 1 when the cache made the warm run's first token sooner.
-    pub ttft_speedup: Option<f64>,
-}
+pub use crate::result::{CacheFigures, CachePhase, CacheRun};
 
 /// A prefix of `chars` characters (at most): a line unique to this firing, so no cache holds
 /// it yet, then the same filler prose every firing (the context ladder's sentences, which every

@@ -299,7 +299,7 @@ impl Aggregator {
         }
         // A cold start's figures would skew the histograms, as on the Prometheus side, and so
         // would a cache check's warm run, served from the cache on purpose; the run still counts.
-        if r.warmup || r.cache_phase == Some(crate::probe::cache_check::CachePhase::Warm) {
+        if r.warmup || r.cache_phase == Some(crate::result::CachePhase::Warm) {
             return;
         }
         if let Some(ms) = elapsed_ms(r) {

@@ -29,7 +29,7 @@ use std::sync::Mutex;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::probe::cache_check::CachePhase;
+use crate::result::CachePhase;
 
 use crate::config::ResultsLogSettings;
 use crate::result::ProbeResult;
