@@ -93,7 +93,7 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
     }
     let mut headers = HeaderMap::new();
     put(&mut headers, "content-type", "application/json");
-    put(&mut headers, "accept", flavor.framing().content_types()[0]);
+    put(&mut headers, "accept", flavor.framing().accept());
     if bust != CacheBust::Off {
         put(&mut headers, "cache-control", "no-cache");
     }

@@ -125,7 +125,16 @@ pub enum Framing {
 }
 
 impl Framing {
-    /// The content types a stream of this framing comes as; the first is the one asked for.
+    /// The `Accept` a request sends: AWS's event stream for its framing, `text/event-stream`
+    /// for the others.
+    pub fn accept(self) -> &'static str {
+        match self {
+            Framing::EventStream => bedrock::CONTENT_TYPE,
+            Framing::Sse | Framing::Ndjson => "text/event-stream",
+        }
+    }
+
+    /// The content types a stream of this framing comes as.
     pub fn content_types(self) -> &'static [&'static str] {
         match self {
             Framing::Sse => &["text/event-stream"],
@@ -300,7 +309,7 @@ pub trait Flavor: Sync {
     }
 }
 
-/// An ask of these (role, content) messages with the flavors' tests' limits.
+/// An ask of `messages` with the limits the flavors' tests expect (64 tokens, temperature 0).
 #[cfg(test)]
 pub fn ask_of(messages: &[Message]) -> Ask<'_> {
     Ask {
