@@ -15,15 +15,19 @@
 //!   evaluated by croner with Vixie cron's daylight-saving rule, and intervals (`every:`,
 //!   `@every`) at multiples from the Unix epoch; a pair's stable share of its jitter.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
-//!   deadlines, caps, transport outcome) and one file per API flavor; a context ladder's rungs
-//!   (prompts of growing size with a fact to find) and their prefill estimate (`probe::ladder`).
+//!   deadlines, caps, transport outcome) and one file per API flavor (`probe::flavor`: `Api`,
+//!   the `Flavor` trait whose defaults are OpenAI chat's, one unit struct per API overriding
+//!   what differs, `Api::flavor` mapping one to the other; it imports nothing from `config`);
+//!   a context ladder's rungs (prompts of growing size with a fact to find) and their prefill
+//!   estimate (`probe::ladder`).
 //! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
 //!   arrival times and capped.
 //! - [`timeline`]: arrival times → ttfb, ttft, e2e, tpot, tokens/s, inter-token gaps.
 //! - [`checks`]: judging the text, pure functions: degeneration (lists included), length,
 //!   patterns, JSON and JSON Schema, tool calls.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
-//! - [`result`]: what one run measured, the context it ran in, and the record made of both.
+//! - [`result`]: what one run measured, the context it ran in, and the record made of both;
+//!   the record's vocabulary (a cache check's phase and figures).
 //! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
 //! - [`daemon`]: `run` — scheduling and confirmation runs, reload, shutdown; its shared state
@@ -61,7 +65,10 @@
 //! - [`secret`]: a value that never prints.
 //! - [`util`]: small shared helpers at the bottom (durations for people, error chains,
 //!   clipping, stop signals).
+//! - [`buckets`]: the histograms' bucket bounds (docs/design.md), which the metrics registry and
+//!   config's latency objectives share.
 
+pub mod buckets;
 pub mod calibrate;
 pub mod checks;
 pub mod cli;

@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use crate::checks::repetition;
 use crate::outcome::{HttpReason, Outcome};
-use crate::probe::cache_check::{CachePhase, CacheRun};
 pub use crate::timeline::TokensSource;
 use crate::timeline::{Figures, Timeline};
 
@@ -114,6 +113,34 @@ pub struct RunContext {
     pub cache_check: Option<CacheRun>,
     /// A ladder rung's prefill speed beside the smallest rung of its firing.
     pub prefill: Option<Prefill>,
+}
+
+/// Which run of a cache check a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CachePhase {
+    /// The first request: its prefix is new to the server.
+    Cold,
+    /// The same request again, beside the cold run it repeats.
+    Warm,
+}
+
+/// A cache check's run: which one it is, and what it showed (a warm run, beside its cold
+/// run; nothing for a cold run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheRun {
+    pub phase: CachePhase,
+    pub figures: CacheFigures,
+}
+
+/// What a warm run shows beside its cold run.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CacheFigures {
+    /// Cached prompt tokens / prompt tokens of the warm run, 0..1; absent when the server
+    /// reports no cached count.
+    pub hit_ratio: Option<f64>,
+    /// Cold TTFT / warm TTFT: above 1 when the cache made the warm run's first token sooner.
+    pub ttft_speedup: Option<f64>,
 }
 
 /// What identifies the serving build: what the answer said, and the target's model-list entry

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
 use super::{read_secret, Api, ConfigError, FieldPath, Source};
+pub use crate::probe::flavor::AwsAuth;
 use crate::secret::Secret;
 
 #[derive(Debug, Default, Deserialize)]
@@ -26,15 +27,6 @@ pub struct RawAws {
     pub secret_access_key_file: Option<Spanned<String>>,
     pub session_token_env: Option<Spanned<String>>,
     pub session_token_file: Option<Spanned<String>>,
-}
-
-/// What a Bedrock request is signed with. Every part prints as `***`.
-#[derive(Debug, Clone)]
-pub struct AwsAuth {
-    pub region: String,
-    pub access_key_id: Secret,
-    pub secret_access_key: Secret,
-    pub session_token: Option<Secret>,
 }
 
 /// The variables every AWS tool reads, when the mapping names none.
@@ -55,15 +47,15 @@ pub(super) fn for_target(
     base: &Path,
     target_at: Location,
 ) -> Result<Option<AwsAuth>, ConfigError> {
-    match (api, raw) {
-        (Api::Bedrock, Some(a)) if has_key => Err(src.err(
+    match (api.flavor().aws_signer().is_some(), raw) {
+        (true, Some(a)) if has_key => Err(src.err(
             &at.key("aws"),
             a.referenced,
             "set aws: (SigV4 credentials) or api_key_env/api_key_file (a Bedrock API key), not both",
         )),
         // A Bedrock API key goes as a bearer token, unsigned.
-        (Api::Bedrock, None) if has_key => Ok(None),
-        (Api::Bedrock, raw) => load(src, at, raw, base_url, base, target_at).map(Some),
+        (true, None) if has_key => Ok(None),
+        (true, raw) => load(src, at, raw, base_url, base, target_at).map(Some),
         (_, Some(a)) => Err(src.err(
             &at.key("aws"),
             a.referenced,

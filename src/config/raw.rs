@@ -10,6 +10,8 @@ use serde_saphyr::Spanned;
 
 use super::duration::Dur;
 use crate::checks::repetition::Thresholds;
+use crate::probe::flavor::PrefixCache;
+pub use crate::probe::flavor::{Api, Message, Role};
 use crate::schedule::{Cron, Every, Schedule};
 
 #[derive(Debug, Deserialize)]
@@ -103,40 +105,6 @@ pub struct RawQueue {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Api {
-    OpenaiChat,
-    OpenaiCompletions,
-    OpenaiResponses,
-    AnthropicMessages,
-    Ollama,
-    AzureOpenai,
-    Gemini,
-    Bedrock,
-}
-
-impl Api {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenaiChat => "openai-chat",
-            Api::OpenaiCompletions => "openai-completions",
-            Api::OpenaiResponses => "openai-responses",
-            Api::AnthropicMessages => "anthropic-messages",
-            Api::Ollama => "ollama",
-            Api::AzureOpenai => "azure-openai",
-            Api::Gemini => "gemini",
-            Api::Bedrock => "bedrock",
-        }
-    }
-
-    /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
-    /// own to read, and no cache-busting field.
-    pub fn is_hosted(self) -> bool {
-        matches!(self, Api::AzureOpenai | Api::Gemini | Api::Bedrock)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum ServerKind {
     Vllm,
     Sglang,
@@ -161,15 +129,19 @@ impl ServerKind {
     }
 
     /// The body field this server honours to skip its prefix cache on this API, if any:
-    /// vLLM's `cache_salt` on the OpenAI endpoints where it is documented, and llama.cpp's
-    /// `cache_prompt: false`, which its server honours on chat, completions and Responses but
-    /// not on `/v1/messages` (measured: a repeated prompt over Messages is served from the
-    /// cache with the field set).
+    /// vLLM's `cache_salt` and llama.cpp's `cache_prompt: false`, on the endpoints where the
+    /// API's flavor says the server honours them.
     pub fn cache_bust_field(self, api: Api) -> Option<(&'static str, CacheBustValue)> {
-        let openai = matches!(api, Api::OpenaiChat | Api::OpenaiCompletions);
+        let PrefixCache::Server {
+            vllm_cache_salt,
+            llama_cache_prompt,
+        } = api.flavor().prefix_cache()
+        else {
+            return None;
+        };
         match self {
-            ServerKind::Vllm if openai => Some(("cache_salt", CacheBustValue::Fresh)),
-            ServerKind::LlamaCpp if openai || api == Api::OpenaiResponses => {
+            ServerKind::Vllm if vllm_cache_salt => Some(("cache_salt", CacheBustValue::Fresh)),
+            ServerKind::LlamaCpp if llama_cache_prompt => {
                 Some(("cache_prompt", CacheBustValue::False))
             }
             _ => None,
@@ -289,22 +261,6 @@ pub enum Inconclusive {
     #[default]
     Fail,
     Pass,
-}
-
-/// A chat message of a `.yaml` prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
 }
 
 /// `schedule:`: a cron expression (or macro) compiled while parsing, or the descriptor

@@ -9,7 +9,7 @@ use serde_saphyr::Spanned;
 
 use super::duration::Dur;
 use super::{ConfigError, FieldPath, Source};
-use crate::sinks::metrics::LATENCY_BUCKETS;
+use crate::buckets::LATENCY_BUCKETS;
 
 /// `slo:` as written.
 #[derive(Debug, Deserialize)]

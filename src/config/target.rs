@@ -11,7 +11,11 @@ use serde_saphyr::Spanned;
 use super::{
     check_labels, check_name, raw, read_secret, Api, ConfigError, FieldPath, ServerKind, Source,
 };
+use crate::probe::flavor::TargetField;
 use crate::secret::Secret;
+
+/// The `anthropic-version` header a server kind `anthropic` is sent.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -82,18 +86,13 @@ pub(super) fn load_target(
     };
     let api_key = read_secret(src, at, t.api_key_env, t.api_key_file, base, "api_key")?;
     let server = t.server.unwrap_or(ServerKind::Generic);
-    let api = t.api.unwrap_or(Api::OpenaiChat);
-    if api == Api::AzureOpenai
-        && !crate::probe::flavor::azure_openai::valid_deployment(&t.model.value)
-    {
-        return Err(src.err(
-            &at.key("model"),
-            t.model.referenced,
-            format!("model {:?} is not an Azure OpenAI deployment name: api azure-openai takes the deployment's name (letters, digits, -, _ and .) as model", t.model.value),
-        ));
-    }
-    if api == Api::Gemini {
-        check_gemini(src, at, &t.model, &base_url, t.base_url.referenced)?;
+    let api = t.api.unwrap_or_default();
+    if let Err(e) = api.flavor().check_target(&t.model.value, &base_url) {
+        let (field, location) = match e.field {
+            TargetField::Model => ("model", t.model.referenced),
+            TargetField::BaseUrl => ("base_url", t.base_url.referenced),
+        };
+        return Err(src.err(&at.key(field), location, e.message));
     }
     let has_key = api_key.is_some();
     let aws = super::aws::for_target(
@@ -113,7 +112,7 @@ pub(super) fn load_target(
     if server == ServerKind::Anthropic {
         headers.insert(
             "anthropic-version",
-            HeaderValue::from_static(crate::probe::flavor::anthropic_messages::VERSION),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
         );
     }
     if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
@@ -157,32 +156,6 @@ pub(super) fn load_target(
         price,
         aws,
     })
-}
-
-/// A Gemini target: its model is one path segment, and its base URL names the API version the
-/// flavor's `/models/...` path hangs under.
-fn check_gemini(
-    src: &Source,
-    at: &FieldPath,
-    model: &Spanned<String>,
-    base_url: &reqwest::Url,
-    url_at: serde_saphyr::Location,
-) -> Result<(), ConfigError> {
-    if !crate::probe::flavor::gemini::valid_model(&model.value) {
-        return Err(src.err(
-            &at.key("model"),
-            model.referenced,
-            format!("model {:?} is not a Gemini model id: api gemini takes the id alone (letters, digits, -, _ and .), such as gemini-2.5-flash, without models/", model.value),
-        ));
-    }
-    if base_url.path().trim_end_matches('/').is_empty() {
-        return Err(src.err(
-            &at.key("base_url"),
-            url_at,
-            format!("base_url {:?} names no API version: api gemini appends /models/MODEL:streamGenerateContent to it, so end it in the version, such as https://generativelanguage.googleapis.com/v1beta", base_url.as_str().trim_end_matches('/')),
-        ));
-    }
-    Ok(())
 }
 
 /// An http(s) URL with a host and no credentials, without its trailing `/`.
@@ -238,26 +211,22 @@ fn configured_headers(
     Ok(headers)
 }
 
-/// The header that carries `key`, marked sensitive: Anthropic's own API takes it in x-api-key
-/// (with a version header), Azure OpenAI in api-key, Gemini in x-goog-api-key (never its URL's
-/// `?key=`, which logs would keep); every other server (vLLM and llama.cpp serving /v1/messages
-/// too, and Bedrock with an API key in place of SigV4) takes a bearer token. `None` when the key
-/// cannot be a header value.
+/// The header that carries `key`, marked sensitive: the API's own header when its flavor names
+/// one (Azure OpenAI's api-key, Gemini's x-goog-api-key), else Anthropic's own API takes it in
+/// x-api-key (with a version header), and every other server (vLLM and llama.cpp serving
+/// /v1/messages too, and Bedrock with an API key in place of SigV4) takes a bearer token. `None`
+/// when the key cannot be a header value.
 fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
-    let (name, value) = match (api, server) {
-        (Api::AzureOpenai, _) => (
-            HeaderName::from_static("api-key"),
+    let (name, value) = match (api.flavor().key_header(), server) {
+        (Some(name), _) => (
+            HeaderName::from_static(name),
             HeaderValue::from_str(key.expose()),
         ),
-        (Api::Gemini, _) => (
-            HeaderName::from_static("x-goog-api-key"),
-            HeaderValue::from_str(key.expose()),
-        ),
-        (_, ServerKind::Anthropic) => (
+        (None, ServerKind::Anthropic) => (
             HeaderName::from_static("x-api-key"),
             HeaderValue::from_str(key.expose()),
         ),
-        (_, _) => (
+        (None, _) => (
             reqwest::header::AUTHORIZATION,
             HeaderValue::from_str(&format!("Bearer {}", key.expose())),
         ),

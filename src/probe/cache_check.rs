@@ -4,39 +4,11 @@
 //! by side is [`CacheFigures`]: the share of the warm prompt the server says it took from its
 //! cache, and how much sooner the warm run's first token came.
 
-use serde::{Deserialize, Serialize};
-
 use super::request::build_with_prefix;
 use crate::config::{Api, CacheCheck, Probe, Target};
+use crate::probe::flavor::PromptCounts;
 use crate::result::Measurement;
-
-/// Which run of a cache check a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CachePhase {
-    /// The first request: its prefix is new to the server.
-    Cold,
-    /// The same request again, beside the cold run it repeats.
-    Warm,
-}
-
-/// A cache check's run: which one it is, and what it showed (a warm run, beside its cold
-/// run; nothing for a cold run).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CacheRun {
-    pub phase: CachePhase,
-    pub figures: CacheFigures,
-}
-
-/// What a warm run shows beside its cold run.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CacheFigures {
-    /// Cached prompt tokens / prompt tokens of the warm run, 0..1; absent when the server
-    /// reports no cached count.
-    pub hit_ratio: Option<f64>,
-    /// Cold TTFT / warm TTFT: above 1 when the cache made the warm run's first token sooner.
-    pub ttft_speedup: Option<f64>,
-}
+pub use crate::result::{CacheFigures, CachePhase, CacheRun};
 
 /// A prefix of `chars` characters (at most): a line unique to this firing, so no cache holds
 /// it yet, then the same filler prose every firing (the context ladder's sentences, which every
@@ -82,25 +54,18 @@ pub fn compare(api: Api, cold: &Measurement, warm: &Measurement) -> CacheFigures
     }
 }
 
-/// The cached share of the warm run's prompt. Anthropic's `input_tokens` leaves the cached
-/// tokens out; Ollama reports no cached count, but its `prompt_eval_count` counts only the
-/// tokens it evaluated, so what the warm run did not evaluate of the cold run's count was
-/// cached.
+/// The cached share of the warm run's prompt, as the API's flavor counts it.
 fn hit_ratio(api: Api, cold: &Measurement, warm: &Measurement) -> Option<f64> {
-    let (cached, prompt) = match (warm.cached_tokens, api) {
-        (Some(c), Api::AnthropicMessages) => (c, warm.input_tokens? + c),
-        (Some(c), _) => (c, warm.input_tokens?),
-        (None, Api::Ollama) => {
-            let (c, w) = (cold.input_tokens?, warm.input_tokens?);
-            (c.saturating_sub(w), c)
-        }
-        (None, _) => return None,
+    let counts = |m: &Measurement| PromptCounts {
+        input: m.input_tokens,
+        cached: m.cached_tokens,
     };
+    let (cached, prompt) = api.flavor().cached_share(counts(cold), counts(warm))?;
     (prompt > 0).then(|| (cached as f64 / prompt as f64).min(1.0))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -124,7 +89,8 @@ mod tests {
         assert!(prefix(1000).len() <= 1000);
     }
 
-    fn run(ttft: Option<f64>, input: Option<u64>, cached: Option<u64>) -> Measurement {
+    /// A run with these figures, for the flavors' cache-count tests too.
+    pub fn run(ttft: Option<f64>, input: Option<u64>, cached: Option<u64>) -> Measurement {
         let mut m = Measurement::example();
         m.figures.ttft_ms = ttft;
         (m.input_tokens, m.cached_tokens) = (input, cached);
@@ -135,33 +101,20 @@ mod tests {
     fn the_figures_of_each_api() {
         let cold = run(Some(400.0), Some(1000), Some(0));
         let warm = run(Some(100.0), Some(1000), Some(999));
-        let f = compare(Api::OpenaiChat, &cold, &warm);
+        let f = compare(Api::default(), &cold, &warm);
         assert_eq!(f.ttft_speedup, Some(4.0));
         assert_eq!(f.hit_ratio, Some(0.999));
         // A server that caches nothing says 0; one that says nothing has no ratio, not 0.
         let f = compare(
-            Api::OpenaiChat,
+            Api::default(),
             &cold,
             &run(Some(400.0), Some(1000), Some(0)),
         );
         assert_eq!((f.hit_ratio, f.ttft_speedup), (Some(0.0), Some(1.0)));
         let silent = run(Some(100.0), Some(1000), None);
-        assert_eq!(compare(Api::OpenaiChat, &cold, &silent).hit_ratio, None);
-        // Anthropic counts cache reads apart from input_tokens.
-        let warm = run(Some(100.0), Some(10), Some(990));
-        assert_eq!(
-            compare(Api::AnthropicMessages, &cold, &warm).hit_ratio,
-            Some(0.99)
-        );
-        // Ollama: the tokens the warm run did not evaluate.
-        let (cold, warm) = (run(Some(400.0), Some(800), None), silent_ollama(200));
-        assert_eq!(compare(Api::Ollama, &cold, &warm).hit_ratio, Some(0.75));
+        assert_eq!(compare(Api::default(), &cold, &silent).hit_ratio, None);
         // No first token on either side: no speedup.
         let failed = run(None, None, None);
-        assert_eq!(compare(Api::OpenaiChat, &failed, &warm).ttft_speedup, None);
-    }
-
-    fn silent_ollama(evaluated: u64) -> Measurement {
-        run(Some(100.0), Some(evaluated), None)
+        assert_eq!(compare(Api::default(), &failed, &warm).ttft_speedup, None);
     }
 }

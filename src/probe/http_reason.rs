@@ -156,16 +156,6 @@ pub fn rate_limit_headers(headers: &HeaderMap) -> Option<BTreeMap<String, String
     (!kept.is_empty()).then_some(kept)
 }
 
-/// Gemini's `RetryInfo.retryDelay` (`"38s"`) from a refused run's body: Google says when to
-/// come back there, and in no header.
-pub fn retry_delay(body: &Value) -> Option<String> {
-    body["error"]["details"]
-        .as_array()?
-        .iter()
-        .find_map(|d| d["retryDelay"].as_str())
-        .map(|d| crate::util::one_line(d, 80))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,14 +362,5 @@ mod tests {
         );
         assert_eq!(kept["retry-after"], "7");
         assert_eq!(rate_limit_headers(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn geminis_retry_delay_from_the_body() {
-        let body = json!({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
-            {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
-            {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"38s"}]}});
-        assert_eq!(retry_delay(&body).as_deref(), Some("38s"));
-        assert_eq!(retry_delay(&json!({"error":{"code":429}})), None);
     }
 }

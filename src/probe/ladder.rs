@@ -250,7 +250,7 @@ pub fn prefill(base: &ProbeResult, m: &Measurement) -> Option<Prefill> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::flavor::probe_for;
+    use crate::probe::probe_for;
 
     fn ladder(sizes: &[u32], needle: bool) -> Ladder {
         Ladder {

@@ -175,3 +175,28 @@ async fn measure(
         timeline: Some(seen.timeline),
     }
 }
+
+/// A probe with defaults around `prompt`, for the probes' tests.
+#[cfg(test)]
+pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
+    Probe {
+        name: "p".into(),
+        file: "p.yaml".into(),
+        schedule: None,
+        timezone: jiff::tz::TimeZone::UTC,
+        jitter: std::time::Duration::ZERO,
+        targets: vec![],
+        prompt: std::sync::Arc::new(prompt),
+        max_tokens: 64,
+        temperature: Some(0.0),
+        cache_bust: crate::config::CacheBust::Auto,
+        tools: None,
+        timeouts: crate::config::Timeouts::default(),
+        checks: crate::checks::CheckSpec::default(),
+        gate: crate::config::GateSpec::default(),
+        confirm: crate::config::Confirm::OFF,
+        slo: None,
+        cache_check: None,
+        ladder: None,
+    }
+}

@@ -13,7 +13,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
-use super::flavor::{self, Framing, ToolCalls};
+use super::flavor::{Delta, Flavor, Framing, ToolCalls};
 use super::Caps;
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
@@ -173,7 +173,7 @@ impl Deadlines {
 
 /// A response being read.
 struct Reader {
-    api: Api,
+    flavor: &'static dyn Flavor,
     caps: Caps,
     stop_on_loop: Option<Thresholds>,
     deadlines: Deadlines,
@@ -193,7 +193,7 @@ pub async fn read(
     start: Instant,
 ) -> Reading {
     let mut reader = Reader {
-        api: plan.api,
+        flavor: plan.api.flavor(),
         caps: plan.caps,
         stop_on_loop: plan.stop_on_loop,
         deadlines: Deadlines::new(start, plan.timeouts),
@@ -292,7 +292,7 @@ impl Reader {
                 json.as_ref(),
                 &resp_headers,
             ));
-            if let Some(delay) = json.as_ref().and_then(super::http_reason::retry_delay) {
+            if let Some(delay) = json.as_ref().and_then(|v| self.flavor.retry_delay(v)) {
                 let kept = self.seen.rate_limit.get_or_insert_with(BTreeMap::new);
                 kept.insert("retryDelay".into(), delay);
             }
@@ -319,12 +319,8 @@ impl Reader {
         }
         // A page served with a 200 (a proxy's error page, a login form) is not a stream; a
         // server that names no type is judged by what it sends.
-        let framing = flavor::framing(self.api);
-        let expected = match framing {
-            Framing::Sse => &["text/event-stream"][..],
-            Framing::Ndjson => &["application/x-ndjson", "application/ndjson"][..],
-            Framing::EventStream => &[flavor::bedrock::CONTENT_TYPE][..],
-        };
+        let framing = self.flavor.framing();
+        let expected = framing.content_types();
         if !content_type.is_empty() && !expected.iter().any(|t| content_type.starts_with(t)) {
             let head = self.head(resp).await;
             return Err(fail(
@@ -453,7 +449,7 @@ impl Reader {
                 "the answer is not a JSON object",
             ));
         }
-        self.take(flavor::whole(self.api, &v), at)?;
+        self.take(self.flavor.whole(&v), at)?;
         self.done = true;
         Ok(at)
     }
@@ -473,11 +469,11 @@ impl Reader {
         if !v.is_object() {
             return Err(fail(Outcome::MalformedStream, "event is not a JSON object"));
         }
-        self.take(flavor::event(self.api, kind, &v), at)
+        self.take(self.flavor.event(kind, &v), at)
     }
 
     /// Takes in what one event carried.
-    fn take(&mut self, d: flavor::Delta, at: Instant) -> Result<(), Failure> {
+    fn take(&mut self, d: Delta, at: Instant) -> Result<(), Failure> {
         if let Some(msg) = d.error {
             return Err(fail(
                 Outcome::StreamError,

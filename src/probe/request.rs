@@ -8,8 +8,8 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
-use super::flavor;
-use crate::config::{Api, AwsAuth, CacheBust, CacheBustValue, Probe, Target};
+use super::flavor::{Ask, Signer};
+use crate::config::{AwsAuth, CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
 pub fn request_id() -> String {
@@ -43,9 +43,10 @@ pub struct Request {
     pub body: Vec<u8>,
     pub request_id: String,
     pub trace_id: String,
-    /// What a Bedrock request is signed with, and the target's name for the log: the signature
-    /// covers the request id and trace too, so every copy ([`Request::again`]) signs anew.
-    signer: Option<(AwsAuth, String)>,
+    /// What signs a request AWS signs, with the target's credentials and its name for the log:
+    /// the signature covers the request id and trace too, so every copy ([`Request::again`])
+    /// signs anew.
+    signer: Option<(Signer, AwsAuth, String)>,
 }
 
 pub fn build_request(probe: &Probe, target: &Target) -> Request {
@@ -64,13 +65,18 @@ pub fn build_with_prefix(probe: &Probe, target: &Target, prefix: &str) -> Reques
 }
 
 fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -> Request {
-    let mut body = flavor::body(target.api, probe, nonce);
-    if let (Api::AnthropicMessages, Some(prefix), true) =
-        (target.api, nonce, probe.cache_check.is_some())
-    {
-        flavor::anthropic_messages::mark_cacheable(&mut body, prefix);
+    let flavor = target.api.flavor();
+    let ask = Ask {
+        messages: &probe.prompt.messages,
+        max_tokens: probe.max_tokens,
+        temperature: probe.temperature,
+        tools: probe.tools.as_deref(),
+    };
+    let mut body = flavor.body(&ask, nonce);
+    if let (Some(prefix), true) = (nonce, probe.cache_check.is_some()) {
+        flavor.mark_cacheable(&mut body, prefix);
     }
-    if flavor::model_in_body(target.api) {
+    if flavor.model_in_body() {
         body.insert("model".into(), json!(target.model));
     }
     if let Some(p) = target.priority {
@@ -87,22 +93,21 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
     }
     let mut headers = HeaderMap::new();
     put(&mut headers, "content-type", "application/json");
-    let accept = match flavor::framing(target.api) {
-        flavor::Framing::EventStream => flavor::bedrock::CONTENT_TYPE,
-        _ => "text/event-stream",
-    };
-    put(&mut headers, "accept", accept);
+    put(&mut headers, "accept", flavor.framing().accept());
     if bust != CacheBust::Off {
         put(&mut headers, "cache-control", "no-cache");
     }
     headers.extend(target.headers.clone());
     Request {
-        url: target.endpoint(&flavor::path(target.api, &target.model)),
+        url: target.endpoint(&flavor.path(&target.model)),
         headers,
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
         request_id: String::new(),
         trace_id: String::new(),
-        signer: target.aws.clone().map(|aws| (aws, target.name.clone())),
+        signer: target.aws.clone().and_then(|aws| {
+            let sign = flavor.aws_signer()?;
+            Some((sign, aws, target.name.clone()))
+        }),
     }
     .again()
 }
@@ -117,11 +122,9 @@ impl Request {
         let (traceparent, trace_id) = trace_context();
         put(&mut headers, "traceparent", &traceparent);
         // Last: the signature covers every header above and the body.
-        if let Some((aws, target)) = &self.signer {
+        if let Some((sign, aws, target)) = &self.signer {
             let now = std::time::SystemTime::now();
-            if let Err(e) =
-                flavor::bedrock::sign_request(&mut headers, &self.url, &self.body, aws, now)
-            {
+            if let Err(e) = sign(&mut headers, &self.url, &self.body, aws, now) {
                 // Sent unsigned, the server refuses it, and the run says so as an `auth` error.
                 tracing::warn!(target = %target, error = %e, "bedrock request not signed");
             }

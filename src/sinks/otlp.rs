@@ -137,20 +137,12 @@ pub fn key_values(attrs: &[(String, Value)]) -> Vec<KeyValue> {
 
 /// `gen_ai.operation.name`.
 pub fn operation(api: Api) -> &'static str {
-    match api {
-        Api::OpenaiCompletions => "text_completion",
-        _ => "chat",
-    }
+    api.flavor().otel_operation()
 }
 
-/// `gen_ai.provider.name`: the API's own provider, which is the telemetry flavor an
-/// OpenAI-compatible server (vLLM, SGLang, llama.cpp) speaks too.
+/// `gen_ai.provider.name`, as the API's flavor names its provider.
 pub fn provider(api: Api) -> &'static str {
-    match api {
-        Api::AnthropicMessages => "anthropic",
-        Api::Ollama => "ollama",
-        _ => "openai",
-    }
+    api.flavor().otel_provider()
 }
 
 /// What every metric point and span of a run carries: the GenAI attributes, `server.*`,
@@ -299,7 +291,7 @@ impl Aggregator {
         }
         // A cold start's figures would skew the histograms, as on the Prometheus side, and so
         // would a cache check's warm run, served from the cache on purpose; the run still counts.
-        if r.warmup || r.cache_phase == Some(crate::probe::cache_check::CachePhase::Warm) {
+        if r.warmup || r.cache_phase == Some(crate::result::CachePhase::Warm) {
             return;
         }
         if let Some(ms) = elapsed_ms(r) {
@@ -432,7 +424,7 @@ mod tests {
         Target {
             name: "t".into(),
             base_url: "http://llm.svc:8000/v1".parse().expect("a URL"),
-            api: Api::OpenaiChat,
+            api: Api::default(),
             server: ServerKind::Vllm,
             model: "m".into(),
             labels: BTreeMap::from([("env".to_string(), "prod".to_string())]),

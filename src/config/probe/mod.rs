@@ -14,10 +14,11 @@ use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::ladder::{self, Ladder};
-use super::raw::{self, Api, CacheBust, Inconclusive, Message, RawProbe, Role};
+use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::tool_call::{self, Tool};
 use crate::checks::CheckSpec;
+use crate::probe::flavor::PrefixCache;
 use crate::schedule::Schedule;
 
 #[derive(Debug, Clone)]
@@ -385,13 +386,14 @@ fn load_tools(
 ) -> Result<Arc<[Tool]>, ConfigError> {
     let tools = probe_files::tools(&base.join(&file.value))
         .map_err(|e| src.err(field, file.referenced, e))?;
-    if let Some(t) = on.iter().find(|t| t.api == Api::OpenaiCompletions) {
+    if let Some(t) = on.iter().find(|t| !t.api.flavor().takes_tools()) {
         return Err(src.err(
             field,
             file.referenced,
             format!(
-                "target {:?} speaks openai-completions, which takes no tools",
-                t.name
+                "target {:?} speaks {}, which takes no tools",
+                t.name,
+                t.api.as_str()
             ),
         ));
     }
@@ -401,17 +403,15 @@ fn load_tools(
 /// Why `cache_bust: auto` cannot keep a prefix cache from answering for `probe` on `t`, when
 /// it cannot: the server kind honours no cache-busting field on that API.
 fn uncached(probe: &str, t: &Target) -> Option<String> {
-    // Bedrock caches a prompt only up to a `cachePoint` the request marks, and the probe marks
-    // none: there is no cache to defeat.
-    if t.api == Api::Bedrock {
-        return None;
-    }
-    if t.api.is_hosted() {
-        return Some(format!(
+    match t.api.flavor().prefix_cache() {
+        // Nothing is cached that the probe does not mark: there is no cache to defeat.
+        PrefixCache::Marked => return None,
+        PrefixCache::Provider => return Some(format!(
             "probe {probe:?} on target {:?}: the hosted API `{}` caches long prompts on the provider's side and offers no field to skip it, so `cache_bust: auto` sends only `Cache-Control: no-cache` (use `cache_bust: prefix` to defeat it)",
             t.name,
             t.api.as_str()
-        ));
+        )),
+        PrefixCache::Server { .. } => {}
     }
     t.server.cache_bust_field(t.api).is_none().then(|| format!(
         "probe {probe:?} on target {:?}: server kind `{}` honours no cache-busting field on {}, so `cache_bust: auto` sends only `Cache-Control: no-cache`; a prefix cache may still answer (use `cache_bust: prefix` to defeat it)",

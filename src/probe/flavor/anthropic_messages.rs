@@ -6,16 +6,56 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, error_message, text_of, Delta};
-use crate::config::Probe;
+use super::{chat_messages, error_message, text_of, Ask, Delta, Flavor, PrefixCache, PromptCounts};
 
 pub const PATH: &str = "/messages";
 
-/// The `anthropic-version` header a server kind `anthropic` is sent.
-pub const VERSION: &str = "2023-06-01";
+pub struct AnthropicMessages;
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
-    let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(probe, nonce)
+impl Flavor for AnthropicMessages {
+    fn path(&self, _model: &str) -> String {
+        PATH.into()
+    }
+
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        body(ask, nonce)
+    }
+
+    fn mark_cacheable(&self, body: &mut Map<String, Value>, prefix: &str) {
+        mark_cacheable(body, prefix);
+    }
+
+    fn event(&self, kind: &str, v: &Value) -> Delta {
+        event(kind, v)
+    }
+
+    fn whole(&self, v: &Value) -> Delta {
+        whole(v)
+    }
+
+    /// Neither server's field: vLLM documents `cache_salt` on the OpenAI endpoints, and
+    /// llama.cpp serves a repeated prompt over Messages from its cache with `cache_prompt:
+    /// false` set (measured).
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Server {
+            vllm_cache_salt: false,
+            llama_cache_prompt: false,
+        }
+    }
+
+    /// Anthropic's `input_tokens` leaves the cached tokens out.
+    fn cached_share(&self, _cold: PromptCounts, warm: PromptCounts) -> Option<(u64, u64)> {
+        let cached = warm.cached?;
+        Some((cached, warm.input? + cached))
+    }
+
+    fn otel_provider(&self) -> &'static str {
+        "anthropic"
+    }
+}
+
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+    let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(ask, nonce)
         .into_iter()
         .partition(|m| m["role"] == "system");
     let mut body = Map::new();
@@ -24,7 +64,7 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
         body.insert("system".into(), json!(text.join("\n\n")));
     }
     body.insert("messages".into(), Value::Array(messages));
-    if let Some(tools) = &probe.tools {
+    if let Some(tools) = ask.tools {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| Value::Object(super::tool_fields(t, "input_schema")))
@@ -32,8 +72,8 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
         body.insert("tools".into(), Value::Array(tools));
     }
     body.insert("stream".into(), json!(true));
-    body.insert("max_tokens".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
+    body.insert("max_tokens".into(), json!(ask.max_tokens));
+    if let Some(t) = ask.temperature {
         body.insert("temperature".into(), json!(t));
     }
     body
@@ -144,31 +184,19 @@ pub fn whole(v: &Value) -> Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::flavor::{ask_of, messages, Role};
 
     #[test]
     fn a_cache_checks_prefix_is_marked_cacheable() {
-        let p = crate::probe::flavor::probe_for(crate::config::Prompt::user("x", "Why?"));
-        let mut b = body(&p, Some("PREFIX"));
+        let m = messages(&[(Role::User, "Why?")]);
+        let mut b = body(&ask_of(&m), Some("PREFIX"));
         mark_cacheable(&mut b, "PREFIX");
         assert_eq!(
             b["messages"][0]["content"],
             json!([{"type": "text", "text": "PREFIX", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "Why?"}])
         );
-        let mut p = p;
-        p.prompt = std::sync::Arc::new(crate::config::Prompt {
-            name: "x".into(),
-            messages: vec![
-                crate::config::Message {
-                    role: crate::config::Role::System,
-                    content: "Be brief.".into(),
-                },
-                crate::config::Message {
-                    role: crate::config::Role::User,
-                    content: "Why?".into(),
-                },
-            ],
-        });
-        let mut b = body(&p, Some("PREFIX"));
+        let m = messages(&[(Role::System, "Be brief."), (Role::User, "Why?")]);
+        let mut b = body(&ask_of(&m), Some("PREFIX"));
         mark_cacheable(&mut b, "PREFIX");
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
         assert_eq!(b["system"][1]["text"], "Be brief.");
@@ -238,11 +266,23 @@ mod tests {
 
     #[test]
     fn system_prompts_go_to_system() {
-        use crate::config::Role;
-        let p = super::super::prompt_of(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
-        let b = body(&super::super::probe_for(p), None);
+        let m = messages(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
+        let b = body(&ask_of(&m), None);
         assert_eq!(b["system"], "Be brief.");
         assert_eq!(b["messages"], json!([{"role":"user","content":"Hi"}]));
         assert_eq!(b["max_tokens"], 64);
+    }
+
+    #[test]
+    fn cache_reads_are_counted_apart_from_input() {
+        use crate::probe::cache_check::{compare, tests::run};
+        use crate::probe::flavor::Api;
+        let cold = run(Some(400.0), Some(1000), Some(0));
+        // Anthropic counts cache reads apart from input_tokens.
+        let warm = run(Some(100.0), Some(10), Some(990));
+        assert_eq!(
+            compare(Api::AnthropicMessages, &cold, &warm).hit_ratio,
+            Some(0.99)
+        );
     }
 }

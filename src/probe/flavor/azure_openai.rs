@@ -5,6 +5,40 @@
 //! prompt's `prompt_filter_results`, and `content_filter_results` on each choice; a stop by the
 //! content filter is `finish_reason: content_filter`, read as every flavor reads it.
 
+use super::{Flavor, PrefixCache, TargetError, TargetField};
+
+/// OpenAI chat on Azure's path, with Azure's key header.
+pub struct AzureOpenai;
+
+impl Flavor for AzureOpenai {
+    fn path(&self, model: &str) -> String {
+        path(model)
+    }
+
+    fn key_header(&self) -> Option<&'static str> {
+        Some("api-key")
+    }
+
+    /// The deployment is the path's own segment.
+    fn check_target(&self, model: &str, _base_url: &reqwest::Url) -> Result<(), TargetError> {
+        if valid_deployment(model) {
+            return Ok(());
+        }
+        Err(TargetError {
+            field: TargetField::Model,
+            message: format!("model {model:?} is not an Azure OpenAI deployment name: api azure-openai takes the deployment's name (letters, digits, -, _ and .) as model"),
+        })
+    }
+
+    fn hosted(&self) -> bool {
+        true
+    }
+
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Provider
+    }
+}
+
 /// The GA API version the probe speaks: it has `stream_options.include_usage`.
 pub const API_VERSION: &str = "2024-10-21";
 
@@ -25,8 +59,7 @@ pub fn valid_deployment(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Api;
-    use crate::probe::flavor::event;
+    use crate::probe::flavor::Api;
     use serde_json::json;
 
     /// A stream recorded from Azure OpenAI (provenance in the fixture's folder), replayed through
@@ -42,11 +75,9 @@ mod tests {
         assert_eq!(events.len(), 7);
         let (mut text, mut finish, mut generated, mut fingerprint) = (String::new(), None, 0, None);
         for data in events.iter().filter(|d| *d != "[DONE]") {
-            let d = event(
-                Api::AzureOpenai,
-                "message",
-                &serde_json::from_str(data).unwrap(),
-            );
+            let d = Api::AzureOpenai
+                .flavor()
+                .event("message", &serde_json::from_str(data).unwrap());
             assert_eq!(d.error, None);
             generated += usize::from(d.is_generated());
             text.push_str(&d.text);
@@ -73,15 +104,11 @@ mod tests {
 
     #[test]
     fn filter_chunks_are_no_content_and_a_filter_stop_is_content_filter() {
-        let d = event(
-            Api::AzureOpenai,
-            "message",
+        let d = Api::AzureOpenai.flavor().event("message",
             &json!({"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}),
         );
         assert!(!d.is_generated() && d.finish_reason.is_none());
-        let d = event(
-            Api::AzureOpenai,
-            "message",
+        let d = Api::AzureOpenai.flavor().event("message",
             &json!({"choices":[{"content_filter_results":{"violence":{"filtered":true,"severity":"high"}},"delta":{},"finish_reason":"content_filter","index":0}]}),
         );
         assert_eq!(

@@ -16,8 +16,66 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, text_of, Delta};
-use crate::config::{AwsAuth, Probe};
+use super::{chat_messages, text_of, Ask, Delta, Flavor, Framing, PrefixCache, Signer};
+use crate::secret::Secret;
+
+pub struct Bedrock;
+
+impl Flavor for Bedrock {
+    fn path(&self, model: &str) -> String {
+        path(model)
+    }
+
+    /// The path names the model, and the body refuses unknown keys.
+    fn model_in_body(&self) -> bool {
+        false
+    }
+
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        body(ask, nonce)
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::EventStream
+    }
+
+    fn event(&self, kind: &str, v: &Value) -> Delta {
+        event(kind, v)
+    }
+
+    fn whole(&self, v: &Value) -> Delta {
+        whole(v)
+    }
+
+    fn aws_signer(&self) -> Option<Signer> {
+        Some(sign_request)
+    }
+
+    fn hosted(&self) -> bool {
+        true
+    }
+
+    /// Bedrock caches a prompt only up to a `cachePoint` the request marks, and the probe marks
+    /// none.
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Marked
+    }
+
+    /// The runtime endpoint lists nothing (its model list is the control plane's, another host
+    /// and a signed call): an unsigned GET would only be refused, every few minutes.
+    fn models_path(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// What a Bedrock request is signed with. Every part prints as `***`.
+#[derive(Debug, Clone)]
+pub struct AwsAuth {
+    pub region: String,
+    pub access_key_id: Secret,
+    pub secret_access_key: Secret,
+    pub session_token: Option<Secret>,
+}
 
 /// The content type of AWS's event stream.
 pub const CONTENT_TYPE: &str = "application/vnd.amazon.eventstream";
@@ -41,8 +99,8 @@ pub fn path(model: &str) -> String {
     )
 }
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
-    let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(probe, nonce)
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+    let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(ask, nonce)
         .into_iter()
         .partition(|m| m["role"] == "system");
     let text_block = |m: &Value| json!([{"text": text_of(&m["content"])}]);
@@ -60,12 +118,12 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
         body.insert("system".into(), Value::Array(system));
     }
     let mut inference = Map::new();
-    inference.insert("maxTokens".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
+    inference.insert("maxTokens".into(), json!(ask.max_tokens));
+    if let Some(t) = ask.temperature {
         inference.insert("temperature".into(), json!(t));
     }
     body.insert("inferenceConfig".into(), Value::Object(inference));
-    if let Some(tools) = &probe.tools {
+    if let Some(tools) = ask.tools {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| {
@@ -324,9 +382,9 @@ mod tests {
 
     #[test]
     fn body_shape() {
-        use crate::config::Role;
-        let p = super::super::prompt_of(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
-        let b = body(&super::super::probe_for(p), None);
+        use crate::probe::flavor::{ask_of, messages, Role};
+        let m = messages(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
+        let b = body(&ask_of(&m), None);
         assert_eq!(
             Value::Object(b),
             json!({"messages": [{"role": "user", "content": [{"text": "Hi"}]}],

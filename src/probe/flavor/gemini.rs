@@ -10,9 +10,67 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, error_message, non_empty, text_of, Delta};
+use super::{
+    chat_messages, error_message, non_empty, text_of, Ask, Delta, Flavor, PrefixCache, TargetError,
+    TargetField,
+};
 use crate::checks::CONTENT_FILTER;
-use crate::config::Probe;
+
+pub struct Gemini;
+
+impl Flavor for Gemini {
+    fn path(&self, model: &str) -> String {
+        path(model)
+    }
+
+    /// The path names the model; the request has no `model` field.
+    fn model_in_body(&self) -> bool {
+        false
+    }
+
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        body(ask, nonce)
+    }
+
+    fn event(&self, _kind: &str, v: &Value) -> Delta {
+        event(v)
+    }
+
+    /// The key goes in a header, never in the URL's `?key=`, which logs would keep.
+    fn key_header(&self) -> Option<&'static str> {
+        Some("x-goog-api-key")
+    }
+
+    /// The model is one path segment, and the base URL names the API version the
+    /// `/models/...` path hangs under.
+    fn check_target(&self, model: &str, base_url: &reqwest::Url) -> Result<(), TargetError> {
+        if !valid_model(model) {
+            return Err(TargetError {
+                field: TargetField::Model,
+                message: format!("model {model:?} is not a Gemini model id: api gemini takes the id alone (letters, digits, -, _ and .), such as gemini-2.5-flash, without models/"),
+            });
+        }
+        if base_url.path().trim_end_matches('/').is_empty() {
+            return Err(TargetError {
+                field: TargetField::BaseUrl,
+                message: format!("base_url {:?} names no API version: api gemini appends /models/MODEL:streamGenerateContent to it, so end it in the version, such as https://generativelanguage.googleapis.com/v1beta", base_url.as_str().trim_end_matches('/')),
+            });
+        }
+        Ok(())
+    }
+
+    fn hosted(&self) -> bool {
+        true
+    }
+
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Provider
+    }
+
+    fn retry_delay(&self, body: &Value) -> Option<String> {
+        retry_delay(body)
+    }
+}
 
 /// The path after `base_url` (which ends in the API version:
 /// `https://generativelanguage.googleapis.com/v1beta`).
@@ -29,6 +87,16 @@ pub fn valid_model(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// Gemini's `RetryInfo.retryDelay` (`"38s"`) from a refused run's body: Google says when to
+/// come back there, and in no header.
+pub fn retry_delay(body: &Value) -> Option<String> {
+    body["error"]["details"]
+        .as_array()?
+        .iter()
+        .find_map(|d| d["retryDelay"].as_str())
+        .map(|d| crate::util::one_line(d, 80))
+}
+
 /// The finish reasons Gemini documents for a stop by its safety, recitation, blocklist or
 /// personal-data filters (images' own included).
 const FILTERED: &[&str] = &[
@@ -42,12 +110,12 @@ const FILTERED: &[&str] = &[
     "IMAGE_RECITATION",
 ];
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
     // The nonce goes first in what the model reads first: the system instruction when there is
     // one (it heads the prefix Gemini caches), else the first user part.
     let mut system = Vec::new();
     let mut contents = Vec::new();
-    for m in chat_messages(probe, nonce) {
+    for m in chat_messages(ask, nonce) {
         let text = text_of(&m["content"]).to_string();
         match m["role"].as_str() {
             Some("system") => system.push(text),
@@ -63,7 +131,7 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
             json!({"parts": [{"text": system.join("\n\n")}]}),
         );
     }
-    if let Some(tools) = &probe.tools {
+    if let Some(tools) = ask.tools {
         // The definitions' JSON Schema as written: `parametersJsonSchema` takes JSON Schema
         // itself, where `parameters` takes only Google's OpenAPI subset.
         let declarations: Vec<Value> = tools
@@ -76,8 +144,8 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
         );
     }
     let mut generation = Map::new();
-    generation.insert("maxOutputTokens".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
+    generation.insert("maxOutputTokens".into(), json!(ask.max_tokens));
+    if let Some(t) = ask.temperature {
         generation.insert("temperature".into(), json!(t));
     }
     body.insert("generationConfig".into(), Value::Object(generation));
@@ -144,7 +212,7 @@ pub fn event(v: &Value) -> Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Prompt, Role};
+    use crate::probe::flavor::{ask_of, messages, Role};
 
     #[test]
     fn path_and_model_ids() {
@@ -160,13 +228,13 @@ mod tests {
 
     #[test]
     fn body_roles_system_instruction_and_nonce() {
-        let p = super::super::prompt_of(&[
+        let m = messages(&[
             (Role::System, "Be brief."),
             (Role::User, "Hi"),
             (Role::Assistant, "Hello."),
             (Role::User, "Capital of France?"),
         ]);
-        let b = body(&super::super::probe_for(p), Some("[canary 1]"));
+        let b = body(&ask_of(&m), Some("[canary 1]"));
         assert_eq!(
             b["systemInstruction"],
             json!({"parts": [{"text": "[canary 1]\nBe brief."}]})
@@ -185,10 +253,8 @@ mod tests {
         );
         assert!(b.get("stream").is_none() && b.get("tools").is_none());
         // Without a system prompt the nonce heads the first user part.
-        let b = body(
-            &super::super::probe_for(Prompt::user("x", "Capital of France?")),
-            Some("[canary 2]"),
-        );
+        let m = messages(&[(Role::User, "Capital of France?")]);
+        let b = body(&ask_of(&m), Some("[canary 2]"));
         assert_eq!(
             b["contents"][0]["parts"][0]["text"],
             "[canary 2]\nCapital of France?"
@@ -199,20 +265,22 @@ mod tests {
     #[test]
     fn tools_are_function_declarations() {
         let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
-        let mut p = super::super::probe_for(Prompt::user("x", "Weather?"));
+        let m = messages(&[(Role::User, "Weather?")]);
         let compiled = crate::checks::schema::Schema::compile(
             std::path::Path::new("t.json"),
             schema.clone(),
             "",
         )
         .unwrap();
-        p.tools = Some(std::sync::Arc::from(vec![crate::checks::tool_call::Tool {
+        let tools = [crate::checks::tool_call::Tool {
             name: "get_weather".into(),
             description: Some("The weather".into()),
             parameters: schema.clone(),
             schema: std::sync::Arc::new(compiled),
-        }]));
-        let b = body(&p, None);
+        }];
+        let mut ask = ask_of(&m);
+        ask.tools = Some(&tools);
+        let b = body(&ask, None);
         assert_eq!(
             b["tools"],
             json!([{"functionDeclarations": [{"name": "get_weather", "description": "The weather", "parametersJsonSchema": schema}]}])
@@ -310,5 +378,14 @@ mod tests {
             &json!({"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}),
         );
         assert_eq!(d.error.as_deref(), Some("An internal error has occurred."));
+    }
+
+    #[test]
+    fn geminis_retry_delay_from_the_body() {
+        let body = json!({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
+            {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+            {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"38s"}]}});
+        assert_eq!(retry_delay(&body).as_deref(), Some("38s"));
+        assert_eq!(retry_delay(&json!({"error":{"code":429}})), None);
     }
 }

@@ -1,138 +1,116 @@
-//! API flavors: one file each, one arm per function here. A flavor knows its path, the body
-//! that carries the prompt and its generation limits, how its stream is framed, and what one
-//! event of it carried; the envelope around it (request id, cache busting, priority, deadlines,
-//! caps, outcomes) lives in `probe` and is shared.
+//! API flavors: one file each, each a unit struct behind [`Flavor`], whose default methods are
+//! the OpenAI-compatible behaviour (OpenAI chat's) and which a flavor overrides where its API
+//! differs: its path, the body that carries the prompt and its generation limits, how its
+//! stream is framed and what one event of it carried, the header its key goes in, its model
+//! list, its prompt-cache counts, its OpenTelemetry names, what it asks of a target. [`Api`]
+//! names the flavors as `api:` spells them, and [`Api::flavor`] is the one place that maps a
+//! name to its flavor. The envelope around a flavor (request id, cache busting, priority,
+//! deadlines, caps, outcomes) lives in `probe` and is shared.
+//!
+//! This module takes plain values ([`Ask`]) and imports nothing from config, so config may
+//! name an API and ask its flavor without closing a cycle.
 
 pub mod anthropic_messages;
 pub mod azure_openai;
 pub mod bedrock;
+mod delta;
 pub mod gemini;
+mod helpers;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_completions;
 pub mod openai_responses;
 
+#[cfg(test)]
+mod layout_tests;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::checks::tool_call::{Tool, ToolCall};
-use crate::config::{Api, Probe};
+use crate::checks::tool_call::Tool;
+pub use bedrock::{AwsAuth, SignError};
+pub use delta::{Delta, ToolCallPiece, ToolCalls};
+pub use helpers::{
+    as_text, chat_messages, error_message, llama_timings, model_entry, non_empty, openai_chunk,
+    openai_tools, server_ttft_ms, text_of, tool_fields,
+};
 
-/// A piece of a tool call as it streams: the call it belongs to (`slot`: the flavor's index of
-/// it; `None` when every piece is a whole call of its own, as Ollama sends them), the tool's
-/// name when this piece carries it, and the next stretch of its arguments.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolCallPiece {
-    pub slot: Option<u64>,
-    pub name: Option<String>,
-    pub arguments: String,
+/// The API a target speaks (`api:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    #[default]
+    OpenaiChat,
+    OpenaiCompletions,
+    OpenaiResponses,
+    AnthropicMessages,
+    Ollama,
+    AzureOpenai,
+    Gemini,
+    Bedrock,
 }
 
-/// Tool calls put together from their pieces, in the order they began.
-#[derive(Debug, Clone, Default)]
-pub struct ToolCalls {
-    calls: Vec<ToolCall>,
-    /// Each call's slot, beside `calls`.
-    slots: Vec<Option<u64>>,
-}
-
-impl ToolCalls {
-    /// Adds a piece to the call it continues (the same slot), or starts a call with it.
-    pub fn take(&mut self, piece: ToolCallPiece) {
-        let open = piece
-            .slot
-            .and_then(|s| self.slots.iter().rposition(|&o| o == Some(s)));
-        match open {
-            Some(i) => {
-                let call = &mut self.calls[i];
-                if call.name.is_empty() {
-                    call.name = piece.name.unwrap_or_default();
-                }
-                call.arguments.push_str(&piece.arguments);
-            }
-            None => {
-                self.calls.push(ToolCall {
-                    name: piece.name.unwrap_or_default(),
-                    arguments: piece.arguments,
-                });
-                self.slots.push(piece.slot);
-            }
+impl Api {
+    /// The flavor that speaks this API: the one mapping from a name to its behaviour. A
+    /// `'static` unit struct, so a call per stream event costs a jump, never an allocation.
+    pub fn flavor(self) -> &'static dyn Flavor {
+        match self {
+            Api::OpenaiChat => &openai_chat::OpenaiChat,
+            Api::OpenaiCompletions => &openai_completions::OpenaiCompletions,
+            Api::OpenaiResponses => &openai_responses::OpenaiResponses,
+            Api::AnthropicMessages => &anthropic_messages::AnthropicMessages,
+            Api::Ollama => &ollama::Ollama,
+            Api::AzureOpenai => &azure_openai::AzureOpenai,
+            Api::Gemini => &gemini::Gemini,
+            Api::Bedrock => &bedrock::Bedrock,
         }
     }
 
-    pub fn calls(&self) -> &[ToolCall] {
-        &self.calls
+    /// The name `api:` spells it with.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenaiChat => "openai-chat",
+            Api::OpenaiCompletions => "openai-completions",
+            Api::OpenaiResponses => "openai-responses",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::Ollama => "ollama",
+            Api::AzureOpenai => "azure-openai",
+            Api::Gemini => "gemini",
+            Api::Bedrock => "bedrock",
+        }
+    }
+
+    /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
+    /// own to read, and no cache-busting field.
+    pub fn is_hosted(self) -> bool {
+        self.flavor().hosted()
     }
 }
 
-/// What one event (or a whole non-streamed answer) carried, as a flavor reads it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Delta {
-    /// Generated text the user sees: answer text and tool-call text.
-    pub text: String,
-    /// The same tool-call text, by call: names and arguments.
-    pub tool_calls: Vec<ToolCallPiece>,
-    pub reasoning_chars: usize,
-    /// In OpenAI's words: `stop`, `length` (the token limit cut the answer), `tool_calls`...
-    pub finish_reason: Option<String>,
-    /// The server's count of output tokens so far (a total, never a piece to add up).
-    pub output_tokens: Option<u64>,
-    pub reasoning_tokens: Option<u64>,
-    /// The server's count of prompt (input) tokens.
-    pub input_tokens: Option<u64>,
-    /// The server's count of prompt tokens served from its prefix cache: OpenAI's and vLLM's
-    /// `usage.prompt_tokens_details.cached_tokens` (the Responses API's
-    /// `input_tokens_details`), llama.cpp's `timings.cache_n`, Anthropic's
-    /// `cache_read_input_tokens` (which its `input_tokens` leaves out).
-    pub cached_tokens: Option<u64>,
-    /// An error the server reported inside a successful response.
-    pub error: Option<String>,
-    /// The flavor's last event: nothing more will come.
-    pub done: bool,
-    /// The server's own timings, under their own names.
-    pub server_timings: Option<Value>,
-    /// The model name the server echoes.
-    pub model: Option<String>,
-    /// What the server says identifies its build (`system_fingerprint`).
-    pub fingerprint: Option<String>,
+/// A chat message of a prompt, as every flavor sends it in its own envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
 }
 
-impl Delta {
-    /// Text, reasoning or a tool call: a role-only or empty chunk is not a token.
-    pub fn is_generated(&self) -> bool {
-        !self.text.is_empty() || self.reasoning_chars > 0
-    }
-
-    /// A tool call's piece, whose text also counts as generated text.
-    fn push_call(&mut self, slot: Option<u64>, name: Option<&str>, arguments: &str) {
-        let name = name.filter(|n| !n.is_empty());
-        self.text.push_str(name.unwrap_or_default());
-        self.text.push_str(arguments);
-        self.tool_calls.push(ToolCallPiece {
-            slot,
-            name: name.map(str::to_string),
-            arguments: arguments.to_string(),
-        });
-    }
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
 }
 
-/// A tool's name, description (when it has one) and parameters' schema under `schema_key`,
-/// the fields every flavor sends, each in its own envelope.
-pub fn tool_fields(t: &Tool, schema_key: &str) -> Map<String, Value> {
-    let mut f = Map::new();
-    f.insert("name".into(), Value::String(t.name.clone()));
-    if let Some(d) = &t.description {
-        f.insert("description".into(), Value::String(d.clone()));
-    }
-    f.insert(schema_key.into(), t.parameters.clone());
-    f
-}
-
-/// The probe's tools as OpenAI chat (and Ollama) take them: the definitions as written.
-pub fn openai_tools(tools: &[Tool]) -> Value {
-    tools
-        .iter()
-        .map(|t| serde_json::json!({"type": "function", "function": tool_fields(t, "parameters")}))
-        .collect()
+/// What a probe asks of the model, as a flavor turns it into a body.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub messages: &'a [Message],
+    pub max_tokens: u32,
+    pub temperature: Option<f64>,
+    /// The functions offered to the model.
+    pub tools: Option<&'a [Tool]>,
 }
 
 /// How a flavor frames its events on the wire.
@@ -146,226 +124,210 @@ pub enum Framing {
     EventStream,
 }
 
-/// The path (and query) the flavor appends to the target's `base_url`; the hosted APIs name
-/// the model (or deployment) in it.
-pub fn path(api: Api, model: &str) -> String {
-    match api {
-        Api::OpenaiChat => openai_chat::PATH.into(),
-        Api::OpenaiCompletions => openai_completions::PATH.into(),
-        Api::OpenaiResponses => openai_responses::PATH.into(),
-        Api::AnthropicMessages => anthropic_messages::PATH.into(),
-        Api::Ollama => ollama::PATH.into(),
-        Api::AzureOpenai => azure_openai::path(model),
-        Api::Gemini => gemini::path(model),
-        Api::Bedrock => bedrock::path(model),
+impl Framing {
+    /// The `Accept` a request sends: AWS's event stream for its framing, `text/event-stream`
+    /// for the others.
+    pub fn accept(self) -> &'static str {
+        match self {
+            Framing::EventStream => bedrock::CONTENT_TYPE,
+            Framing::Sse | Framing::Ndjson => "text/event-stream",
+        }
+    }
+
+    /// The content types a stream of this framing comes as.
+    pub fn content_types(self) -> &'static [&'static str] {
+        match self {
+            Framing::Sse => &["text/event-stream"],
+            Framing::Ndjson => &["application/x-ndjson", "application/ndjson"],
+            Framing::EventStream => &[bedrock::CONTENT_TYPE],
+        }
     }
 }
 
-/// Whether the body names the model: in every flavor but Gemini's and Bedrock's, whose paths
-/// name it (Gemini's request has no `model` field; Bedrock's body refuses unknown keys).
-pub fn model_in_body(api: Api) -> bool {
-    !matches!(api, Api::Gemini | Api::Bedrock)
+/// A target's field a flavor finds fault with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetField {
+    Model,
+    BaseUrl,
 }
 
-pub fn framing(api: Api) -> Framing {
-    match api {
-        Api::Ollama => Framing::Ndjson,
-        Api::Bedrock => Framing::EventStream,
-        _ => Framing::Sse,
+/// Why a flavor cannot speak to a target as configured: the field, and a sentence for the
+/// user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TargetError {
+    pub field: TargetField,
+    pub message: String,
+}
+
+/// Where a prompt's prefix may be cached, which says what `cache_bust: auto` can do about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixCache {
+    /// The server behind the API, which may honour a body field of its own on this endpoint:
+    /// vLLM's `cache_salt` where it is documented, llama.cpp's `cache_prompt: false` where its
+    /// server honours it (measured: not on `/v1/messages`).
+    Server {
+        vllm_cache_salt: bool,
+        llama_cache_prompt: bool,
+    },
+    /// The provider's, for long prompts, with no field to skip it.
+    Provider,
+    /// Only up to a point the request marks, which a probe never does: nothing to defeat.
+    Marked,
+}
+
+/// A run's prompt token counts, as the server reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptCounts {
+    pub input: Option<u64>,
+    pub cached: Option<u64>,
+}
+
+/// Signs a request with SigV4 at a time, over its headers and body.
+pub type Signer = fn(
+    &mut reqwest::header::HeaderMap,
+    &str,
+    &[u8],
+    &AwsAuth,
+    std::time::SystemTime,
+) -> Result<(), SignError>;
+
+/// One API flavor. Every default is OpenAI chat's (`POST /chat/completions`, SSE chunks), which
+/// most servers speak; a flavor overrides what its API does otherwise.
+pub trait Flavor: Sync {
+    /// The path (and query) appended to the target's `base_url`; the hosted APIs name the
+    /// model (or deployment) in it.
+    fn path(&self, _model: &str) -> String {
+        openai_chat::PATH.into()
     }
-}
 
-/// The flavor's part of the body: the prompt (with `nonce` first when caches are busted by
-/// prefix), streaming on, the token limit and the temperature.
-pub fn body(api: Api, probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
-    match api {
-        Api::OpenaiChat | Api::AzureOpenai => openai_chat::body(probe, nonce),
-        Api::OpenaiCompletions => openai_completions::body(probe, nonce),
-        Api::OpenaiResponses => openai_responses::body(probe, nonce),
-        Api::AnthropicMessages => anthropic_messages::body(probe, nonce),
-        Api::Ollama => ollama::body(probe, nonce),
-        Api::Gemini => gemini::body(probe, nonce),
-        Api::Bedrock => bedrock::body(probe, nonce),
+    /// Whether the body names the model (`model`), or the path does.
+    fn model_in_body(&self) -> bool {
+        true
     }
-}
 
-/// What one event carried. `kind` is the SSE event name (`message` when unnamed), or an
-/// event-stream frame's event type.
-pub fn event(api: Api, kind: &str, v: &Value) -> Delta {
-    match api {
-        Api::OpenaiChat | Api::AzureOpenai => openai_chunk(v, openai_chat::delta),
-        Api::OpenaiCompletions => openai_chunk(v, openai_completions::delta),
-        Api::OpenaiResponses => openai_responses::event(kind, v),
-        Api::AnthropicMessages => anthropic_messages::event(kind, v),
-        Api::Ollama => ollama::event(v),
-        Api::Gemini => gemini::event(v),
-        Api::Bedrock => bedrock::event(kind, v),
+    /// The flavor's part of the body: the prompt (with `nonce` first when caches are busted by
+    /// prefix), streaming on, the token limit and the temperature.
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        openai_chat::body(ask, nonce)
     }
-}
 
-/// What a whole, non-streamed answer carried (a server that ignored `stream: true`).
-pub fn whole(api: Api, v: &Value) -> Delta {
-    match api {
-        Api::OpenaiResponses => openai_responses::whole(v),
-        Api::AnthropicMessages => anthropic_messages::whole(v),
-        Api::Bedrock => bedrock::whole(v),
-        _ => event(api, "message", v),
+    /// Marks a cache check's `prefix`, which the prompt starts with, for the server to cache,
+    /// where the API caches only what a request marks.
+    fn mark_cacheable(&self, _body: &mut Map<String, Value>, _prefix: &str) {}
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
     }
-}
 
-/// The chunk both OpenAI chat and completions send: an error object, usage (in the last chunk
-/// with `stream_options.include_usage`), llama.cpp's `timings`, and `choices[0]`.
-fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
-    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        return Delta {
-            error: Some(error_message(err)),
-            ..Delta::default()
-        };
+    /// What one event carried. `kind` is the SSE event name (`message` when unnamed), or an
+    /// event-stream frame's event type.
+    fn event(&self, _kind: &str, v: &Value) -> Delta {
+        openai_chunk(v, openai_chat::delta)
     }
-    let mut d = v["choices"].get(0).map(choice).unwrap_or_default();
-    d.output_tokens = v["usage"]["completion_tokens"].as_u64();
-    d.reasoning_tokens = v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64();
-    d.input_tokens = v["usage"]["prompt_tokens"].as_u64();
-    d.server_timings = llama_timings(v);
-    d.cached_tokens = v["usage"]["prompt_tokens_details"]["cached_tokens"]
-        .as_u64()
-        .or_else(|| d.server_timings.as_ref()?["cache_n"].as_u64());
-    d.model = non_empty(&v["model"]);
-    d.fingerprint = non_empty(&v["system_fingerprint"]);
-    d
-}
 
-/// llama.cpp's own `timings` object beside an event (chat, completions, and Responses'
-/// `response.completed`).
-fn llama_timings(v: &Value) -> Option<Value> {
-    v.get("timings").filter(|t| t.is_object()).cloned()
-}
-
-/// A non-empty string field, owned.
-pub fn non_empty(v: &Value) -> Option<String> {
-    v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
-}
-
-/// The server's own time to first token from its timings, in milliseconds: llama.cpp's
-/// `prompt_ms`, or Ollama's `load_duration` + `prompt_eval_duration` (nanoseconds).
-pub fn server_ttft_ms(timings: &Value) -> Option<f64> {
-    if let Some(ms) = timings["prompt_ms"].as_f64() {
-        return Some(ms);
+    /// What a whole, non-streamed answer carried (a server that ignored `stream: true`).
+    fn whole(&self, v: &Value) -> Delta {
+        self.event("message", v)
     }
-    let ns = timings["prompt_eval_duration"].as_f64()?
-        + timings["load_duration"].as_f64().unwrap_or(0.0);
-    Some(ns / 1e6)
-}
 
-/// An error object's message (`{"message": ...}`), or the object itself as text.
-pub fn error_message(err: &Value) -> String {
-    err["message"]
-        .as_str()
-        .or(err["error"]["message"].as_str())
-        .or(err.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| err.to_string())
-}
-
-/// The prompt's messages as `{role, content}` objects, the nonce line first in the first one.
-pub fn chat_messages(probe: &Probe, nonce: Option<&str>) -> Vec<Value> {
-    let mut messages: Vec<Value> = probe
-        .prompt
-        .messages
-        .iter()
-        .map(|m| serde_json::json!({"role": m.role, "content": m.content}))
-        .collect();
-    if let (Some(nonce), Some(first)) = (nonce, messages.first_mut()) {
-        let content = first["content"].as_str().unwrap_or_default();
-        first["content"] = Value::String(format!("{nonce}\n{content}"));
+    /// The header the API key goes in, as it is; `None`: the server's own way (a bearer
+    /// token, or Anthropic's `x-api-key` for a server kind `anthropic`).
+    fn key_header(&self) -> Option<&'static str> {
+        None
     }
-    messages
-}
 
-/// A string field of a JSON value, or "".
-pub fn text_of(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
-}
+    /// What signs the requests of a flavor whose requests AWS signs (SigV4); only its targets
+    /// take `aws:`.
+    fn aws_signer(&self) -> Option<Signer> {
+        None
+    }
 
-/// A prompt of these (role, content) messages, for the flavors' tests.
-#[cfg(test)]
-pub fn prompt_of(messages: &[(crate::config::Role, &str)]) -> crate::config::Prompt {
-    crate::config::Prompt {
-        name: "x".into(),
-        messages: messages
+    /// What the flavor finds wrong with a target's model or base URL.
+    fn check_target(&self, _model: &str, _base_url: &reqwest::Url) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    /// Whether the API takes the probe's `tools:`.
+    fn takes_tools(&self) -> bool {
+        true
+    }
+
+    /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
+    /// own to read.
+    fn hosted(&self) -> bool {
+        false
+    }
+
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Server {
+            vllm_cache_salt: true,
+            llama_cache_prompt: true,
+        }
+    }
+
+    /// The warm run's cached and whole prompt token counts, from what the server said of the
+    /// cold and the warm run; `None` when it said nothing to tell them by.
+    fn cached_share(&self, _cold: PromptCounts, warm: PromptCounts) -> Option<(u64, u64)> {
+        Some((warm.cached?, warm.input?))
+    }
+
+    /// The path, after the base URL, that lists what the server serves; `None` when the API
+    /// has no such list to ask.
+    fn models_path(&self) -> Option<&'static str> {
+        Some("/models")
+    }
+
+    /// What identifies `model` in the server's model list: its entry's identifying fields
+    /// (vLLM's `root` and `max_model_len`, llama.cpp's `meta` with the file's size and
+    /// quantization, the owner). Not the rest: vLLM's `permission` objects get a new id and
+    /// time on every request, `created` is the listing's time.
+    fn model_identity(&self, model: &str, list: &Value) -> Option<Value> {
+        const STABLE: [&str; 6] = ["id", "root", "parent", "max_model_len", "meta", "owned_by"];
+        let map = model_entry(list["data"].as_array()?, "id", model)?.as_object()?;
+        let stable: Map<String, Value> = STABLE
             .iter()
-            .map(|&(role, content)| crate::config::Message {
-                role,
-                content: content.into(),
-            })
-            .collect(),
+            .filter_map(|k| Some((k.to_string(), map.get(*k)?.clone())))
+            .collect();
+        Some(Value::Object(stable))
+    }
+
+    /// When a refused run's body says to come back, where the API says it in no header.
+    fn retry_delay(&self, _body: &Value) -> Option<String> {
+        None
+    }
+
+    /// `gen_ai.operation.name`.
+    fn otel_operation(&self) -> &'static str {
+        "chat"
+    }
+
+    /// `gen_ai.provider.name`: the API's own provider, which is the telemetry flavor an
+    /// OpenAI-compatible server (vLLM, SGLang, llama.cpp) speaks too.
+    fn otel_provider(&self) -> &'static str {
+        "openai"
     }
 }
 
-/// A probe with defaults around `prompt`, for the flavors' tests.
+/// An ask of `messages` with the limits the flavors' tests expect (64 tokens, temperature 0).
 #[cfg(test)]
-pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
-    Probe {
-        name: "p".into(),
-        file: "p.yaml".into(),
-        schedule: None,
-        timezone: jiff::tz::TimeZone::UTC,
-        jitter: std::time::Duration::ZERO,
-        targets: vec![],
-        prompt: std::sync::Arc::new(prompt),
+pub fn ask_of(messages: &[Message]) -> Ask<'_> {
+    Ask {
+        messages,
         max_tokens: 64,
         temperature: Some(0.0),
-        cache_bust: crate::config::CacheBust::Auto,
         tools: None,
-        timeouts: crate::config::Timeouts::default(),
-        checks: crate::checks::CheckSpec::default(),
-        gate: crate::config::GateSpec::default(),
-        confirm: crate::config::Confirm::OFF,
-        slo: None,
-        cache_check: None,
-        ladder: None,
     }
 }
 
+/// Messages of these (role, content) pairs, for the flavors' tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn piece(slot: Option<u64>, name: Option<&str>, arguments: &str) -> ToolCallPiece {
-        ToolCallPiece {
-            slot,
-            name: name.map(str::to_string),
-            arguments: arguments.into(),
-        }
-    }
-
-    #[test]
-    fn tool_call_pieces_join_by_slot() {
-        let mut calls = ToolCalls::default();
-        for p in [
-            piece(Some(0), Some("get_weather"), ""),
-            piece(Some(0), None, "{\"city\":"),
-            piece(Some(1), Some("get_time"), "{}"),
-            piece(Some(0), None, " \"Paris\"}"),
-            // Whole calls without a slot (Ollama) each stand alone.
-            piece(None, Some("a"), "{}"),
-            piece(None, Some("b"), "{}"),
-        ] {
-            calls.take(p);
-        }
-        let got: Vec<(&str, &str)> = calls
-            .calls()
-            .iter()
-            .map(|c| (c.name.as_str(), c.arguments.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("get_weather", "{\"city\": \"Paris\"}"),
-                ("get_time", "{}"),
-                ("a", "{}"),
-                ("b", "{}")
-            ]
-        );
-    }
+pub fn messages(pairs: &[(Role, &str)]) -> Vec<Message> {
+    pairs
+        .iter()
+        .map(|&(role, content)| Message {
+            role,
+            content: content.into(),
+        })
+        .collect()
 }

@@ -4,10 +4,64 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, text_of, Delta};
-use crate::config::Probe;
+use super::{
+    chat_messages, model_entry, text_of, Ask, Delta, Flavor, Framing, PrefixCache, PromptCounts,
+};
 
 pub const PATH: &str = "/api/chat";
+
+pub struct Ollama;
+
+impl Flavor for Ollama {
+    fn path(&self, _model: &str) -> String {
+        PATH.into()
+    }
+
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        body(ask, nonce)
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Ndjson
+    }
+
+    fn event(&self, _kind: &str, v: &Value) -> Delta {
+        event(v)
+    }
+
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Server {
+            vllm_cache_salt: false,
+            llama_cache_prompt: false,
+        }
+    }
+
+    /// Ollama reports no cached count, but its `prompt_eval_count` counts only the tokens it
+    /// evaluated: what the warm run did not evaluate of the cold run's count was cached.
+    fn cached_share(&self, cold: PromptCounts, warm: PromptCounts) -> Option<(u64, u64)> {
+        if let Some(cached) = warm.cached {
+            return Some((cached, warm.input?));
+        }
+        let (c, w) = (cold.input?, warm.input?);
+        Some((c.saturating_sub(w), c))
+    }
+
+    /// Its own list, at the server's root (where its base URL ends).
+    fn models_path(&self) -> Option<&'static str> {
+        Some("/api/tags")
+    }
+
+    /// The digest names the weights; the rest is the listing's own bookkeeping.
+    fn model_identity(&self, model: &str, list: &Value) -> Option<Value> {
+        model_entry(list["models"].as_array()?, "name", model)?
+            .get("digest")
+            .cloned()
+    }
+
+    fn otel_provider(&self) -> &'static str {
+        "ollama"
+    }
+}
 
 /// The server's own figures kept from the last object, under their own names.
 const TIMINGS: [&str; 6] = [
@@ -19,15 +73,15 @@ const TIMINGS: [&str; 6] = [
     "eval_duration",
 ];
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
     let mut options = Map::new();
-    options.insert("num_predict".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
+    options.insert("num_predict".into(), json!(ask.max_tokens));
+    if let Some(t) = ask.temperature {
         options.insert("temperature".into(), json!(t));
     }
     let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(chat_messages(probe, nonce)));
-    if let Some(tools) = &probe.tools {
+    body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
+    if let Some(tools) = ask.tools {
         body.insert("tools".into(), super::openai_tools(tools));
     }
     body.insert("stream".into(), json!(true));
@@ -112,10 +166,36 @@ mod tests {
     #[test]
     fn options_carry_the_limits() {
         let b = body(
-            &super::super::probe_for(crate::config::Prompt::user("x", "Hi")),
+            &super::super::ask_of(&super::super::messages(&[(super::super::Role::User, "Hi")])),
             None,
         );
         assert_eq!(b["options"]["num_predict"], 64);
         assert_eq!(b["stream"], true);
+    }
+
+    #[test]
+    fn the_digest_names_the_model() {
+        use crate::probe::flavor::Api;
+        use crate::probe::identity::describe;
+        let tags = |digest: &str| json!({"models": [{"name": "llama3:latest", "digest": digest, "modified_at": "x"}]});
+        let a = describe(Api::Ollama, "llama3", &tags("sha256:aa"));
+        assert!(a.is_some());
+        assert_ne!(a, describe(Api::Ollama, "llama3", &tags("sha256:bb")));
+        assert_eq!(
+            describe(Api::Ollama, "llama3", &json!({"models": []})),
+            None
+        );
+    }
+
+    #[test]
+    fn cached_tokens_are_those_the_warm_run_did_not_evaluate() {
+        use crate::probe::cache_check::{compare, tests::run};
+        let silent_ollama = |evaluated| run(Some(100.0), Some(evaluated), None);
+        // Ollama: the tokens the warm run did not evaluate.
+        let (cold, warm) = (run(Some(400.0), Some(800), None), silent_ollama(200));
+        assert_eq!(
+            compare(crate::probe::flavor::Api::Ollama, &cold, &warm).hit_ratio,
+            Some(0.75)
+        );
     }
 }

@@ -3,27 +3,31 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, openai_tools, text_of, Delta};
-use crate::config::Probe;
+use super::{chat_messages, openai_tools, text_of, Ask, Delta, Flavor};
 
 pub const PATH: &str = "/chat/completions";
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+/// OpenAI chat: every default of [`Flavor`].
+pub struct OpenaiChat;
+
+impl Flavor for OpenaiChat {}
+
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
     let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(chat_messages(probe, nonce)));
-    if let Some(tools) = &probe.tools {
+    body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
+    if let Some(tools) = ask.tools {
         body.insert("tools".into(), openai_tools(tools));
     }
-    openai_generation(&mut body, probe);
+    openai_generation(&mut body, ask);
     body
 }
 
 /// Streaming with usage, the token limit and the temperature, as both OpenAI flavors take them.
-pub fn openai_generation(body: &mut Map<String, Value>, probe: &Probe) {
+pub fn openai_generation(body: &mut Map<String, Value>, ask: &Ask) {
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
-    body.insert("max_tokens".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
+    body.insert("max_tokens".into(), json!(ask.max_tokens));
+    if let Some(t) = ask.temperature {
         body.insert("temperature".into(), json!(t));
     }
 }
@@ -59,8 +63,7 @@ pub fn delta(choice: &Value) -> Delta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Api;
-    use crate::probe::flavor::event;
+    use crate::probe::flavor::{ask_of, messages, Api, Role};
 
     #[test]
     fn role_only_chunk_is_not_content() {
@@ -112,29 +115,23 @@ mod tests {
 
     #[test]
     fn usage_reasoning_tokens_timings_and_errors() {
-        let d = event(
-            Api::OpenaiChat,
-            "message",
+        let d = Api::OpenaiChat.flavor().event("message",
             &json!({"choices":[],"usage":{"completion_tokens":12,"completion_tokens_details":{"reasoning_tokens":5}},"timings":{"prompt_ms":3.5}}),
         );
         assert_eq!((d.output_tokens, d.reasoning_tokens), (Some(12), Some(5)));
         assert_eq!(d.server_timings, Some(json!({"prompt_ms":3.5})));
         assert_eq!(d.cached_tokens, None);
         // The cached prompt tokens: OpenAI's and vLLM's usage, else llama.cpp's timings.
-        let d = event(
-            Api::OpenaiChat,
-            "message",
+        let d = Api::OpenaiChat.flavor().event("message",
             &json!({"choices":[],"usage":{"prompt_tokens":837,"prompt_tokens_details":{"cached_tokens":836}},"timings":{"cache_n":800}}),
         );
         assert_eq!((d.input_tokens, d.cached_tokens), (Some(837), Some(836)));
-        let d = event(
-            Api::OpenaiChat,
+        let d = Api::OpenaiChat.flavor().event(
             "message",
             &json!({"choices":[],"timings":{"cache_n":836,"prompt_n":1}}),
         );
         assert_eq!(d.cached_tokens, Some(836));
-        let d = event(
-            Api::OpenaiChat,
+        let d = Api::OpenaiChat.flavor().event(
             "message",
             &json!({"error":{"message":"overloaded","type":"server_error"}}),
         );
@@ -143,11 +140,8 @@ mod tests {
 
     #[test]
     fn nonce_goes_first() {
-        let p = crate::probe::flavor::probe_for(crate::config::Prompt::user(
-            "x",
-            "What is the capital of France?",
-        ));
-        let b = body(&p, Some("[canary 1234]"));
+        let m = messages(&[(Role::User, "What is the capital of France?")]);
+        let b = body(&ask_of(&m), Some("[canary 1234]"));
         assert_eq!(
             b["messages"][0]["content"],
             "[canary 1234]\nWhat is the capital of France?"

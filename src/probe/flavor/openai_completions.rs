@@ -4,20 +4,43 @@
 use serde_json::{Map, Value};
 
 use super::openai_chat::openai_generation;
-use super::Delta;
-use crate::config::Probe;
+use super::{as_text, openai_chunk, Ask, Delta, Flavor};
 
 pub const PATH: &str = "/completions";
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
-    let text = probe.prompt.as_text();
+pub struct OpenaiCompletions;
+
+impl Flavor for OpenaiCompletions {
+    fn path(&self, _model: &str) -> String {
+        PATH.into()
+    }
+
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        body(ask, nonce)
+    }
+
+    fn event(&self, _kind: &str, v: &Value) -> Delta {
+        openai_chunk(v, delta)
+    }
+
+    fn takes_tools(&self) -> bool {
+        false
+    }
+
+    fn otel_operation(&self) -> &'static str {
+        "text_completion"
+    }
+}
+
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+    let text = as_text(ask);
     let text = match nonce {
         Some(n) => format!("{n}\n{text}"),
         None => text,
     };
     let mut body = Map::new();
     body.insert("prompt".into(), Value::String(text));
-    openai_generation(&mut body, probe);
+    openai_generation(&mut body, ask);
     body
 }
 
@@ -46,7 +69,8 @@ mod tests {
 
     #[test]
     fn prompt_is_joined_with_the_nonce_first() {
-        let p = crate::probe::flavor::probe_for(crate::config::Prompt::user("x", "Say hi."));
+        let m = crate::probe::flavor::messages(&[(crate::probe::flavor::Role::User, "Say hi.")]);
+        let p = crate::probe::flavor::ask_of(&m);
         assert_eq!(
             body(&p, Some("[canary ab]"))["prompt"],
             "[canary ab]\nSay hi."

@@ -5,15 +5,42 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_messages, error_message, text_of, Delta};
-use crate::config::Probe;
+use super::{chat_messages, error_message, text_of, Ask, Delta, Flavor, PrefixCache};
 
 pub const PATH: &str = "/responses";
 
-pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
+pub struct OpenaiResponses;
+
+impl Flavor for OpenaiResponses {
+    fn path(&self, _model: &str) -> String {
+        PATH.into()
+    }
+
+    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
+        body(ask, nonce)
+    }
+
+    fn event(&self, kind: &str, v: &Value) -> Delta {
+        event(kind, v)
+    }
+
+    fn whole(&self, v: &Value) -> Delta {
+        whole(v)
+    }
+
+    /// vLLM documents `cache_salt` on chat and completions only.
+    fn prefix_cache(&self) -> PrefixCache {
+        PrefixCache::Server {
+            vllm_cache_salt: false,
+            llama_cache_prompt: true,
+        }
+    }
+}
+
+pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
     let mut body = Map::new();
-    body.insert("input".into(), Value::Array(chat_messages(probe, nonce)));
-    if let Some(tools) = &probe.tools {
+    body.insert("input".into(), Value::Array(chat_messages(ask, nonce)));
+    if let Some(tools) = ask.tools {
         // The Responses API takes a function's fields flat, beside its type.
         let flat: Vec<Value> = tools
             .iter()
@@ -26,8 +53,8 @@ pub fn body(probe: &Probe, nonce: Option<&str>) -> Map<String, Value> {
         body.insert("tools".into(), Value::Array(flat));
     }
     body.insert("stream".into(), json!(true));
-    body.insert("max_output_tokens".into(), json!(probe.max_tokens));
-    if let Some(t) = probe.temperature {
+    body.insert("max_output_tokens".into(), json!(ask.max_tokens));
+    if let Some(t) = ask.temperature {
         body.insert("temperature".into(), json!(t));
     }
     body

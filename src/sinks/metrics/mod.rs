@@ -12,20 +12,16 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+pub use crate::buckets::LATENCY_BUCKETS;
 use crate::config::{Config, Probe, Target};
 use crate::outcome::{HttpReason, Outcome};
-use crate::probe::cache_check::CachePhase;
+use crate::result::CachePhase;
 use crate::result::ProbeResult;
 use crate::sinks::budget::{Change, Period, Spend};
 use crate::sinks::pair_series::{PairSeries, Slot};
 
 pub const PREFIX: &str = "llm_canary_";
 
-/// TTFT and end-to-end buckets, in seconds (docs/design.md).
-pub const LATENCY_BUCKETS: [f64; 20] = [
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0,
-    20.0, 30.0, 60.0,
-];
 /// Per-token gap buckets, in seconds (docs/design.md).
 pub const TOKEN_BUCKETS: [f64; 13] = [
     0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0,

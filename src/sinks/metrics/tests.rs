@@ -248,7 +248,7 @@ fn a_budget_gone_over_sets_its_gauge() {
 
 #[test]
 fn a_warm_cache_check_run_sets_the_cache_gauges_and_stays_out_of_latency() {
-    use crate::probe::cache_check::CachePhase;
+    use crate::result::CachePhase;
     let (_dir, cfg) = config();
     let m = Metrics::new(&cfg);
     let lines = |m: &Metrics, name: &str| -> Vec<String> {

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use serde::Deserialize;
 
-use crate::probe::cache_check::CachePhase;
+use crate::result::CachePhase;
 use crate::result::ProbeResult;
 
 /// Daily rollups kept, today included.

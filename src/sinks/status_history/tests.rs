@@ -107,7 +107,7 @@ fn slots_carry_ttft_quantiles_without_warmups_and_the_mean_decode_speed() {
     h.record(&cold);
     // A cache check's warm run is served from the cache on purpose: no user's latency either.
     let mut cached = run("2025-03-10T11:54:40Z", true, Some(0.5));
-    cached.cache_phase = Some(crate::probe::cache_check::CachePhase::Warm);
+    cached.cache_phase = Some(crate::result::CachePhase::Warm);
     h.record(&cached);
     let s = &h.snapshot(ts("2025-03-10T11:54:59Z"))[0];
     let d = &s.day;
