@@ -37,7 +37,7 @@ impl Wire {
     pub fn content_type(self) -> &'static str {
         match self {
             Wire::Ollama => "application/x-ndjson",
-            Wire::Bedrock => crate::probe::flavor::bedrock::CONTENT_TYPE,
+            Wire::Bedrock => crate::probe::flavor::EVENT_STREAM,
             _ => "text/event-stream",
         }
     }

@@ -11,29 +11,35 @@
 //! name an API and ask its flavor without closing a cycle.
 
 pub mod anthropic_messages;
+mod ask;
 pub mod azure_openai;
 pub mod bedrock;
 mod delta;
 pub mod gemini;
 mod helpers;
+mod interface;
 pub mod ollama;
+mod openai;
 pub mod openai_chat;
 pub mod openai_completions;
 pub mod openai_responses;
+mod sigv4;
 
 #[cfg(test)]
 mod layout_tests;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-use crate::checks::tool_call::Tool;
-pub use bedrock::{AwsAuth, SignError};
+pub use ask::{Ask, Message, Role};
 pub use delta::{Delta, ToolCallPiece, ToolCalls};
 pub use helpers::{
     as_text, chat_messages, error_message, llama_timings, model_entry, non_empty, openai_chunk,
     openai_tools, server_ttft_ms, text_of, tool_fields,
 };
+pub use interface::{
+    Flavor, Framing, PrefixCache, PromptCounts, Signer, TargetError, TargetField, EVENT_STREAM,
+};
+pub use sigv4::{sign_request, AwsAuth, SignError};
 
 /// The API a target speaks (`api:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -84,228 +90,6 @@ impl Api {
     /// own to read, and no cache-busting field.
     pub fn is_hosted(self) -> bool {
         self.flavor().hosted()
-    }
-}
-
-/// A chat message of a prompt, as every flavor sends it in its own envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-}
-
-/// What a probe asks of the model, as a flavor turns it into a body.
-#[derive(Debug, Clone, Copy)]
-pub struct Ask<'a> {
-    pub messages: &'a [Message],
-    pub max_tokens: u32,
-    pub temperature: Option<f64>,
-    /// The functions offered to the model.
-    pub tools: Option<&'a [Tool]>,
-}
-
-/// How a flavor frames its events on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// Server-sent events.
-    Sse,
-    /// One JSON object per line.
-    Ndjson,
-    /// AWS's binary event stream: length-prefixed frames with CRCs.
-    EventStream,
-}
-
-impl Framing {
-    /// The `Accept` a request sends: AWS's event stream for its framing, `text/event-stream`
-    /// for the others.
-    pub fn accept(self) -> &'static str {
-        match self {
-            Framing::EventStream => bedrock::CONTENT_TYPE,
-            Framing::Sse | Framing::Ndjson => "text/event-stream",
-        }
-    }
-
-    /// The content types a stream of this framing comes as.
-    pub fn content_types(self) -> &'static [&'static str] {
-        match self {
-            Framing::Sse => &["text/event-stream"],
-            Framing::Ndjson => &["application/x-ndjson", "application/ndjson"],
-            Framing::EventStream => &[bedrock::CONTENT_TYPE],
-        }
-    }
-}
-
-/// A target's field a flavor finds fault with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetField {
-    Model,
-    BaseUrl,
-}
-
-/// Why a flavor cannot speak to a target as configured: the field, and a sentence for the
-/// user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct TargetError {
-    pub field: TargetField,
-    pub message: String,
-}
-
-/// Where a prompt's prefix may be cached, which says what `cache_bust: auto` can do about it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrefixCache {
-    /// The server behind the API, which may honour a body field of its own on this endpoint:
-    /// vLLM's `cache_salt` where it is documented, llama.cpp's `cache_prompt: false` where its
-    /// server honours it (measured: not on `/v1/messages`).
-    Server {
-        vllm_cache_salt: bool,
-        llama_cache_prompt: bool,
-    },
-    /// The provider's, for long prompts, with no field to skip it.
-    Provider,
-    /// Only up to a point the request marks, which a probe never does: nothing to defeat.
-    Marked,
-}
-
-/// A run's prompt token counts, as the server reported them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PromptCounts {
-    pub input: Option<u64>,
-    pub cached: Option<u64>,
-}
-
-/// Signs a request with SigV4 at a time, over its headers and body.
-pub type Signer = fn(
-    &mut reqwest::header::HeaderMap,
-    &str,
-    &[u8],
-    &AwsAuth,
-    std::time::SystemTime,
-) -> Result<(), SignError>;
-
-/// One API flavor. Every default is OpenAI chat's (`POST /chat/completions`, SSE chunks), which
-/// most servers speak; a flavor overrides what its API does otherwise.
-pub trait Flavor: Sync {
-    /// The path (and query) appended to the target's `base_url`; the hosted APIs name the
-    /// model (or deployment) in it.
-    fn path(&self, _model: &str) -> String {
-        openai_chat::PATH.into()
-    }
-
-    /// Whether the body names the model (`model`), or the path does.
-    fn model_in_body(&self) -> bool {
-        true
-    }
-
-    /// The flavor's part of the body: the prompt (with `nonce` first when caches are busted by
-    /// prefix), streaming on, the token limit and the temperature.
-    fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-        openai_chat::body(ask, nonce)
-    }
-
-    /// Marks a cache check's `prefix`, which the prompt starts with, for the server to cache,
-    /// where the API caches only what a request marks.
-    fn mark_cacheable(&self, _body: &mut Map<String, Value>, _prefix: &str) {}
-
-    fn framing(&self) -> Framing {
-        Framing::Sse
-    }
-
-    /// What one event carried. `kind` is the SSE event name (`message` when unnamed), or an
-    /// event-stream frame's event type.
-    fn event(&self, _kind: &str, v: &Value) -> Delta {
-        openai_chunk(v, openai_chat::delta)
-    }
-
-    /// What a whole, non-streamed answer carried (a server that ignored `stream: true`).
-    fn whole(&self, v: &Value) -> Delta {
-        self.event("message", v)
-    }
-
-    /// The header the API key goes in, as it is; `None`: the server's own way (a bearer
-    /// token, or Anthropic's `x-api-key` for a server kind `anthropic`).
-    fn key_header(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// What signs the requests of a flavor whose requests AWS signs (SigV4); only its targets
-    /// take `aws:`.
-    fn aws_signer(&self) -> Option<Signer> {
-        None
-    }
-
-    /// What the flavor finds wrong with a target's model or base URL.
-    fn check_target(&self, _model: &str, _base_url: &reqwest::Url) -> Result<(), TargetError> {
-        Ok(())
-    }
-
-    /// Whether the API takes the probe's `tools:`.
-    fn takes_tools(&self) -> bool {
-        true
-    }
-
-    /// A provider's hosted API: no server of ours behind it, so no metrics or timings of its
-    /// own to read.
-    fn hosted(&self) -> bool {
-        false
-    }
-
-    fn prefix_cache(&self) -> PrefixCache {
-        PrefixCache::Server {
-            vllm_cache_salt: true,
-            llama_cache_prompt: true,
-        }
-    }
-
-    /// The warm run's cached and whole prompt token counts, from what the server said of the
-    /// cold and the warm run; `None` when it said nothing to tell them by.
-    fn cached_share(&self, _cold: PromptCounts, warm: PromptCounts) -> Option<(u64, u64)> {
-        Some((warm.cached?, warm.input?))
-    }
-
-    /// The path, after the base URL, that lists what the server serves; `None` when the API
-    /// has no such list to ask.
-    fn models_path(&self) -> Option<&'static str> {
-        Some("/models")
-    }
-
-    /// What identifies `model` in the server's model list: its entry's identifying fields
-    /// (vLLM's `root` and `max_model_len`, llama.cpp's `meta` with the file's size and
-    /// quantization, the owner). Not the rest: vLLM's `permission` objects get a new id and
-    /// time on every request, `created` is the listing's time.
-    fn model_identity(&self, model: &str, list: &Value) -> Option<Value> {
-        const STABLE: [&str; 6] = ["id", "root", "parent", "max_model_len", "meta", "owned_by"];
-        let map = model_entry(list["data"].as_array()?, "id", model)?.as_object()?;
-        let stable: Map<String, Value> = STABLE
-            .iter()
-            .filter_map(|k| Some((k.to_string(), map.get(*k)?.clone())))
-            .collect();
-        Some(Value::Object(stable))
-    }
-
-    /// When a refused run's body says to come back, where the API says it in no header.
-    fn retry_delay(&self, _body: &Value) -> Option<String> {
-        None
-    }
-
-    /// `gen_ai.operation.name`.
-    fn otel_operation(&self) -> &'static str {
-        "chat"
-    }
-
-    /// `gen_ai.provider.name`: the API's own provider, which is the telemetry flavor an
-    /// OpenAI-compatible server (vLLM, SGLang, llama.cpp) speaks too.
-    fn otel_provider(&self) -> &'static str {
-        "openai"
     }
 }
 

@@ -1,67 +1,18 @@
-//! The `openai-chat` flavor: `POST {base_url}/chat/completions` with `messages`; streamed
-//! deltas carry `content`, `reasoning_content` (or `reasoning`) and `tool_calls`.
+//! The `openai-chat` flavor: every default of the [`Flavor`] trait, which speaks OpenAI's chat
+//! wire format ([`super::openai`]).
 
-use serde_json::{json, Map, Value};
-
-use super::{chat_messages, openai_tools, text_of, Ask, Delta, Flavor};
-
-pub const PATH: &str = "/chat/completions";
+pub use super::openai::{body, delta, openai_generation, PATH};
+use super::Flavor;
 
 /// OpenAI chat: every default of [`Flavor`].
 pub struct OpenaiChat;
 
 impl Flavor for OpenaiChat {}
 
-pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-    let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
-    if let Some(tools) = ask.tools {
-        body.insert("tools".into(), openai_tools(tools));
-    }
-    openai_generation(&mut body, ask);
-    body
-}
-
-/// Streaming with usage, the token limit and the temperature, as both OpenAI flavors take them.
-pub fn openai_generation(body: &mut Map<String, Value>, ask: &Ask) {
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    body.insert("max_tokens".into(), json!(ask.max_tokens));
-    if let Some(t) = ask.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-}
-
-/// One streamed choice (`choices[0]`), or a whole non-streamed one (`message` instead of
-/// `delta`).
-pub fn delta(choice: &Value) -> Delta {
-    let d = choice
-        .get("delta")
-        .or_else(|| choice.get("message"))
-        .unwrap_or(&Value::Null);
-    let content = text_of(&d["content"]);
-    let reasoning = if d["reasoning_content"].is_string() {
-        text_of(&d["reasoning_content"])
-    } else {
-        text_of(&d["reasoning"])
-    };
-    let mut delta = Delta {
-        text: content.to_string(),
-        reasoning_chars: reasoning.chars().count(),
-        finish_reason: choice["finish_reason"].as_str().map(str::to_string),
-        ..Delta::default()
-    };
-    // Streamed, a call's first piece has its index, id and name; the rest add arguments.
-    for (i, c) in d["tool_calls"].as_array().into_iter().flatten().enumerate() {
-        let slot = c["index"].as_u64().or(Some(i as u64));
-        let f = &c["function"];
-        delta.push_call(slot, f["name"].as_str(), text_of(&f["arguments"]));
-    }
-    delta
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::probe::flavor::{ask_of, messages, Api, Role};
 
