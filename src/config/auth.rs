@@ -6,7 +6,16 @@ use std::path::Path;
 
 use serde_saphyr::{Location, Spanned};
 
-use super::{read_secret, ConfigError, FieldPath, PushAuth, Source};
+use super::error::ConfigError;
+use super::field::FieldPath;
+use super::source::{read_secret, Source};
+use crate::secret::Secret;
+
+#[derive(Debug, Clone)]
+pub enum PushAuth {
+    Basic { username: String, password: Secret },
+    Bearer(Secret),
+}
 
 /// The auth keys of an output's mapping, as written.
 pub(super) struct AuthKeys {

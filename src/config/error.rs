@@ -5,9 +5,9 @@
 //! checks ([`FieldPath`]).
 
 use std::borrow::Cow;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::field::FieldPath;
 use super::locate::{field_at, About, Kind};
 use serde_saphyr::{Localizer, Location, MessageFormatter, SnippetMode, UserMessageFormatter};
 
@@ -25,74 +25,35 @@ pub enum ConfigError {
     File { file: PathBuf, message: String },
 }
 
-/// Where a value sits in its file, written as people read it: `targets[1].labels.env`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldPath(String);
-
-impl FieldPath {
-    /// The document itself (a probe file holding one probe, say).
-    pub fn root() -> Self {
-        Self::default()
-    }
-
-    pub fn key(&self, key: &str) -> Self {
-        // A user's key may hold a line break; the error must stay one line.
-        let key: Cow<str> = if key.contains(char::is_control) {
-            key.escape_debug().to_string().into()
-        } else {
-            key.into()
-        };
-        if self.0.is_empty() {
-            FieldPath(key.to_string())
-        } else {
-            FieldPath(format!("{}.{key}", self.0))
-        }
-    }
-
-    pub fn index(&self, index: usize) -> Self {
-        FieldPath(format!("{}[{index}]", self.0))
-    }
-
-    /// The field a parser error at `loc` of `text` is about.
-    fn of_error(text: &str, loc: Location, err: &serde_saphyr::Error) -> Self {
-        use serde_saphyr::Error as E;
-        let about = match err {
-            E::SerdeMissingField { .. } | E::SerdeUnknownVariant { .. } => About::Mapping,
-            E::SerdeUnknownField { .. }
-            | E::DuplicateMappingKey { .. }
-            | E::SerdeInvalidType { .. }
-            | E::SerdeInvalidValue { .. }
-            | E::SerdeInvalidLength { .. } => About::Key,
-            _ => About::Value {
-                len: usize::try_from(loc.span().len()).unwrap_or(usize::MAX),
-                // What the parser expected instead of the node the error is about.
-                expected: match err {
-                    E::Unexpected { expected, .. } => match *expected {
-                        "mapping start" => Some(Kind::Mapping),
-                        "sequence start" => Some(Kind::Sequence),
-                        e if e.ends_with("scalar") => Some(Kind::Scalar),
-                        _ => None,
-                    },
+/// The field a parser error at `loc` of `text` is about.
+fn field_of_error(text: &str, loc: Location, err: &serde_saphyr::Error) -> FieldPath {
+    use serde_saphyr::Error as E;
+    let about = match err {
+        E::SerdeMissingField { .. } | E::SerdeUnknownVariant { .. } => About::Mapping,
+        E::SerdeUnknownField { .. }
+        | E::DuplicateMappingKey { .. }
+        | E::SerdeInvalidType { .. }
+        | E::SerdeInvalidValue { .. }
+        | E::SerdeInvalidLength { .. } => About::Key,
+        _ => About::Value {
+            len: usize::try_from(loc.span().len()).unwrap_or(usize::MAX),
+            // What the parser expected instead of the node the error is about.
+            expected: match err {
+                E::Unexpected { expected, .. } => match *expected {
+                    "mapping start" => Some(Kind::Mapping),
+                    "sequence start" => Some(Kind::Sequence),
+                    e if e.ends_with("scalar") => Some(Kind::Scalar),
                     _ => None,
                 },
+                _ => None,
             },
-        };
-        let field = field_at(text, (loc.line(), loc.column()), about);
-        // A missing field is reported on its mapping: name the field itself.
-        match err {
-            E::SerdeMissingField { field: missing, .. } => field.key(missing),
-            _ => field,
-        }
-    }
-}
-
-impl fmt::Display for FieldPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            f.write_str("(document)")
-        } else {
-            f.write_str(&self.0)
-        }
+        },
+    };
+    let field = field_at(text, (loc.line(), loc.column()), about);
+    // A missing field is reported on its mapping: name the field itself.
+    match err {
+        E::SerdeMissingField { field: missing, .. } => field.key(missing),
+        _ => field,
     }
 }
 
@@ -131,7 +92,7 @@ impl ConfigError {
         });
         match inner.location() {
             Some(loc) => {
-                let mut field = FieldPath::of_error(text, loc, inner);
+                let mut field = field_of_error(text, loc, inner);
                 // An alias to no anchor, or a `*` with no anchor name after it (`* * * * *`).
                 // Or a value starting with `@`, which YAML reserves (`@every 5m`, `@hourly`).
                 let indicator = matches!(inner, serde_saphyr::Error::UnknownAnchor { .. })
@@ -140,7 +101,7 @@ impl ConfigError {
                 match indicator.then(|| indicator_hint(text, loc)).flatten() {
                     Some((key, hint)) => {
                         // The alias fails before serde reaches the key: name it from the text.
-                        if !field.0.ends_with(&key) {
+                        if !field.as_str().ends_with(&key) {
                             field = field.key(&key);
                         }
                         Self::at(file, &field, loc, hint)

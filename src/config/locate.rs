@@ -5,7 +5,7 @@
 
 use serde_saphyr::granit_parser::{Event, Parser, StructureStyle};
 
-use super::error::FieldPath;
+use super::field::FieldPath;
 
 /// A line and a column, both from 1, as serde-saphyr's errors give them.
 pub(super) type Pos = (u64, u64);

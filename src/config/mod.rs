@@ -10,283 +10,59 @@ mod confirm;
 pub mod duration;
 pub mod env;
 pub mod error;
+mod field;
 pub mod gate;
 pub mod ladder;
 mod locate;
 mod maintenance;
+mod names;
 mod otlp;
 mod price;
 mod probe;
 mod probe_files;
+mod prompt;
 pub mod raw;
 mod remote_write;
 mod select;
+mod settings;
 pub mod slo;
+mod source;
 mod target;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_saphyr::{Location, Spanned};
+use serde_saphyr::Spanned;
 
+pub use auth::PushAuth;
 pub use aws::AwsAuth;
 pub use cache_check::CacheCheck;
 pub use confirm::Confirm;
-pub use error::{ConfigError, FieldPath};
+pub use error::ConfigError;
+pub use field::FieldPath;
 pub use ladder::Ladder;
 pub use maintenance::MaintenanceWindow;
+pub use names::RESERVED_LABELS;
+use names::{check_labels, check_name};
 pub use otlp::{OtlpSettings, Temporality};
 pub use price::{Budget, Price};
 pub use probe::{GateSpec, Probe, Prompt, Timeouts};
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
 pub use select::{in_shard, Pair, Selection, UnknownName};
+pub use settings::{AgentSettings, Config, Push, ResultsLogSettings};
 pub use slo::{LatencyObjective, Slo, SloFigure};
+pub(crate) use source::read;
+use source::{positive, read_secret, time_zone, Source};
+use target::target_names;
 pub use target::Target;
-
-use crate::secret::Secret;
-
-/// Label names the agent sets itself, or that a metric carries of its own (a histogram's `le`,
-/// a summary's `quantile`, a ladder's `rung`, `target_info`'s, `build_info`'s, the remote-write drops' and the OTLP queues'); static
-/// labels may not take them: a series with a label twice is refused by Prometheus and by every
-/// remote-write store.
-pub const RESERVED_LABELS: [&str; 14] = [
-    "probe",
-    "target",
-    "model",
-    "outcome",
-    "instance",
-    "job",
-    "le",
-    "quantile",
-    "reported_model",
-    "fingerprint",
-    "version",
-    "reason",
-    "signal",
-    "rung",
-];
-
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub path: PathBuf,
-    pub agent: AgentSettings,
-    pub push: Option<Push>,
-    pub remote_write: Option<RemoteWriteSettings>,
-    pub otlp: Option<OtlpSettings>,
-    pub targets: Vec<Arc<Target>>,
-    pub probes: Vec<Arc<Probe>>,
-    /// Recurring maintenance windows (`maintenance:`).
-    pub maintenance: Vec<MaintenanceWindow>,
-    /// How long incidents and daily rollups are kept (`status.history`, 1 to 90 days).
-    pub status_history: Duration,
-    /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
-    pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct AgentSettings {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub concurrency: usize,
-    pub listen: Option<SocketAddr>,
-    pub results_log: Option<ResultsLogSettings>,
-    pub shutdown_grace: Duration,
-    pub shard: Option<(u32, u32)>,
-    /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
-    /// is loopback-only).
-    pub admin_token: Option<Secret>,
-    /// What probing may cost (`budget:`), checked as runs are counted.
-    pub budget: Option<Budget>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResultsLogSettings {
-    pub path: PathBuf,
-    pub max_bytes: u64,
-    pub keep: u32,
-}
-
-#[derive(Debug, Clone)]
-pub enum PushAuth {
-    Basic { username: String, password: Secret },
-    Bearer(Secret),
-}
-
-#[derive(Debug, Clone)]
-pub struct Push {
-    pub url: String,
-    pub job: String,
-    pub min_interval: Duration,
-    pub delete_on_shutdown: bool,
-    pub timeout: Duration,
-    pub auth: Option<PushAuth>,
-}
-
-/// A file being loaded: its path and text, to turn positions into errors.
-pub(crate) struct Source<'a> {
-    pub path: &'a Path,
-    pub text: &'a str,
-}
-
-impl Source<'_> {
-    pub fn err(&self, field: &FieldPath, loc: Location, message: impl Into<String>) -> ConfigError {
-        ConfigError::at(self.path, field, loc, message)
-    }
-
-    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        let has_content = self
-            .text
-            .lines()
-            .map(str::trim)
-            .any(|l| !l.is_empty() && !l.starts_with('#') && l != "---");
-        if !has_content {
-            return Err(ConfigError::file(self.path, "the file is empty"));
-        }
-        let options = serde_saphyr::options! { with_snippet: false };
-        serde_saphyr::with_deserializer_from_str_with_options(self.text, options, |de| {
-            T::deserialize(de)
-        })
-        .map_err(|e| ConfigError::from_yaml(self.path, self.text, &e))
-    }
-}
-
-pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::file(path, format!("cannot read the file: {}", io_reason(&e))))
-}
-
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
-    }
-}
-
-/// Prometheus label names: `[a-zA-Z_][a-zA-Z0-9_]*`, not reserved, not `__`-prefixed.
-fn check_labels(
-    src: &Source,
-    field: &FieldPath,
-    labels: &Spanned<BTreeMap<String, String>>,
-) -> Result<(), ConfigError> {
-    for k in labels.value.keys() {
-        let valid = k
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid || k.starts_with("__") {
-            return Err(src.err(
-                field,
-                labels.referenced,
-                format!("{k:?} is not a valid Prometheus label name"),
-            ));
-        }
-        if RESERVED_LABELS.contains(&k.as_str()) {
-            return Err(src.err(
-                field,
-                labels.referenced,
-                format!("label {k:?} is set by the agent itself"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Target names as listed at `field` (a probe's or a window's `targets`): each must exist;
-/// repeats are dropped.
-fn target_names(
-    src: &Source,
-    field: &FieldPath,
-    list: &[Spanned<String>],
-    targets: &[Arc<Target>],
-) -> Result<Vec<String>, ConfigError> {
-    let mut names: Vec<String> = Vec::new();
-    for (i, t) in list.iter().enumerate() {
-        if !targets.iter().any(|x| x.name == t.value) {
-            return Err(src.err(
-                &field.index(i),
-                t.referenced,
-                crate::util::unknown_name(
-                    "target",
-                    &t.value,
-                    targets.iter().map(|x| x.name.as_str()),
-                ),
-            ));
-        }
-        if !names.contains(&t.value) {
-            names.push(t.value.clone());
-        }
-    }
-    Ok(names)
-}
-
-/// A `timezone:` value (UTC when absent).
-fn time_zone(
-    src: &Source,
-    field: &FieldPath,
-    tz: Option<&Spanned<String>>,
-) -> Result<jiff::tz::TimeZone, ConfigError> {
-    let Some(tz) = tz else {
-        return Ok(jiff::tz::TimeZone::UTC);
-    };
-    jiff::tz::TimeZone::get(&tz.value).map_err(|_| {
-        src.err(
-            field,
-            tz.referenced,
-            format!("unknown time zone {:?}", tz.value),
-        )
-    })
-}
 
 /// `status.history`'s bounds: the daily rollups hold 90 days.
 const STATUS_HISTORY_MIN: Duration = Duration::from_secs(86_400);
 const STATUS_HISTORY_MAX: Duration = Duration::from_secs(90 * 86_400);
-
-/// Target and probe names become label values: keep them short and plain.
-fn check_name(
-    src: &Source,
-    field: &FieldPath,
-    name: &Spanned<String>,
-    what: &str,
-) -> Result<(), ConfigError> {
-    let n = &name.value;
-    if n.is_empty()
-        || n.len() > 64
-        || !n
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
-    {
-        return Err(src.err(
-            field,
-            name.referenced,
-            format!("{what} name {n:?} must be 1-64 characters of letters, digits, '-', '_', '.' or ':'"),
-        ));
-    }
-    Ok(())
-}
-
-/// A whole number from 1 to `max`, the value of `key` in the mapping at `parent`.
-fn positive(
-    src: &Source,
-    parent: &FieldPath,
-    key: &str,
-    v: &Spanned<i64>,
-    max: i64,
-) -> Result<i64, ConfigError> {
-    if v.value < 1 || v.value > max {
-        return Err(src.err(
-            &parent.key(key),
-            v.referenced,
-            format!("{key} must be between 1 and {max}, found {}", v.value),
-        ));
-    }
-    Ok(v.value)
-}
 
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -352,7 +128,10 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let probes_dir = dir(raw.probes_dir, "probes");
     let prompts_dir = dir(raw.prompts_dir, "prompts");
     agent.budget = raw_budget
-        .map(|b| price::load_budget(&src, &root.key("agent").key("budget"), b, &targets))
+        .map(|b| {
+            let prices: Vec<&Price> = targets.iter().filter_map(|t| t.price.as_ref()).collect();
+            price::load_budget(&src, &root.key("agent").key("budget"), b, &prices)
+        })
         .transpose()?;
     let probes = probe::load_all(&probes_dir, &prompts_dir, base, &targets, &mut warnings)?;
     if probes.is_empty() {
@@ -484,54 +263,6 @@ fn shard(
                 format!("shard {:?} must be i/N with 1 <= i <= N", s.value),
             )
         })
-}
-
-/// A secret from an environment variable or a file (relative to the config file).
-/// `what` names the pair of keys, `{what}_env` and `{what}_file`, of the mapping at `at`.
-fn read_secret(
-    src: &Source,
-    at: &FieldPath,
-    env: Option<Spanned<String>>,
-    file: Option<Spanned<String>>,
-    base: &Path,
-    what: &str,
-) -> Result<Option<Secret>, ConfigError> {
-    let env_field = at.key(&format!("{what}_env"));
-    let file_field = at.key(&format!("{what}_file"));
-    match (env, file) {
-        (Some(_), Some(f)) => Err(src.err(
-            &file_field,
-            f.referenced,
-            format!("set {what}_env or {what}_file, not both"),
-        )),
-        (Some(env), None) => match std::env::var(&env.value) {
-            Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
-            _ => Err(src.err(
-                &env_field,
-                env.referenced,
-                format!("environment variable {} is not set", env.value),
-            )),
-        },
-        (None, Some(file)) => {
-            let written = crate::secret::credential_path(&file.value)
-                .map_err(|e| src.err(&file_field, file.referenced, e))?;
-            let p = base.join(written.as_ref());
-            match std::fs::read_to_string(&p) {
-                Ok(v) if !v.trim().is_empty() => Ok(Some(Secret::new(v.trim().to_string()))),
-                Ok(_) => Err(src.err(
-                    &file_field,
-                    file.referenced,
-                    format!("{what} file {} is empty", p.display()),
-                )),
-                Err(e) => Err(src.err(
-                    &file_field,
-                    file.referenced,
-                    format!("cannot read {what} file {}: {}", p.display(), io_reason(&e)),
-                )),
-            }
-        }
-        (None, None) => Ok(None),
-    }
 }
 
 fn load_push(

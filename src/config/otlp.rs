@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::auth;
 use super::duration::Dur;
-use super::remote_write::nonzero;
+use super::source::nonzero;
 use super::{positive, ConfigError, FieldPath, PushAuth, Source};
 
 #[derive(Debug, Deserialize)]

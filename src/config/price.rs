@@ -90,12 +90,12 @@ pub struct Budget {
     pub currency: String,
 }
 
-/// A budget needs prices, all in one currency, to be compared with.
+/// A budget needs prices (the targets'), all in one currency, to be compared with.
 pub(super) fn load_budget(
     src: &Source,
     at: &FieldPath,
     raw: Spanned<RawBudget>,
-    targets: &[std::sync::Arc<super::Target>],
+    prices: &[&Price],
 ) -> Result<Budget, ConfigError> {
     let (loc, raw) = (raw.referenced, raw.value);
     for (key, v) in [("daily", &raw.daily), ("monthly", &raw.monthly)] {
@@ -113,10 +113,7 @@ pub(super) fn load_budget(
     if raw.daily.is_none() && raw.monthly.is_none() {
         return Err(src.err(at, loc, "budget needs daily, monthly or both"));
     }
-    let mut currencies: Vec<&str> = targets
-        .iter()
-        .filter_map(|t| t.price.as_ref().map(|p| p.currency.as_str()))
-        .collect();
+    let mut currencies: Vec<&str> = prices.iter().map(|p| p.currency.as_str()).collect();
     currencies.sort_unstable();
     currencies.dedup();
     let currency = match currencies.as_slice() {

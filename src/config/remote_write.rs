@@ -5,10 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_saphyr::Spanned;
-
 use super::auth;
-use super::duration::Dur;
+use super::source::nonzero;
 use super::{positive, raw, ConfigError, FieldPath, PushAuth, Source};
 
 #[derive(Debug, Clone)]
@@ -33,24 +31,6 @@ pub struct RemoteWriteSettings {
 
 /// A whole queue of 10 million samples is about 300 MB compressed: past any agent's budget.
 const MOST_SAMPLES: i64 = 10_000_000;
-
-pub(super) fn nonzero(
-    src: &Source,
-    at: &FieldPath,
-    key: &str,
-    d: Option<Spanned<Dur>>,
-    default: Duration,
-) -> Result<Duration, ConfigError> {
-    match d {
-        Some(s) if s.value.0.is_zero() => Err(src.err(
-            &at.key(key),
-            s.referenced,
-            format!("{key} must be longer than zero"),
-        )),
-        Some(s) => Ok(s.value.0),
-        None => Ok(default),
-    }
-}
 
 pub(super) fn load(
     src: &Source,

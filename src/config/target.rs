@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_saphyr::Spanned;
@@ -234,4 +235,32 @@ fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName,
     let mut value = value.ok()?;
     value.set_sensitive(true);
     Some((name, value))
+}
+
+/// Target names as listed at `field` (a probe's or a window's `targets`): each must exist;
+/// repeats are dropped.
+pub(super) fn target_names(
+    src: &Source,
+    field: &FieldPath,
+    list: &[Spanned<String>],
+    targets: &[Arc<Target>],
+) -> Result<Vec<String>, ConfigError> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        if !targets.iter().any(|x| x.name == t.value) {
+            return Err(src.err(
+                &field.index(i),
+                t.referenced,
+                crate::util::unknown_name(
+                    "target",
+                    &t.value,
+                    targets.iter().map(|x| x.name.as_str()),
+                ),
+            ));
+        }
+        if !names.contains(&t.value) {
+            names.push(t.value.clone());
+        }
+    }
+    Ok(names)
 }

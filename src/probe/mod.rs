@@ -13,33 +13,12 @@ pub mod request;
 
 use std::time::Instant;
 
+pub use read::Caps;
 pub use request::{build_request, request_id, Clients, Request};
 
 use crate::checks;
 use crate::config::{Probe, Target};
 use crate::result::{Measurement, Rung, TokensSource};
-
-/// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
-#[derive(Debug, Clone, Copy)]
-pub struct Caps {
-    pub max_line: usize,
-    pub max_body: usize,
-    pub max_tokens: u64,
-}
-
-impl Caps {
-    /// Generous for an honest server (about 1 KiB of stream per token), small enough to keep a
-    /// daemon inside its memory budget.
-    pub fn for_probe(probe: &Probe) -> Caps {
-        let t = u64::from(probe.max_tokens);
-        Caps {
-            max_line: 1 << 20,
-            max_body: (1usize << 20)
-                .saturating_add((probe.max_tokens as usize).saturating_mul(2048)),
-            max_tokens: t.saturating_mul(2).saturating_add(16),
-        }
-    }
-}
 
 /// SHA-256 of `text`, hex.
 pub fn sha256_hex(text: &str) -> String {

@@ -14,7 +14,6 @@ use serde_json::Value;
 use tokio::time::timeout_at;
 
 use super::flavor::{Delta, Flavor, Framing, ToolCalls};
-use super::Caps;
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
 use crate::outcome::{HttpReason, Outcome};
@@ -24,6 +23,28 @@ use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
 use crate::timeline::Timeline;
 use crate::util::{clip, connect_failure, error_chain, human_duration, snippet};
+
+/// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    pub max_line: usize,
+    pub max_body: usize,
+    pub max_tokens: u64,
+}
+
+impl Caps {
+    /// Generous for an honest server (about 1 KiB of stream per token), small enough to keep a
+    /// daemon inside its memory budget.
+    pub fn for_probe(probe: &Probe) -> Caps {
+        let t = u64::from(probe.max_tokens);
+        Caps {
+            max_line: 1 << 20,
+            max_body: (1usize << 20)
+                .saturating_add((probe.max_tokens as usize).saturating_mul(2048)),
+            max_tokens: t.saturating_mul(2).saturating_add(16),
+        }
+    }
+}
 
 /// Why reading stopped early: the transport outcome and a sentence for the on-call engineer.
 #[derive(Debug, Clone, PartialEq)]

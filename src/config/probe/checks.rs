@@ -1,6 +1,14 @@
 //! A probe's `checks:` (and the tool a `tool_call` check requires), validated at load.
 
-use super::*;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_saphyr::Spanned;
+
+use super::super::raw;
+use super::super::{probe_files, ConfigError, FieldPath, Source};
+use crate::checks::tool_call::{self, Tool};
+use crate::checks::CheckSpec;
 
 pub(super) fn load_checks(
     src: &Source,

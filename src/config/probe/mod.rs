@@ -14,9 +14,10 @@ use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::ladder::{self, Ladder};
+pub use super::prompt::Prompt;
 use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
-use crate::checks::tool_call::{self, Tool};
+use crate::checks::tool_call::Tool;
 use crate::checks::CheckSpec;
 use crate::probe::flavor::PrefixCache;
 use crate::schedule::Schedule;
@@ -77,31 +78,6 @@ pub struct GateSpec {
     pub slo: Vec<Slo>,
     pub vs_baseline: Vec<Relative>,
     pub inconclusive: Inconclusive,
-}
-
-/// A prompt: the chat messages to send (a `.txt` file is one user message).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    pub name: String,
-    pub messages: Vec<Message>,
-}
-
-impl Prompt {
-    pub fn user(name: &str, text: &str) -> Self {
-        Prompt {
-            name: name.into(),
-            messages: vec![Message {
-                role: Role::User,
-                content: text.into(),
-            }],
-        }
-    }
-
-    /// The text for a completions API: the messages' contents, one paragraph each.
-    pub fn as_text(&self) -> String {
-        let parts: Vec<&str> = self.messages.iter().map(|m| m.content.as_str()).collect();
-        parts.join("\n\n")
-    }
 }
 
 fn probe_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {

@@ -1,0 +1,66 @@
+//! The loaded config: the agent's own settings, its outputs, its targets and probes.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::auth::PushAuth;
+use super::maintenance::MaintenanceWindow;
+use super::otlp::OtlpSettings;
+use super::price::Budget;
+use super::probe::Probe;
+use super::remote_write::RemoteWriteSettings;
+use super::target::Target;
+use crate::secret::Secret;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    pub agent: AgentSettings,
+    pub push: Option<Push>,
+    pub remote_write: Option<RemoteWriteSettings>,
+    pub otlp: Option<OtlpSettings>,
+    pub targets: Vec<Arc<Target>>,
+    pub probes: Vec<Arc<Probe>>,
+    /// Recurring maintenance windows (`maintenance:`).
+    pub maintenance: Vec<MaintenanceWindow>,
+    /// How long incidents and daily rollups are kept (`status.history`, 1 to 90 days).
+    pub status_history: Duration,
+    /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentSettings {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub concurrency: usize,
+    pub listen: Option<SocketAddr>,
+    pub results_log: Option<ResultsLogSettings>,
+    pub shutdown_grace: Duration,
+    pub shard: Option<(u32, u32)>,
+    /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
+    /// is loopback-only).
+    pub admin_token: Option<Secret>,
+    /// What probing may cost (`budget:`), checked as runs are counted.
+    pub budget: Option<Budget>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultsLogSettings {
+    pub path: PathBuf,
+    pub max_bytes: u64,
+    pub keep: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Push {
+    pub url: String,
+    pub job: String,
+    pub min_interval: Duration,
+    pub delete_on_shutdown: bool,
+    pub timeout: Duration,
+    pub auth: Option<PushAuth>,
+}
