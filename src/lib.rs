@@ -95,6 +95,8 @@ pub mod util;
 
 #[cfg(test)]
 mod contract_tests;
+#[cfg(test)]
+mod layering_tests;
 
 use std::process::ExitCode;
 
