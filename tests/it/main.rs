@@ -18,6 +18,7 @@ mod daemon;
 mod deploy_fleet;
 mod deploy_kit;
 mod docs;
+mod examples;
 mod front_door;
 mod fuzz_regressions;
 mod gate;
