@@ -193,6 +193,10 @@ fn goodput(scope: &Scope, slo: &Slo, w: &str) -> String {
     format!("clamp_min(\n{}\n, 0)", indent(&e, 2).trim_end())
 }
 
+/// The runbook's address, as the shipped rules have it (docs/metrics-and-alerts.md, "Runbook");
+/// the anchor is the alert's name in lower case, as GitHub makes a heading's.
+const RUNBOOK: &str = "https://github.com/your-org/llm-canary/blob/main/docs/metrics-and-alerts.md";
+
 /// Names the probe in an alert's text when the objective is a probe's.
 const PROBE: &str = "{{ with $labels.probe }} (probe {{ . }}){{ end }}";
 
@@ -224,7 +228,8 @@ fn alert(s: &mut String, a: &(&str, &str, &str, &str, &str, &str)) {
     let _ = writeln!(s, "          baseline: \"{factor}x\"");
     let _ = writeln!(
         s,
-        "          runbook_url: \"https://runbooks.example.com/llm-canary#{name}\""
+        "          runbook_url: \"{RUNBOOK}#{}\"",
+        name.to_lowercase()
     );
     let _ = writeln!(
         s,

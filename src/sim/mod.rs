@@ -159,7 +159,8 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     );
     let _ = writeln!(
         out,
-        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, Gemini's /v1beta/models/<model>:streamGenerateContent (base_url .../v1beta, or .../v1), and Ollama's /api/chat (its base_url has no /v1)"
+        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, Gemini's /v1beta/models/<model>:streamGenerateContent (base_url .../v1beta, or .../v1), Azure OpenAI's /v1/openai/deployments/<deployment>/chat/completions, Bedrock's /v1/model/<model id>/converse-stream (signed with the sim's test key, access key id {}), and Ollama's /api/chat (its base_url has no /v1)",
+        bedrock::ACCESS_KEY_ID
     );
     let _ = writeln!(out, "{}", canned_answers());
     let t = crate::config::Timeouts::default();

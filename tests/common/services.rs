@@ -54,6 +54,22 @@ pub fn binary(name: &str, package: &str) -> String {
     path
 }
 
+/// A headless-capable Chromium or Chrome, wherever Debian or Ubuntu put it, or
+/// `$LLM_CANARY_CHROMIUM`: scripts/find-chromium holds the one list, which scripts/test checks
+/// too.
+pub fn chromium() -> String {
+    let script = super::root().join("scripts/find-chromium");
+    let out = Command::new(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} (scripts/test installs chromium as root)",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// Waits (polling) until `url` answers 200, or panics after `limit`.
 pub async fn wait_ready(url: &str, limit: Duration) {
     let start = Instant::now();

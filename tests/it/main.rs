@@ -17,6 +17,8 @@ mod cron_differential;
 mod daemon;
 mod deploy_fleet;
 mod deploy_kit;
+mod docs;
+mod examples;
 mod front_door;
 mod fuzz_regressions;
 mod gate;

@@ -27,7 +27,7 @@ const HOSTILE: &str =
 
 /// Headless Chromium with a fresh profile, killed after a minute at most.
 fn chromium(args: &[&str], url: &str) -> String {
-    let bin = services::binary("chromium", "chromium");
+    let bin = services::chromium();
     let profile = common::TempDir::new("chromium");
     let out = Command::new("timeout")
         .args(["-k", "5", "60", &bin])

@@ -131,8 +131,10 @@ fn watch_command(args: &[&str]) -> String {
     for a in args {
         line.push_str(&format!(" '{a}'"));
     }
-    // The exit status, where the screen shows it once the view is gone.
-    line.push_str("; echo \"watch exited $?\"");
+    // The exit status, where the screen shows it once the view is gone. The quotes split the
+    // marker in the typed text, so no line of the command, however the pane wraps it, reads as
+    // the exit line.
+    line.push_str("; echo \"watch exit\"\"ed $?\"");
     line
 }
 
@@ -144,10 +146,14 @@ fn quit_and_check_restored(tmux: &Tmux, seen: &mut String) {
         "the view is not on the alternate screen"
     );
     tmux.ok(&["send-keys", "-t", "w", "q"]);
-    // The echo's own line: the typed command shows the same words before it has run.
+    // The echo's own line, which the typed command cannot hold (see watch_command).
     let status = |s: &str| {
         s.lines()
-            .find(|l| l.starts_with("watch exited "))
+            .map(str::trim_end)
+            .find(|l| {
+                l.strip_prefix("watch exited ")
+                    .is_some_and(|n| n.parse::<i32>().is_ok())
+            })
             .map(str::to_string)
     };
     let screen = tmux.until("the exit status", seen, |s| status(s).is_some());
@@ -160,9 +166,11 @@ fn quit_and_check_restored(tmux: &Tmux, seen: &mut String) {
         !tmux.alternate_screen_on(),
         "the alternate screen is still on"
     );
+    // Joined, the pane's wrapped lines are the typed command whole, however long its paths.
+    let joined = tmux.ok(&["capture-pane", "-p", "-J", "-t", "w"]);
     assert!(
-        screen.contains("watch '") || screen.contains("watch -"),
-        "the shell's screen is not back:\n{screen}"
+        joined.contains("llm-canary' watch '"),
+        "the shell's screen is not back:\n{joined}"
     );
     // The terminal is out of raw mode: a typed line is echoed and run as usual.
     tmux.typed("echo restored-$((40 + 2))");

@@ -109,7 +109,7 @@ DASHBOARD = "https://grafana.example.com/d/llm-canary/llm-canary"
 
 
 def runbook(name):
-    return {"runbook_url": f"https://runbooks.example.com/llm-canary#{name}"}
+    return {"runbook_url": f"https://github.com/your-org/llm-canary/blob/main/docs/metrics-and-alerts.md#{name.lower()}"}
 
 
 def links(name, target="chat-7b"):
