@@ -167,7 +167,9 @@ fn empty(answer: &Answer, output_chars: usize) -> Option<Failure> {
         return None;
     }
     let why = match answer.text.chars().all(is_invisible) {
-        true => format!("the answer is empty: {output_chars} characters, all whitespace or invisible"),
+        true => {
+            format!("the answer is empty: {output_chars} characters, all whitespace or invisible")
+        }
         false => format!(
             "the answer has no letter or digit: {output_chars} characters of punctuation, symbols \
              or whitespace{}",
@@ -616,9 +618,21 @@ mod tests {
 
     #[test]
     fn marks_alone_are_no_answer_whatever_their_length() {
-        for dots in [".", "......", &".".repeat(400), "— — —\n***\n", "?!?! … ‽", "。。。、、"] {
+        for dots in [
+            ".",
+            "......",
+            &".".repeat(400),
+            "— — —\n***\n",
+            "?!?! … ‽",
+            "。。。、、",
+        ] {
             let v = judge(&spec(), &text(dots, "length"));
-            assert_eq!(v.outcome(), Outcome::EmptyOutput, "{dots:?}: {:?}", v.failed());
+            assert_eq!(
+                v.outcome(),
+                Outcome::EmptyOutput,
+                "{dots:?}: {:?}",
+                v.failed()
+            );
             assert!(
                 v.explanation().unwrap().contains("no letter or digit"),
                 "{:?}",
