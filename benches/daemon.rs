@@ -14,13 +14,17 @@
 //! of the binary's code is resident; `LLM_CANARY_BENCH_COLD=1` drops the binary from the page
 //! cache before starting it, as after a reboot.
 //!
+//! The same run measures Debian's `prometheus-blackbox-exporter` (its default config,
+//! `/etc/prometheus/blackbox.yml`) idle beside it, split the same way, as the footprint to stay
+//! under; the bench fails and says what to install when it is missing.
+//!
 //! Soak mode (`scripts/soak`): `LLM_CANARY_SOAK=1` fires 20 pairs every second instead, and
 //! also reports RSS growth after a warm-up minute, open file descriptors over time, and missed
 //! schedules (fires the results log lacks).
 
 use std::time::{Duration, Instant};
 
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 mod support;
 use support::{cpu_seconds, open_fds, status_kib};
@@ -102,10 +106,48 @@ fn fetch(port: u16, path: &str) -> usize {
     buf.len()
 }
 
+/// Debian's blackbox_exporter with its default config, idle on a free loopback port after one
+/// scrape of its own /metrics: (RSS, file-backed, anonymous) in KiB.
+fn blackbox_exporter_idle() -> (u64, u64, u64) {
+    const BIN: &str = "/usr/bin/prometheus-blackbox-exporter";
+    const CONFIG: &str = "/etc/prometheus/blackbox.yml";
+    assert!(
+        std::path::Path::new(BIN).exists() && std::path::Path::new(CONFIG).exists(),
+        "{BIN} is missing: apt-get install prometheus-blackbox-exporter (the footprint this bench compares with)"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(BIN)
+        .arg(format!("--config.file={CONFIG}"))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = Instant::now();
+    while fetch(port, "/metrics") == 0 && up.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id();
+    let figures = (
+        status_kib(pid, "VmRSS:").unwrap_or(0),
+        status_kib(pid, "RssFile:").unwrap_or(0),
+        status_kib(pid, "RssAnon:").unwrap_or(0),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    figures
+}
+
 fn main() {
     let Some(secs) = support::bench_secs(600) else {
         return;
     };
+    let bbe = blackbox_exporter_idle();
     let soak = std::env::var_os("LLM_CANARY_SOAK").is_some();
     let (n_targets, n_probes, schedule) = if soak {
         (4, 5, "* * * * * *")
@@ -272,6 +314,12 @@ fn main() {
         idle_anon as f64 / 1024.0,
         peak as f64 / 1024.0,
         last as f64 / 1024.0
+    );
+    println!(
+        "  beside it, blackbox_exporter idle (default config): RSS {:.1} MiB (file-backed {:.1}, anonymous {:.1})",
+        bbe.0 as f64 / 1024.0,
+        bbe.1 as f64 / 1024.0,
+        bbe.2 as f64 / 1024.0
     );
     println!(
         "  CPU {cpu:.2} s = {:.3} % of one core on average, of which answering the page and the JSON {fetch_cpu:.2} s",

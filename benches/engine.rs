@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
-use llm_canary::stream::{self, sse::SseReader, StreamCaps};
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
+use llm_canary::testing::stream::{self, sse::SseReader, StreamCaps};
 
 /// A fresh config folder, removed when dropped.
 fn temp_dir() -> tempfile::TempDir {
@@ -44,13 +44,13 @@ fn write_config(dir: &std::path::Path, sim: &Sim, n: usize, scenario: &str) -> s
 
 fn quantiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
-    let q = |p: f64| llm_canary::timeline::nearest_rank(&v, p);
+    let q = |p: f64| llm_canary::testing::timeline::nearest_rank(&v, p);
     (q(0.5), q(0.99), *v.last().unwrap())
 }
 
 fn ttft_error(sim_rt: &tokio::runtime::Runtime, sim: &Sim, concurrency: usize, rounds: usize) {
     let dir = temp_dir();
-    let cfg = llm_canary::config::load(&write_config(
+    let cfg = llm_canary::testing::config::load(&write_config(
         dir.path(),
         sim,
         concurrency,
@@ -131,7 +131,7 @@ fn reader_throughput() {
     let mut chars = 0usize;
     for e in stream::drain_ready(reader) {
         let v: serde_json::Value = serde_json::from_str(&e.unwrap().data).unwrap();
-        let d = llm_canary::probe::flavor::openai_chat::delta(&v["choices"][0]);
+        let d = llm_canary::testing::probe::flavor::openai_chat::delta(&v["choices"][0]);
         chars += d.text.len();
     }
     let secs = start.elapsed().as_secs_f64();

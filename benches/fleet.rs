@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 mod support;
 use support::{cpu_seconds, load_average, status_kib};
@@ -71,7 +71,7 @@ fn quantiles(mut v: Vec<f64>) -> String {
         return "no samples".into();
     }
     v.sort_by(f64::total_cmp);
-    let q = |p: f64| llm_canary::timeline::nearest_rank(&v, p);
+    let q = |p: f64| llm_canary::testing::timeline::nearest_rank(&v, p);
     format!(
         "p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} runs)",
         q(0.5),

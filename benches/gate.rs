@@ -19,11 +19,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use llm_canary::config::gate::parse_relative;
-use llm_canary::gate::decide::{self, State};
-use llm_canary::gate::stats::{self, Sample, Verdict};
-use llm_canary::gate::{GateOptions, GateReport, BATCH, DEFAULT_MAX_SAMPLES};
-use llm_canary::sim::Sim;
+use llm_canary::testing::config::gate::parse_relative;
+use llm_canary::testing::gate::decide::{self, State};
+use llm_canary::testing::gate::stats::{self, Sample, Verdict};
+use llm_canary::testing::gate::{GateOptions, GateReport, BATCH, DEFAULT_MAX_SAMPLES};
+use llm_canary::testing::sim::Sim;
 
 const CONDITIONS: [(&str, f64); 4] = [
     ("same vs same", 1.0),
@@ -160,7 +160,7 @@ fn config(
     dir: &std::path::Path,
     sim: &Sim,
     targets: &[(&str, String)],
-) -> llm_canary::config::Config {
+) -> llm_canary::testing::config::Config {
     std::fs::create_dir_all(dir.join("probes")).unwrap();
     std::fs::create_dir_all(dir.join("prompts")).unwrap();
     let mut agent = String::from("targets:\n");
@@ -177,14 +177,14 @@ fn config(
     )
     .unwrap();
     std::fs::write(dir.join("prompts/q.txt"), "What is the capital of France?").unwrap();
-    llm_canary::config::load(&dir.join("llm-canary.yaml")).unwrap()
+    llm_canary::testing::config::load(&dir.join("llm-canary.yaml")).unwrap()
 }
 
 fn scenario(ttft_ms: f64, jitter_ms: f64, tag: &str) -> String {
     format!("healthy,ttft={ttft_ms:.2}ms,jitter={jitter_ms:.2}ms,itl=1ms,build={tag}")
 }
 
-async fn one_gate(cfg: Arc<llm_canary::config::Config>, target: String) -> GateReport {
+async fn one_gate(cfg: Arc<llm_canary::testing::config::Config>, target: String) -> GateReport {
     let opts = GateOptions {
         target,
         baseline_target: Some("prod".into()),
@@ -192,7 +192,7 @@ async fn one_gate(cfg: Arc<llm_canary::config::Config>, target: String) -> GateR
         concurrency: 2,
         ..GateOptions::default()
     };
-    llm_canary::gate::run(&cfg, &opts, &mut |_| {})
+    llm_canary::testing::gate::run(&cfg, &opts, &mut |_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -221,7 +221,7 @@ fn real_engine(sim: &Sim, gates: usize, at_once: usize) {
         for _ in 0..at_once {
             let cfg = cfg.clone();
             tasks.spawn(async move {
-                let runner = llm_canary::runner::Runner::new(1);
+                let runner = llm_canary::testing::runner::Runner::new(1);
                 let mut v = Vec::new();
                 for _ in 0..10 {
                     let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;

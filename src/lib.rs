@@ -68,30 +68,111 @@
 //! - [`buckets`]: the histograms' bucket bounds (docs/design.md), which the metrics registry and
 //!   config's latency objectives share.
 
-pub mod buckets;
-pub mod calibrate;
-pub mod checks;
+mod buckets;
+mod calibrate;
+mod checks;
 pub mod cli;
-pub(crate) mod commands;
-pub mod config;
-pub mod daemon;
-pub mod gate;
-pub mod listener;
-pub(crate) mod maintenance;
-pub mod outcome;
-pub mod probe;
-pub(crate) mod report;
-pub mod result;
-pub mod runner;
-pub mod schedule;
-pub(crate) mod secret;
-pub mod sim;
-pub mod sinks;
-pub(crate) mod slo_rules;
-pub mod stream;
-pub mod summary;
-pub mod timeline;
-pub mod util;
+mod commands;
+mod config;
+mod daemon;
+mod gate;
+mod listener;
+mod maintenance;
+mod outcome;
+mod probe;
+mod report;
+mod result;
+mod runner;
+mod schedule;
+mod secret;
+mod sim;
+mod sinks;
+mod slo_rules;
+mod stream;
+mod summary;
+mod timeline;
+mod util;
+
+// The public surface: the command line and `run` (for the binary), and nothing else. The
+// modules above are the crate's own; benches, fuzz targets and the integration tests reach
+// what they drive through `testing`, which is not an API.
+pub use cli::{Cli, Command};
+
+/// What the benches, the fuzz targets and the integration tests drive, under the modules' own
+/// names. Not an API: nothing here is kept stable.
+#[doc(hidden)]
+pub mod testing {
+    pub mod calibrate {
+        pub use crate::calibrate::{calibrate, Figure, Options, Progress};
+    }
+    pub mod checks {
+        pub use crate::checks::{judge, repetition, Answer, CheckSpec};
+    }
+    pub mod config {
+        pub use crate::config::{check_yaml, load, CacheBust, Config};
+        pub mod gate {
+            pub use crate::config::gate::parse_relative;
+        }
+    }
+    pub mod daemon {
+        pub mod status_page {
+            pub use crate::daemon::status_page::{percent, when};
+        }
+    }
+    pub mod gate {
+        pub use crate::gate::{
+            decide, run, stats, GateOptions, GateReport, BATCH, DEFAULT_MAX_SAMPLES,
+        };
+    }
+    pub mod listener {
+        pub use crate::listener::Limits;
+    }
+    pub mod outcome {
+        pub use crate::outcome::{HttpReason, Outcome};
+    }
+    pub mod probe {
+        pub mod flavor {
+            pub mod gemini {
+                pub use crate::probe::flavor::gemini::event;
+            }
+            pub mod openai_chat {
+                pub use crate::probe::flavor::openai_chat::delta;
+            }
+            pub mod openai_completions {
+                pub use crate::probe::flavor::openai_completions::delta;
+            }
+        }
+    }
+    pub mod result {
+        pub use crate::result::{ProbeResult, PromptTokens, TokensSource};
+    }
+    pub mod runner {
+        pub use crate::runner::Runner;
+    }
+    pub mod schedule {
+        pub use crate::schedule::{pair_offset, Cron, Schedule};
+    }
+    pub mod sim {
+        pub use crate::sim::{bedrock, http, scenarios, Seen, Sim};
+    }
+    pub mod sinks {
+        pub mod metrics {
+            pub use crate::sinks::metrics::Metrics;
+        }
+        pub mod results_log {
+            pub use crate::sinks::results_log::log_files;
+        }
+    }
+    pub mod stream {
+        pub use crate::stream::{drain_ready, reads, sse, StreamCaps};
+    }
+    pub mod timeline {
+        pub use crate::timeline::{nearest_rank, TokensSource};
+    }
+    pub mod util {
+        pub use crate::util::clip;
+    }
+}
 
 #[cfg(test)]
 mod contract_tests;

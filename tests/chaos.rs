@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::procfs;
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 
 /// (scenario, expected outcome); each appears once among the faulty targets.
 const FAULTS: [(&str, &str); 25] = [
@@ -153,8 +153,8 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
 
     errors_ms.sort_by(f64::total_cmp);
     noise_ms.sort_by(f64::total_cmp);
-    let p = |q: f64| llm_canary::timeline::nearest_rank(&errors_ms, q);
-    let noise_p99 = llm_canary::timeline::nearest_rank(&noise_ms, 0.99);
+    let p = |q: f64| llm_canary::testing::timeline::nearest_rank(&errors_ms, q);
+    let noise_p99 = llm_canary::testing::timeline::nearest_rank(&noise_ms, 0.99);
     // CPU seconds over the run as a percentage of one core.
     let share = |secs: f64| 100.0 * secs / start.elapsed().as_secs_f64();
     let others = ((busy1 - busy0) - (own1 - own0)).max(0.0);

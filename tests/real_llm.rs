@@ -9,9 +9,9 @@ use std::process::Command;
 
 use common::llama::{load_written, run_named, LlamaServer};
 use common::TempDir;
-use llm_canary::config::Config;
-use llm_canary::outcome::Outcome;
-use llm_canary::runner::Runner;
+use llm_canary::testing::config::Config;
+use llm_canary::testing::outcome::Outcome;
+use llm_canary::testing::runner::Runner;
 
 /// Prompts this model answers well (found by trying; see the README), lists among them.
 const GOOD: [(&str, &str, &str); 6] = [
@@ -155,7 +155,7 @@ async fn real_server_figures_agree_with_its_own_timings() {
         );
         assert_eq!(
             r.tokens_source,
-            Some(llm_canary::result::TokensSource::Usage)
+            Some(llm_canary::testing::result::TokensSource::Usage)
         );
         let ours = r.figures.tokens_per_second.unwrap();
         let theirs = t["predicted_per_second"].as_f64().unwrap();
@@ -547,7 +547,7 @@ async fn a_ladder_climbs_the_real_servers_context() {
                 .collect();
             assert!(!measured.is_empty(), "no prefill figure on a warm firing");
             for (p, timings) in measured {
-                assert_eq!(p.source, llm_canary::result::PromptTokens::Usage);
+                assert_eq!(p.source, llm_canary::testing::result::PromptTokens::Usage);
                 let own = timings["prompt_per_second"].as_f64().unwrap();
                 assert!(
                     (own / 4.0..own * 4.0).contains(&p.tokens_per_second),

@@ -10,10 +10,10 @@ use std::process::Command;
 
 use common::llama::{load_written, run_named, LlamaServer};
 use common::TempDir;
-use llm_canary::config::Config;
-use llm_canary::outcome::Outcome;
-use llm_canary::result::TokensSource;
-use llm_canary::runner::Runner;
+use llm_canary::testing::config::Config;
+use llm_canary::testing::outcome::Outcome;
+use llm_canary::testing::result::TokensSource;
+use llm_canary::testing::runner::Runner;
 
 const FLAVORS: [&str; 3] = ["openai-chat", "openai-responses", "anthropic-messages"];
 
@@ -248,9 +248,9 @@ async fn cache_busting_per_flavor_on_llama_cpp() {
     ] {
         let probe = cfg.probes.iter_mut().find(|p| p.name == "sky").unwrap();
         std::sync::Arc::make_mut(probe).cache_bust = match mode {
-            "auto" => llm_canary::config::CacheBust::Auto,
-            "prefix" => llm_canary::config::CacheBust::Prefix,
-            _ => llm_canary::config::CacheBust::Off,
+            "auto" => llm_canary::testing::config::CacheBust::Auto,
+            "prefix" => llm_canary::testing::config::CacheBust::Prefix,
+            _ => llm_canary::testing::config::CacheBust::Off,
         };
         let mut v = Vec::new();
         for _ in 0..4 {

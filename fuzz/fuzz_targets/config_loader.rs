@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    for msg in llm_canary::config::check_yaml(text) {
+    for msg in llm_canary::testing::config::check_yaml(text) {
         assert!(!msg.contains('\n'), "{msg}");
     }
 });

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use llm_canary::checks::{self, repetition, CheckSpec};
+use llm_canary::testing::checks::{self, repetition, CheckSpec};
 
 fuzz_target!(|text: &str| {
     let r = repetition::analyze(text, &repetition::Thresholds::default());

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use llm_canary::stream::{sse, StreamCaps};
+use llm_canary::testing::stream::{sse, StreamCaps};
 
 const CAPS: StreamCaps = StreamCaps {
     max_line: 4096,
@@ -29,9 +29,9 @@ fuzz_target!(|data: &[u8]| {
     for ev in whole.unwrap_or_default() {
         assert!(ev.len() <= CAPS.max_body);
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&ev) {
-            let _ = llm_canary::probe::flavor::openai_chat::delta(&v["choices"][0]);
-            let _ = llm_canary::probe::flavor::openai_completions::delta(&v["choices"][0]);
-            let _ = llm_canary::probe::flavor::gemini::event(&v);
+            let _ = llm_canary::testing::probe::flavor::openai_chat::delta(&v["choices"][0]);
+            let _ = llm_canary::testing::probe::flavor::openai_completions::delta(&v["choices"][0]);
+            let _ = llm_canary::testing::probe::flavor::gemini::event(&v);
         }
     }
 });

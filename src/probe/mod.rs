@@ -13,8 +13,7 @@ pub mod request;
 
 use std::time::Instant;
 
-pub use read::Caps;
-pub use request::{build_request, request_id, Clients, Request};
+pub use request::{build_request, Clients, Request};
 
 use crate::checks;
 use crate::config::{Probe, Target};

@@ -220,6 +220,7 @@ impl PairSeries {
     }
 
     /// Drops every series of the pair (it left the config).
+    #[cfg(test)]
     pub fn remove(&self, pair: &[String]) {
         self.0.pairs().remove(pair);
     }

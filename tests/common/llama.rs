@@ -7,9 +7,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use llm_canary::config::{self, Config};
-use llm_canary::result::ProbeResult;
-use llm_canary::runner::Runner;
+use llm_canary::testing::config::{self, Config};
+use llm_canary::testing::result::ProbeResult;
+use llm_canary::testing::runner::Runner;
 
 use super::services::{free_port, wait_ready};
 use super::TempDir;

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use llm_canary::config::{self, Config};
-use llm_canary::sim::Sim;
+use llm_canary::testing::config::{self, Config};
+use llm_canary::testing::sim::Sim;
 
 /// A folder under the system temp dir (tempfile's: unique, removed on drop), with a writer
 /// for config files.
@@ -90,7 +90,7 @@ pub fn config(sim: &Sim, targets: &[(&str, &str, &str)], probe: &str) -> (TempDi
 /// A Bedrock target's extra keys, signing with the sim's test key read from files in the
 /// returned folder (keep it while the config is used).
 pub fn bedrock_keys() -> (TempDir, String) {
-    use llm_canary::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
+    use llm_canary::testing::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
     let dir = TempDir::new("aws");
     dir.write(&[("id", ACCESS_KEY_ID), ("secret", SECRET_ACCESS_KEY)]);
     let p = dir.path().display();
@@ -110,10 +110,10 @@ pub mod services;
 
 /// Runs `probe` twice on one target (`extra`: the target's own keys); what the sim saw of
 /// each request. Both runs must pass.
-pub async fn twice(extra: &str, probe: &str) -> Vec<llm_canary::sim::Seen> {
+pub async fn twice(extra: &str, probe: &str) -> Vec<llm_canary::testing::sim::Seen> {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (_dir, cfg) = config(&sim, &[("t", "healthy", extra)], probe);
-    let runner = llm_canary::runner::Runner::new(1);
+    let runner = llm_canary::testing::runner::Runner::new(1);
     for _ in 0..2 {
         let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
         assert!(r.success(), "{extra}: {:?} {:?}", r.outcome, r.error);
@@ -122,7 +122,7 @@ pub async fn twice(extra: &str, probe: &str) -> Vec<llm_canary::sim::Seen> {
 }
 
 /// The top-level keys of a request's JSON body, sorted.
-pub fn body_keys(seen: &llm_canary::sim::Seen) -> Vec<&str> {
+pub fn body_keys(seen: &llm_canary::testing::sim::Seen) -> Vec<&str> {
     let mut keys: Vec<&str> = seen
         .body
         .as_object()

@@ -5,10 +5,10 @@
 
 use crate::common;
 
-use llm_canary::outcome::{HttpReason, Outcome};
-use llm_canary::runner::Runner;
-use llm_canary::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
-use llm_canary::sim::Sim;
+use llm_canary::testing::outcome::{HttpReason, Outcome};
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
+use llm_canary::testing::sim::Sim;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signed_requests_usage_and_reasons() {
@@ -40,7 +40,7 @@ async fn signed_requests_usage_and_reasons() {
             // The count is metadata's, and its latency the server's own figure.
             assert_eq!(
                 r.tokens_source,
-                Some(llm_canary::timeline::TokensSource::Usage)
+                Some(llm_canary::testing::timeline::TokensSource::Usage)
             );
             assert_eq!(r.output_tokens, Some(r.content_chunks as u64));
             assert!(r.server_timings.as_ref().unwrap()["latencyMs"].is_number());
@@ -179,7 +179,7 @@ async fn aws_secrets_never_appear_body(env: [(&'static str, &'static str); 3]) {
     assert!(o.contains("stream_error"), "{o}");
 
     let runner = Runner::new(4);
-    let metrics = llm_canary::sinks::metrics::Metrics::new(&cfg);
+    let metrics = llm_canary::testing::sinks::metrics::Metrics::new(&cfg);
     for t in &cfg.targets {
         let r = runner.run_one(&cfg.probes[0], t).await;
         metrics.record(&r, t);

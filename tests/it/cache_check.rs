@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::daemon::Daemon;
 use common::services::{self, get, sample};
-use llm_canary::result::ProbeResult;
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::result::ProbeResult;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 use serde_json::Value;
 
 /// A slow enough first token that a cache hit (a quarter of it) stands out on a busy machine.
@@ -34,7 +34,7 @@ async fn fire(targets: &[(&str, &str, &str)]) -> (common::TempDir, Vec<(String, 
         .collect();
     let results = Arc::new(Runner::new(4)).run_all(pairs).await;
     assert_eq!(results.len(), 2 * targets.len(), "two runs a firing");
-    let metrics = llm_canary::sinks::metrics::Metrics::new(&cfg);
+    let metrics = llm_canary::testing::sinks::metrics::Metrics::new(&cfg);
     for r in &results {
         metrics.record(r, cfg.target(&r.target).unwrap());
     }

@@ -8,8 +8,8 @@ use crate::common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 use serde_json::Value;
 
 struct Run {
@@ -343,7 +343,7 @@ async fn metrics_that_never_count_ours_are_said_so() {
 /// each sample in turn; the command decides whether anyone sees it.
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_is_reported_through_a_callback() {
-    use llm_canary::calibrate::{calibrate, Figure, Options, Progress};
+    use llm_canary::testing::calibrate::{calibrate, Figure, Options, Progress};
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let (_dir, cfg) = common::config(&sim, &TARGETS, common::PROBE);
     let opts = Options {

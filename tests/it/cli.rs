@@ -6,7 +6,7 @@ use crate::common;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 use common::bin;
 
@@ -477,7 +477,7 @@ fn sim_command_serves_until_stopped() {
     while !list.contains("scenarios, as a probe with the default timeouts") {
         assert!(stdout.read_line(&mut list).unwrap() > 0, "{list}");
     }
-    for _ in llm_canary::sim::scenarios::CATALOG {
+    for _ in llm_canary::testing::sim::scenarios::CATALOG {
         stdout.read_line(&mut list).unwrap();
     }
     for want in [

@@ -67,7 +67,7 @@ fn every_bad_config_fixture_gives_its_message() {
         let text = std::fs::read_to_string(&path).unwrap();
         let f = parse(&text);
         let dir = materialize(&f);
-        let got = match llm_canary::config::load(&dir.path().join("llm-canary.yaml")) {
+        let got = match llm_canary::testing::config::load(&dir.path().join("llm-canary.yaml")) {
             Ok(_) => "(loaded without error)".to_string(),
             Err(e) => e
                 .to_string()

@@ -6,11 +6,11 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use llm_canary::checks::repetition::Detector;
-use llm_canary::config::{self, Config};
-use llm_canary::outcome::Outcome;
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::checks::repetition::Detector;
+use llm_canary::testing::config::{self, Config};
+use llm_canary::testing::outcome::Outcome;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 
 const TOOLS: &str = r#"[
   {"type": "function", "function": {

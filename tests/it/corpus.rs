@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use llm_canary::checks::repetition::{analyze, Detector, Finding, Thresholds};
+use llm_canary::testing::checks::repetition::{analyze, Detector, Finding, Thresholds};
 
 /// Every rule, by the name [`Finding::rule`] gives it: the detectors, with the shapes that
 /// count for `item_cycle` (two items taking turns), `lines` (templates, table rows,

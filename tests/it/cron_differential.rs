@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
-use llm_canary::schedule::{Cron, Schedule};
+use llm_canary::testing::schedule::{Cron, Schedule};
 
 const SEED: u64 = 0x5eed_c4a7;
 const EXPRESSIONS: usize = 3000;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::daemon::Daemon;
 use common::services::{self, eventually, get, sample, signal, Service};
 use common::TempDir;
-use llm_canary::sim::{http, Sim};
+use llm_canary::testing::sim::{http, Sim};
 
 const PROBE: &str = "name: p\nschedule: \"*/2 * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ncache_bust: auto\ntimeouts: {ttft: 5s, stall: 5s, total: 20s}\nchecks: {expect: \"(?i)paris\"}\n";
 
@@ -734,7 +734,8 @@ async fn every_and_at_every_fire_at_multiples_of_their_interval_across_a_restart
     let every = "name: every\nevery: 2s\njitter: 1s\nprompt: q.txt\nmax_tokens: 8\n";
     let at_every = "name: at-every\nschedule: \"@every 3s\"\nprompt: q.txt\nmax_tokens: 8\n";
     // The pair's stable share of its jitter, the same in every process.
-    let offset = llm_canary::schedule::pair_offset(Duration::from_secs(1), "every", "sim-a");
+    let offset =
+        llm_canary::testing::schedule::pair_offset(Duration::from_secs(1), "every", "sim-a");
     let offset = offset.as_secs_f64();
     // Far enough from 0 that a daemon ignoring it would start every run ~1.8 s "late" here.
     assert!(offset > 0.1, "{offset}");

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::services::{self, binary, eventually, get};
 use common::{root, run, TempDir};
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 /// `promtool <args> <file>` on a file of deploy/prometheus/, and what it printed.
 fn promtool(args: &[&str], file: &str) -> String {

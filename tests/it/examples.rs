@@ -7,8 +7,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{bin, output, root, TempDir};
-use llm_canary::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
+use llm_canary::testing::sim::Sim;
 use serde_json::Value;
 
 /// The keys the hosted examples read (any value passes `check`; the sim takes none but

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::daemon::Daemon;
 use common::services::{free_port, get, sample, wait_ready};
-use llm_canary::listener::Limits;
-use llm_canary::sim::Sim;
+use llm_canary::testing::listener::Limits;
+use llm_canary::testing::sim::Sim;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -70,12 +70,11 @@ fn each(target: &str, run: fn(&[u8])) {
 fn config_loader_findings() {
     each("config_loader", |bytes| {
         let text = as_text(bytes);
-        for msg in
-            llm_canary::config::check_yaml(&text)
-                .into_iter()
-                .chain(llm_canary::config::check_yaml(&String::from_utf8_lossy(
-                    bytes,
-                )))
+        for msg in llm_canary::testing::config::check_yaml(&text)
+            .into_iter()
+            .chain(llm_canary::testing::config::check_yaml(
+                &String::from_utf8_lossy(bytes),
+            ))
         {
             assert!(!msg.contains('\n'), "{msg}");
         }

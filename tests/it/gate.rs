@@ -5,7 +5,7 @@ use crate::common;
 use std::process::Command;
 
 use common::TempDir;
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 const PROBE: &str = r#"name: p
 prompt: q.txt

@@ -10,12 +10,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use llm_canary::config;
-use llm_canary::outcome::Outcome;
-use llm_canary::result::{ProbeResult, TokensSource};
-use llm_canary::runner::Runner;
-use llm_canary::sim::http::{read_request, respond, HttpRequest};
-use llm_canary::sim::Sim;
+use llm_canary::testing::config;
+use llm_canary::testing::outcome::Outcome;
+use llm_canary::testing::result::{ProbeResult, TokensSource};
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::http::{read_request, respond, HttpRequest};
+use llm_canary::testing::sim::Sim;
 
 const KEY: &str = "AIzaSy-test-key-0123456789";
 
@@ -322,7 +322,7 @@ async fn the_key_never_appears() {
 }
 
 /// Runs a probe with `cache_bust: MODE` twice on one Gemini target of the sim; what the sim saw.
-async fn twice(mode: &str) -> Vec<llm_canary::sim::Seen> {
+async fn twice(mode: &str) -> Vec<llm_canary::testing::sim::Seen> {
     let probe = format!("name: p\nprompt: q.txt\nmax_tokens: 64\ncache_bust: {mode}\nchecks: {{expect: \"(?i)paris\"}}\n");
     common::twice("api: gemini", &probe).await
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::daemon::Daemon;
 use common::services::{self, get, sample};
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
-use llm_canary::sinks::metrics::Metrics;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
+use llm_canary::testing::sinks::metrics::Metrics;
 use serde_json::Value;
 
 const LADDER: &str = "name: needle\nmax_tokens: 32\ntimeouts: {connect: 1s, ttft: 5s, stall: 2s, total: 8s}\nladder: {sizes: [512, 2048, 8192], needle: true}\n";

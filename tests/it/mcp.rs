@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::TempDir;
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-mcp-test-5d41402abc4b2a76";

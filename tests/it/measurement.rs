@@ -3,15 +3,15 @@
 
 use crate::common;
 
-use llm_canary::outcome::Outcome;
-use llm_canary::result::TokensSource;
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::outcome::Outcome;
+use llm_canary::testing::result::TokensSource;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 
 const ENGLISH: &str = "The capital of France is Paris. It lies on the Seine in the north of the country and has been its political and cultural centre for centuries.";
 const ENGLISH_TOKENS: u64 = 29;
 
-async fn run(sim: &Sim, scenario: &str, extra: &str) -> llm_canary::result::ProbeResult {
+async fn run(sim: &Sim, scenario: &str, extra: &str) -> llm_canary::testing::result::ProbeResult {
     let (_dir, cfg) = common::config(sim, &[("t", scenario, extra)], common::PROBE);
     let mut runner = Runner::new(1);
     runner.show_output = true;
@@ -46,7 +46,7 @@ async fn chinese_split_inside_characters_is_reassembled() {
     // `split` writes 1-7 byte pieces: most CJK characters (3 bytes) are cut somewhere.
     let (dir, _) = common::config(&sim, &[("t", "split", "")], common::PROBE);
     std::fs::write(dir.path().join("prompts/q.txt"), "法国的首都是哪里？").unwrap();
-    let cfg = llm_canary::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
+    let cfg = llm_canary::testing::config::load(&dir.path().join("llm-canary.yaml")).unwrap();
     let mut runner = Runner::new(1);
     runner.show_output = true;
     let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::daemon::Daemon;
 use common::services::{self, eventually, get, sample};
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 use serde_json::Value;
 
 /// A probe with no schedule: only `/probe` runs it.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::daemon::Daemon;
 use common::services::{self, eventually, get, sample, signal};
 use http_body_util::BodyExt;
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};

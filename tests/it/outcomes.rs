@@ -5,9 +5,9 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use llm_canary::outcome::Outcome;
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::outcome::Outcome;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 
 /// (target name, scenario, extra target keys, expected outcome, expected failed checks)
 const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
@@ -488,7 +488,7 @@ async fn server_timings_and_server_ttft() {
         // Ours includes the server's and the trip to it.
         assert!(r.figures.ttft_ms.unwrap() >= server, "{}", t.name);
         // The server's figure is published beside ours.
-        let metrics = llm_canary::sinks::metrics::Metrics::new(&cfg);
+        let metrics = llm_canary::testing::sinks::metrics::Metrics::new(&cfg);
         metrics.record(&r, t);
         let text = String::from_utf8(metrics.encode()).unwrap();
         let gauge: f64 = text

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::{bin, output, root, TempDir};
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -5,8 +5,8 @@ use crate::common;
 
 use std::process::Command;
 
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_flavor_reports_the_prompt_tokens_the_sim_counted() {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::daemon::Daemon;
 use common::services::{self, eventually, get, sample, signal, Service};
 use common::TempDir;
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 const PROBE: &str = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 32\ntimeouts: {ttft: 5s, stall: 5s, total: 20s}\nchecks: {expect: \"(?i)paris\"}\n";
 

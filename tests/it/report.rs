@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::daemon::Daemon;
 use common::services::{eventually, free_port};
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 const PROBE: &str = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 64\ntimeouts: {ttft: 5s, stall: 5s, total: 10s}\n";
 
@@ -74,7 +74,7 @@ async fn report_summarises_a_rotated_log_the_daemon_wrote() {
     let _ = daemon.child.wait();
 
     // Every line of every file is counted: the rotated ones too.
-    let lines: usize = llm_canary::sinks::results_log::log_files(&log)
+    let lines: usize = llm_canary::testing::sinks::results_log::log_files(&log)
         .iter()
         .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
         .sum();
@@ -110,7 +110,7 @@ async fn report_summarises_a_rotated_log_the_daemon_wrote() {
     assert_eq!(incident["target"], "loading");
     assert!(incident["outcomes"]["http_error"].as_u64().unwrap() >= 1);
     // The latest failures, each with its request id and sentence, as the log has them.
-    let failed: Vec<serde_json::Value> = llm_canary::sinks::results_log::log_files(&log)
+    let failed: Vec<serde_json::Value> = llm_canary::testing::sinks::results_log::log_files(&log)
         .iter()
         .flat_map(|f| {
             std::fs::read_to_string(f)

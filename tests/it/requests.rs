@@ -3,8 +3,8 @@
 
 use crate::common;
 
-use llm_canary::runner::Runner;
-use llm_canary::sim::Sim;
+use llm_canary::testing::runner::Runner;
+use llm_canary::testing::sim::Sim;
 use serde_json::json;
 
 const PROBE_WITH: &str = r#"name: p
@@ -16,7 +16,7 @@ checks: {expect: "(?i)paris"}
 "#;
 
 /// Runs the probe with `cache_bust: MODE` twice on one target of this server.
-async fn twice(mode: &str, server: &str) -> Vec<llm_canary::sim::Seen> {
+async fn twice(mode: &str, server: &str) -> Vec<llm_canary::testing::sim::Seen> {
     let extra = format!("server: {server}");
     common::twice(&extra, &PROBE_WITH.replace("MODE", mode)).await
 }

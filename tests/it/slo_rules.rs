@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::services::{self, binary, eventually, get};
 use common::{root, run, TempDir};
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 fn rules(config: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_llm-canary"))

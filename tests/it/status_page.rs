@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use common::daemon::Daemon;
 use common::services::{self, eventually, get, sample};
-use llm_canary::daemon::status_page::{percent, when};
-use llm_canary::sim::Sim;
+use llm_canary::testing::daemon::status_page::{percent, when};
+use llm_canary::testing::sim::Sim;
 use regex::Regex;
 use serde_json::Value;
 
@@ -530,7 +530,7 @@ fn check_dom(dom: &str, records: &[Value], log: String) {
         );
         assert_eq!(
             unescape(&c[7]),
-            llm_canary::util::clip(r["error"].as_str().unwrap_or(""))
+            llm_canary::testing::util::clip(r["error"].as_str().unwrap_or(""))
         );
         // Several failed checks are all named.
         let checks: Vec<&str> = r["failed_checks"]

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::TempDir;
-use llm_canary::sim::Sim;
+use llm_canary::testing::sim::Sim;
 
 const KEY: &str = "sk-watch-test-7c6a180b36896a0a";
 const HEADER_SECRET: &str = "hdr-watch-test-e4da3b7fbbce2345";

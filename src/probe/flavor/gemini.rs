@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(d.text, "get_weather{\"city\":\"Paris\"}");
         assert_eq!(
             d.tool_calls,
-            vec![super::super::ToolCallPiece {
+            vec![super::super::delta::ToolCallPiece {
                 slot: None,
                 name: Some("get_weather".into()),
                 arguments: "{\"city\":\"Paris\"}".into()

@@ -31,7 +31,7 @@ mod layout_tests;
 use serde::{Deserialize, Serialize};
 
 pub use ask::{Ask, Message, Role};
-pub use delta::{Delta, ToolCallPiece, ToolCalls};
+pub use delta::{Delta, ToolCalls};
 pub use helpers::{
     as_text, chat_messages, error_message, llama_timings, model_entry, non_empty, openai_chunk,
     openai_tools, server_ttft_ms, text_of, tool_fields,
@@ -39,7 +39,7 @@ pub use helpers::{
 pub use interface::{
     Flavor, Framing, PrefixCache, PromptCounts, Signer, TargetError, TargetField, EVENT_STREAM,
 };
-pub use sigv4::{sign_request, AwsAuth, SignError};
+pub use sigv4::AwsAuth;
 
 /// The API a target speaks (`api:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

@@ -1,7 +1,7 @@
 //! The `openai-chat` flavor: every default of the [`Flavor`] trait, which speaks OpenAI's chat
 //! wire format ([`super::openai`]).
 
-pub use super::openai::{body, delta, openai_generation, PATH};
+pub use super::openai::{delta, openai_generation};
 use super::Flavor;
 
 /// OpenAI chat: every default of [`Flavor`].
@@ -14,6 +14,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::probe::flavor::openai::body;
     use crate::probe::flavor::{ask_of, messages, Api, Role};
 
     #[test]
@@ -37,7 +38,7 @@ mod tests {
         assert_eq!(d.text, "{\"a\"");
         assert_eq!(
             d.tool_calls,
-            vec![crate::probe::flavor::ToolCallPiece {
+            vec![crate::probe::flavor::delta::ToolCallPiece {
                 slot: Some(0),
                 name: None,
                 arguments: "{\"a\"".into()

@@ -41,7 +41,7 @@ mod slots;
 use days::Days;
 pub use days::{Day, PairDays};
 use run::figures_of;
-pub use run::{Detected, Run, DAYS, DAY_SECONDS};
+pub use run::{Run, DAYS, DAY_SECONDS};
 pub use slots::Tally;
 use slots::{tenth, Counts, Fine, LogScale, Reservoir, Ring};
 
@@ -49,7 +49,6 @@ pub const FINE_SECONDS: i64 = 300;
 pub const FINE_SLOTS: usize = 288;
 pub const COARSE_SECONDS: i64 = 3600;
 pub const COARSE_SLOTS: usize = 168;
-pub use crate::sinks::state::RECENT_RUNS;
 pub const FAILURES_KEPT: usize = 5;
 const OPEN_SAMPLES: usize = 64;
 /// Runs whose own TTFT and decode speed are kept, newest last: a terminal row's sparkline.
@@ -265,10 +264,6 @@ impl Series {
         self.runs.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
-    }
-
     /// Slot `i`'s counts.
     pub fn tally(&self, i: usize) -> Tally {
         Tally {
@@ -393,6 +388,7 @@ impl StatusHistory {
     }
 
     /// Every pair's history as of `now`, sorted by target then probe.
+    #[cfg(test)]
     pub fn snapshot(&self, now: Timestamp) -> Vec<PairSnapshot> {
         self.snapshot_where(now, |_| true)
     }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use llm_canary::util::clip;
+use llm_canary::testing::util::clip;
 use regex::Regex;
 use serde_json::Value;
 
