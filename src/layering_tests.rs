@@ -20,7 +20,7 @@ type ModPath = Vec<String>;
 
 struct Module {
     file: PathBuf,
-    /// Child modules this file declares (`mod x;` or inline), test-only ones left out.
+    /// Child modules this file declares (`mod x;`), test-only ones left out.
     children: BTreeSet<String>,
     /// Paths this module names, as written (first segment `crate`, `super`, `self` or a child).
     named: Vec<Vec<String>>,
@@ -96,8 +96,11 @@ impl<'ast> Visit<'ast> for Collector<'_> {
             return;
         }
         match item {
+            // A file module is a child of its own; an inline one's items count as this file's.
             syn::Item::Mod(m) => {
-                self.module.children.insert(m.ident.to_string());
+                if m.content.is_none() {
+                    self.module.children.insert(m.ident.to_string());
+                }
                 syn::visit::visit_item_mod(self, m);
             }
             syn::Item::Use(u) => {
@@ -178,14 +181,6 @@ fn modules(src: &Path) -> BTreeMap<ModPath, Module> {
             named: Vec::new(),
             reexports: HashMap::new(),
         };
-        let mut inline = BTreeSet::new();
-        for item in &ast.items {
-            if let syn::Item::Mod(m) = item {
-                if m.content.is_some() && !is_test_only(&m.attrs) {
-                    inline.insert(m.ident.to_string());
-                }
-            }
-        }
         Collector {
             module: &mut module,
         }
@@ -196,7 +191,7 @@ fn modules(src: &Path) -> BTreeMap<ModPath, Module> {
             Some("mod.rs" | "lib.rs") => file.parent().expect("a folder").to_path_buf(),
             _ => file.with_extension(""),
         };
-        for child in module.children.iter().filter(|c| !inline.contains(*c)) {
+        for child in &module.children {
             let flat = dir.join(format!("{child}.rs"));
             let nested = dir.join(child).join("mod.rs");
             let child_file = if flat.exists() { flat } else { nested };
@@ -426,4 +421,74 @@ fn the_check_sees_a_cycle() {
         "{leaf:?}"
     );
     assert!(!leaf.contains(&vec!["p".to_string()]), "{leaf:?}");
+}
+
+/// The layers `src/lib.rs` states, bottom first: a module may import from its own layer's
+/// modules (the graph stays acyclic) and from lower layers, never from a higher one.
+const LAYERS: &[&[&str]] = &[
+    &["util", "secret", "buckets"],
+    &[
+        "outcome", "timeline", "stream", "checks", "schedule", "listener",
+    ],
+    &["probe::flavor"],
+    &["config"],
+    &["result"],
+    &["probe"],
+    &["runner"],
+    &[
+        "sinks",
+        "maintenance",
+        "summary",
+        "report",
+        "gate",
+        "calibrate",
+        "slo_rules",
+        "sim",
+    ],
+    &["daemon"],
+    &["cli"],
+    &["commands"],
+    &["crate"],
+];
+
+/// The layer of a module: that of the longest name in `LAYERS` it falls under.
+fn layer(m: &ModPath) -> Option<(usize, String)> {
+    let full = name(m);
+    LAYERS
+        .iter()
+        .enumerate()
+        .flat_map(|(i, names)| names.iter().map(move |n| (i, *n)))
+        .filter(|(_, n)| full == *n || full.starts_with(&format!("{n}::")))
+        .max_by_key(|(_, n)| n.len())
+        .map(|(i, n)| (i, n.to_string()))
+}
+
+#[test]
+fn imports_point_down_the_layers_lib_rs_states() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (mods, edges) = graph(&src);
+    let mut wrong = Vec::new();
+    for (from, tos) in &edges {
+        let Some((lf, nf)) = layer(from) else {
+            wrong.push(format!("{} is in no layer", name(from)));
+            continue;
+        };
+        for to in tos {
+            let Some((lt, nt)) = layer(to) else { continue };
+            if lt > lf && nt != nf {
+                wrong.push(format!(
+                    "{} ({}) imports {} ({}), a higher layer",
+                    name(from),
+                    mods[from]
+                        .file
+                        .strip_prefix(&src)
+                        .unwrap_or(&mods[from].file)
+                        .display(),
+                    name(to),
+                    nt
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -4,7 +4,22 @@
 //!
 //! # Layout
 //!
-//! Data flows one way: config → probe run → result → reports.
+//! Data flows one way: config → probe run → result → reports. The modules form layers, and an
+//! import only ever points down to a lower one; inside a module, its parts that others share
+//! (a vocabulary, a state) are leaves its other parts build on. `layering_tests` proves the
+//! module graph has no cycle and that every import points down these layers. From the bottom:
+//!
+//! 1. `util`, `secret`, `buckets`: helpers with no knowledge of the rest;
+//! 2. `outcome`, `timeline`, `stream`, `checks`, `schedule`, `listener`: the measuring and
+//!    judging vocabulary;
+//! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated);
+//! 4. `result` (the record), then `probe` (one run), then `runner` (pairs, concurrency);
+//! 5. `sinks`, `maintenance`, `summary`, `report`, `gate`, `calibrate`, `slo_rules`, `sim`;
+//! 6. `daemon`; then `cli` (the arguments, one struct per command); then `commands`, which
+//!    each take theirs; [`run`] at the top.
+//!
+//! The public surface is [`cli`], [`run`] and [`init_tracing`], for the binary. `testing`
+//! (hidden) names what the benches, fuzz targets and integration tests drive; it is not an API.
 //!
 //! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report |
 //!   watch | mcp | rules).
