@@ -189,7 +189,7 @@ fn the_workflows_pass_actionlint_and_a_broken_one_does_not() {
     for step in [
         "tags: [\"v*\"]",
         "rustup target add aarch64-unknown-linux-gnu",
-        "scripts/release \"${GITHUB_REF_NAME#v}\"",
+        "env \"PATH=$PATH\" scripts/release \"${GITHUB_REF_NAME#v}\"",
         "LLM_CANARY_REQUIRE_AARCH64=1 scripts/test-release",
         "gh release create \"$GITHUB_REF_NAME\" dist/*",
     ] {
