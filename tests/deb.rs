@@ -1,7 +1,8 @@
 //! The Debian package as a user meets it: installed with `dpkg -i` on this machine, its unit
 //! verified by systemd, its config checked as the service's user, then removed (config kept)
-//! and purged. Also the binary's glibc floor. Needs root and dpkg, and changes the machine:
-//! behind the `deb` feature, run by scripts/test-deb, which builds the package first.
+//! and purged. Needs root and dpkg, and changes the machine: behind the `deb` feature, run by
+//! scripts/test-release on the package scripts/release wrote (its binary's glibc floor is
+//! tests/release.rs's).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -9,21 +10,18 @@ use std::process::{Command, Output};
 const BIN: &str = "/usr/bin/llm-canary";
 const CONFIG: &str = "/etc/llm-canary/llm-canary.yaml";
 const UNIT: &str = "/usr/lib/systemd/system/llm-canary.service";
-/// Debian 11, Ubuntu 20.04: the oldest glibc the binary may need.
-const GLIBC_FLOOR: (u32, u32) = (2, 31);
-
-/// The package scripts/build-deb wrote.
+/// The package scripts/release wrote.
 fn deb() -> PathBuf {
     let path = match std::env::var_os("LLM_CANARY_DEB") {
         Some(p) => PathBuf::from(p),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-            "target/debian/llm-canary_{}-1_amd64.deb",
+            "dist/llm-canary_{}-1_amd64.deb",
             env!("CARGO_PKG_VERSION")
         )),
     };
     assert!(
         path.is_file(),
-        "no package at {}: build it with scripts/build-deb (scripts/test-deb does both)",
+        "no package at {}: build it with scripts/release (scripts/test-release tests it)",
         path.display()
     );
     path
@@ -64,7 +62,7 @@ fn installs_verifies_checks_its_config_and_removes_cleanly() {
     assert_eq!(
         uid.trim(),
         "0",
-        "this test installs a package: run it as root (scripts/test-deb, or sudo)"
+        "this test installs a package: run it as root (scripts/test-release, or sudo)"
     );
     ok("dpkg", &["--version"]);
     let deb = deb();
@@ -148,49 +146,5 @@ fn installs_verifies_checks_its_config_and_removes_cleanly() {
     assert!(
         !Path::new("/etc/llm-canary").exists(),
         "/etc/llm-canary is left after a purge"
-    );
-}
-
-/// The package's binary, unpacked into a temporary directory (kept while it lives).
-fn packaged_binary() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_str().expect("a UTF-8 path");
-    ok(
-        "dpkg-deb",
-        &["-x", deb().to_str().expect("a UTF-8 path"), root],
-    );
-    let bin = dir.path().join("usr/bin/llm-canary");
-    (dir, bin)
-}
-
-#[test]
-fn the_binary_needs_at_most_glibc_2_31() {
-    let (_dir, bin) = packaged_binary();
-    // The versions of glibc's symbols the binary asks for (its version needs).
-    let needs = ok("readelf", &["-V", "--wide", bin.to_str().unwrap()]);
-    let mut versions: Vec<(u32, u32)> = needs
-        .split(|c: char| c.is_whitespace())
-        .filter_map(|word| word.strip_prefix("GLIBC_2."))
-        .filter_map(|rest| {
-            let mut parts = rest.split('.');
-            let minor = parts.next()?.parse().ok()?;
-            Some((2, minor))
-        })
-        .collect();
-    versions.sort();
-    let newest = *versions
-        .last()
-        .unwrap_or_else(|| panic!("no GLIBC version needs in:\n{needs}"));
-    assert!(
-        newest <= GLIBC_FLOOR,
-        "the binary needs glibc {}.{} (Debian 11, Ubuntu 20.04 have 2.31):\n{needs}",
-        newest.0,
-        newest.1
-    );
-    // Packed relocations (DT_RELR) need glibc 2.36 whatever the symbols say.
-    assert!(!needs.contains("GLIBC_ABI_DT_RELR"), "{needs}");
-    println!(
-        "newest glibc symbol version needed: {}.{}",
-        newest.0, newest.1
     );
 }

@@ -523,14 +523,7 @@ fn the_install_guide_kubernetes_commands_run() {
             ["promtool", rest @ ..] => {
                 run(&mut cmd(binary("promtool", "prometheus"), rest));
             }
-            // No container engine here: the Dockerfile and the context it names exist.
-            ["docker", "build", "-f", file, "-t", _, context] => {
-                assert!(
-                    root().join(file).is_file() && root().join(context).is_dir(),
-                    "{line}"
-                );
-            }
-            ["docker", "push", ..]
+            ["skopeo", "copy", ..]
             | ["kubectl", "create", ..]
             | ["kubectl", "-n", _, "create", ..] => {
                 need_a_cluster.push(line.clone());

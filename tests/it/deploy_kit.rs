@@ -296,10 +296,9 @@ fn vm_guide_script() -> String {
     script
 }
 
-/// Commands that need what this machine lacks: a build of the release binary, a running
-/// systemd, or the guide's example endpoints.
-const NOT_HERE: [&str; 6] = [
-    "cargo build",
+/// Commands that need what this machine lacks: a running systemd, or the guide's example
+/// endpoints.
+const NOT_HERE: [&str; 5] = [
     "sudo systemctl",
     "systemctl",
     "journalctl",
@@ -311,7 +310,7 @@ const NOT_HERE: [&str; 6] = [
 fn the_vm_install_guide_runs_as_written() {
     let script = vm_guide_script();
     for step in [
-        "sudo install -m 0755 target/release/llm-canary /usr/local/bin/",
+        "sudo install -m 0755 llm-canary /usr/local/bin/",
         "sudo tee /etc/llm-canary/llm-canary.yaml",
         "sudo install -m 0600 /dev/stdin /etc/llm-canary/credentials/shadow-api-key",
         "llm-canary check -c /etc/llm-canary/llm-canary.yaml",
@@ -342,8 +341,8 @@ fn the_vm_install_guide_runs_as_written() {
     let runnable = moved(&runnable.join("\n"))
         .replace("sudo ", "")
         .replace(
-            "target/release/llm-canary",
-            env!("CARGO_BIN_EXE_llm-canary"),
+            "-m 0755 llm-canary ",
+            &format!("-m 0755 {} ", env!("CARGO_BIN_EXE_llm-canary")),
         )
         .replace(
             "deploy/systemd/llm-canary.service",
@@ -649,30 +648,7 @@ fn urlencode(s: &str) -> String {
 }
 
 #[test]
-fn dockerfile_and_systemd_unit_refer_to_what_exists() {
-    let docker = std::fs::read_to_string(root().join("deploy/Dockerfile")).unwrap();
-    for line in docker
-        .lines()
-        .filter(|l| l.starts_with("COPY ") && !l.contains("--from"))
-    {
-        for src in line
-            .split_whitespace()
-            .skip(1)
-            .collect::<Vec<_>>()
-            .split_last()
-            .unwrap()
-            .1
-        {
-            assert!(
-                root().join(src).exists(),
-                "Dockerfile copies {src}, which does not exist"
-            );
-        }
-    }
-    assert!(
-        docker.contains("USER 65532"),
-        "the runtime image runs as non-root"
-    );
+fn the_systemd_unit_has_what_the_guide_relies_on() {
     let unit = std::fs::read_to_string(root().join("deploy/systemd/llm-canary.service")).unwrap();
     for want in [
         "[Unit]",

@@ -1,7 +1,7 @@
 //! The integration tests: one crate, linked once, one module per suite. Each test still runs in
 //! a process of its own under nextest. The suites that need a real LLM server or a stress budget
-//! (real_llm, real_llm_flavors, fire_drill, chaos), and the Debian package's install test (deb,
-//! run as root by scripts/test-deb) are their own crates behind features.
+//! (real_llm, real_llm_flavors, fire_drill, chaos), and the release artifacts' tests (deb,
+//! release: run as root by scripts/test-release) are their own crates behind features.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,6 +1,7 @@
 //! What users copy out of the repository works where they put it: the CI example copied as
 //! deploy/ci/README.md says, and the Debian package's /etc/llm-canary/ as scripts/build-deb
-//! lays it out.
+//! lays it out. The CI examples' install steps run against the release artifacts, in
+//! tests/release.rs.
 
 use crate::common;
 
