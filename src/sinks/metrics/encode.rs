@@ -1,7 +1,11 @@
 //! The registry in Prometheus's text format: the whole of it for /metrics and a push, or one
 //! pair's series for /probe.
 
-use super::*;
+use prometheus::core::Collector;
+use prometheus::proto::LabelPair;
+use prometheus::{Encoder, TextEncoder};
+
+use super::Metrics;
 
 impl Metrics {
     /// One collector's families in the text format, with the agent's labels added (sorted)
