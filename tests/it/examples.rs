@@ -33,19 +33,6 @@ fn examples() -> Vec<PathBuf> {
     files
 }
 
-/// Copies the folder `from` into `to`, recursively.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let dest = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &dest);
-        } else {
-            std::fs::copy(&path, &dest).unwrap();
-        }
-    }
-}
 
 /// The config with every `base_url:` at the sim: the scenario its URL names (`/s/<scenario>/`),
 /// else `healthy`.
@@ -72,7 +59,7 @@ fn at_the_sim(config: &str, sim: &Sim) -> String {
 async fn every_example_passes_check_and_runs_against_the_sim() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = TempDir::new("examples");
-    copy_dir(&root().join("examples"), dir.path());
+    common::copy_dir(&root().join("examples"), dir.path());
     for example in examples() {
         let name = example.file_name().unwrap().to_str().unwrap().to_string();
 

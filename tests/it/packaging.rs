@@ -116,7 +116,7 @@ fn the_ci_example_needs_nothing_outside_its_folder() {
     // Copied alone, without the rest of the repository beside it, the config still loads.
     let repo = TempDir::new("ci-alone");
     let gate = repo.path().join("gate");
-    copy_dir(&root().join("deploy/ci"), &gate);
+    common::copy_dir(&root().join("deploy/ci"), &gate);
     let out = check_gate_config(repo.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for file in ["github-actions.yml", "gitlab-ci.yml"] {
@@ -137,9 +137,9 @@ fn the_packaged_config_is_valid_where_the_package_puts_it() {
         etc.path().join("llm-canary.yaml"),
     )
     .unwrap();
-    copy_dir(&root().join("probes"), &etc.path().join("probes"));
-    copy_dir(&root().join("prompts"), &etc.path().join("prompts"));
-    copy_dir(&root().join("schemas"), &etc.path().join("schemas"));
+    common::copy_dir(&root().join("probes"), &etc.path().join("probes"));
+    common::copy_dir(&root().join("prompts"), &etc.path().join("prompts"));
+    common::copy_dir(&root().join("schemas"), &etc.path().join("schemas"));
     let out = bin()
         .arg("check")
         .arg("-c")
@@ -154,16 +154,3 @@ fn the_packaged_config_is_valid_where_the_package_puts_it() {
     );
 }
 
-/// Copies the files of `from` (one level of folders deep, as these examples are) to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let dest = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &dest);
-        } else {
-            std::fs::copy(&path, &dest).unwrap();
-        }
-    }
-}
