@@ -33,7 +33,6 @@ fn examples() -> Vec<PathBuf> {
     files
 }
 
-
 /// The config with every `base_url:` at the sim: the scenario its URL names (`/s/<scenario>/`),
 /// else `healthy`.
 fn at_the_sim(config: &str, sim: &Sim) -> String {

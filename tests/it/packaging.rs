@@ -153,4 +153,3 @@ fn the_packaged_config_is_valid_where_the_package_puts_it() {
         text(&out.stdout)
     );
 }
-
