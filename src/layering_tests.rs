@@ -6,7 +6,7 @@
 //! items and the files they declare) is left out.
 //!
 //! cargo-modules (`cargo modules dependencies --acyclic`) draws the same graph through
-//! rust-analyzer; building it costs more than the crate itself on the two-core CI machine, so
+//! rust-analyzer, whose library crates it would build from source on every fresh CI machine, so
 //! this test reads the sources with `syn`, which the derive macros already bring.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
