@@ -138,13 +138,8 @@ pub(super) fn load_target(
         })?;
         headers.insert(name, value);
     }
-    let priority = super::priority::load_priority(
-        src,
-        at,
-        server,
-        t.priority,
-        t.priority_low_values_first,
-    )?;
+    let priority =
+        super::priority::load_priority(src, at, server, t.priority, t.priority_low_values_first)?;
     let slo = t
         .slo
         .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
@@ -283,9 +278,8 @@ mod tests {
     fn load_text(extra: &str) -> Target {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("key"), "sk-test").unwrap();
-        let text = format!(
-            "{{name: t, model: m, api_key_file: key, api: anthropic-messages, {extra}}}"
-        );
+        let text =
+            format!("{{name: t, model: m, api_key_file: key, api: anthropic-messages, {extra}}}");
         let src = Source {
             path: Path::new("t.yaml"),
             text: &text,
