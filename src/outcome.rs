@@ -149,6 +149,9 @@ pub enum HttpReason {
     NotFound,
     /// The prompt is over the model's context window (a 400 that says so).
     ContextLength,
+    /// The server refused the request's `priority` (a 400 whose message names it: vLLM
+    /// without priority scheduling).
+    PriorityUnsupported,
     /// Any other 4xx.
     BadRequest,
     /// Any other 5xx.
@@ -156,12 +159,13 @@ pub enum HttpReason {
 }
 
 impl HttpReason {
-    pub const ALL: [HttpReason; 7] = [
+    pub const ALL: [HttpReason; 8] = [
         HttpReason::RateLimited,
         HttpReason::Overloaded,
         HttpReason::Auth,
         HttpReason::NotFound,
         HttpReason::ContextLength,
+        HttpReason::PriorityUnsupported,
         HttpReason::BadRequest,
         HttpReason::ServerError,
     ];
@@ -173,6 +177,7 @@ impl HttpReason {
             HttpReason::Auth => "auth",
             HttpReason::NotFound => "not_found",
             HttpReason::ContextLength => "context_length",
+            HttpReason::PriorityUnsupported => "priority_unsupported",
             HttpReason::BadRequest => "bad_request",
             HttpReason::ServerError => "server_error",
         }

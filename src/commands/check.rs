@@ -57,6 +57,21 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             crate::daemon::scheduled_pairs(cfg).len()
         );
     }
+    for t in &cfg.targets {
+        let key = match t.key_header() {
+            Some(h) if h == "x-api-key" => "key in x-api-key, with anthropic-version".to_string(),
+            Some(h) if h == reqwest::header::AUTHORIZATION => {
+                "key as a bearer token in authorization".to_string()
+            }
+            Some(h) => format!("key in {h}"),
+            None if t.aws.is_some() => "requests signed with AWS SigV4".to_string(),
+            None => "no key".to_string(),
+        };
+        let _ = writeln!(s, "target {}: {key}", t.name);
+        if let Some(p) = t.priority {
+            let _ = writeln!(s, "  {}", p.describe());
+        }
+    }
     for p in &cfg.probes {
         let _ = writeln!(
             s,

@@ -18,6 +18,7 @@ mod maintenance;
 mod names;
 mod otlp;
 mod price;
+mod priority;
 mod probe;
 mod probe_files;
 mod prompt;
@@ -48,6 +49,7 @@ pub use maintenance::MaintenanceWindow;
 use names::{check_labels, check_name};
 pub use otlp::{OtlpSettings, Temporality};
 pub use price::{Budget, Price};
+pub use priority::Priority;
 #[cfg(test)]
 pub(crate) use probe::GateSpec;
 pub use probe::{Probe, Prompt, Timeouts};

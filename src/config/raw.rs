@@ -157,6 +157,15 @@ pub enum CacheBustValue {
     False,
 }
 
+/// `priority:` as written: a word (`lowest`, `highest`, `default`) or an integer, read in
+/// [`super::priority`].
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawPriority {
+    Value(i64),
+    Word(String),
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTarget {
@@ -169,7 +178,8 @@ pub struct RawTarget {
     pub api_key_env: Option<Spanned<String>>,
     pub api_key_file: Option<Spanned<String>>,
     pub headers: Option<Spanned<BTreeMap<String, String>>>,
-    pub priority: Option<Spanned<i64>>,
+    pub priority: Option<Spanned<RawPriority>>,
+    pub priority_low_values_first: Option<Spanned<bool>>,
     pub slo: Option<Spanned<super::slo::RawSlo>>,
     pub price: Option<super::price::RawPrice>,
     pub aws: Option<Spanned<super::aws::RawAws>>,

@@ -31,7 +31,8 @@ pub struct Target {
     /// What every request to the target carries: its configured headers and its key (marked
     /// sensitive, so it never prints).
     pub headers: reqwest::header::HeaderMap,
-    pub priority: Option<i64>,
+    /// `priority:`, read for the target's server kind.
+    pub priority: Option<super::Priority>,
     /// Objectives `rules` turns into burn-rate alerts (`slo:`).
     pub slo: Option<super::Slo>,
     /// What its tokens cost (`price:`), for `check`'s estimate.
@@ -50,6 +51,14 @@ impl Target {
                 .flatten()
         });
         self.api_key.iter().chain(aws)
+    }
+
+    /// The header its key goes in (the only sensitive one), for `check` to name.
+    pub fn key_header(&self) -> Option<&HeaderName> {
+        self.headers
+            .iter()
+            .find(|(_, v)| v.is_sensitive())
+            .map(|(k, _)| k)
     }
 
     /// `base_url` with `path` (`/chat/completions`, `/models` ...) appended.
@@ -110,14 +119,17 @@ pub(super) fn load_target(
         Some(h) => configured_headers(src, &at.key("headers"), h)?,
         None => HeaderMap::new(),
     };
-    if server == ServerKind::Anthropic {
+    // Anthropic's own host takes its key Anthropic's way whatever `server:` says; any other
+    // server speaking the same API (vLLM, llama.cpp) takes a bearer token unless told.
+    let anthropic_way = server == ServerKind::Anthropic || api.flavor().provider_host(&base_url);
+    if anthropic_way {
         headers.insert(
             "anthropic-version",
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
     }
     if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
-        let (name, value) = key_header(api, server, key).ok_or_else(|| {
+        let (name, value) = key_header(api, anthropic_way, key).ok_or_else(|| {
             src.err(
                 &field,
                 referenced,
@@ -126,15 +138,8 @@ pub(super) fn load_target(
         })?;
         headers.insert(name, value);
     }
-    if let Some(p) = &t.priority {
-        if !matches!(server, ServerKind::Vllm | ServerKind::Sglang) {
-            return Err(src.err(
-                &at.key("priority"),
-                p.referenced,
-                format!("server kind `{}` has no request priority: remove priority, or set server to vllm or sglang", server.as_str()),
-            ));
-        }
-    }
+    let priority =
+        super::priority::load_priority(src, at, server, t.priority, t.priority_low_values_first)?;
     let slo = t
         .slo
         .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
@@ -152,7 +157,7 @@ pub(super) fn load_target(
         labels,
         api_key,
         headers,
-        priority: t.priority.map(|p| p.value),
+        priority,
         slo,
         price,
         aws,
@@ -214,16 +219,16 @@ fn configured_headers(
 
 /// The header that carries `key`, marked sensitive: the API's own header when its flavor names
 /// one (Azure OpenAI's api-key, Gemini's x-goog-api-key), else Anthropic's own API takes it in
-/// x-api-key (with a version header), and every other server (vLLM and llama.cpp serving
+/// x-api-key (with a version header) when `anthropic_way`, and every other server (vLLM and llama.cpp serving
 /// /v1/messages too, and Bedrock with an API key in place of SigV4) takes a bearer token. `None`
 /// when the key cannot be a header value.
-fn key_header(api: Api, server: ServerKind, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
-    let (name, value) = match (api.flavor().key_header(), server) {
+fn key_header(api: Api, anthropic_way: bool, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
+    let (name, value) = match (api.flavor().key_header(), anthropic_way) {
         (Some(name), _) => (
             HeaderName::from_static(name),
             HeaderValue::from_str(key.expose()),
         ),
-        (None, ServerKind::Anthropic) => (
+        (None, true) => (
             HeaderName::from_static("x-api-key"),
             HeaderValue::from_str(key.expose()),
         ),
@@ -263,4 +268,38 @@ pub(super) fn target_names(
         }
     }
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A target with its key in a file beside the config, loaded.
+    fn load_text(extra: &str) -> Target {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("key"), "sk-test").unwrap();
+        let text =
+            format!("{{name: t, model: m, api_key_file: key, api: anthropic-messages, {extra}}}");
+        let src = Source {
+            path: Path::new("t.yaml"),
+            text: &text,
+        };
+        let raw: raw::RawTarget = src.parse().unwrap();
+        load_target(&src, &FieldPath::root(), raw, dir.path(), &BTreeMap::new()).unwrap()
+    }
+
+    #[test]
+    fn anthropics_own_host_takes_its_key_its_own_way_and_any_other_a_bearer_token() {
+        let own = load_text("base_url: https://api.anthropic.com/v1");
+        assert_eq!(own.key_header().map(HeaderName::as_str), Some("x-api-key"));
+        assert_eq!(own.headers["anthropic-version"], ANTHROPIC_VERSION);
+        let told = load_text("base_url: http://127.0.0.1:9/v1, server: anthropic");
+        assert_eq!(told.key_header().map(HeaderName::as_str), Some("x-api-key"));
+        let vllm = load_text("base_url: http://127.0.0.1:9/v1, server: vllm");
+        assert_eq!(
+            vllm.key_header().map(HeaderName::as_str),
+            Some("authorization")
+        );
+        assert!(!vllm.headers.contains_key("anthropic-version"));
+    }
 }

@@ -87,6 +87,9 @@ pub fn classify(status: u16, body: Option<&Value>, headers: &HeaderMap) -> HttpR
         if has(CONTEXT_CODES) || CONTEXT_PHRASES.iter().any(|p| message.contains(p)) {
             return HttpReason::ContextLength;
         }
+        if status == 400 && message.contains("priority") {
+            return HttpReason::PriorityUnsupported;
+        }
     }
     if status >= 500 {
         HttpReason::ServerError
@@ -165,6 +168,16 @@ mod tests {
     #[test]
     fn status_body_and_provider_words() {
         let cases: &[(u16, Value, HttpReason)] = &[
+            (
+                400,
+                json!({"object":"error","message":"Got priority 100 but Priority scheduling is not enabled.","type":"BadRequestError","param":null,"code":400}),
+                PriorityUnsupported,
+            ),
+            (
+                400,
+                json!({"error":{"message":"Got priority 1000000 but Priority scheduling is not enabled.","type":"BadRequestError","param":null,"code":400}}),
+                PriorityUnsupported,
+            ),
             (
                 429,
                 json!({"error":{"type":"rate_limit_error"}}),

@@ -115,6 +115,9 @@ impl Plan {
     }
 }
 
+/// What to do about a server that refused the `priority` field.
+const PRIORITY_ADVICE: &str = "the server does not take request priorities: start it with priority scheduling (vLLM: --scheduling-policy priority; SGLang: --enable-priority-scheduling), or remove priority: from the target";
+
 /// Looking for a certain loop costs a pass over the text: every this many content events.
 const LOOP_CHECK_EVERY: usize = 16;
 
@@ -332,6 +335,10 @@ impl Reader {
                 format!("HTTP {} {reason}", status.as_u16())
             } else {
                 format!("HTTP {} {reason}: {}", status.as_u16(), clip(&msg))
+            };
+            let error = match self.seen.http_reason {
+                Some(HttpReason::PriorityUnsupported) => format!("{error}; {PRIORITY_ADVICE}"),
+                _ => error,
             };
             return Err(fail(Outcome::HttpError, error));
         }

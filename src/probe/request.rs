@@ -79,7 +79,7 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
     if flavor.model_in_body() {
         body.insert("model".into(), json!(target.model));
     }
-    if let Some(p) = target.priority {
+    if let Some(p) = target.priority.and_then(|p| p.sends()) {
         body.insert("priority".into(), json!(p));
     }
     if bust == CacheBust::Auto {

@@ -26,6 +26,8 @@ pub(super) struct Generation {
     pub(super) include_usage: bool,
     pub(super) request_id: Option<String>,
     pub(super) authorization: Option<String>,
+    /// The body's `priority`, which the `vllm-default` scenario refuses when not 0.
+    pub(super) priority: Option<i64>,
     pub(super) cache: Hit,
     pub(super) t0: Instant,
 }

@@ -90,6 +90,19 @@ impl Generation {
                     json!({"error": {"message": msg, "type": ty, "code": code_field}}),
                 )
             }
+            // vLLM's own words and error shape (`ErrorResponse`), for any priority but 0.
+            Kind::VllmDefault if self.priority.is_some_and(|p| p != 0) => refuse(
+                400,
+                json!({"error": {
+                    "message": format!(
+                        "Got priority {} but Priority scheduling is not enabled.",
+                        self.priority.unwrap_or_default()
+                    ),
+                    "type": "BadRequestError",
+                    "param": null,
+                    "code": 400,
+                }}),
+            ),
             Kind::EchoAuth => {
                 let said = self.authorization.as_deref().unwrap_or("none");
                 refuse(

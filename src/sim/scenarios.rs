@@ -50,6 +50,8 @@ pub enum Kind {
     ToolCallWrong,
     ToolCallBadArgs,
     PrefixCacheBroken,
+    VllmDefault,
+    SglangDefault,
 }
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
@@ -125,6 +127,16 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "http-400",
         Kind::Http(400),
         "400 context_length_exceeded -> http_error, reason context_length",
+    ),
+    (
+        "vllm-default",
+        Kind::VllmDefault,
+        "as vLLM without --scheduling-policy priority: a non-zero priority is refused with its 400 \"Got priority N but Priority scheduling is not enabled.\", else healthy -> http_error, reason priority_unsupported",
+    ),
+    (
+        "sglang-default",
+        Kind::SglangDefault,
+        "as SGLang without --enable-priority-scheduling: any priority is taken and ignored (the request as received is kept for tests) -> ok",
     ),
     (
         "content-filter",

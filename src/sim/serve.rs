@@ -273,6 +273,7 @@ async fn completion(
             .header("authorization")
             .or_else(|| req.header("x-goog-api-key"))
             .map(str::to_string),
+        priority: body["priority"].as_i64(),
         cache: found.hit(),
         t0,
     };

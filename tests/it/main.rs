@@ -31,6 +31,7 @@ mod on_demand;
 mod otlp;
 mod outcomes;
 mod packaging;
+mod priority;
 mod probing_cost;
 mod remote_write;
 mod report;

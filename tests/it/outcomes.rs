@@ -39,6 +39,20 @@ const CASES: &[(&str, &str, &str, &str, &[&str])] = &[
     ("http-404", "http-404", "", "http_error", &["http_error"]),
     ("http-400", "http-400", "", "http_error", &["http_error"]),
     (
+        "vllm-default",
+        "vllm-default",
+        "server: vllm, priority: lowest",
+        "http_error",
+        &["http_error"],
+    ),
+    (
+        "sglang-default",
+        "sglang-default",
+        "server: sglang, priority: lowest",
+        "ok",
+        &[],
+    ),
+    (
         "http-429",
         "http-429",
         "api: openai-completions",
@@ -226,6 +240,7 @@ const REASONS: &[(&str, &str, bool)] = &[
     ("http-529", "overloaded", false),
     ("http-404", "not_found", false),
     ("http-400", "context_length", false),
+    ("vllm-default", "priority_unsupported", false),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

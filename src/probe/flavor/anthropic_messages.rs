@@ -10,6 +10,9 @@ use super::{chat_messages, error_message, text_of, Ask, Delta, Flavor, PrefixCac
 
 pub const PATH: &str = "/messages";
 
+/// Anthropic's own API, which takes its key in `x-api-key`, never as a bearer token.
+const HOST: &str = "api.anthropic.com";
+
 pub struct AnthropicMessages;
 
 impl Flavor for AnthropicMessages {
@@ -51,6 +54,10 @@ impl Flavor for AnthropicMessages {
 
     fn otel_provider(&self) -> &'static str {
         "anthropic"
+    }
+
+    fn provider_host(&self, base_url: &reqwest::Url) -> bool {
+        base_url.host_str() == Some(HOST)
     }
 }
 
@@ -185,6 +192,14 @@ pub fn whole(v: &Value) -> Delta {
 mod tests {
     use super::*;
     use crate::probe::flavor::{ask_of, messages, Role};
+
+    #[test]
+    fn only_anthropics_own_host_is_the_providers() {
+        let host = |u: &str| AnthropicMessages.provider_host(&reqwest::Url::parse(u).unwrap());
+        assert!(host("https://api.anthropic.com/v1"));
+        assert!(!host("https://api.anthropic.com.example.net/v1"));
+        assert!(!host("http://127.0.0.1:8000/v1"));
+    }
 
     #[test]
     fn a_cache_checks_prefix_is_marked_cacheable() {

@@ -136,6 +136,12 @@ pub trait Flavor: Sync {
         None
     }
 
+    /// Whether `base_url` is on the API's provider's own host, whose key goes the provider's
+    /// own way (Anthropic's `x-api-key` and version header) with no `server:` to say so.
+    fn provider_host(&self, _base_url: &reqwest::Url) -> bool {
+        false
+    }
+
     /// What signs the requests of a flavor whose requests AWS signs (SigV4); only its targets
     /// take `aws:`.
     fn aws_signer(&self) -> Option<Signer> {
