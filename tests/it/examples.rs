@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::{bin, output, root, TempDir};
 use llm_canary::testing::sim::bedrock::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
