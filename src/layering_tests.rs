@@ -146,7 +146,7 @@ fn tokens_paths(tokens: TokenStream, out: &mut Vec<Vec<String>>) {
         if starts {
             let mut path = vec![trees[i].to_string()];
             let mut j = i + 1;
-            while j + 2 < trees.len() + 1 {
+            loop {
                 let colons = matches!((trees.get(j), trees.get(j + 1)),
                     (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b))) if a.as_char() == ':' && b.as_char() == ':');
                 match (colons, trees.get(j + 2)) {

@@ -143,20 +143,20 @@ impl OtlpExporter {
     pub(super) fn start(self: &Arc<Self>, stop: &Stop) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
             tokio::spawn(export_loop(self.clone(), stop.clone())),
-            tokio::spawn(outbox::send_loop(
-                self.running.clone(),
-                self.client.clone(),
-                self.metrics_out.clone(),
+            outbox::spawn_sender(
+                &self.running,
+                &self.client,
+                &self.metrics_out,
                 metrics_routing,
-                stop.clone(),
-            )),
-            tokio::spawn(outbox::send_loop(
-                self.running.clone(),
-                self.client.clone(),
-                self.traces_out.clone(),
+                stop,
+            ),
+            outbox::spawn_sender(
+                &self.running,
+                &self.client,
+                &self.traces_out,
                 traces_routing,
-                stop.clone(),
-            )),
+                stop,
+            ),
         ]
     }
 

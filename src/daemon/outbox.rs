@@ -89,7 +89,24 @@ impl Outbox {
 }
 
 /// Drains `outbox` until `stop`, backing off while the receiver fails.
-pub(super) async fn send_loop(
+/// Starts `outbox`'s sender: the one task that sends what the outbox holds.
+pub(super) fn spawn_sender(
+    running: &Running,
+    client: &SinkClient,
+    outbox: &Arc<Outbox>,
+    routing: Routing,
+    stop: &Stop,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(send_loop(
+        running.clone(),
+        client.clone(),
+        outbox.clone(),
+        routing,
+        stop.clone(),
+    ))
+}
+
+async fn send_loop(
     running: Running,
     client: SinkClient,
     outbox: Arc<Outbox>,

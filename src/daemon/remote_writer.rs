@@ -56,13 +56,7 @@ impl RemoteWriter {
     pub(super) fn start(self: &Arc<Self>, stop: &Stop) -> Vec<tokio::task::JoinHandle<()>> {
         vec![
             tokio::spawn(sample_loop(self.clone(), stop.clone())),
-            tokio::spawn(outbox::send_loop(
-                self.running.clone(),
-                self.client.clone(),
-                self.outbox.clone(),
-                routing,
-                stop.clone(),
-            )),
+            outbox::spawn_sender(&self.running, &self.client, &self.outbox, routing, stop),
         ]
     }
 
