@@ -1,5 +1,5 @@
 //! The command line (docs/design.md's contract): run | once | gate | check | sim | demo |
-//! calibrate | judge | report | watch | mcp | rules.
+//! calibrate | judge | report | watch | mcp | rules | status-page.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,6 +69,12 @@ pub enum Command {
     /// Run a probe's checks on given text (a file, stdin, or JSON lines of `{"id", "text"}`)
     /// and print the verdict a run would give it; exit 0 if all ok, 1 if some failed.
     Judge(JudgeArgs),
+    /// One status page for a fleet of agents, read from the store they write to: each target
+    /// as seen from every location (the agents' `region` label), through Prometheus' HTTP API.
+    ///
+    /// It probes nothing: agents in each place probe and push or remote-write; this serves
+    /// `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz`.
+    StatusPage(StatusPageArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -274,6 +280,20 @@ pub struct GateArgs {
     pub summary: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatusPageArgs {
+    /// The Prometheus-compatible store the agents write to (Prometheus, VictoriaMetrics, Thanos
+    /// Query, Mimir's Prometheus API prefix): its `/api/v1/query` is read.
+    #[arg(long)]
+    pub prometheus: String,
+    /// The address the page listens on (host:port).
+    #[arg(long, default_value = "127.0.0.1:9466")]
+    pub listen: String,
+    /// How long one PromQL query may take (sent to the store as its `timeout` too).
+    #[arg(long, default_value = "10s", value_parser = wait_ready)]
+    pub query_timeout: Duration,
 }
 
 /// `--wait-ready` and `--since` in the config files' duration syntax.

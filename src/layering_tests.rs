@@ -446,6 +446,7 @@ const LAYERS: &[&[&str]] = &[
         "sim",
     ],
     &["daemon"],
+    &["fleet"],
     &["cli"],
     &["commands"],
     &["crate"],

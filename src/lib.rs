@@ -15,14 +15,15 @@
 //! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated);
 //! 4. `result` (the record), then `probe` (one run), then `runner` (pairs, concurrency);
 //! 5. `sinks`, `maintenance`, `summary`, `report`, `gate`, `calibrate`, `slo_rules`, `sim`;
-//! 6. `daemon`; then `cli` (the arguments, one struct per command); then `commands`, which
+//! 6. `daemon`, then `fleet` (which borrows the status page's look); then `cli` (the
+//!    arguments, one struct per command); then `commands`, which
 //!    each take theirs; [`run`] at the top.
 //!
 //! The public surface is [`cli`], [`run`] and [`init_tracing`], for the binary. `testing`
 //! (hidden) names what the benches, fuzz targets and integration tests drive; it is not an API.
 //!
 //! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report |
-//!   watch | mcp | rules).
+//!   watch | mcp | rules | status-page).
 //! - [`config`]: `llm-canary.yaml`, probe and prompt files; strict loading, errors with
 //!   file:line:column and field.
 //! - [`schedule`]: when a probe fires, one type for both kinds: cron expressions read once into
@@ -51,6 +52,9 @@
 //!   remote-write and OTLP loops and endpoints: the status page, JSON status and badges (`status` judges, `status_page`
 //!   renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
 //!   configured pair now), and the admin endpoints behind the token guard.
+//! - [`fleet`]: `status-page` — one page for a fleet of agents, read from the store they
+//!   write to through Prometheus' HTTP API (`query`), folded into targets with one row per
+//!   location and the alerts' N-of-M state (`model`), rendered with the status page's look.
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
 //!   queue), the results log, the status page's fixed-size history (rebuilt from the results
 //!   log at start), its states and their rule (`state`), and the incident detector
@@ -90,6 +94,7 @@ pub mod cli;
 mod commands;
 mod config;
 mod daemon;
+mod fleet;
 mod gate;
 mod listener;
 mod maintenance;

@@ -75,6 +75,16 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             mcp::mcp(cfg, &args).await
         }
         Command::Watch(args) => watch::watch(&args).await,
+        Command::StatusPage(args) => {
+            crate::fleet::serve(
+                &args.prometheus,
+                &args.listen,
+                args.query_timeout,
+                crate::util::terminate_signal(),
+            )
+            .await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report(args) => {
             let mut out = std::io::stdout().lock();
             report::report(&args, &mut out)

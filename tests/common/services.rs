@@ -14,6 +14,15 @@ pub struct Service {
 }
 
 impl Service {
+    /// A service the test started itself, listening on `port`, killed on drop.
+    pub fn from_child(child: Child, port: u16) -> Service {
+        Service {
+            child,
+            port,
+            _dir: None,
+        }
+    }
+
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }

@@ -478,9 +478,12 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
     let dir = TempDir::new("promyml");
     let rules =
         std::fs::read_to_string(root().join("deploy/prometheus/llm-canary.rules.yml")).unwrap();
+    let page_rules =
+        std::fs::read_to_string(root().join("deploy/prometheus/status-page.rules.yml")).unwrap();
     dir.write(&[
         ("prometheus.yml", &config),
         ("llm-canary.rules.yml", &rules),
+        ("status-page.rules.yml", &page_rules),
     ]);
     let checked = run(Command::new(binary("promtool", "prometheus"))
         .args(["check", "config"])
@@ -622,7 +625,12 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
         .map(|g| g["file"].as_str().unwrap_or_default())
         .collect();
     assert!(
-        !files.is_empty() && files.iter().all(|f| f.ends_with("/llm-canary.rules.yml")),
+        files.iter().any(|f| f.ends_with("/llm-canary.rules.yml"))
+            && files.iter().any(|f| f.ends_with("/status-page.rules.yml"))
+            && files
+                .iter()
+                .all(|f| f.ends_with("/llm-canary.rules.yml")
+                    || f.ends_with("/status-page.rules.yml")),
         "rule groups from {files:?}"
     );
     let v = api("/api/v1/alertmanagers".into()).await.unwrap();

@@ -19,6 +19,7 @@ mod deploy_fleet;
 mod deploy_kit;
 mod docs;
 mod examples;
+mod fleet_page;
 mod front_door;
 mod fuzz_regressions;
 mod gate;

@@ -26,7 +26,7 @@ const HOSTILE: &str =
     "HTTP 502: <script>alert('x')</script><img src=x onerror=alert(1)> & \"quotes\"";
 
 /// Headless Chromium with a fresh profile, killed after a minute at most.
-fn chromium(args: &[&str], url: &str) -> String {
+pub fn chromium(args: &[&str], url: &str) -> String {
     let bin = services::chromium();
     let profile = common::TempDir::new("chromium");
     let out = Command::new("timeout")

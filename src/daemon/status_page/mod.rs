@@ -22,7 +22,7 @@ const FAILURES_LISTED: usize = 20;
 const INCIDENTS_LISTED: usize = 20;
 
 /// `s` escaped for HTML text and quoted attribute values.
-fn esc(out: &mut String, s: &str) {
+pub fn esc(out: &mut String, s: &str) {
     // Writing into a String cannot fail.
     let _ = pulldown_cmark_escape::escape_html(&mut *out, s);
 }
@@ -67,7 +67,7 @@ pub fn percent(u: Option<f64>) -> String {
     u.map_or_else(|| "–".into(), |u| format!("{:.2}%", u * 100.0))
 }
 
-const STYLE: &str = "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;margin:0 24px 24px;color:#1f2328;background:#fff}\
+pub const STYLE: &str = "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;margin:0 24px 24px;color:#1f2328;background:#fff}\
 h1{font-size:20px;margin:16px 0 2px}h2{font-size:16px;margin:24px 0 8px}\
 .meta{color:#59636e;margin:0 0 12px}.meta a{color:#0969da}\
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #d1d9e0;vertical-align:middle}\
@@ -153,7 +153,7 @@ pub fn render(
     o
 }
 
-fn summary(states: &[State]) -> String {
+pub fn summary(states: &[State]) -> String {
     let mut o = String::from("<p class=\"summary\">");
     for s in [
         State::Up,

@@ -1,0 +1,158 @@
+//! `status-page`: one status page for a fleet of agents, read from the store they write to.
+//!
+//! The agents probe from their places and push or remote-write; this command probes nothing.
+//! It reads PromQL through the store's HTTP API (`query`), folds the answers into targets with
+//! one row per location and the N-of-M state of the shipped alerts (`model`), and renders the
+//! page (`page`). It serves `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz` behind
+//! the same hardened listener as the agent's endpoints; answers are kept for [`CACHE_FOR`], so a
+//! crowd of readers costs the store one set of queries every few seconds.
+
+mod model;
+mod page;
+mod query;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use crate::listener::{Door, Limits};
+use model::Fleet;
+use query::Client;
+
+/// How long one reading of the store is served before the next request reads it again.
+pub const CACHE_FOR: Duration = Duration::from_secs(5);
+/// Open connections at most: a public page behind a proxy needs few.
+const MAX_CONNECTIONS: usize = 256;
+
+const TEXT: &str = "text/plain; charset=utf-8";
+const JSON: &str = "application/json";
+const HTML: &str = "text/html; charset=utf-8";
+
+/// The last reading: when, and the fleet or the one-sentence reason there is none.
+type Reading = Arc<Result<Fleet, String>>;
+
+struct Page {
+    client: Client,
+    last: Mutex<Option<(Instant, Reading)>>,
+}
+
+impl Page {
+    /// The fleet as read at most [`CACHE_FOR`] ago; one request reads the store while the
+    /// others wait for its answer.
+    async fn fleet(&self) -> Reading {
+        let mut last = self.last.lock().await;
+        if let Some((at, r)) = last.as_ref() {
+            if at.elapsed() < CACHE_FOR {
+                return r.clone();
+            }
+        }
+        let r = Arc::new(
+            model::read(&self.client, jiff::Timestamp::now())
+                .await
+                .map_err(|e| e.to_string()),
+        );
+        if let Err(e) = r.as_ref() {
+            tracing::warn!(error = %e, "the fleet page could not read the store");
+        }
+        *last = Some((Instant::now(), r.clone()));
+        r
+    }
+}
+
+/// Serves the page on `listen`, reading the store at `prometheus` with queries of at most
+/// `query_timeout`, until `shutdown` completes.
+pub async fn serve(
+    prometheus: &str,
+    listen: &str,
+    query_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let client = Client::new(prometheus, query_timeout).map_err(anyhow::Error::msg)?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (--listen): {e}"))?;
+    let door = Door::new(listener, Limits::with_cap(MAX_CONNECTIONS));
+    tracing::info!(addr = %door.local_addr()?, store = client.base(), "serving the fleet status page");
+    let page = Arc::new(Page {
+        client,
+        last: Mutex::new(None),
+    });
+    tokio::select! {
+        () = accept(door, page) => {}
+        () = shutdown => tracing::info!("shutting down"),
+    }
+    Ok(())
+}
+
+async fn accept(door: Door, page: Arc<Page>) {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(door.limits().header_timeout)
+        .max_buf_size(16 * 1024);
+    loop {
+        let (sock, slot) = door.accept().await;
+        let page = page.clone();
+        let service = service_fn(move |req| {
+            let page = page.clone();
+            async move { Ok::<_, Infallible>(route(&req, &page).await) }
+        });
+        let conn = http.serve_connection(TokioIo::new(sock), service);
+        tokio::spawn(async move {
+            let peer = slot.peer();
+            if let Some(Err(e)) = slot.run(conn).await {
+                tracing::debug!(%peer, error = %e, "page connection ended with an error");
+            }
+        });
+    }
+}
+
+async fn route(req: &Request<Incoming>, page: &Page) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            TEXT,
+            "only GET is served\n".to_string(),
+        );
+    }
+    match req.uri().path() {
+        "/healthz" => reply(StatusCode::OK, TEXT, "ok\n".to_string()),
+        path @ ("/" | "/api/v1/fleet") => match page.fleet().await.as_ref() {
+            Ok(f) if path == "/" => reply(StatusCode::OK, HTML, page::render(f)),
+            Ok(f) => match serde_json::to_string(f) {
+                Ok(body) => reply(StatusCode::OK, JSON, body),
+                Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("{e}\n")),
+            },
+            Err(e) => reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                TEXT,
+                format!("The fleet status is unavailable: {e}\n"),
+            ),
+        },
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            TEXT,
+            "not found: this page serves /, /api/v1/fleet and /healthz\n".to_string(),
+        ),
+    }
+}
+
+fn reply(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}

@@ -1,0 +1,359 @@
+//! The fleet as the page shows it: the PromQL each figure comes from, and the fold of the
+//! answers into targets, each with one row per location and the N-of-M state the shipped
+//! alerts use (deploy/prometheus/llm-canary.rules.yml, `LLMCanaryTargetFailingFromLocations`).
+//!
+//! A location is the agents' `region` label (`agent.labels.region`); series without one are no
+//! location, as in the alerts. The current state reads the raw series over 3 minutes (the
+//! alerts' own expression, cheap); uptime over 24 h, 7 d and 90 d reads the recording rules of
+//! deploy/prometheus/status-page.rules.yml, one sample a minute per (target, location) instead
+//! of every run's counters.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::query::{Client, QueryError, Sample};
+use crate::sinks::state::State;
+
+/// The label that names a location.
+pub const LOCATION: &str = "region";
+/// Under this success ratio over 3 minutes a location fails the target: the alerts' threshold.
+pub const FAILING_BELOW: f64 = 0.5;
+/// From this many failing locations a target is down (fewer: degraded): the alerts' N.
+pub const DOWN_FROM: usize = 2;
+
+/// Each location's success ratio over the last 3 minutes (the recorded
+/// `llm_canary:target_location_success:ratio_rate3m`, evaluated here from the raw counters).
+const SUCCESS_3M: &str = r#"(sum by (target, region) (rate(llm_canary_probe_runs_total{outcome="ok",region!=""}[3m])) or sum by (target, region) (rate(llm_canary_probe_runs_total{region!=""}[3m])) * 0) / (sum by (target, region) (rate(llm_canary_probe_runs_total{region!=""}[3m])) > 0)"#;
+const LAST_RUN: &str =
+    r#"max by (target, region, model) (llm_canary_last_run_timestamp_seconds{region!=""})"#;
+const LAST_SUCCESS: &str =
+    r#"max by (target, region) (llm_canary_last_success_timestamp_seconds{region!=""})"#;
+const TTFT_P95_1H: &str = r#"histogram_quantile(0.95, sum by (target, region, le) (rate(llm_canary_ttft_seconds_bucket{region!=""}[1h])))"#;
+const MAINTENANCE: &str = r#"max by (target) (llm_canary_maintenance) == 1"#;
+const FAILURES_24H: &str = r#"sum by (target, region, probe, outcome) (increase(llm_canary_probe_runs_total{outcome!="ok",region!=""}[24h])) > 0"#;
+
+/// The uptime windows the page shows, with the range each reads the recorded series over.
+pub const WINDOWS: [(&str, &str); 3] = [("24h", "24h"), ("7d", "7d"), ("90d", "90d")];
+
+/// Uptime over `range`: failed runs over runs, both from the recorded 5-minute increases.
+/// Every evaluation counts the runs of its 5 minutes, so each run is counted as many times as
+/// the rule is evaluated in 5 minutes: the same factor above and below the bar.
+fn uptime_query(range: &str) -> String {
+    format!(
+        "1 - sum by (target, region) (sum_over_time(llm_canary:target_location_failures:increase5m[{range}])) \
+         / (sum by (target, region) (sum_over_time(llm_canary:target_location_runs:increase5m[{range}])) > 0)"
+    )
+}
+
+/// One location's view of one target.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Location {
+    pub location: String,
+    pub state: State,
+    /// Runs that succeeded over the last 3 minutes, 0..1; none without runs in them.
+    pub success_ratio_3m: Option<f64>,
+    pub uptime_24h: Option<f64>,
+    pub uptime_7d: Option<f64>,
+    pub uptime_90d: Option<f64>,
+    /// TTFT p95 over the last hour, from the histogram's buckets (an estimate within a bucket).
+    pub ttft_p95_seconds: Option<f64>,
+    pub last_run: Option<Timestamp>,
+    pub last_success: Option<Timestamp>,
+}
+
+/// Failed runs of one (location, probe, outcome) over the last 24 hours.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Failures {
+    pub location: String,
+    pub probe: String,
+    pub outcome: String,
+    /// The store's `increase` over 24 h: Prometheus extrapolates it, so it may not be whole.
+    pub runs_24h: f64,
+}
+
+/// One target as seen from every location.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Target {
+    pub target: String,
+    pub model: String,
+    pub state: State,
+    pub locations_failing: usize,
+    pub locations: Vec<Location>,
+    pub failures: Vec<Failures>,
+}
+
+/// What the page shows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Fleet {
+    pub generated_at: Timestamp,
+    pub source: String,
+    pub targets: Vec<Target>,
+}
+
+/// A location's state from its success ratio over 3 minutes.
+pub fn location_state(ratio: Option<f64>, in_maintenance: bool) -> State {
+    match ratio {
+        _ if in_maintenance => State::Maintenance,
+        None => State::Pending,
+        Some(r) if r < FAILING_BELOW => State::Down,
+        Some(r) if r >= 1.0 => State::Up,
+        Some(_) => State::Degraded,
+    }
+}
+
+/// A target's state from its locations' states, the N-of-M rule of the shipped alerts: down
+/// when at least [`DOWN_FROM`] locations fail it (or its only location does), degraded when one
+/// of several does or some location sees some runs fail, up when every location sees all succeed.
+pub fn target_state(locations: &[State], in_maintenance: bool) -> State {
+    let judged: Vec<State> = locations
+        .iter()
+        .copied()
+        .filter(|s| *s != State::Pending)
+        .collect();
+    let failing = judged.iter().filter(|s| **s == State::Down).count();
+    if in_maintenance {
+        State::Maintenance
+    } else if judged.is_empty() {
+        State::Pending
+    } else if failing >= DOWN_FROM || failing == judged.len() {
+        State::Down
+    } else if judged.iter().all(|s| *s == State::Up) {
+        State::Up
+    } else {
+        State::Degraded
+    }
+}
+
+/// The rules the page lists under "How states are decided".
+pub const RULES: [(&str, &str); 5] = [
+    ("up", "every location's runs of the target succeeded over the last 3 minutes"),
+    ("degraded", "one location fails the target (under 50% of its runs ok over 3 minutes) while others reach it, or some location sees some runs fail"),
+    ("down", "two or more locations fail the target, or its only location does: the rule of the LLMCanaryTargetFailingFromLocations alert"),
+    ("maintenance", "the target is in a maintenance window (llm_canary_maintenance is 1)"),
+    ("pending", "no location ran the target in the last 3 minutes"),
+];
+
+/// Reads every figure from the store at once and folds them into the fleet.
+pub async fn read(client: &Client, now: Timestamp) -> Result<Fleet, QueryError> {
+    let uptime: Vec<String> = WINDOWS
+        .iter()
+        .map(|(_, range)| uptime_query(range))
+        .collect();
+    let (success, last_run, last_success, ttft, maintenance, failures, up) = tokio::try_join!(
+        client.vector(SUCCESS_3M),
+        client.vector(LAST_RUN),
+        client.vector(LAST_SUCCESS),
+        client.vector(TTFT_P95_1H),
+        client.vector(MAINTENANCE),
+        client.vector(FAILURES_24H),
+        futures_util::future::try_join_all(uptime.iter().map(|q| client.vector(q))),
+    )?;
+    Ok(fold(
+        Answers {
+            success,
+            last_run,
+            last_success,
+            ttft,
+            maintenance,
+            failures,
+            uptime: up,
+        },
+        client.base(),
+        now,
+    ))
+}
+
+/// The store's answers, one vector a query.
+pub struct Answers {
+    pub success: Vec<Sample>,
+    pub last_run: Vec<Sample>,
+    pub last_success: Vec<Sample>,
+    pub ttft: Vec<Sample>,
+    pub maintenance: Vec<Sample>,
+    pub failures: Vec<Sample>,
+    /// One vector per [`WINDOWS`] entry.
+    pub uptime: Vec<Vec<Sample>>,
+}
+
+type Key = (String, String);
+
+fn by_location(samples: &[Sample]) -> BTreeMap<Key, f64> {
+    samples
+        .iter()
+        .filter(|s| s.value.is_finite())
+        .map(|s| {
+            (
+                (s.label("target").to_string(), s.label(LOCATION).to_string()),
+                s.value,
+            )
+        })
+        .collect()
+}
+
+fn timestamp(v: Option<&f64>) -> Option<Timestamp> {
+    v.and_then(|s| Timestamp::from_duration(jiff::SignedDuration::try_from_secs_f64(*s).ok()?).ok())
+}
+
+/// The answers as targets (by name) with their locations (by name) and failures (most first).
+pub fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
+    let success = by_location(&a.success);
+    let last_run = by_location(&a.last_run);
+    let last_success = by_location(&a.last_success);
+    let ttft = by_location(&a.ttft);
+    let uptime: Vec<BTreeMap<Key, f64>> = a.uptime.iter().map(|u| by_location(u)).collect();
+    let held: std::collections::BTreeSet<&str> =
+        a.maintenance.iter().map(|s| s.label("target")).collect();
+    let mut models: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in &a.last_run {
+        models.entry(s.label("target")).or_insert(s.label("model"));
+    }
+    // Every (target, location) that ran within the store's lookback or over the last 3 minutes.
+    let keys: std::collections::BTreeSet<&Key> = last_run.keys().chain(success.keys()).collect();
+    let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+    for key in keys {
+        let (target, location) = key;
+        let in_maintenance = held.contains(target.as_str());
+        let ratio = success.get(key).copied();
+        let window = |i: usize| uptime.get(i).and_then(|u| u.get(key)).copied();
+        let t = targets.entry(target.clone()).or_insert_with(|| Target {
+            target: target.clone(),
+            model: models
+                .get(target.as_str())
+                .copied()
+                .unwrap_or("")
+                .to_string(),
+            state: State::Pending,
+            locations_failing: 0,
+            locations: Vec::new(),
+            failures: Vec::new(),
+        });
+        t.locations.push(Location {
+            location: location.clone(),
+            state: location_state(ratio, in_maintenance),
+            success_ratio_3m: ratio,
+            uptime_24h: window(0),
+            uptime_7d: window(1),
+            uptime_90d: window(2),
+            ttft_p95_seconds: ttft.get(key).copied(),
+            last_run: timestamp(last_run.get(key)),
+            last_success: timestamp(last_success.get(key)),
+        });
+    }
+    for s in &a.failures {
+        if let Some(t) = targets.get_mut(s.label("target")) {
+            t.failures.push(Failures {
+                location: s.label(LOCATION).to_string(),
+                probe: s.label("probe").to_string(),
+                outcome: s.label("outcome").to_string(),
+                runs_24h: s.value,
+            });
+        }
+    }
+    for t in targets.values_mut() {
+        let states: Vec<State> = t.locations.iter().map(|l| l.state).collect();
+        t.locations_failing = states.iter().filter(|s| **s == State::Down).count();
+        t.state = target_state(&states, held.contains(t.target.as_str()));
+        t.failures.sort_by(|a, b| {
+            b.runs_24h.total_cmp(&a.runs_24h).then_with(|| {
+                (&a.location, &a.probe, &a.outcome).cmp(&(&b.location, &b.probe, &b.outcome))
+            })
+        });
+    }
+    Fleet {
+        generated_at: now,
+        source: source.to_string(),
+        targets: targets.into_values().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_failing_location_of_several_degrades_two_take_the_target_down() {
+        use State::{Degraded, Down, Pending, Up};
+        assert_eq!(target_state(&[Up, Up, Up], false), Up);
+        assert_eq!(target_state(&[Down, Up, Up], false), Degraded);
+        assert_eq!(target_state(&[Down, Down, Up], false), Down);
+        assert_eq!(target_state(&[Down], false), Down);
+        assert_eq!(target_state(&[Degraded, Up], false), Degraded);
+        assert_eq!(target_state(&[Down, Pending, Up], false), Degraded);
+        assert_eq!(target_state(&[Pending], false), Pending);
+        assert_eq!(target_state(&[Down, Down], true), State::Maintenance);
+    }
+
+    #[test]
+    fn a_location_fails_under_half_its_runs_ok() {
+        assert_eq!(location_state(Some(0.49), false), State::Down);
+        assert_eq!(location_state(Some(0.5), false), State::Degraded);
+        assert_eq!(location_state(Some(1.0), false), State::Up);
+        assert_eq!(location_state(None, false), State::Pending);
+        assert_eq!(location_state(Some(0.0), true), State::Maintenance);
+    }
+
+    fn s(labels: &[(&str, &str)], value: f64) -> Sample {
+        Sample {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            value,
+        }
+    }
+
+    #[test]
+    fn answers_fold_into_one_row_per_location() {
+        let loc = |t: &str, r: &str, v: f64| s(&[("target", t), ("region", r)], v);
+        let a = Answers {
+            success: vec![
+                loc("t", "eu", 1.0),
+                loc("t", "us", 0.0),
+                loc("t", "ap", 1.0),
+            ],
+            last_run: vec![
+                s(&[("target", "t"), ("region", "eu"), ("model", "m")], 1.7e9),
+                s(&[("target", "t"), ("region", "us"), ("model", "m")], 1.7e9),
+            ],
+            last_success: vec![loc("t", "eu", 1.7e9)],
+            ttft: vec![loc("t", "eu", 0.25), loc("t", "us", f64::NAN)],
+            maintenance: vec![],
+            failures: vec![
+                s(
+                    &[
+                        ("target", "t"),
+                        ("region", "us"),
+                        ("probe", "p"),
+                        ("outcome", "http_error"),
+                    ],
+                    3.0,
+                ),
+                s(
+                    &[
+                        ("target", "t"),
+                        ("region", "us"),
+                        ("probe", "p"),
+                        ("outcome", "timeout"),
+                    ],
+                    9.0,
+                ),
+            ],
+            uptime: vec![vec![loc("t", "us", 0.5)], vec![], vec![]],
+        };
+        let f = fold(a, "http://prom", Timestamp::UNIX_EPOCH);
+        assert_eq!(f.targets.len(), 1);
+        let t = &f.targets[0];
+        assert_eq!(
+            (t.state, t.locations_failing, t.model.as_str()),
+            (State::Degraded, 1, "m")
+        );
+        let names: Vec<&str> = t.locations.iter().map(|l| l.location.as_str()).collect();
+        assert_eq!(names, ["ap", "eu", "us"]);
+        assert_eq!(t.locations[1].ttft_p95_seconds, Some(0.25));
+        assert_eq!(t.locations[2].ttft_p95_seconds, None, "NaN is no figure");
+        assert_eq!(t.locations[2].uptime_24h, Some(0.5));
+        assert_eq!(t.failures[0].outcome, "timeout", "most failures first");
+    }
+}

@@ -1,0 +1,205 @@
+//! The fleet page (`GET /`): the single-agent status page's look (its style sheet, escaping
+//! and summary), one self-contained HTML document that refreshes itself, with each target's
+//! rows one per location. Every text that came from the store is escaped.
+
+use std::fmt::Write;
+
+use jiff::Timestamp;
+
+use super::model::{Fleet, Location, Target, RULES};
+use crate::daemon::status_page::{esc, ms, percent, summary, when, REFRESH_SECONDS, STYLE};
+
+/// The page's own additions to the shared style sheet.
+const FLEET_STYLE: &str = "td.loc{padding-left:20px}";
+
+/// The whole page.
+pub fn render(f: &Fleet) -> String {
+    let mut o = String::with_capacity(8 * 1024 + f.targets.len() * 2048);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>llm-canary fleet status</title><style>{STYLE}{FLEET_STYLE}</style></head><body>\n\
+         <h1>llm-canary fleet status</h1><p class=\"meta\">Generated <span id=\"generated\">{}</span> from ",
+        when(f.generated_at)
+    );
+    esc(&mut o, &f.source);
+    let _ = writeln!(
+        o,
+        "; refreshes every {REFRESH_SECONDS} s · <a href=\"/api/v1/fleet\">JSON</a> · <a href=\"#failures\">failures</a></p>"
+    );
+    let states: Vec<_> = f.targets.iter().map(|t| t.state).collect();
+    o.push_str(&summary(&states));
+    o.push_str(
+        "<table class=\"fleet\"><thead><tr><th>Location</th><th>State</th>\
+         <th>Uptime&nbsp;24&nbsp;h</th><th>7&nbsp;d</th><th>90&nbsp;d</th>\
+         <th>TTFT p95, last hour</th><th>Last run</th><th>Last success</th></tr></thead><tbody>\n",
+    );
+    if f.targets.is_empty() {
+        o.push_str("<tr><td colspan=\"8\"><small>No agent with a <code>region</code> label has written runs to this store yet.</small></td></tr>\n");
+    }
+    for t in &f.targets {
+        target_rows(&mut o, t);
+    }
+    o.push_str("</tbody></table>\n");
+    failures(&mut o, &f.targets);
+    o.push_str("<h2>How states are decided</h2><ul class=\"rules\">");
+    for (name, rule) in RULES {
+        let _ = write!(
+            o,
+            "<li><span class=\"state {name}\">{name}</span> {rule}</li>"
+        );
+    }
+    o.push_str(
+        "</ul><p class=\"sub\">A location is the agents' <code>region</code> label. Uptime: the \
+         share of runs that succeeded over the window, from the recording rules of \
+         status-page.rules.yml; a dash where the store holds none.</p></body></html>\n",
+    );
+    o
+}
+
+fn target_rows(o: &mut String, t: &Target) {
+    let state = t.state.as_str();
+    o.push_str("<tr class=\"target\" data-target=\"");
+    esc(o, &t.target);
+    let _ = write!(o, "\" data-state=\"{state}\"><th colspan=\"8\">");
+    esc(o, &t.target);
+    o.push_str(" <small>");
+    esc(o, &t.model);
+    let _ = write!(
+        o,
+        "</small> <span class=\"state {state}\">{state}</span> <small class=\"failing\">{} of {} locations failing</small></th></tr>\n",
+        t.locations_failing,
+        t.locations.len()
+    );
+    for l in &t.locations {
+        location_row(o, &t.target, l);
+    }
+}
+
+fn location_row(o: &mut String, target: &str, l: &Location) {
+    let state = l.state.as_str();
+    o.push_str("<tr class=\"location\" data-target=\"");
+    esc(o, target);
+    o.push_str("\" data-location=\"");
+    esc(o, &l.location);
+    let _ = write!(o, "\" data-state=\"{state}\"><td class=\"loc\">");
+    esc(o, &l.location);
+    let _ = write!(
+        o,
+        "</td><td><span class=\"state {state}\">{state}</span><br><small class=\"recent\">{} ok over 3 min</small></td>",
+        percent(l.success_ratio_3m)
+    );
+    for (window, u) in [
+        ("24h", l.uptime_24h),
+        ("7d", l.uptime_7d),
+        ("90d", l.uptime_90d),
+    ] {
+        let _ = write!(
+            o,
+            "<td class=\"uptime num\" data-window=\"{window}\">{}</td>",
+            percent(u)
+        );
+    }
+    let _ = write!(
+        o,
+        "<td class=\"num ttft-p95\">{}</td>",
+        l.ttft_p95_seconds
+            .map_or_else(|| "–".to_string(), |s| ms(s * 1000.0))
+    );
+    time_cell(o, "last-run", l.last_run);
+    time_cell(o, "last-success", l.last_success);
+    o.push_str("</tr>\n");
+}
+
+/// A time, the clock first and the date below it, so the column stays narrow.
+fn time_cell(o: &mut String, class: &str, t: Option<Timestamp>) {
+    let _ = write!(o, "<td class=\"num {class}\">");
+    match t {
+        Some(t) => {
+            let full = when(t);
+            let (date, time) = full.split_once('T').unwrap_or(("", &full));
+            let _ = write!(
+                o,
+                "<span title=\"{full}\">{time}</span><br><small>{date}</small>"
+            );
+        }
+        None => o.push_str("<small>never</small>"),
+    }
+    o.push_str("</td>");
+}
+
+fn failures(o: &mut String, targets: &[Target]) {
+    o.push_str("<h2 id=\"failures\">Failures, last 24 hours</h2>");
+    let rows: Vec<_> = targets
+        .iter()
+        .flat_map(|t| t.failures.iter().map(move |f| (&t.target, f)))
+        .collect();
+    if rows.is_empty() {
+        o.push_str("<p class=\"sub\">No failed run in the last 24 hours.</p>\n");
+        return;
+    }
+    o.push_str("<table class=\"failures\"><thead><tr><th>Target</th><th>Location</th><th>Probe</th><th>Outcome</th><th>Failed runs</th></tr></thead><tbody>\n");
+    for (target, f) in rows {
+        o.push_str("<tr class=\"failure\"><td>");
+        esc(o, target);
+        o.push_str("</td><td>");
+        esc(o, &f.location);
+        o.push_str("</td><td>");
+        esc(o, &f.probe);
+        o.push_str("</td><td><code>");
+        esc(o, &f.outcome);
+        let _ = writeln!(
+            o,
+            "</code></td><td class=\"num\">{:.0}</td></tr>",
+            f.runs_24h
+        );
+    }
+    o.push_str("</tbody></table>\n<p class=\"sub\">Counts are the store's <code>increase</code> over 24 hours (Prometheus extrapolates it to the window's edges).</p>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::model::Failures;
+    use crate::sinks::state::State;
+
+    #[test]
+    fn names_from_the_store_are_escaped() {
+        let hostile = "<script>alert(1)</script>";
+        let f = Fleet {
+            generated_at: Timestamp::UNIX_EPOCH,
+            source: "http://prom".into(),
+            targets: vec![Target {
+                target: hostile.into(),
+                model: hostile.into(),
+                state: State::Degraded,
+                locations_failing: 1,
+                locations: vec![Location {
+                    location: hostile.into(),
+                    state: State::Down,
+                    success_ratio_3m: Some(0.0),
+                    uptime_24h: Some(0.5),
+                    uptime_7d: None,
+                    uptime_90d: None,
+                    ttft_p95_seconds: Some(0.3),
+                    last_run: Some(Timestamp::UNIX_EPOCH),
+                    last_success: None,
+                }],
+                failures: vec![Failures {
+                    location: hostile.into(),
+                    probe: hostile.into(),
+                    outcome: hostile.into(),
+                    runs_24h: 3.0,
+                }],
+            }],
+        };
+        let page = render(&f);
+        assert!(!page.contains(hostile), "{page}");
+        assert!(page.contains("&lt;script&gt;"));
+        assert!(page.contains("data-state=\"degraded\""));
+        assert!(page.contains("1 of 1 locations failing"));
+        assert!(page.contains(">50.00%<") && page.contains(">300 ms<"));
+    }
+}

@@ -1,0 +1,360 @@
+//! `status-page --prometheus URL`, the fleet page, against real stores: three agents (real
+//! processes) labelled with three regions probe three targets on the sim and remote-write to a
+//! real Prometheus (the page's recording rules evaluated by it), then to VictoriaMetrics (the
+//! rules evaluated by vmalert). One target fails from one location, another from two: the page
+//! (a real process) shows them degraded and down, every location in its row, and headless
+//! Chromium renders it; the screenshot is saved to `target/fleet-page.png`.
+
+use crate::common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::daemon::Daemon;
+use common::services::{self, binary, eventually, get, Service};
+use common::{root, TempDir};
+use llm_canary::testing::sim::Sim;
+use serde_json::Value;
+
+const PROBE: &str = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 16\ntimeouts: {connect: 1s, ttft: 2s, stall: 2s, total: 3s}\nchecks: {expect: \"(?i)paris\"}\n";
+const REGIONS: [&str; 3] = ["ap", "eu", "us"];
+
+/// Which region serves which target a failing scenario: `steady` nowhere, `one-down` from ap,
+/// `two-down` from ap and us.
+fn scenario(target: &str, region: &str) -> &'static str {
+    match (target, region) {
+        ("one-down", "ap") | ("two-down", "ap" | "us") => "http-500",
+        _ => "healthy",
+    }
+}
+
+/// One agent in `region`, remote-writing to `write_url` every 500 ms.
+fn agent(sim: &Sim, region: &str, write_url: &str) -> Daemon {
+    let port = services::free_port();
+    let mut yaml = format!(
+        "agent:\n  name: canary-{region}\n  labels: {{region: {region}}}\n  listen: 127.0.0.1:{port}\n\
+         remote_write:\n  url: \"{write_url}\"\n  interval: 500ms\n  timeout: 2s\ntargets:\n"
+    );
+    for target in ["steady", "one-down", "two-down"] {
+        yaml.push_str(&format!(
+            "  - {{name: {target}, base_url: \"{}\", model: m-7b}}\n",
+            sim.base_url(scenario(target, region))
+        ));
+    }
+    Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    )
+}
+
+/// `llm-canary status-page` as a child process, killed on drop.
+struct Page {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Page {
+    async fn start(store: &str) -> Page {
+        let port = services::free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .args([
+                "status-page",
+                "--prometheus",
+                store,
+                "--query-timeout",
+                "5s",
+            ])
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the status page");
+        let page = Page { child, port };
+        services::wait_ready(&page.url("/healthz"), Duration::from_secs(20)).await;
+        page
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// The page's recording rules, evaluated every second.
+fn rules(dir: &TempDir) -> std::path::PathBuf {
+    services::rules_every(
+        &root().join("deploy/prometheus/status-page.rules.yml"),
+        "1s",
+        dir,
+    )
+}
+
+/// Waits until the page's JSON shows each target in the state the faults give it, with each
+/// location's state and its 24-hour uptime from the recorded series; returns that JSON.
+async fn settled(page: &Page) -> Value {
+    eventually(
+        "the fleet page to show steady up, one-down degraded and two-down down, with uptimes",
+        Duration::from_secs(90),
+        || async {
+            let v: Value = serde_json::from_str(&get(&page.url("/api/v1/fleet")).await).ok()?;
+            let targets = v["targets"].as_array()?;
+            let names: Vec<&str> = targets
+                .iter()
+                .filter_map(|t| t["target"].as_str())
+                .collect();
+            (names == ["one-down", "steady", "two-down"]).then_some(())?;
+            for t in targets {
+                let name = t["target"].as_str()?;
+                let locations = t["locations"].as_array()?;
+                let regions: Vec<&str> = locations
+                    .iter()
+                    .filter_map(|l| l["location"].as_str())
+                    .collect();
+                (regions == REGIONS).then_some(())?;
+                for l in locations {
+                    let region = l["location"].as_str()?;
+                    let failing = scenario(name, region) != "healthy";
+                    let want = if failing { "down" } else { "up" };
+                    (l["state"] == want).then_some(())?;
+                    let uptime = l["uptime_24h"].as_f64()?;
+                    // Every run from a failing location fails; none from a healthy one.
+                    (if failing {
+                        uptime < 0.01
+                    } else {
+                        uptime > 0.99
+                    })
+                    .then_some(())?;
+                }
+            }
+            Some(v)
+        },
+    )
+    .await
+}
+
+fn check(v: &Value) {
+    let target = |name: &str| {
+        v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["target"] == name)
+            .unwrap()
+            .clone()
+    };
+    for (name, state, failing) in [
+        ("steady", "up", 0),
+        ("one-down", "degraded", 1),
+        ("two-down", "down", 2),
+    ] {
+        let t = target(name);
+        assert_eq!(t["state"], state, "{name}: {t}");
+        assert_eq!(t["locations_failing"], failing, "{name}: {t}");
+        assert_eq!(t["model"], "m-7b", "{t}");
+        for l in t["locations"].as_array().unwrap() {
+            let region = l["location"].as_str().unwrap();
+            let healthy = scenario(name, region) == "healthy";
+            assert!(l["last_run"].is_string(), "{name} from {region}: {l}");
+            // The sim answers healthy requests in well under a second.
+            if healthy {
+                assert!(l["last_success"].is_string(), "{name} from {region}: {l}");
+                let p95 = l["ttft_p95_seconds"].as_f64().unwrap();
+                assert!(p95 > 0.0 && p95 < 1.0, "{name} from {region}: {l}");
+                assert_eq!(l["success_ratio_3m"], 1.0, "{l}");
+            } else {
+                assert_eq!(l["success_ratio_3m"], 0.0, "{l}");
+            }
+        }
+        // The failures: http_error from exactly the failing locations.
+        let mut failed: Vec<(String, String)> = t["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                assert!(f["runs_24h"].as_f64().unwrap() > 0.0, "{f}");
+                (
+                    f["location"].as_str().unwrap().to_string(),
+                    f["outcome"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        failed.sort();
+        let want: Vec<(String, String)> = REGIONS
+            .iter()
+            .filter(|r| scenario(name, r) != "healthy")
+            .map(|r| (r.to_string(), "http_error".to_string()))
+            .collect();
+        assert_eq!(failed, want, "{name}");
+    }
+}
+
+/// The rendered page in a real browser says what the JSON says; the screenshot goes to
+/// `target/<name>.png`.
+async fn in_browser(page: &Page, name: &str) -> String {
+    let url = page.url("/");
+    let dom =
+        tokio::task::spawn_blocking(move || crate::status_page::chromium(&["--dump-dom"], &url))
+            .await
+            .unwrap();
+    for (target, state) in [
+        ("steady", "up"),
+        ("one-down", "degraded"),
+        ("two-down", "down"),
+    ] {
+        assert!(
+            dom.contains(&format!(
+                "<tr class=\"target\" data-target=\"{target}\" data-state=\"{state}\">"
+            )),
+            "{target} is not {state} in the page: {dom}"
+        );
+        for region in REGIONS {
+            let want = if scenario(target, region) == "healthy" {
+                "up"
+            } else {
+                "down"
+            };
+            assert!(
+                dom.contains(&format!(
+                    "data-target=\"{target}\" data-location=\"{region}\" data-state=\"{want}\""
+                )),
+                "{target} from {region} is not {want} in the page"
+            );
+        }
+    }
+    assert!(dom.contains("1 of 3 locations failing") && dom.contains("2 of 3 locations failing"));
+    let shot = root().join(format!("target/{name}.png"));
+    let _ = std::fs::remove_file(&shot);
+    let (path, url) = (shot.clone(), page.url("/"));
+    tokio::task::spawn_blocking(move || {
+        crate::status_page::chromium(
+            &[
+                &format!("--screenshot={}", path.display()),
+                "--window-size=1280,900",
+            ],
+            &url,
+        )
+    })
+    .await
+    .unwrap();
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    dom
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_locations_through_prometheus() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = TempDir::new("fleet-rules");
+    let prom = services::prometheus_with_rules(&[], &[rules(&dir)], None).await;
+    let write = format!("{}/api/v1/write", prom.url());
+    let _agents: Vec<Daemon> = REGIONS.iter().map(|r| agent(&sim, r, &write)).collect();
+    let page = Page::start(&prom.url()).await;
+    let v = settled(&page).await;
+    check(&v);
+    in_browser(&page, "fleet-page").await;
+}
+
+/// vmalert from Debian's victoria-metrics package: the page's rules, read from and written
+/// back to VictoriaMetrics, every second.
+fn vmalert(rules: &std::path::Path, vm: &Service) -> Service {
+    let port = services::free_port();
+    let child = Command::new(binary("vmalert", "victoria-metrics"))
+        .arg(format!("-rule={}", rules.display()))
+        .arg(format!("-datasource.url={}", vm.url()))
+        .arg(format!("-remoteWrite.url={}", vm.url()))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+        .arg("-evaluationInterval=1s")
+        .arg("-remoteWrite.flushInterval=500ms")
+        .arg("-loggerLevel=ERROR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start vmalert");
+    Service::from_child(child, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_locations_through_victoria_metrics() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = TempDir::new("fleet-vm");
+    let vm = services::victoria_metrics_on(dir.path(), services::free_port()).await;
+    let _vmalert = vmalert(&rules(&dir), &vm);
+    let write = format!("{}/api/v1/write", vm.url());
+    let _agents: Vec<Daemon> = REGIONS.iter().map(|r| agent(&sim, r, &write)).collect();
+    let page = Page::start(&vm.url()).await;
+    let v = settled(&page).await;
+    check(&v);
+    in_browser(&page, "fleet-page-victoria-metrics").await;
+}
+
+/// A store that does not answer: the page says so with a 503 naming it, and stays up.
+#[tokio::test]
+async fn an_unreachable_store_is_a_503_that_names_it() {
+    let store = format!("http://127.0.0.1:{}", common::closed_port());
+    let page = Page::start(&store).await;
+    let r = reqwest::get(page.url("/")).await.unwrap();
+    assert_eq!(r.status(), 503);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.starts_with("The fleet status is unavailable: the store at ") && text.contains(&store),
+        "{text}"
+    );
+    let r = reqwest::get(page.url("/api/v1/fleet")).await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(
+        reqwest::get(page.url("/healthz")).await.unwrap().status(),
+        200
+    );
+    assert_eq!(reqwest::get(page.url("/nope")).await.unwrap().status(), 404);
+}
+
+/// Credentials in --prometheus are refused at start (exit 2), without repeating them.
+#[tokio::test]
+async fn credentials_in_the_store_url_are_refused() {
+    let mut cmd = common::bin();
+    cmd.args([
+        "status-page",
+        "--prometheus",
+        "http://u:hunter2@127.0.0.1:9/",
+    ]);
+    let out = common::output(cmd).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--prometheus must not carry credentials"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+/// The recording rules' promtool unit test.
+#[test]
+fn the_recording_rules_pass_their_promtool_test() {
+    let out = Command::new(binary("promtool", "prometheus"))
+        .args(["test", "rules"])
+        .arg(root().join("deploy/prometheus/tests/status_page_test.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
