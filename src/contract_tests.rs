@@ -319,3 +319,63 @@ fn every_slo_rule_rules_writes_is_in_the_contract() {
     let gaps = differences("SLO rule", &code, &doc);
     assert!(gaps.is_empty(), "{}", gaps.join("\n"));
 }
+
+/// Every key of every object in `v`, at any depth.
+fn keys(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, inner) in m {
+                out.insert(k.clone());
+                keys(inner, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|inner| keys(inner, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_fleet_page_paths_fields_and_rules_are_the_contracts() {
+    let rows = rows("Fleet page");
+    let names: Vec<String> = rows.iter().map(|r| first_name(r)).collect();
+    let doc_paths: BTreeSet<String> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix("GET ").map(str::to_string))
+        .collect();
+    let code_paths: BTreeSet<String> = crate::fleet::PATHS.iter().map(|p| p.to_string()).collect();
+    let mut gaps = differences("fleet page path", &code_paths, &doc_paths);
+
+    let doc_rules: BTreeSet<String> = names
+        .iter()
+        .filter(|n| n.starts_with("llm_canary:"))
+        .cloned()
+        .collect();
+    let code_rules: BTreeSet<String> = include_str!("../deploy/prometheus/status-page.rules.yml")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: ").map(str::to_string))
+        .collect();
+    gaps.extend(differences(
+        "fleet page recording rule",
+        &code_rules,
+        &doc_rules,
+    ));
+
+    let doc_fields: BTreeSet<String> = names
+        .iter()
+        .filter(|n| !n.starts_with("GET ") && !n.starts_with("llm_canary:"))
+        .cloned()
+        .collect();
+    let mut code_fields = BTreeSet::new();
+    let example = serde_json::to_value(crate::fleet::model::example()).expect("serializes");
+    keys(&example, &mut code_fields);
+    gaps.extend(differences(
+        "fleet page JSON field",
+        &code_fields,
+        &doc_fields,
+    ));
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+    assert!(
+        code_rules.len() >= 2 && code_fields.len() > 15,
+        "{code_rules:?} {code_fields:?}"
+    );
+}

@@ -7,7 +7,7 @@
 //! the same hardened listener as the agent's endpoints; answers are kept for [`CACHE_FOR`], so a
 //! crowd of readers costs the store one set of queries every few seconds.
 
-mod model;
+pub mod model;
 mod page;
 mod query;
 
@@ -32,6 +32,8 @@ use query::Client;
 
 /// How long one reading of the store is served before the next request reads it again.
 pub const CACHE_FOR: Duration = Duration::from_secs(5);
+/// The paths served (docs/design.md's Fleet page).
+pub const PATHS: [&str; 3] = ["/", "/api/v1/fleet", "/healthz"];
 /// Open connections at most: a public page behind a proxy needs few.
 const MAX_CONNECTIONS: usize = 256;
 
@@ -142,7 +144,7 @@ async fn route(req: &Request<Incoming>, page: &Page) -> Response<Full<Bytes>> {
         _ => reply(
             StatusCode::NOT_FOUND,
             TEXT,
-            "not found: this page serves /, /api/v1/fleet and /healthz\n".to_string(),
+            format!("not found: this page serves {}\n", PATHS.join(", ")),
         ),
     }
 }

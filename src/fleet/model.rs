@@ -268,6 +268,38 @@ pub fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
     }
 }
 
+/// A fleet with one of everything, for the contract test.
+#[cfg(test)]
+pub fn example() -> Fleet {
+    Fleet {
+        generated_at: Timestamp::UNIX_EPOCH,
+        source: "http://prometheus:9090".into(),
+        targets: vec![Target {
+            target: "t".into(),
+            model: "m".into(),
+            state: State::Degraded,
+            locations_failing: 1,
+            locations: vec![Location {
+                location: "eu".into(),
+                state: State::Down,
+                success_ratio_3m: Some(0.0),
+                uptime_24h: Some(0.5),
+                uptime_7d: Some(0.9),
+                uptime_90d: Some(0.99),
+                ttft_p95_seconds: Some(0.3),
+                last_run: Some(Timestamp::UNIX_EPOCH),
+                last_success: None,
+            }],
+            failures: vec![Failures {
+                location: "eu".into(),
+                probe: "p".into(),
+                outcome: "http_error".into(),
+                runs_24h: 3.0,
+            }],
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,12 +11,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::daemon::Daemon;
-use common::services::{self, binary, eventually, get, Service};
+use common::services::{self, binary, get, Service};
 use common::{root, TempDir};
 use llm_canary::testing::sim::Sim;
 use serde_json::Value;
 
-const PROBE: &str = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 16\ntimeouts: {connect: 1s, ttft: 2s, stall: 2s, total: 3s}\nchecks: {expect: \"(?i)paris\"}\n";
+const PROBE: &str = "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nmax_tokens: 64\ntimeouts: {connect: 1s, ttft: 2s, stall: 2s, total: 3s}\nchecks: {expect: \"(?i)paris\"}\n";
 const REGIONS: [&str; 3] = ["ap", "eu", "us"];
 
 /// Which region serves which target a failing scenario: `steady` nowhere, `one-down` from ap,
@@ -104,44 +104,61 @@ fn rules(dir: &TempDir) -> std::path::PathBuf {
 /// Waits until the page's JSON shows each target in the state the faults give it, with each
 /// location's state and its 24-hour uptime from the recorded series; returns that JSON.
 async fn settled(page: &Page) -> Value {
-    eventually(
-        "the fleet page to show steady up, one-down degraded and two-down down, with uptimes",
-        Duration::from_secs(90),
-        || async {
-            let v: Value = serde_json::from_str(&get(&page.url("/api/v1/fleet")).await).ok()?;
-            let targets = v["targets"].as_array()?;
-            let names: Vec<&str> = targets
+    let limit = Duration::from_secs(90);
+    let start = std::time::Instant::now();
+    let mut last = String::new();
+    loop {
+        last = get(&page.url("/api/v1/fleet")).await;
+        if let Some(v) = serde_json::from_str(&last)
+            .ok()
+            .filter(as_the_faults_make_it)
+        {
+            return v;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "after {limit:?} the fleet page does not show steady up, one-down degraded and two-down down with their uptimes: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Each target in the state the faults give it, every location in its state with a 24-hour
+/// uptime from the recorded series.
+fn as_the_faults_make_it(v: &Value) -> bool {
+    let check = || -> Option<()> {
+        let targets = v["targets"].as_array()?;
+        let names: Vec<&str> = targets
+            .iter()
+            .filter_map(|t| t["target"].as_str())
+            .collect();
+        (names == ["one-down", "steady", "two-down"]).then_some(())?;
+        for t in targets {
+            let name = t["target"].as_str()?;
+            let locations = t["locations"].as_array()?;
+            let regions: Vec<&str> = locations
                 .iter()
-                .filter_map(|t| t["target"].as_str())
+                .filter_map(|l| l["location"].as_str())
                 .collect();
-            (names == ["one-down", "steady", "two-down"]).then_some(())?;
-            for t in targets {
-                let name = t["target"].as_str()?;
-                let locations = t["locations"].as_array()?;
-                let regions: Vec<&str> = locations
-                    .iter()
-                    .filter_map(|l| l["location"].as_str())
-                    .collect();
-                (regions == REGIONS).then_some(())?;
-                for l in locations {
-                    let region = l["location"].as_str()?;
-                    let failing = scenario(name, region) != "healthy";
-                    let want = if failing { "down" } else { "up" };
-                    (l["state"] == want).then_some(())?;
-                    let uptime = l["uptime_24h"].as_f64()?;
-                    // Every run from a failing location fails; none from a healthy one.
-                    (if failing {
-                        uptime < 0.01
-                    } else {
-                        uptime > 0.99
-                    })
-                    .then_some(())?;
-                }
+            (regions == REGIONS).then_some(())?;
+            for l in locations {
+                let region = l["location"].as_str()?;
+                let failing = scenario(name, region) != "healthy";
+                let want = if failing { "down" } else { "up" };
+                (l["state"] == want).then_some(())?;
+                let uptime = l["uptime_24h"].as_f64()?;
+                // Every run from a failing location fails; none from a healthy one.
+                (if failing {
+                    uptime < 0.01
+                } else {
+                    uptime > 0.99
+                })
+                .then_some(())?;
             }
-            Some(v)
-        },
-    )
-    .await
+        }
+        Some(())
+    };
+    check().is_some()
 }
 
 fn check(v: &Value) {
