@@ -106,9 +106,8 @@ fn rules(dir: &TempDir) -> std::path::PathBuf {
 async fn settled(page: &Page) -> Value {
     let limit = Duration::from_secs(90);
     let start = std::time::Instant::now();
-    let mut last = String::new();
     loop {
-        last = get(&page.url("/api/v1/fleet")).await;
+        let last = get(&page.url("/api/v1/fleet")).await;
         if let Some(v) = serde_json::from_str(&last)
             .ok()
             .filter(as_the_faults_make_it)
