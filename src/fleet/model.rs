@@ -26,10 +26,10 @@ pub const DOWN_FROM: usize = 2;
 /// Each location's success ratio over the last 3 minutes (the recorded
 /// `llm_canary:target_location_success:ratio_rate3m`, evaluated here from the raw counters).
 const SUCCESS_3M: &str = r#"(sum by (target, region) (rate(llm_canary_probe_runs_total{outcome="ok",region!=""}[3m])) or sum by (target, region) (rate(llm_canary_probe_runs_total{region!=""}[3m])) * 0) / (sum by (target, region) (rate(llm_canary_probe_runs_total{region!=""}[3m])) > 0)"#;
-const LAST_RUN: &str =
-    r#"max by (target, region, model) (llm_canary_last_run_timestamp_seconds{region!=""})"#;
-const LAST_SUCCESS: &str =
-    r#"max by (target, region) (llm_canary_last_success_timestamp_seconds{region!=""})"#;
+/// Over a day, not the store's 5-minute lookback: a location whose agent stopped writing stays
+/// on the page (pending, with its last run) instead of vanishing from it.
+const LAST_RUN: &str = r#"max by (target, region, model) (max_over_time(llm_canary_last_run_timestamp_seconds{region!=""}[1d]))"#;
+const LAST_SUCCESS: &str = r#"max by (target, region) (max_over_time(llm_canary_last_success_timestamp_seconds{region!=""}[1d]))"#;
 const TTFT_P95_1H: &str = r#"histogram_quantile(0.95, sum by (target, region, le) (rate(llm_canary_ttft_seconds_bucket{region!=""}[1h])))"#;
 const MAINTENANCE: &str = r#"max by (target) (llm_canary_maintenance) == 1"#;
 const FAILURES_24H: &str = r#"sum by (target, region, probe, outcome) (increase(llm_canary_probe_runs_total{outcome!="ok",region!=""}[24h])) > 0"#;
@@ -132,7 +132,7 @@ pub const RULES: [(&str, &str); 5] = [
     ("degraded", "one location fails the target (under 50% of its runs ok over 3 minutes) while others reach it, or some location sees some runs fail"),
     ("down", "two or more locations fail the target, or its only location does: the rule of the LLMCanaryTargetFailingFromLocations alert"),
     ("maintenance", "the target is in a maintenance window (llm_canary_maintenance is 1)"),
-    ("pending", "no location ran the target in the last 3 minutes"),
+    ("pending", "a location that ran the target within the day made no run of it in the last 3 minutes (its agent may have stopped writing); a target is pending when every location is"),
 ];
 
 /// Reads every figure from the store at once and folds them into the fleet.
@@ -348,6 +348,8 @@ mod tests {
             last_run: vec![
                 s(&[("target", "t"), ("region", "eu"), ("model", "m")], 1.7e9),
                 s(&[("target", "t"), ("region", "us"), ("model", "m")], 1.7e9),
+                // An agent that stopped writing: a run within the day, none in 3 minutes.
+                s(&[("target", "t"), ("region", "zz"), ("model", "m")], 1.6e9),
             ],
             last_success: vec![loc("t", "eu", 1.7e9)],
             ttft: vec![loc("t", "eu", 0.25), loc("t", "us", f64::NAN)],
@@ -382,10 +384,33 @@ mod tests {
             (State::Degraded, 1, "m")
         );
         let names: Vec<&str> = t.locations.iter().map(|l| l.location.as_str()).collect();
-        assert_eq!(names, ["ap", "eu", "us"]);
+        assert_eq!(names, ["ap", "eu", "us", "zz"]);
+        assert_eq!(t.locations[3].state, State::Pending);
+        assert_eq!(
+            t.locations[3].last_run.map(|t| t.as_second()),
+            Some(1_600_000_000)
+        );
         assert_eq!(t.locations[1].ttft_p95_seconds, Some(0.25));
         assert_eq!(t.locations[2].ttft_p95_seconds, None, "NaN is no figure");
         assert_eq!(t.locations[2].uptime_24h, Some(0.5));
         assert_eq!(t.failures[0].outcome, "timeout", "most failures first");
+    }
+
+    #[test]
+    fn a_target_in_maintenance_holds_every_location() {
+        let loc = |r: &str, v: f64| s(&[("target", "t"), ("region", r)], v);
+        let a = Answers {
+            success: vec![loc("eu", 0.0), loc("us", 0.0)],
+            last_run: vec![],
+            last_success: vec![],
+            ttft: vec![],
+            maintenance: vec![s(&[("target", "t")], 1.0)],
+            failures: vec![],
+            uptime: vec![],
+        };
+        let t = &fold(a, "http://prom", Timestamp::UNIX_EPOCH).targets[0];
+        assert_eq!(t.state, State::Maintenance);
+        assert!(t.locations.iter().all(|l| l.state == State::Maintenance));
+        assert_eq!(t.locations_failing, 0);
     }
 }

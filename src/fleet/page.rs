@@ -162,39 +162,20 @@ fn failures(o: &mut String, targets: &[Target]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::model::Failures;
-    use crate::sinks::state::State;
+    use crate::fleet::model::example;
 
     #[test]
     fn names_from_the_store_are_escaped() {
         let hostile = "<script>alert(1)</script>";
-        let f = Fleet {
-            generated_at: Timestamp::UNIX_EPOCH,
-            source: "http://prom".into(),
-            targets: vec![Target {
-                target: hostile.into(),
-                model: hostile.into(),
-                state: State::Degraded,
-                locations_failing: 1,
-                locations: vec![Location {
-                    location: hostile.into(),
-                    state: State::Down,
-                    success_ratio_3m: Some(0.0),
-                    uptime_24h: Some(0.5),
-                    uptime_7d: None,
-                    uptime_90d: None,
-                    ttft_p95_seconds: Some(0.3),
-                    last_run: Some(Timestamp::UNIX_EPOCH),
-                    last_success: None,
-                }],
-                failures: vec![Failures {
-                    location: hostile.into(),
-                    probe: hostile.into(),
-                    outcome: hostile.into(),
-                    runs_24h: 3.0,
-                }],
-            }],
-        };
+        let mut f = example();
+        let t = &mut f.targets[0];
+        t.target = hostile.into();
+        t.model = hostile.into();
+        t.locations[0].location = hostile.into();
+        let failure = &mut t.failures[0];
+        failure.location = hostile.into();
+        failure.probe = hostile.into();
+        failure.outcome = hostile.into();
         let page = render(&f);
         assert!(!page.contains(hostile), "{page}");
         assert!(page.contains("&lt;script&gt;"));
