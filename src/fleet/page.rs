@@ -67,9 +67,9 @@ fn target_rows(o: &mut String, t: &Target) {
     esc(o, &t.target);
     o.push_str(" <small>");
     esc(o, &t.model);
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "</small> <span class=\"state {state}\">{state}</span> <small class=\"failing\">{} of {} locations failing</small></th></tr>\n",
+        "</small> <span class=\"state {state}\">{state}</span> <small class=\"failing\">{} of {} locations failing</small></th></tr>",
         t.locations_failing,
         t.locations.len()
     );
