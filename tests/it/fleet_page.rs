@@ -251,25 +251,7 @@ async fn in_browser(page: &Page, name: &str) -> String {
     }
     assert!(dom.contains("1 of 3 locations failing") && dom.contains("2 of 3 locations failing"));
     let shot = root().join(format!("target/{name}.png"));
-    let _ = std::fs::remove_file(&shot);
-    let (path, url) = (shot.clone(), page.url("/"));
-    tokio::task::spawn_blocking(move || {
-        crate::status_page::chromium(
-            &[
-                &format!("--screenshot={}", path.display()),
-                "--window-size=1280,900",
-            ],
-            &url,
-        )
-    })
-    .await
-    .unwrap();
-    let png = std::fs::read(&shot).expect("the screenshot");
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 10_000,
-        "{} bytes",
-        png.len()
-    );
+    crate::status_page::screenshot_to(&page.url("/"), &shot, "1280,900", 10_000).await;
     dom
 }
 

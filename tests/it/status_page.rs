@@ -54,6 +54,30 @@ pub fn chromium(args: &[&str], url: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Headless Chromium's screenshot of `url` at `window` ("width,height") written to `path`,
+/// which must be a PNG of at least `min_bytes` (a blank page is far smaller).
+pub async fn screenshot_to(url: &str, path: &Path, window: &str, min_bytes: usize) {
+    let _ = std::fs::remove_file(path);
+    let (shot, url, window) = (path.to_path_buf(), url.to_string(), window.to_string());
+    tokio::task::spawn_blocking(move || {
+        chromium(
+            &[
+                &format!("--screenshot={}", shot.display()),
+                &format!("--window-size={window}"),
+            ],
+            &url,
+        )
+    })
+    .await
+    .unwrap();
+    let png = std::fs::read(path).expect("the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > min_bytes,
+        "{} bytes",
+        png.len()
+    );
+}
+
 /// A week of one pair's history, every 20 minutes, a hostile failure every 7th run; before it, a
 /// day a fortnight (85 days ago to 15), four hourly runs each, the second failing.
 fn seeded_history(now: jiff::Timestamp) -> (String, String) {
@@ -303,25 +327,7 @@ async fn the_page_in_a_real_browser_says_what_the_results_log_says_body() {
         .unwrap();
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/status-page.png");
     std::fs::write(screenshot.with_extension("html"), &dom).unwrap();
-    let _ = std::fs::remove_file(&screenshot);
-    let (shot, url) = (screenshot.clone(), d.url("/"));
-    tokio::task::spawn_blocking(move || {
-        chromium(
-            &[
-                &format!("--screenshot={}", shot.display()),
-                "--window-size=1280,2200",
-            ],
-            &url,
-        )
-    })
-    .await
-    .unwrap();
-    let png = std::fs::read(&screenshot).expect("the screenshot");
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 20_000,
-        "{} bytes",
-        png.len()
-    );
+    screenshot_to(&d.url("/"), &screenshot, "1280,2200", 20_000).await;
 
     let records = log_records(&dir);
     check_dom(&dom, &records, d.log());
