@@ -115,12 +115,12 @@ impl Client {
             .await
             .map_err(|e| QueryError::Unreachable {
                 url: self.base.clone(),
-                reason: crate::util::error_chain(&e),
+                reason: crate::util::error_chain(&e.without_url()),
             })?;
         let status = response.status();
         let body = response.text().await.map_err(|e| QueryError::Unreachable {
             url: self.base.clone(),
-            reason: crate::util::error_chain(&e),
+            reason: crate::util::error_chain(&e.without_url()),
         })?;
         let envelope: Envelope = match serde_json::from_str(&body) {
             Ok(e) => e,

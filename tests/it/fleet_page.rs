@@ -313,6 +313,9 @@ async fn an_unreachable_store_is_a_503_that_names_it() {
         text.starts_with("The fleet status is unavailable: the store at ") && text.contains(&store),
         "{text}"
     );
+    // One sentence: the store and why, not the query string.
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(!text.contains("api/v1/query"), "{text}");
     let r = reqwest::get(page.url("/api/v1/fleet")).await.unwrap();
     assert_eq!(r.status(), 503);
     assert_eq!(
