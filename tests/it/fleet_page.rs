@@ -2,8 +2,9 @@
 //! processes) labelled with three regions probe three targets on the sim and remote-write to a
 //! real Prometheus (the page's recording rules evaluated by it), then to VictoriaMetrics (the
 //! rules evaluated by vmalert). One target fails from one location, another from two: the page
-//! (a real process) shows them degraded and down, every location in its row, and headless
-//! Chromium renders it; the screenshot is saved to `target/fleet-page.png`.
+//! (a real process) shows them degraded and down, every location in its row, with as many
+//! failing locations as the shipped alerts' own recording rule counts; headless Chromium renders
+//! it, and the screenshot is saved to `target/fleet-page.png`.
 
 use crate::common;
 
@@ -259,12 +260,57 @@ async fn in_browser(page: &Page, name: &str) -> String {
 async fn three_locations_through_prometheus() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = TempDir::new("fleet-rules");
-    let prom = services::prometheus_with_rules(&[], &[rules(&dir)], None).await;
+    // The alerts' rules beside the page's: their count of failing locations is the page's.
+    let alerts = services::rules_every(
+        &root().join("deploy/prometheus/llm-canary.rules.yml"),
+        "1s",
+        &dir,
+    );
+    let prom = services::prometheus_with_rules(&[], &[rules(&dir), alerts], None).await;
     let write = format!("{}/api/v1/write", prom.url());
     let _agents: Vec<Daemon> = REGIONS.iter().map(|r| agent(&sim, r, &write)).collect();
     let page = Page::start(&prom.url()).await;
     let v = settled(&page).await;
     check(&v);
+    let failing = |body: String| -> Option<Vec<(String, u64)>> {
+        let r: Value = serde_json::from_str(&body).ok()?;
+        let mut out: Vec<(String, u64)> = r["data"]["result"]
+            .as_array()?
+            .iter()
+            .filter_map(|s| {
+                let value = s["value"][1].as_str()?.parse::<f64>().ok()?;
+                Some((s["metric"]["target"].as_str()?.to_string(), value as u64))
+            })
+            .collect();
+        out.sort();
+        Some(out)
+    };
+    let from_page: Vec<(String, u64)> = v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let n = t["locations_failing"].as_u64().unwrap();
+            (t["target"].as_str().unwrap().to_string(), n)
+        })
+        .collect();
+    let query = format!(
+        "{}/api/v1/query?query=llm_canary:target_locations_failing:count",
+        prom.url()
+    );
+    let mut from_rules = None;
+    for _ in 0..40 {
+        from_rules = failing(get(&query).await);
+        if from_rules.as_ref() == Some(&from_page) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        from_rules.as_ref(),
+        Some(&from_page),
+        "the alerts' llm_canary:target_locations_failing:count against the page"
+    );
     in_browser(&page, "fleet-page").await;
 }
 
