@@ -319,3 +319,23 @@ fn every_slo_rule_rules_writes_is_in_the_contract() {
     let gaps = differences("SLO rule", &code, &doc);
     assert!(gaps.is_empty(), "{}", gaps.join("\n"));
 }
+
+#[test]
+fn the_status_store_key_is_in_the_contract_and_loads() {
+    let files: BTreeSet<String> = rows("Files").iter().flat_map(|r| ticked(&r[0])).collect();
+    assert!(files.contains("status.store"), "{files:?}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(
+        "llm-canary.yaml",
+        "status: {history: 30d, store: state/status.db}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    );
+    write("probes/p.yaml", "name: p\nprompt: q.txt\n");
+    write("prompts/q.txt", "Hello?\n");
+    let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
+    assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
+}

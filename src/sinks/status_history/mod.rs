@@ -36,12 +36,14 @@ use crate::util::clip;
 
 mod days;
 mod run;
+mod saved;
 mod slots;
 
 use days::Days;
 pub use days::{Day, PairDays};
 use run::figures_of;
 pub use run::{Run, DAYS, DAY_SECONDS};
+pub use saved::{CoarseRow, DayRow, FineRow, SavedPair};
 pub use slots::Tally;
 use slots::{tenth, Counts, Fine, LogScale, Reservoir, Ring};
 
@@ -104,7 +106,7 @@ pub fn sentence(run: &Run) -> String {
 }
 
 /// A failed run, as the page lists it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     pub started_at: Timestamp,
     pub outcome: String,
@@ -373,6 +375,37 @@ impl StatusHistory {
         if let Some(h) = map.get_mut(&(run.probe.clone(), run.target.clone())) {
             h.add(run);
         }
+    }
+
+    /// Takes in one run of a pair this history keeps, and answers what it changed, for the
+    /// status store.
+    pub fn record_saved(&self, run: &Run) -> Option<SavedPair> {
+        let mut map = self.pairs.lock().expect("history lock");
+        let h = map.get_mut(&(run.probe.clone(), run.target.clone()))?;
+        h.add(run);
+        Some(h.touched(run))
+    }
+
+    /// Every kept pair's history, whole, for the status store.
+    pub fn saved(&self) -> Vec<SavedPair> {
+        let map = self.pairs.lock().expect("history lock");
+        map.iter().map(|((p, t), h)| h.saved(p, t)).collect()
+    }
+
+    /// Puts back a pair's saved history, if this history keeps the pair.
+    pub fn restore(&self, saved: &SavedPair) {
+        let mut map = self.pairs.lock().expect("history lock");
+        if let Some(h) = map.get_mut(&(saved.probe.clone(), saved.target.clone())) {
+            *h = PairHistory::restored(saved);
+        }
+    }
+
+    /// When each kept pair's newest run started, for pairs with one.
+    pub fn last_runs(&self) -> HashMap<(String, String), Timestamp> {
+        let map = self.pairs.lock().expect("history lock");
+        map.iter()
+            .filter_map(|(k, h)| h.last.as_ref().map(|l| (k.clone(), l.0)))
+            .collect()
     }
 
     /// The last `DAYS` days of `target`'s pairs as of `now`, sorted by probe.
