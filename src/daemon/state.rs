@@ -267,6 +267,13 @@ impl Shared {
         oldest: Timestamp,
     ) -> (usize, usize) {
         let newest = self.history.last_runs();
+        // When every pair has runs from the store, nothing before the oldest of their last runs
+        // is new: whole rotated files are left unread.
+        let scheduled = self.scheduled_count();
+        let oldest = match newest.values().min() {
+            Some(t) if newest.len() == scheduled => oldest.max(*t),
+            _ => oldest,
+        };
         let mut incidents = self.incidents.lock().expect("incidents lock");
         let mut taken = 0;
         let (_, bad) = status_history::replay(settings, oldest, |run| {

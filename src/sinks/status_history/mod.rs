@@ -453,7 +453,12 @@ pub fn replay(
 ) -> (usize, usize) {
     let (mut taken, mut bad) = (0, 0);
     let mut line = String::new();
-    for path in log_files(&settings.path) {
+    let files = log_files(&settings.path);
+    let last = files.len().saturating_sub(1);
+    for (i, path) in files.into_iter().enumerate() {
+        if i < last && ends_before(&path, oldest) {
+            continue;
+        }
         let Ok(file) = std::fs::File::open(&path) else {
             continue;
         };
@@ -479,6 +484,35 @@ pub fn replay(
         }
     }
     (taken, bad)
+}
+
+/// Whether a rotated file of the results log holds only runs that started before `oldest`: its
+/// last line (the run that finished last) started an hour before it. Lines are in the order runs
+/// finished, so an earlier line's run may have started a little later than the last one's, never
+/// an hour later (no run lasts that long). A file whose end does not read is read whole.
+fn ends_before(path: &std::path::Path, oldest: Timestamp) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Ok(len) = file.seek(SeekFrom::End(0)) else {
+        return false;
+    };
+    if file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).is_err() {
+        return false;
+    }
+    let mut tail = Vec::new();
+    if file.read_to_end(&mut tail).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&tail);
+    let Some(last) = text.trim_end().rsplit('\n').next() else {
+        return false;
+    };
+    let margin = jiff::SignedDuration::from_hours(1);
+    serde_json::from_str::<Run>(last)
+        .is_ok_and(|run| oldest.checked_sub(margin).is_ok_and(|o| run.started_at < o))
 }
 
 #[cfg(test)]

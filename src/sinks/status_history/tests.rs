@@ -369,3 +369,32 @@ fn a_saved_history_restores_to_the_same_page_and_goes_on_alike() {
     );
     assert_eq!(a.last_runs(), b.last_runs());
 }
+
+#[test]
+fn a_rotated_file_that_ends_an_hour_before_the_oldest_run_wanted_is_left_unread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = ResultsLogSettings {
+        path: tmp.path().join("results.jsonl"),
+        max_bytes: 1 << 20,
+        keep: 3,
+    };
+    let line = |at: &str| {
+        let mut r = ProbeResult::example();
+        (r.probe, r.target) = ("p".into(), "t".into());
+        r.started_at = ts(at);
+        r.to_json_line()
+    };
+    // The rotated file has a line that does not read: counted only when the file is read.
+    let old = format!(
+        "{}\nnot json\n{}\n",
+        line("2025-03-01T00:00:00Z"),
+        line("2025-03-01T01:00:00Z")
+    );
+    std::fs::write(tmp.path().join("results.jsonl.1"), old).unwrap();
+    std::fs::write(&settings.path, format!("{}\n", line("2025-03-10T00:00:00Z"))).unwrap();
+    let h = history();
+    assert_eq!(replay(&settings, ts("2025-03-05T00:00:00Z"), |r| h.record(r)), (1, 0));
+    // Within the hour's margin of its last run, the file is read.
+    assert_eq!(replay(&settings, ts("2025-03-01T01:30:00Z"), |r| h.record(r)), (1, 1));
+    assert_eq!(replay(&settings, ts("2025-02-01T00:00:00Z"), |r| h.record(r)), (3, 1));
+}
