@@ -148,6 +148,17 @@ fn blackbox_exporter_idle() -> (u64, u64, u64) {
     figures
 }
 
+/// `llm-canary run` on the bench's folder, its output dropped.
+fn spawn_daemon(dir: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .args(["run", "-c"])
+        .arg(dir.join("llm-canary.yaml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Bytes the process passed to write() calls and bytes it sent to the block layer
 /// (`/proc/<pid>/io`'s `wchar` and `write_bytes`).
 fn written(pid: u32) -> Option<(u64, u64)> {
@@ -234,13 +245,7 @@ fn main() {
     let mut upgrade = None;
     if store {
         let started = Instant::now();
-        let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-            .args(["run", "-c"])
-            .arg(dir.join("llm-canary.yaml"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut first = spawn_daemon(dir);
         while fetch(port, "/healthz") == 0 && started.elapsed() < Duration::from_secs(300) {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -251,8 +256,8 @@ fn main() {
         let _ = first.wait();
     }
     let logged_before = std::fs::metadata(dir.join("results.jsonl")).map_or(0, |m| m.len());
-    let lines_before = std::fs::read_to_string(dir.join("results.jsonl"))
-        .map_or(0, |t| t.lines().count());
+    let lines_before =
+        std::fs::read_to_string(dir.join("results.jsonl")).map_or(0, |t| t.lines().count());
     // Start just after a fire instant of "*/15", so that idle is measured before the first fire.
     if !soak {
         let into = jiff::Timestamp::now().as_millisecond().rem_euclid(15_000);
@@ -262,13 +267,7 @@ fn main() {
     if std::env::var_os("LLM_CANARY_BENCH_COLD").is_some() {
         evict(env!("CARGO_BIN_EXE_llm-canary"));
     }
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-        .args(["run", "-c"])
-        .arg(dir.join("llm-canary.yaml"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_daemon(dir);
     let pid = child.id();
     // Idle: the history is rebuilt (the endpoints answer only after it) and nothing has fired.
     let rebuilt = Instant::now();
@@ -342,7 +341,8 @@ fn main() {
         runs.lines().count() - lines_before
     );
     if let Some(u) = upgrade {
-        let size = |f: &str| std::fs::metadata(dir.join(f)).map_or(0, |m| m.len()) as f64 / 1048576.0;
+        let size =
+            |f: &str| std::fs::metadata(dir.join(f)).map_or(0, |m| m.len()) as f64 / 1048576.0;
         println!(
             "  status store: first start (replay of the log, written to the store) {u:.1} s to the first answer; start from the store {rebuild_secs:.1} s; store {:.2} MiB + write-ahead log {:.2} MiB at the end",
             size("status.db"),

@@ -499,7 +499,10 @@ fn ends_before(path: &std::path::Path, oldest: Timestamp) -> bool {
     let Ok(len) = file.seek(SeekFrom::End(0)) else {
         return false;
     };
-    if file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).is_err() {
+    if file
+        .seek(SeekFrom::Start(len.saturating_sub(TAIL)))
+        .is_err()
+    {
         return false;
     }
     let mut tail = Vec::new();

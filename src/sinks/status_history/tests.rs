@@ -391,10 +391,23 @@ fn a_rotated_file_that_ends_an_hour_before_the_oldest_run_wanted_is_left_unread(
         line("2025-03-01T01:00:00Z")
     );
     std::fs::write(tmp.path().join("results.jsonl.1"), old).unwrap();
-    std::fs::write(&settings.path, format!("{}\n", line("2025-03-10T00:00:00Z"))).unwrap();
+    std::fs::write(
+        &settings.path,
+        format!("{}\n", line("2025-03-10T00:00:00Z")),
+    )
+    .unwrap();
     let h = history();
-    assert_eq!(replay(&settings, ts("2025-03-05T00:00:00Z"), |r| h.record(r)), (1, 0));
+    assert_eq!(
+        replay(&settings, ts("2025-03-05T00:00:00Z"), |r| h.record(r)),
+        (1, 0)
+    );
     // Within the hour's margin of its last run, the file is read.
-    assert_eq!(replay(&settings, ts("2025-03-01T01:30:00Z"), |r| h.record(r)), (1, 1));
-    assert_eq!(replay(&settings, ts("2025-02-01T00:00:00Z"), |r| h.record(r)), (3, 1));
+    assert_eq!(
+        replay(&settings, ts("2025-03-01T01:30:00Z"), |r| h.record(r)),
+        (1, 1)
+    );
+    assert_eq!(
+        replay(&settings, ts("2025-02-01T00:00:00Z"), |r| h.record(r)),
+        (3, 1)
+    );
 }
