@@ -276,21 +276,26 @@ fn the_reader_finds_what_it_reads() {
     assert_eq!(ticked("a `b` c `d`"), ["b", "d"]);
 }
 
-#[test]
-fn every_slo_rule_rules_writes_is_in_the_contract() {
+/// A config of `main` (the agent file), one probe and its prompt, loaded from a temporary folder.
+fn loaded(main: &str) -> (tempfile::TempDir, crate::config::Config) {
     let dir = tempfile::tempdir().expect("temp dir");
     let write = |name: &str, text: &str| {
         let p = dir.path().join(name);
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
         std::fs::write(p, text).expect("write");
     };
-    write(
-        "llm-canary.yaml",
-        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    slo:\n      availability: 99%\n      latency: [{figure: ttft, at_most: 1s, share: 90%}]\n",
-    );
+    write("llm-canary.yaml", main);
     write("probes/p.yaml", "name: p\nprompt: q.txt\n");
     write("prompts/q.txt", "Hello?\n");
     let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
+    (dir, cfg)
+}
+
+#[test]
+fn every_slo_rule_rules_writes_is_in_the_contract() {
+    let (_dir, cfg) = loaded(
+        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    slo:\n      availability: 99%\n      latency: [{figure: ttft, at_most: 1s, share: 90%}]\n",
+    );
     let text = crate::slo_rules::generate(&cfg).expect("rules");
     let code: BTreeSet<String> = text
         .lines()
@@ -378,4 +383,13 @@ fn the_fleet_page_paths_fields_and_rules_are_the_contracts() {
         code_rules.len() >= 2 && code_fields.len() > 15,
         "{code_rules:?} {code_fields:?}"
     );
+
+#[test]
+fn the_status_store_key_is_in_the_contract_and_loads() {
+    let files: BTreeSet<String> = rows("Files").iter().flat_map(|r| ticked(&r[0])).collect();
+    assert!(files.contains("status.store"), "{files:?}");
+    let (dir, cfg) = loaded(
+        "status: {history: 30d, store: state/status.db}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    );
+    assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
 }

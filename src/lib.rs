@@ -57,8 +57,9 @@
 //!   location and the alerts' N-of-M state (`model`), rendered with the status page's look.
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
 //!   queue), the results log, the status page's fixed-size history (rebuilt from the results
-//!   log at start), its states and their rule (`state`), and the incident detector
-//!   (`incidents`, a pure fold over runs).
+//!   log at start), its states and their rule (`state`), the incident detector
+//!   (`incidents`, a pure fold over runs), and the status store (`status_store`: both of
+//!   those kept in SQLite as runs land, read back at start, written on a thread of its own).
 //! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept

@@ -149,7 +149,12 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         raw.maintenance.unwrap_or_default(),
         &targets,
     )?;
-    let status_history = match raw.status.and_then(|s| s.history) {
+    let (status_history, status_store) = match raw.status {
+        Some(s) => (s.history, s.store),
+        None => (None, None),
+    };
+    let status_store = status_store.map(|p| base.join(p));
+    let status_history = match status_history {
         Some(h) if h.value.0 < STATUS_HISTORY_MIN || h.value.0 > STATUS_HISTORY_MAX => {
             return Err(src.err(
                 &root.key("status").key("history"),
@@ -170,6 +175,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         probes,
         maintenance,
         status_history,
+        status_store,
         warnings,
     })
 }

@@ -34,6 +34,7 @@ pub struct RawMain {
 #[serde(deny_unknown_fields)]
 pub struct RawStatus {
     pub history: Option<Spanned<Dur>>,
+    pub store: Option<String>,
 }
 
 /// A recurring maintenance window: from each fire time of `schedule` (in `timezone`), for

@@ -39,4 +39,5 @@ mod report;
 mod requests;
 mod slo_rules;
 mod status_page;
+mod status_store;
 mod watch;

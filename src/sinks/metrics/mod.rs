@@ -51,6 +51,7 @@ pub struct Metrics {
     /// Per target (no probe label): 1 while it is in a maintenance window.
     maintenance: GaugeVec,
     pub push_failures: IntCounter,
+    pub status_store_errors: IntCounter,
     pub last_push_success: Gauge,
     pub last_push_failure: Gauge,
     pub runs_in_flight: IntGauge,
@@ -237,6 +238,7 @@ impl Metrics {
             info_of: Mutex::new(HashMap::new()),
             maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
+            status_store_errors: reg!(IntCounter::new(name("status_store_errors_total"), "Changes to the status page's history that did not reach the status store: failed writes and sweeps, and changes dropped while the writer was behind.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
             last_push_failure: reg!(Gauge::new(name("last_push_failure_timestamp_seconds"), "When the last push failed (Unix time).")),
             runs_in_flight: reg!(IntGauge::new(name("runs_in_flight"), "Probe runs in flight now.")),
