@@ -383,6 +383,7 @@ fn the_fleet_page_paths_fields_and_rules_are_the_contracts() {
         code_rules.len() >= 2 && code_fields.len() > 15,
         "{code_rules:?} {code_fields:?}"
     );
+}
 
 #[test]
 fn the_status_store_key_is_in_the_contract_and_loads() {
