@@ -116,7 +116,7 @@ targets:
 /// seconds late.
 const PATIENT_PROBE: &str = r#"name: p
 prompt: q.txt
-max_tokens: 16
+max_tokens: 64
 timeouts: {connect: 1s, ttft: 30s, stall: 5s, total: 60s}
 checks: {min_chars: 1}
 "#;
@@ -125,7 +125,7 @@ checks: {min_chars: 1}
 /// (probe, user, probe, user ...), each queued before the next is sent. Returns each
 /// request's (is_probe, when it was served, how long it waited in ms), in arrival order.
 async fn busy_server(probe_keys: &str) -> Vec<(bool, std::time::Instant, f64)> {
-    const SPEC: &str = "healthy,slots=1,ttft=20ms,itl=20ms";
+    const SPEC: &str = "healthy,slots=1,ttft=20ms,itl=5ms";
     const EACH: usize = 4;
     let sim = std::sync::Arc::new(Sim::start("127.0.0.1:0").await.unwrap());
     let (_dir, cfg) = common::config(
@@ -159,7 +159,8 @@ async fn busy_server(probe_keys: &str) -> Vec<(bool, std::time::Instant, f64)> {
             tokio::task::yield_now().await;
         }
     }
-    assert!(first.await.unwrap().success());
+    let first = first.await.unwrap();
+    assert!(first.success(), "{:?} {:?}", first.outcome, first.error);
     let mut out = Vec::new();
     for (is_probe, run) in runs {
         let r = run.await.unwrap();
