@@ -394,3 +394,52 @@ fn the_status_store_key_is_in_the_contract_and_loads() {
     );
     assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
 }
+     assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+ }
+
+/// The value a cloud setting is written with in the test below.
+fn cloud_setting_yaml(name: &str) -> String {
+    let value = if name.ends_with("managed_identity") {
+        "true"
+    } else {
+        "x"
+    };
+    match name.split_once('.') {
+        Some((outer, inner)) => format!("{outer}: {{{inner}: {value}}}"),
+        None => format!("{name}: {value}"),
+    }
+}
+
+#[test]
+fn every_cloud_setting_in_the_contract_is_a_key_a_target_takes() {
+    let settings: Vec<String> = rows("Cloud credentials")
+        .iter()
+        .map(|r| first_name(r))
+        .filter(|n| !n.contains(' ') && !n.starts_with('/'))
+        .collect();
+    for name in [
+        "aws.profile",
+        "api_version",
+        "entra.tenant_id",
+        "entra.managed_identity",
+    ] {
+        assert!(
+            settings.iter().any(|s| s == name),
+            "{name} is not in the contract: {settings:?}"
+        );
+    }
+    let parse = |name: &str| {
+        let text = format!(
+            "name: t\nbase_url: http://127.0.0.1:1/v1\nmodel: m\n{}\n",
+            cloud_setting_yaml(name)
+        );
+        serde_saphyr::from_str::<crate::config::raw::RawTarget>(&text).map(|_| ())
+    };
+    for name in &settings {
+        if let Err(e) = parse(name) {
+            panic!("{name}, in docs/design.md, is not a target key: {e}");
+        }
+    }
+    // The check can fail: a key no target takes is refused.
+    assert!(parse("aws.nonsense").is_err());
+}

@@ -11,7 +11,8 @@
 //!
 //! 1. `util`, `secret`, `buckets`: helpers with no knowledge of the rest;
 //! 2. `outcome`, `timeline`, `stream`, `checks`, `schedule`, `listener`: the measuring and
-//!    judging vocabulary;
+//!    judging vocabulary; `cloud`: credentials clouds hand out (AWS's chain, Entra ID tokens),
+//!    refreshed before they expire;
 //! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated);
 //! 4. `result` (the record), then `probe` (one run), then `runner` (pairs, concurrency);
 //! 5. `sinks`, `maintenance`, `summary`, `report`, `gate`, `calibrate`, `slo_rules`, `sim`;
@@ -92,6 +93,7 @@ mod buckets;
 mod calibrate;
 mod checks;
 pub mod cli;
+mod cloud;
 mod commands;
 mod config;
 mod daemon;
@@ -174,7 +176,7 @@ pub mod testing {
         pub use crate::schedule::{pair_offset, Cron, Schedule};
     }
     pub mod sim {
-        pub use crate::sim::{bedrock, http, scenarios, Seen, Sim};
+        pub use crate::sim::{bedrock, credentials, http, scenarios, Seen, Sim};
     }
     pub mod sinks {
         pub mod metrics {

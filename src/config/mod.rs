@@ -5,6 +5,7 @@
 
 mod auth;
 mod aws;
+mod azure;
 mod cache_check;
 mod confirm;
 pub mod duration;

@@ -184,6 +184,8 @@ pub struct RawTarget {
     pub slo: Option<Spanned<super::slo::RawSlo>>,
     pub price: Option<super::price::RawPrice>,
     pub aws: Option<Spanned<super::aws::RawAws>>,
+    pub api_version: Option<Spanned<String>>,
+    pub entra: Option<Spanned<super::azure::RawEntra>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

@@ -67,14 +67,18 @@ async fn measure(
     client: &reqwest::Client,
     probe: &Probe,
     target: &Target,
-    req: Request,
+    mut req: Request,
     show_output: bool,
     rung: Option<Rung>,
 ) -> Measurement {
+    let authorized = req.authorize(client).await;
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
     let start = Instant::now();
-    let seen = read::read(client, req, read::Plan::for_run(probe, target), start).await;
+    let seen = match authorized {
+        Ok(()) => read::read(client, req, read::Plan::for_run(probe, target), start).await,
+        Err(why) => read::Reading::no_credential(start, why),
+    };
 
     // The server's count comes at the end, which a read stopped on a loop never sees; one it
     // sent before (Anthropic's `message_start` says 1) is stale: count the chunks instead.

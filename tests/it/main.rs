@@ -10,6 +10,7 @@ mod bedrock;
 mod cache_check;
 mod calibrate;
 mod cli;
+mod cloud_credentials;
 mod config_errors;
 mod content_checks;
 mod corpus;
