@@ -1,5 +1,5 @@
 //! The command line (docs/design.md's contract): run | once | gate | check | sim | demo |
-//! calibrate | judge | report | watch | mcp | rules.
+//! calibrate | judge | report | watch | mcp | rules | record.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,6 +69,24 @@ pub enum Command {
     /// Run a probe's checks on given text (a file, stdin, or JSON lines of `{"id", "text"}`)
     /// and print the verdict a run would give it; exit 0 if all ok, 1 if some failed.
     Judge(JudgeArgs),
+    /// Write each probe's `checks.reference` file from a target's answers at temperature 0,
+    /// so other targets (a shadow replica, a release candidate) are held to this one's.
+    /// Exit 0 when every reference was written, 1 when a run failed (its file is left as it
+    /// was).
+    Record(RecordArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// The target whose answers become the references (a healthy production replica).
+    #[arg(long)]
+    pub target: String,
+    /// Only this probe (default: every probe of the target with a `checks.reference`).
+    #[arg(long)]
+    pub probe: Option<String>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
