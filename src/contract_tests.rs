@@ -443,3 +443,61 @@ fn every_cloud_setting_in_the_contract_is_a_key_a_target_takes() {
     // The check can fail: a key no target takes is refused.
     assert!(parse("aws.nonsense").is_err());
 }
+ }
+
+#[test]
+fn every_command_is_in_the_contract() {
+    use clap::CommandFactory;
+    let code: BTreeSet<String> = crate::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let doc: BTreeSet<String> = rows("Commands").iter().map(|r| first_name(r)).collect();
+    let gaps = differences("command", &code, &doc);
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+    assert!(code.contains("record"), "{code:?}");
+}
+
+#[test]
+fn answers_held_to_each_other_are_in_the_contract() {
+    use crate::config::gate::Figure;
+    // The gate figure: the page names it, and the code reads every quantile it names.
+    assert!(section("Gate report").contains("`answer_similarity_pNN` (NN = 50, 90, 95, 99)"));
+    for q in [50, 90, 95, 99] {
+        assert_eq!(
+            Figure::parse(&format!("answer_similarity_p{q}")),
+            Ok(Figure::AnswerSimilarity(q))
+        );
+    }
+    // The probe key the outcomes and the record field name.
+    let drift = rows("Outcomes")
+        .into_iter()
+        .find(|r| first_name(r) == "answer_drift")
+        .expect("answer_drift is in the contract");
+    assert!(drift[2].contains("`checks.reference`") && drift[2].contains("`min_similarity`"));
+    assert!(drift[2].contains(&format!(
+        "default {}",
+        crate::checks::DEFAULT_MIN_SIMILARITY
+    )));
+    let keys = serde_saphyr::from_str::<crate::config::raw::RawChecks>(
+        "reference: {file: r.txt, min_similarity: 0.5}",
+    );
+    assert!(keys.is_ok(), "{keys:?}");
+}
+
+#[test]
+fn prompt_ignored_is_described_with_the_codes_figures() {
+    use crate::runner::echo;
+    let row = rows("Outcomes")
+        .into_iter()
+        .find(|r| first_name(r) == "prompt_ignored")
+        .expect("prompt_ignored is in the contract");
+    let text = &row[2];
+    for figure in [
+        format!("is {} or more", echo::MIN_SIMILARITY),
+        format!("under {} visible characters", echo::MIN_VISIBLE_CHARS),
+        format!("within {} minutes", echo::WINDOW.as_secs() / 60),
+    ] {
+        assert!(text.contains(&figure), "{figure:?} not in {text:?}");
+    }
+}

@@ -79,6 +79,16 @@ fn hostname() -> String {
 
 /// Loads and validates everything the agent file points at.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, false)
+}
+
+/// [`load`] for `record`: a `checks.reference` file not written yet is no error (its text is
+/// `None`), since `record` is what writes it.
+pub fn load_unrecorded(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, true)
+}
+
+fn load_with(path: &Path, unrecorded_ok: bool) -> Result<Config, ConfigError> {
     let text = read(path)?;
     let src = Source { path, text: &text };
     let mut raw: raw::RawMain = src.parse()?;
@@ -137,7 +147,14 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             price::load_budget(&src, &root.key("agent").key("budget"), b, &prices)
         })
         .transpose()?;
-    let probes = probe::load_all(&probes_dir, &prompts_dir, base, &targets, &mut warnings)?;
+    let probes = probe::load_all(
+        &probes_dir,
+        &prompts_dir,
+        base,
+        &targets,
+        unrecorded_ok,
+        &mut warnings,
+    )?;
     if probes.is_empty() {
         return Err(ConfigError::file(
             &probes_dir,

@@ -256,6 +256,17 @@ pub struct RawChecks {
     pub json_schema: Option<Spanned<String>>,
     /// The name of a tool from `tools:` that the run must end by calling.
     pub tool_call: Option<Spanned<String>>,
+    /// A known-good answer the answer must stay close to.
+    pub reference: Option<RawReference>,
+}
+
+/// `checks.reference: {file, min_similarity}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReference {
+    /// The known-good answer's file, relative to the agent file's folder.
+    pub file: Spanned<String>,
+    pub min_similarity: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]

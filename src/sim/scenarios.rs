@@ -54,6 +54,8 @@ pub enum Kind {
     PrefixCacheBroken,
     VllmDefault,
     SglangDefault,
+    SameAnswer,
+    WordSalad,
 }
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
@@ -277,6 +279,16 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "tool-call-bad-args",
         Kind::ToolCallBadArgs,
         "calls the right tool with {\"city\": 42} -> tool_call_error",
+    ),
+    (
+        "same-answer",
+        Kind::SameAnswer,
+        "the same text whatever the prompt, as a server with a wrong chat template answers -> prompt_ignored on the second probe of a target",
+    ),
+    (
+        "word-salad",
+        Kind::WordSalad,
+        "fragments of words and code that never make a sentence, to max_tokens, as a wrong RoPE setting answers -> answer_drift with checks.reference",
     ),
     (
         "prefix-cache-broken",

@@ -92,6 +92,7 @@ struct PairSlots {
     prefix_cache_hit_ratio: Slot,
     prefix_cache_ttft_speedup: Slot,
     prefill: Slot,
+    answer_similarity: Slot,
 }
 
 /// The remote-write queue's health.
@@ -216,6 +217,7 @@ impl Metrics {
             prefix_cache_hit_ratio: b.gauge(name("prefix_cache_hit_ratio"), "A cache check's last warm run: the share of its prompt tokens the server says it served from its prefix cache (0..1). Absent when the server reports no cached count."),
             prefix_cache_ttft_speedup: b.gauge(name("prefix_cache_ttft_speedup"), "A cache check's last firing: cold TTFT / warm TTFT (the busted run's time to first token over the repeated run's); about 1 when the prefix cache does not help."),
             cost: b.counter(name("probe_cost_total"), "What the probe's runs cost at the target's price: (input tokens x price.input + output tokens x price.output) / 1e6, in the target's price.currency."),
+            answer_similarity: b.gauge(name("answer_similarity"), "The last run's answer beside the probe's checks.reference: chrF, 0 (nothing shared) to 1 (the same text). Absent without a reference."),
             prefill: b.gauge(name("prefill_tokens_per_second"), "Prefill speed of a ladder rung's last run, an estimate: the prompt tokens it adds over the smallest rung / the time to first token it adds; in the server's token counts where it reports them, else estimated at 4 characters a token (the record's prefill_tokens_source says which)."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
@@ -367,6 +369,7 @@ impl Metrics {
                 (s.last_e2e, e2e.filter(|_| latency)),
                 (s.prefix_cache_ttft_speedup, r.prefix_cache_ttft_speedup),
                 (s.prefill, r.prefill.map(|p| p.tokens_per_second)),
+                (s.answer_similarity, r.similarity),
             ];
             match r.prefix_cache_hit_ratio {
                 Some(x) => v.set(s.prefix_cache_hit_ratio, x),
