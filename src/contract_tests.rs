@@ -394,8 +394,6 @@ fn the_status_store_key_is_in_the_contract_and_loads() {
     );
     assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
 }
-     assert!(gaps.is_empty(), "{}", gaps.join("\n"));
- }
 
 /// The value a cloud setting is written with in the test below.
 fn cloud_setting_yaml(name: &str) -> String {
@@ -443,7 +441,6 @@ fn every_cloud_setting_in_the_contract_is_a_key_a_target_takes() {
     // The check can fail: a key no target takes is refused.
     assert!(parse("aws.nonsense").is_err());
 }
- }
 
 #[test]
 fn every_command_is_in_the_contract() {
