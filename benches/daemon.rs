@@ -10,6 +10,11 @@
 //! full, the incident list at its cap, and `/api/v1/incidents` and `/feed.atom` fetched too.
 //! `LLM_CANARY_BENCH_OTLP=1` also exports OTLP metrics and every run's span (`otlp: {traces: true}`) every 15 s, to the sim,
 //! which refuses them (404): the agent encodes and sends as it would to a collector.
+//! `LLM_CANARY_BENCH_STORE=1` keeps the history in a status store (`status.store`): a first
+//! start finds no store, replays the log and writes it (as after an upgrade) and is stopped;
+//! the measured daemon then starts from the store, and the bytes it writes per minute while
+//! probing (`/proc/<pid>/io`) and the store's size are printed too. Without it, the same figures
+//! come from the replay alone, to set beside them.
 //! `LLM_CANARY_BENCH_SMAPS=1` prints the idle daemon's resident memory by mapping, and how much
 //! of the binary's code is resident; `LLM_CANARY_BENCH_COLD=1` drops the binary from the page
 //! cache before starting it, as after a reboot.
@@ -143,6 +148,29 @@ fn blackbox_exporter_idle() -> (u64, u64, u64) {
     figures
 }
 
+/// `llm-canary run` on the bench's folder, its output dropped.
+fn spawn_daemon(dir: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .args(["run", "-c"])
+        .arg(dir.join("llm-canary.yaml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Bytes the process passed to write() calls and bytes it sent to the block layer
+/// (`/proc/<pid>/io`'s `wchar` and `write_bytes`).
+fn written(pid: u32) -> Option<(u64, u64)> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let field = |name: &str| {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("wchar:")?, field("write_bytes:")?))
+}
+
 fn main() {
     let Some(secs) = support::bench_secs(600) else {
         return;
@@ -182,6 +210,10 @@ fn main() {
             sim.addr()
         ));
     }
+    let store = std::env::var_os("LLM_CANARY_BENCH_STORE").is_some();
+    if store {
+        agent.push_str("status: {store: status.db}\n");
+    }
     std::fs::write(dir.join("llm-canary.yaml"), agent).unwrap();
     for p in 0..n_probes {
         std::fs::write(
@@ -209,6 +241,23 @@ fn main() {
     std::fs::write(dir.join("results.jsonl.1"), &history).unwrap();
     drop(history);
 
+    // With a store: the first start replays the log into it, as after an upgrade.
+    let mut upgrade = None;
+    if store {
+        let started = Instant::now();
+        let mut first = spawn_daemon(dir);
+        while fetch(port, "/healthz") == 0 && started.elapsed() < Duration::from_secs(300) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        upgrade = Some(started.elapsed().as_secs_f64());
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &first.id().to_string()])
+            .status();
+        let _ = first.wait();
+    }
+    let logged_before = std::fs::metadata(dir.join("results.jsonl")).map_or(0, |m| m.len());
+    let lines_before =
+        std::fs::read_to_string(dir.join("results.jsonl")).map_or(0, |t| t.lines().count());
     // Start just after a fire instant of "*/15", so that idle is measured before the first fire.
     if !soak {
         let into = jiff::Timestamp::now().as_millisecond().rem_euclid(15_000);
@@ -218,13 +267,7 @@ fn main() {
     if std::env::var_os("LLM_CANARY_BENCH_COLD").is_some() {
         evict(env!("CARGO_BIN_EXE_llm-canary"));
     }
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_llm-canary"))
-        .args(["run", "-c"])
-        .arg(dir.join("llm-canary.yaml"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_daemon(dir);
     let pid = child.id();
     // Idle: the history is rebuilt (the endpoints answer only after it) and nothing has fired.
     let rebuilt = Instant::now();
@@ -233,7 +276,7 @@ fn main() {
     }
     let rebuild_secs = rebuilt.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(300));
-    let fired = std::fs::metadata(dir.join("results.jsonl")).map_or(0, |m| m.len()) > 0;
+    let fired = std::fs::metadata(dir.join("results.jsonl")).map_or(0, |m| m.len()) > logged_before;
     let idle = status_kib(pid, "VmRSS:").unwrap_or(0);
     // Mapped code and libraries (file-backed) against the heap and stacks (anonymous).
     let idle_file = status_kib(pid, "RssFile:").unwrap_or(0);
@@ -246,6 +289,7 @@ fn main() {
     // The daemon's CPU time spent answering the page and the JSON, apart from probing.
     let mut fetch_cpu = 0.0;
     let cpu0 = cpu_seconds(pid).unwrap_or(0.0);
+    let io0 = written(pid);
     let start = Instant::now();
     let started_at = jiff::Timestamp::now();
     let (mut peak, mut last) = (idle, idle);
@@ -276,12 +320,14 @@ fn main() {
     }
     let fds_end = open_fds(pid).unwrap_or(0);
     let cpu = cpu_seconds(pid).unwrap_or(0.0) - cpu0;
+    let io1 = written(pid);
     let wall = start.elapsed().as_secs_f64();
     let _ = child.kill();
     let _ = child.wait();
     let runs = std::fs::read_to_string(dir.join("results.jsonl")).unwrap_or_default();
     let ok = runs
         .lines()
+        .skip(lines_before)
         .filter(|l| l.contains("\"outcome\":\"ok\""))
         .count();
     println!(
@@ -292,8 +338,25 @@ fn main() {
         } else {
             ""
         },
-        runs.lines().count()
+        runs.lines().count() - lines_before
     );
+    if let Some(u) = upgrade {
+        let size =
+            |f: &str| std::fs::metadata(dir.join(f)).map_or(0, |m| m.len()) as f64 / 1048576.0;
+        println!(
+            "  status store: first start (replay of the log, written to the store) {u:.1} s to the first answer; start from the store {rebuild_secs:.1} s; store {:.2} MiB + write-ahead log {:.2} MiB at the end",
+            size("status.db"),
+            size("status.db-wal")
+        );
+    }
+    if let (Some(a), Some(b)) = (io0, io1) {
+        println!(
+            "  writes while probing: {:.0} KiB a minute through write() (results log{}), {:.0} KiB a minute reaching the block layer",
+            (b.0 - a.0) as f64 / 1024.0 / (wall / 60.0),
+            if store { " and status store" } else { "" },
+            (b.1 - a.1) as f64 / 1024.0 / (wall / 60.0)
+        );
+    }
     println!(
         "  status history: {seeded} runs of {days} days rebuilt in {rebuild_secs:.1} s (to the first answer){}; status page {:.0} KiB, JSON {:.0} KiB",
         if fired { ", a run had fired already" } else { "" },

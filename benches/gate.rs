@@ -91,6 +91,7 @@ fn sample(i: usize, ttft_ms: f64) -> Sample {
         itl_gaps_ms: Vec::new(),
         error: None,
         failed_checks: Vec::new(),
+        answer: None,
     }
 }
 

@@ -1,5 +1,5 @@
 //! The command line (docs/design.md's contract): run | once | gate | check | sim | demo |
-//! calibrate | judge | report | watch | mcp | rules | status-page.
+//! calibrate | judge | report | watch | mcp | rules | status-page | record.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -75,6 +75,25 @@ pub enum Command {
     /// It probes nothing: agents in each place probe and push or remote-write; this serves
     /// `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz`.
     StatusPage(StatusPageArgs),
+
+    /// Write each probe's `checks.reference` file from a target's answers at temperature 0,
+    /// so other targets (a shadow replica, a release candidate) are held to this one's.
+    /// Exit 0 when every reference was written, 1 when a run failed (its file is left as it
+    /// was).
+    Record(RecordArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecordArgs {
+    /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
+    #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
+    pub config: PathBuf,
+    /// The target whose answers become the references (a healthy production replica).
+    #[arg(long)]
+    pub target: String,
+    /// Only this probe (default: every probe of the target with a `checks.reference`).
+    #[arg(long)]
+    pub probe: Option<String>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -276,21 +276,26 @@ fn the_reader_finds_what_it_reads() {
     assert_eq!(ticked("a `b` c `d`"), ["b", "d"]);
 }
 
-#[test]
-fn every_slo_rule_rules_writes_is_in_the_contract() {
+/// A config of `main` (the agent file), one probe and its prompt, loaded from a temporary folder.
+fn loaded(main: &str) -> (tempfile::TempDir, crate::config::Config) {
     let dir = tempfile::tempdir().expect("temp dir");
     let write = |name: &str, text: &str| {
         let p = dir.path().join(name);
         std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
         std::fs::write(p, text).expect("write");
     };
-    write(
-        "llm-canary.yaml",
-        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    slo:\n      availability: 99%\n      latency: [{figure: ttft, at_most: 1s, share: 90%}]\n",
-    );
+    write("llm-canary.yaml", main);
     write("probes/p.yaml", "name: p\nprompt: q.txt\n");
     write("prompts/q.txt", "Hello?\n");
     let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
+    (dir, cfg)
+}
+
+#[test]
+fn every_slo_rule_rules_writes_is_in_the_contract() {
+    let (_dir, cfg) = loaded(
+        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9/v1\n    model: m\n    slo:\n      availability: 99%\n      latency: [{figure: ttft, at_most: 1s, share: 90%}]\n",
+    );
     let text = crate::slo_rules::generate(&cfg).expect("rules");
     let code: BTreeSet<String> = text
         .lines()
@@ -378,4 +383,118 @@ fn the_fleet_page_paths_fields_and_rules_are_the_contracts() {
         code_rules.len() >= 2 && code_fields.len() > 15,
         "{code_rules:?} {code_fields:?}"
     );
+}
+
+#[test]
+fn the_status_store_key_is_in_the_contract_and_loads() {
+    let files: BTreeSet<String> = rows("Files").iter().flat_map(|r| ticked(&r[0])).collect();
+    assert!(files.contains("status.store"), "{files:?}");
+    let (dir, cfg) = loaded(
+        "status: {history: 30d, store: state/status.db}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    );
+    assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
+}
+
+/// The value a cloud setting is written with in the test below.
+fn cloud_setting_yaml(name: &str) -> String {
+    let value = if name.ends_with("managed_identity") {
+        "true"
+    } else {
+        "x"
+    };
+    match name.split_once('.') {
+        Some((outer, inner)) => format!("{outer}: {{{inner}: {value}}}"),
+        None => format!("{name}: {value}"),
+    }
+}
+
+#[test]
+fn every_cloud_setting_in_the_contract_is_a_key_a_target_takes() {
+    let settings: Vec<String> = rows("Cloud credentials")
+        .iter()
+        .map(|r| first_name(r))
+        .filter(|n| !n.contains(' ') && !n.starts_with('/'))
+        .collect();
+    for name in [
+        "aws.profile",
+        "api_version",
+        "entra.tenant_id",
+        "entra.managed_identity",
+    ] {
+        assert!(
+            settings.iter().any(|s| s == name),
+            "{name} is not in the contract: {settings:?}"
+        );
+    }
+    let parse = |name: &str| {
+        let text = format!(
+            "name: t\nbase_url: http://127.0.0.1:1/v1\nmodel: m\n{}\n",
+            cloud_setting_yaml(name)
+        );
+        serde_saphyr::from_str::<crate::config::raw::RawTarget>(&text).map(|_| ())
+    };
+    for name in &settings {
+        if let Err(e) = parse(name) {
+            panic!("{name}, in docs/design.md, is not a target key: {e}");
+        }
+    }
+    // The check can fail: a key no target takes is refused.
+    assert!(parse("aws.nonsense").is_err());
+}
+
+#[test]
+fn every_command_is_in_the_contract() {
+    use clap::CommandFactory;
+    let code: BTreeSet<String> = crate::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let doc: BTreeSet<String> = rows("Commands").iter().map(|r| first_name(r)).collect();
+    let gaps = differences("command", &code, &doc);
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+    assert!(code.contains("record"), "{code:?}");
+}
+
+#[test]
+fn answers_held_to_each_other_are_in_the_contract() {
+    use crate::config::gate::Figure;
+    // The gate figure: the page names it, and the code reads every quantile it names.
+    assert!(section("Gate report").contains("`answer_similarity_pNN` (NN = 50, 90, 95, 99)"));
+    for q in [50, 90, 95, 99] {
+        assert_eq!(
+            Figure::parse(&format!("answer_similarity_p{q}")),
+            Ok(Figure::AnswerSimilarity(q))
+        );
+    }
+    // The probe key the outcomes and the record field name.
+    let drift = rows("Outcomes")
+        .into_iter()
+        .find(|r| first_name(r) == "answer_drift")
+        .expect("answer_drift is in the contract");
+    assert!(drift[2].contains("`checks.reference`") && drift[2].contains("`min_similarity`"));
+    assert!(drift[2].contains(&format!(
+        "default {}",
+        crate::checks::DEFAULT_MIN_SIMILARITY
+    )));
+    let keys = serde_saphyr::from_str::<crate::config::raw::RawChecks>(
+        "reference: {file: r.txt, min_similarity: 0.5}",
+    );
+    assert!(keys.is_ok(), "{keys:?}");
+}
+
+#[test]
+fn prompt_ignored_is_described_with_the_codes_figures() {
+    use crate::runner::echo;
+    let row = rows("Outcomes")
+        .into_iter()
+        .find(|r| first_name(r) == "prompt_ignored")
+        .expect("prompt_ignored is in the contract");
+    let text = &row[2];
+    for figure in [
+        format!("is {} or more", echo::MIN_SIMILARITY),
+        format!("under {} visible characters", echo::MIN_VISIBLE_CHARS),
+        format!("within {} minutes", echo::WINDOW.as_secs() / 60),
+    ] {
+        assert!(text.contains(&figure), "{figure:?} not in {text:?}");
+    }
 }

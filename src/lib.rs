@@ -11,7 +11,8 @@
 //!
 //! 1. `util`, `secret`, `buckets`: helpers with no knowledge of the rest;
 //! 2. `outcome`, `timeline`, `stream`, `checks`, `schedule`, `listener`: the measuring and
-//!    judging vocabulary;
+//!    judging vocabulary; `cloud`: credentials clouds hand out (AWS's chain, Entra ID tokens),
+//!    refreshed before they expire;
 //! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated);
 //! 4. `result` (the record), then `probe` (one run), then `runner` (pairs, concurrency);
 //! 5. `sinks`, `maintenance`, `summary`, `report`, `gate`, `calibrate`, `slo_rules`, `sim`;
@@ -57,8 +58,9 @@
 //!   location and the alerts' N-of-M state (`model`), rendered with the status page's look.
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
 //!   queue), the results log, the status page's fixed-size history (rebuilt from the results
-//!   log at start), its states and their rule (`state`), and the incident detector
-//!   (`incidents`, a pure fold over runs).
+//!   log at start), its states and their rule (`state`), the incident detector
+//!   (`incidents`, a pure fold over runs), and the status store (`status_store`: both of
+//!   those kept in SQLite as runs land, read back at start, written on a thread of its own).
 //! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
@@ -91,6 +93,7 @@ mod buckets;
 mod calibrate;
 mod checks;
 pub mod cli;
+mod cloud;
 mod commands;
 mod config;
 mod daemon;
@@ -173,7 +176,7 @@ pub mod testing {
         pub use crate::schedule::{pair_offset, Cron, Schedule};
     }
     pub mod sim {
-        pub use crate::sim::{bedrock, http, scenarios, Seen, Sim};
+        pub use crate::sim::{bedrock, credentials, http, scenarios, Seen, Sim};
     }
     pub mod sinks {
         pub mod metrics {

@@ -29,6 +29,8 @@ pub enum Outcome {
     FormatError,
     ToolCallError,
     ContentFiltered,
+    PromptIgnored,
+    AnswerDrift,
 }
 
 impl Outcome {
@@ -47,8 +49,8 @@ impl Outcome {
 
     /// Every outcome, `ok` first, transport then content in precedence order: built from the
     /// two lists, so a new outcome is written down once.
-    pub const ALL: [Outcome; 20] = {
-        let mut all = [Outcome::Ok; 20];
+    pub const ALL: [Outcome; 22] = {
+        let mut all = [Outcome::Ok; 22];
         let mut i = 0;
         while i < Self::TRANSPORT.len() {
             all[1 + i] = Self::TRANSPORT[i];
@@ -92,6 +94,8 @@ impl Outcome {
             Outcome::FormatError => "format_error",
             Outcome::ToolCallError => "tool_call_error",
             Outcome::ContentFiltered => "content_filtered",
+            Outcome::PromptIgnored => "prompt_ignored",
+            Outcome::AnswerDrift => "answer_drift",
         }
     }
 
@@ -106,9 +110,14 @@ impl Outcome {
     /// docs/design.md's precedence of content outcomes, highest first: when several checks fail, the
     /// run's outcome is the first of them in this list. Written out, not taken from the order
     /// the variants happen to be declared in.
-    pub const CONTENT_PRECEDENCE: [Outcome; 10] = [
+    pub const CONTENT_PRECEDENCE: [Outcome; 12] = [
         Outcome::EmptyOutput,
         Outcome::ContentFiltered,
+        // The answer names the broken deployment better than its shape does: an answer that
+        // does not depend on the question, then one far from the known-good answer, outrank a
+        // loop, a cut at max_tokens and a missed pattern, which are what such answers show.
+        Outcome::PromptIgnored,
+        Outcome::AnswerDrift,
         Outcome::Repetition,
         Outcome::Truncated,
         Outcome::FormatError,
@@ -252,6 +261,20 @@ mod tests {
         assert_eq!(
             Outcome::first_content_failure(&[Repetition, ContentFiltered]),
             ContentFiltered
+        );
+        // The fault's name before its symptoms: a prompt ignored, then drift from the
+        // reference, before the loop, the cut and the missed pattern they show.
+        assert_eq!(
+            Outcome::first_content_failure(&[Truncated, Repetition, AnswerDrift, PromptIgnored]),
+            PromptIgnored
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[PatternMismatch, Truncated, AnswerDrift]),
+            AnswerDrift
+        );
+        assert_eq!(
+            Outcome::first_content_failure(&[PromptIgnored, EmptyOutput, ContentFiltered]),
+            EmptyOutput
         );
     }
 

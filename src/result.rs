@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -56,6 +57,11 @@ pub struct Measurement {
     pub cached_tokens: Option<u64>,
     /// The context-ladder rung this run climbed, when its probe has a ladder.
     pub rung: Option<Rung>,
+    /// The answer's chrF against the probe's `checks.reference`, when it has one.
+    pub similarity: Option<f64>,
+    /// The generated text, for comparisons across runs (`prompt_ignored`, the gate's
+    /// `answer_similarity`); `None` when the run failed in transport. Not part of the record.
+    pub answer: Option<Arc<str>>,
     pub output: Option<String>,
     pub timeline: Option<Timeline>,
 }
@@ -261,6 +267,12 @@ pub struct ProbeResult {
     /// `prefill_tokens_source`: whose token counts it divides.
     #[serde(flatten, serialize_with = "prefill")]
     pub prefill: Option<Prefill>,
+    /// The answer's chrF (0 to 1) against the probe's `checks.reference`; null without one.
+    #[serde(serialize_with = "thousandths")]
+    pub similarity: Option<f64>,
+    /// The generated text, for comparisons across runs; not part of the record.
+    #[serde(skip)]
+    pub answer: Option<Arc<str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// The raw arrival instants, for benchmarks and the gate; not part of the record.
@@ -365,6 +377,8 @@ impl ProbeResult {
             rung: m.rung.map(|r| r.size),
             prompt_tokens_estimate: m.rung.map(|r| r.prompt_tokens_estimate),
             prefill: ctx.prefill,
+            similarity: m.similarity,
+            answer: m.answer,
             output: m.output,
             timeline: m.timeline,
         }
@@ -424,6 +438,8 @@ impl Measurement {
             input_tokens: None,
             cached_tokens: None,
             rung: None,
+            similarity: None,
+            answer: None,
             output: None,
             timeline: None,
         }

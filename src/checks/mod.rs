@@ -12,6 +12,7 @@ pub mod lists;
 pub mod needle;
 pub mod repetition;
 pub mod schema;
+pub mod similarity;
 pub mod tool_call;
 pub mod units;
 
@@ -44,7 +45,23 @@ pub struct CheckSpec {
     pub tool_call: Option<tool_call::Required>,
     /// The answer must give back this fact (a ladder rung's; drawn afresh each firing).
     pub needle: Option<needle::Needle>,
+    /// The answer must stay this close to a known-good one (`checks.reference`).
+    pub reference: Option<Reference>,
 }
+
+/// `checks.reference`: a known-good answer, and how close (chrF, see [`similarity`]) an
+/// answer must stay to it.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// Where the known-good answer is kept, as the probe names it.
+    pub file: std::path::PathBuf,
+    /// The known-good answer; `None` while the file is not written yet (`record` writes it).
+    pub text: Option<Arc<str>>,
+    pub min_similarity: f64,
+}
+
+/// `checks.reference.min_similarity` when the probe does not say.
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
 
 /// The finish reason, in OpenAI's words, of a refusal or a content-filter stop; the flavors map
 /// their own (Anthropic's `refusal`, Gemini's `SAFETY`) to it.
@@ -86,6 +103,8 @@ pub struct Judgement {
     pub failures: Vec<Failure>,
     pub output_chars: usize,
     pub repetition: Option<repetition::Report>,
+    /// The answer's chrF against the probe's reference, when it has one.
+    pub similarity: Option<f64>,
 }
 
 impl Judgement {
@@ -137,9 +156,14 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         .repetition
         .as_ref()
         .map(|t| repetition::analyze(answer.text, t));
+    let similarity = spec
+        .reference
+        .as_ref()
+        .and_then(|r| Some(similarity::chrf(answer.text, r.text.as_deref()?)));
     let failures = [
         empty(answer, output_chars),
         content_filtered(answer, output_chars),
+        drift(spec, similarity),
         looping(answer, repetition.as_ref()),
         truncated(spec, answer),
         format(spec, answer),
@@ -156,7 +180,24 @@ pub fn judge(spec: &CheckSpec, answer: &Answer) -> Judgement {
         failures,
         output_chars,
         repetition,
+        similarity,
     }
+}
+
+/// Far from the known-good answer: below the reference's `min_similarity`.
+fn drift(spec: &CheckSpec, similarity: Option<f64>) -> Option<Failure> {
+    let (r, s) = (spec.reference.as_ref()?, similarity?);
+    (s < r.min_similarity).then(|| {
+        Failure::new(
+            Outcome::AnswerDrift,
+            format!(
+                "the answer drifted from the reference {}: similarity {:.3}, under min_similarity {}",
+                r.file.display(),
+                similarity::rounded(s),
+                r.min_similarity
+            ),
+        )
+    })
 }
 
 /// No answer is no answer: nothing a reader sees, or marks alone (dots, dashes, symbols) with

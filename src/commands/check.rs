@@ -64,10 +64,20 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
                 "key as a bearer token in authorization".to_string()
             }
             Some(h) => format!("key in {h}"),
-            None if t.aws.is_some() => "requests signed with AWS SigV4".to_string(),
-            None => "no key".to_string(),
+            None => match (&t.aws, &t.entra) {
+                (Some(aws), _) => format!(
+                    "requests signed with AWS SigV4 for {}, {}",
+                    aws.region,
+                    aws.credentials.describe()
+                ),
+                (None, Some(entra)) => entra.describe(),
+                (None, None) => "no key".to_string(),
+            },
         };
         let _ = writeln!(s, "target {}: {key}", t.name);
+        if let Some(v) = &t.api_version {
+            let _ = writeln!(s, "  api-version {v}");
+        }
         if let Some(p) = t.priority {
             let _ = writeln!(s, "  {}", p.describe());
         }

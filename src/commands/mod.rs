@@ -11,6 +11,7 @@ mod judge;
 mod mcp;
 pub mod once;
 mod p0_clock;
+mod record;
 mod report;
 mod watch;
 
@@ -84,6 +85,11 @@ pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             )
             .await?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Record(args) => {
+            let cfg = crate::config::load_unrecorded(&args.config)?;
+            let mut out = std::io::stdout().lock();
+            record::record(&cfg, &args, &mut out).await
         }
         Command::Report(args) => {
             let mut out = std::io::stdout().lock();

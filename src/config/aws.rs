@@ -1,12 +1,11 @@
 //! A Bedrock target's AWS settings (`aws:`): the region its requests are signed for, and the
 //! credentials SigV4 signs with. The region is written or read from the endpoint's host
-//! (`bedrock-runtime.<region>.amazonaws.com`); the credentials come from the environment
-//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, as every AWS tool reads
-//! them) unless the mapping names other variables or files, like every other secret here.
-//! `~/.aws/credentials` and profiles are not read: a profile may name SSO, a role to assume or a
-//! credential process, which only the SDK's chain can honour, and a half-read profile would sign
-//! with the wrong key; the daemon takes its keys as every other secret, from its environment or
-//! a mounted file.
+//! (`bedrock-runtime.<region>.amazonaws.com`). Keys named under `aws:` (`*_env`, `*_file`) are
+//! read at load, like every other secret here. Otherwise AWS's own default chain finds them as
+//! they are handed out (feature `aws-credential-chain`, [`crate::cloud::aws`]): the environment,
+//! the shared config and credentials files (`aws.profile`, else `AWS_PROFILE`), web identity,
+//! container credentials, the EC2 instance role, refreshed before they expire. A build without
+//! the chain reads `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` at load.
 
 use std::path::Path;
 
@@ -15,12 +14,14 @@ use serde_saphyr::{Location, Spanned};
 
 use super::{read_secret, Api, ConfigError, FieldPath, Source};
 pub use crate::probe::flavor::AwsAuth;
+use crate::probe::flavor::{AwsCredentials, AwsKeys};
 use crate::secret::Secret;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAws {
     pub region: Option<Spanned<String>>,
+    pub profile: Option<Spanned<String>>,
     pub access_key_id_env: Option<Spanned<String>>,
     pub access_key_id_file: Option<Spanned<String>>,
     pub secret_access_key_env: Option<Spanned<String>>,
@@ -112,6 +113,41 @@ fn load(
             ))
         }
     };
+    let named_keys = [
+        &raw.access_key_id_env,
+        &raw.access_key_id_file,
+        &raw.secret_access_key_env,
+        &raw.secret_access_key_file,
+        &raw.session_token_env,
+        &raw.session_token_file,
+    ]
+    .iter()
+    .any(|k| k.is_some());
+    if let Some(p) = raw.profile {
+        let field = aws.key("profile");
+        if named_keys {
+            return Err(src.err(
+                &field,
+                p.referenced,
+                "set aws.profile (keys from the shared config files) or keys under aws: (*_env, *_file), not both",
+            ));
+        }
+        if p.value.trim().is_empty() {
+            return Err(src.err(&field, p.referenced, "profile must not be empty"));
+        }
+        #[cfg(not(feature = "aws-credential-chain"))]
+        return Err(src.err(
+            &field,
+            p.referenced,
+            "this build has no AWS credential chain (cargo feature aws-credential-chain) to read profiles with: name keys under aws: instead",
+        ));
+        #[cfg(feature = "aws-credential-chain")]
+        return Ok(chain(region, Some(p.value.trim().to_string())));
+    }
+    #[cfg(feature = "aws-credential-chain")]
+    if !named_keys {
+        return Ok(chain(region, None));
+    }
     // Both keys are required: with neither of its keys set, each is read from AWS's variable.
     let required = |env: Option<Spanned<String>>,
                     file: Option<Spanned<String>>,
@@ -153,10 +189,22 @@ fn load(
     };
     Ok(AwsAuth {
         region,
-        access_key_id,
-        secret_access_key,
-        session_token,
+        credentials: AwsCredentials::Fixed(AwsKeys {
+            access_key_id,
+            secret_access_key,
+            session_token,
+        }),
     })
+}
+
+/// Keys from AWS's default chain, found when the first request needs them.
+#[cfg(feature = "aws-credential-chain")]
+fn chain(region: String, profile: Option<String>) -> AwsAuth {
+    let chain = crate::cloud::aws::Chain::new(region.clone(), profile);
+    AwsAuth {
+        region,
+        credentials: AwsCredentials::Chain(std::sync::Arc::new(chain)),
+    }
 }
 
 /// The region in a Bedrock runtime host: `bedrock-runtime[-fips].<region>.amazonaws.com[.cn]`,

@@ -43,6 +43,20 @@ pub enum Figure {
     Quantile(Metric, u8),
     SuccessRate,
     OutcomeCount(Outcome),
+    /// The pNN of the chrF between the candidate's and the baseline's answers, pair by pair
+    /// (`answer_similarity_pNN` under `vs_baseline:`, an absolute bound).
+    AnswerSimilarity(u8),
+}
+
+/// The quantiles a figure may name.
+fn quantile(q: &str) -> Option<u8> {
+    match q {
+        "50" => Some(50),
+        "90" => Some(90),
+        "95" => Some(95),
+        "99" => Some(99),
+        _ => None,
+    }
 }
 
 impl Figure {
@@ -56,20 +70,17 @@ impl Figure {
                 .ok_or_else(|| format!("unknown outcome {o:?} in {name:?}"));
         }
         let bad = || {
-            format!("unknown gate figure {name:?}: use ttft_pNN, answer_ttft_pNN, e2e_pNN, tpot_pNN, itl_pNN, tokens_per_second_pNN (NN = 50, 90, 95, 99), success_rate or outcome.<name>")
+            format!("unknown gate figure {name:?}: use ttft_pNN, answer_ttft_pNN, e2e_pNN, tpot_pNN, itl_pNN, tokens_per_second_pNN, answer_similarity_pNN (NN = 50, 90, 95, 99), success_rate or outcome.<name>")
         };
         let (metric, q) = name.rsplit_once("_p").ok_or_else(bad)?;
+        let q = quantile(q).ok_or_else(bad)?;
+        if metric == "answer_similarity" {
+            return Ok(Figure::AnswerSimilarity(q));
+        }
         let metric = Metric::ALL
             .into_iter()
             .find(|m| m.as_str() == metric)
             .ok_or_else(bad)?;
-        let q = match q {
-            "50" => 50,
-            "90" => 90,
-            "95" => 95,
-            "99" => 99,
-            _ => return Err(bad()),
-        };
         Ok(Figure::Quantile(metric, q))
     }
 
@@ -80,7 +91,9 @@ impl Figure {
 
     pub fn higher_is_worse(self) -> bool {
         match self {
-            Figure::Quantile(Metric::TokensPerSecond, _) | Figure::SuccessRate => false,
+            Figure::Quantile(Metric::TokensPerSecond, _)
+            | Figure::SuccessRate
+            | Figure::AnswerSimilarity(_) => false,
             Figure::Quantile(..) | Figure::OutcomeCount(_) => true,
         }
     }
@@ -113,8 +126,63 @@ pub struct Relative {
     pub text: String,
 }
 
+/// `answer_similarity_pNN` under `vs_baseline:`: the candidate's answers beside the baseline's,
+/// paired, held to an absolute bound (`">= 0.8"`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Similarity {
+    pub name: String,
+    /// The quantile, 50 for `answer_similarity_p50`.
+    pub quantile: u8,
+    pub op: Op,
+    pub value: f64,
+    pub text: String,
+}
+
+impl Similarity {
+    pub fn figure(&self) -> Figure {
+        Figure::AnswerSimilarity(self.quantile)
+    }
+}
+
+/// A `vs_baseline:` entry: a change beside the baseline's figure, or the answers' similarity.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VsBaseline {
+    Relative(Relative),
+    Similarity(Similarity),
+}
+
+pub fn parse_vs_baseline(name: &str, text: &str) -> Result<VsBaseline, String> {
+    let Figure::AnswerSimilarity(quantile) = Figure::parse(name)? else {
+        return parse_relative(name, text).map(VsBaseline::Relative);
+    };
+    let t = text.trim();
+    let (op, rest) = [(">=", Op::Ge), (">", Op::Gt)]
+        .into_iter()
+        .find_map(|(p, op)| t.strip_prefix(p).map(|r| (op, r.trim())))
+        .unwrap_or((Op::Ge, t));
+    let value = rest
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| {
+            format!("{name}: expected a similarity between 0 and 1 like \">= 0.8\", found {text:?}")
+        })?;
+    Ok(VsBaseline::Similarity(Similarity {
+        name: name.to_string(),
+        quantile,
+        op,
+        value,
+        text: text.to_string(),
+    }))
+}
+
 pub fn parse_slo(name: &str, text: &str) -> Result<Slo, String> {
     let figure = Figure::parse(name)?;
+    if let Figure::AnswerSimilarity(_) = figure {
+        return Err(format!(
+            "{name} compares the candidate's answers with the baseline's: put it under vs_baseline:"
+        ));
+    }
     let t = text.trim();
     let (op, rest) = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
         .into_iter()
@@ -230,5 +298,27 @@ mod tests {
         assert!(parse_relative("tokens_per_second_p50", "+15%")
             .unwrap_err()
             .contains("\"-15%\""));
+        assert!(parse_slo("answer_similarity_p50", ">= 0.8")
+            .unwrap_err()
+            .contains("vs_baseline"));
+        assert!(parse_vs_baseline("answer_similarity_p50", ">= 80%")
+            .unwrap_err()
+            .contains("between 0 and 1"));
+    }
+
+    #[test]
+    fn answer_similarity_is_an_absolute_bound_under_vs_baseline() {
+        let VsBaseline::Similarity(s) = parse_vs_baseline("answer_similarity_p50", ">= 0.8").unwrap() else {
+            panic!("not a similarity")
+        };
+        assert_eq!((s.quantile, s.op, s.value), (50, Op::Ge, 0.8));
+        let VsBaseline::Similarity(s) = parse_vs_baseline("answer_similarity_p90", "0.5").unwrap() else {
+            panic!("not a similarity")
+        };
+        assert_eq!((s.quantile, s.op, s.value), (90, Op::Ge, 0.5));
+        assert!(matches!(
+            parse_vs_baseline("ttft_p95", "+20%").unwrap(),
+            VsBaseline::Relative(_)
+        ));
     }
 }

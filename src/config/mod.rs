@@ -5,6 +5,7 @@
 
 mod auth;
 mod aws;
+mod azure;
 mod cache_check;
 mod confirm;
 pub mod duration;
@@ -78,6 +79,16 @@ fn hostname() -> String {
 
 /// Loads and validates everything the agent file points at.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, false)
+}
+
+/// [`load`] for `record`: a `checks.reference` file not written yet is no error (its text is
+/// `None`), since `record` is what writes it.
+pub fn load_unrecorded(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, true)
+}
+
+fn load_with(path: &Path, unrecorded_ok: bool) -> Result<Config, ConfigError> {
     let text = read(path)?;
     let src = Source { path, text: &text };
     let mut raw: raw::RawMain = src.parse()?;
@@ -136,7 +147,14 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
             price::load_budget(&src, &root.key("agent").key("budget"), b, &prices)
         })
         .transpose()?;
-    let probes = probe::load_all(&probes_dir, &prompts_dir, base, &targets, &mut warnings)?;
+    let probes = probe::load_all(
+        &probes_dir,
+        &prompts_dir,
+        base,
+        &targets,
+        unrecorded_ok,
+        &mut warnings,
+    )?;
     if probes.is_empty() {
         return Err(ConfigError::file(
             &probes_dir,
@@ -149,7 +167,12 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         raw.maintenance.unwrap_or_default(),
         &targets,
     )?;
-    let status_history = match raw.status.and_then(|s| s.history) {
+    let (status_history, status_store) = match raw.status {
+        Some(s) => (s.history, s.store),
+        None => (None, None),
+    };
+    let status_store = status_store.map(|p| base.join(p));
+    let status_history = match status_history {
         Some(h) if h.value.0 < STATUS_HISTORY_MIN || h.value.0 > STATUS_HISTORY_MAX => {
             return Err(src.err(
                 &root.key("status").key("history"),
@@ -170,6 +193,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         probes,
         maintenance,
         status_history,
+        status_store,
         warnings,
     })
 }

@@ -34,6 +34,7 @@ pub struct RawMain {
 #[serde(deny_unknown_fields)]
 pub struct RawStatus {
     pub history: Option<Spanned<Dur>>,
+    pub store: Option<String>,
 }
 
 /// A recurring maintenance window: from each fire time of `schedule` (in `timezone`), for
@@ -183,6 +184,8 @@ pub struct RawTarget {
     pub slo: Option<Spanned<super::slo::RawSlo>>,
     pub price: Option<super::price::RawPrice>,
     pub aws: Option<Spanned<super::aws::RawAws>>,
+    pub api_version: Option<Spanned<String>>,
+    pub entra: Option<Spanned<super::azure::RawEntra>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
@@ -253,6 +256,17 @@ pub struct RawChecks {
     pub json_schema: Option<Spanned<String>>,
     /// The name of a tool from `tools:` that the run must end by calling.
     pub tool_call: Option<Spanned<String>>,
+    /// A known-good answer the answer must stay close to.
+    pub reference: Option<RawReference>,
+}
+
+/// `checks.reference: {file, min_similarity}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReference {
+    /// The known-good answer's file, relative to the agent file's folder.
+    pub file: Spanned<String>,
+    pub min_similarity: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -28,6 +28,9 @@ pub struct Config {
     pub maintenance: Vec<MaintenanceWindow>,
     /// How long incidents and daily rollups are kept (`status.history`, 1 to 90 days).
     pub status_history: Duration,
+    /// The SQLite database that keeps the status page's history across restarts
+    /// (`status.store`, relative to the config file).
+    pub status_store: Option<PathBuf>,
     /// Things that load but deserve a word in `check` (e.g. a cache that cannot be defeated).
     pub warnings: Vec<String>,
 }

@@ -39,18 +39,19 @@ pub struct Target {
     pub price: Option<super::Price>,
     /// What a Bedrock target's requests are signed with (none with a Bedrock API key).
     pub aws: Option<super::AwsAuth>,
+    /// The `api-version` an Azure OpenAI target's requests name.
+    pub api_version: Option<String>,
+    /// Where an Azure OpenAI target's Entra ID tokens come from (`entra:`), in place of a key.
+    pub entra: Option<Arc<crate::cloud::entra::Entra>>,
 }
 
 impl Target {
     /// Every secret its requests carry: the key, or the AWS credentials, for errors to be
     /// cleaned of before they are kept.
     pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
-        let aws = self.aws.iter().flat_map(|a| {
-            [Some(&a.secret_access_key), a.session_token.as_ref()]
-                .into_iter()
-                .flatten()
-        });
-        self.api_key.iter().chain(aws)
+        let aws = self.aws.iter().flat_map(|a| a.credentials.known_secrets());
+        let entra = self.entra.iter().filter_map(|e| e.known_secret());
+        self.api_key.iter().chain(aws).chain(entra)
     }
 
     /// The header its key goes in (the only sensitive one), for `check` to name.
@@ -115,6 +116,8 @@ pub(super) fn load_target(
         base,
         t.name.referenced,
     )?;
+    let api_version = super::azure::api_version(src, at, api, t.api_version)?;
+    let entra = super::azure::entra(src, at, api, t.entra, has_key, base)?;
     let mut headers = match t.headers {
         Some(h) => configured_headers(src, &at.key("headers"), h)?,
         None => HeaderMap::new(),
@@ -161,6 +164,8 @@ pub(super) fn load_target(
         slo,
         price,
         aws,
+        api_version,
+        entra,
     })
 }
 

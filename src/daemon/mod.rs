@@ -37,6 +37,7 @@ use crate::config::{self, Config, Pair, Selection};
 use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
 use crate::runner::Runner;
 use crate::sinks::metrics::{now_seconds, Metrics};
+use crate::sinks::status_store::Db;
 use admin::{ReloadError, ReloadReply};
 use firing::Runs;
 use otlp_exporter::OtlpExporter;
@@ -122,17 +123,32 @@ impl Daemon {
     async fn start_with(path: PathBuf, cfg: Arc<Config>) -> anyhow::Result<Daemon> {
         let pairs = scheduled_pairs(&cfg);
         let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
+        // Before the first run, so the page shows the past at once. On the runtime's own
+        // thread: nothing else runs yet, and a blocking-pool thread would leave its own
+        // allocator arena behind in the daemon's resident set.
+        let now = jiff::Timestamp::now();
+        let db = match &cfg.status_store {
+            Some(path) => {
+                let started = Instant::now();
+                let db = Db::open(path)?;
+                let kept = shared.restore(&db, now)?;
+                tracing::info!(path = %path.display(), pairs = kept, took = ?started.elapsed(), "status history read from the status store");
+                Some(db)
+            }
+            None => None,
+        };
+        let mut replayed = 0;
         if let Some(settings) = &cfg.agent.results_log {
-            // Before the first run, so the page shows the past at once. On the runtime's own
-            // thread: nothing else runs yet, and a blocking-pool thread would leave its own
-            // allocator arena behind in the daemon's resident set.
             let started = Instant::now();
-            let now = jiff::Timestamp::now();
             let oldest = now
                 .checked_sub(jiff::SignedDuration::try_from(cfg.status_history)?)
                 .unwrap_or(now);
             let (taken, bad) = shared.replay(settings, oldest);
+            replayed = taken;
             tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
+        }
+        if let Some(db) = db {
+            shared.attach_store(db, replayed > 0)?;
         }
         let otlp = OtlpExporter::new(shared.running(), shared.sink_client());
         let runs = Arc::new(Runs::new(
@@ -247,6 +263,10 @@ impl Daemon {
             self.writer.final_flush(),
             self.otlp.final_flush(),
         );
+        if let Some(store) = shared.store() {
+            // What is queued is a few milliseconds of writes.
+            store.close();
+        }
     }
 }
 
@@ -293,6 +313,7 @@ impl Quiet {
     pub async fn start(mut cfg: Config) -> anyhow::Result<Quiet> {
         cfg.agent.listen = None;
         cfg.agent.results_log = None;
+        cfg.status_store = None;
         cfg.push = None;
         cfg.remote_write = None;
         cfg.otlp = None;

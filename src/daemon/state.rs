@@ -20,6 +20,7 @@ use crate::sinks::metrics::Metrics;
 use crate::sinks::push;
 use crate::sinks::results_log::ResultsLog;
 use crate::sinks::status_history::{self, PairDays, PairSnapshot, Run, StatusHistory};
+use crate::sinks::status_store::{Change, Db, StatusStore, StoreError};
 
 /// A (probe, target) pair by name.
 pub(super) type PairKey = (String, String);
@@ -190,6 +191,8 @@ pub struct Shared {
     /// The page's memory of runs (it locks itself).
     history: StatusHistory,
     incidents: Mutex<Incidents>,
+    /// Where the history is kept across restarts (`status.store`), once it is read.
+    store: OnceLock<StatusStore>,
     /// Behind its own `Arc`: a run's lines are written from a blocking-pool thread.
     results_log: Arc<Mutex<Option<ResultsLog>>>,
     maintenance: Maintenance,
@@ -211,6 +214,7 @@ impl Shared {
             in_flight: InFlight::default(),
             history,
             incidents: Mutex::new(incidents),
+            store: OnceLock::new(),
             results_log: Arc::new(Mutex::new(open_log(&cfg))),
             maintenance: Maintenance::default(),
             push: Arc::default(),
@@ -242,18 +246,67 @@ impl Shared {
         self.running.read().scheduled.len()
     }
 
-    /// Takes in the runs of the results log from `oldest` on, before the first run, so the page
-    /// shows the past at once; returns the runs taken in and the lines that did not parse.
+    /// Puts back what the store kept (the configured pairs' part), before the first run;
+    /// answers how many pairs it held.
+    pub(super) fn restore(&self, db: &Db, now: Timestamp) -> Result<usize, StoreError> {
+        let (pairs, incidents) = db.load()?;
+        for p in &pairs {
+            self.history.restore(p);
+        }
+        (self.incidents.lock().expect("incidents lock")).restore(incidents, now);
+        Ok(pairs.len())
+    }
+
+    /// Takes in the runs of the results log from `oldest` on that are newer than the history
+    /// has for their pair (all of them without a store; with one, those the store lacks),
+    /// before the first run, so the page shows the past at once; returns the runs taken in and
+    /// the lines that did not parse.
     pub(super) fn replay(
         &self,
         settings: &ResultsLogSettings,
         oldest: Timestamp,
     ) -> (usize, usize) {
+        let newest = self.history.last_runs();
+        // When every pair has runs from the store, nothing before the oldest of their last runs
+        // is new: whole rotated files are left unread.
+        let scheduled = self.scheduled_count();
+        let oldest = match newest.values().min() {
+            Some(t) if newest.len() == scheduled => oldest.max(*t),
+            _ => oldest,
+        };
         let mut incidents = self.incidents.lock().expect("incidents lock");
-        status_history::replay(settings, oldest, |run| {
-            self.history.record(run);
-            incidents.record(run);
-        })
+        let mut taken = 0;
+        let (_, bad) = status_history::replay(settings, oldest, |run| {
+            let known = newest
+                .get(&(run.probe.clone(), run.target.clone()))
+                .is_some_and(|t| run.started_at <= *t);
+            if !known {
+                self.history.record(run);
+                incidents.record(run);
+                taken += 1;
+            }
+        });
+        (taken, bad)
+    }
+
+    /// Writes the whole history and the incidents to `db` (after a replay filled what it
+    /// lacked), then keeps it up to date as runs land, on a writer thread of its own.
+    pub(super) fn attach_store(&self, mut db: Db, save_all: bool) -> anyhow::Result<()> {
+        if save_all {
+            let incidents = self.incidents.lock().expect("incidents lock").saved();
+            db.save_all(&self.history.saved(), &incidents)?;
+        }
+        let running = self.running();
+        let store = StatusStore::start(db, self.cfg().status_history, move || {
+            running.metrics().status_store_errors.inc()
+        })?;
+        let _ = self.store.set(store);
+        Ok(())
+    }
+
+    /// The store, if one is attached.
+    pub(super) fn store(&self) -> Option<&StatusStore> {
+        self.store.get()
     }
 
     /// Makes `cfg` (with `metrics`, its registry) the running config, scheduling `pairs`: the
@@ -270,6 +323,12 @@ impl Shared {
             let mut incidents = self.incidents.lock().expect("incidents lock");
             incidents.set_retention(cfg.status_history);
             incidents.retain_pairs(&keys);
+        }
+        if let Some(store) = self.store.get() {
+            store.set_retention(cfg.status_history);
+            if cfg.status_store.as_deref() != Some(store.path()) {
+                tracing::warn!(running = %store.path().display(), configured = ?cfg.status_store, "status.store changed: the change takes effect at restart");
+            }
         }
         self.maintenance.announced.prune(&cfg, Timestamp::now());
         *self.running.0.write().expect("config lock") = Generation {
@@ -329,8 +388,21 @@ impl Shared {
         for r in results {
             metrics.record(r, target);
             let run = Run::from(r);
-            self.history.record(&run);
-            self.incidents.lock().expect("incidents lock").record(&run);
+            let Some(store) = self.store.get() else {
+                self.history.record(&run);
+                self.incidents.lock().expect("incidents lock").record(&run);
+                continue;
+            };
+            let pair = self.history.record_saved(&run);
+            let inc = (self.incidents.lock().expect("incidents lock")).record_saved(&run);
+            if let Some(pair) = pair {
+                let (recent, incident) = inc.unzip();
+                store.send(Change {
+                    pair,
+                    recent,
+                    incident: incident.flatten(),
+                });
+            }
         }
         true
     }

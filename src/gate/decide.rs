@@ -5,7 +5,7 @@
 
 use super::sequence;
 use super::stats::{self, LimitReport, Sample, Stopped, Verdict};
-use crate::config::gate::{Figure, Op, Relative, Slo};
+use crate::config::gate::{Figure, Op, Relative, Similarity, Slo};
 
 /// The gate's error rate: the chance that any of its verdicts is wrong, all limits together.
 pub const GATE_ALPHA: f64 = 0.05;
@@ -42,7 +42,7 @@ pub fn interval(figure: Figure, samples: &[&Sample], alpha: f64, centre: f64) ->
             let s = samples.iter().filter(|s| s.success).count() as u64;
             sequence::share(s, samples.len() as u64, alpha, centre)
         }
-        Figure::OutcomeCount(_) => (0.0, f64::INFINITY),
+        Figure::OutcomeCount(_) | Figure::AnswerSimilarity(_) => (0.0, f64::INFINITY),
     }
 }
 
@@ -145,6 +145,64 @@ pub fn relative(
     conclude(r, placed, (&text, &rel.text), rel.figure, cand, fails)
 }
 
+/// `answer_similarity_pNN`: the candidate's answers beside the baseline's, pair by pair (chrF),
+/// held to an absolute bound; the interval is the quantile's confidence sequence, as for any
+/// quantile. A failing report names the least similar pairs' candidate runs.
+pub fn similarity(
+    l: &Similarity,
+    cand: &[&Sample],
+    base: &[&Sample],
+    alpha: f64,
+    fails: bool,
+) -> (LimitReport, State) {
+    let figure = l.figure();
+    let mut r = blank(&l.name, "vs_baseline", stats::slo_text(l.op, &l.text), cand);
+    let mut pairs = super::sample::similarities(cand, base);
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let sorted: Vec<f64> = pairs.iter().map(|(s, _)| *s).collect();
+    let q = f64::from(l.quantile) / 100.0;
+    r.samples_used = sorted.len() as u32;
+    if sorted.is_empty() {
+        r.message = format!("{}: no pair of answers yet", l.name);
+        return (open(r, fails), State::Open);
+    }
+    r.candidate = Some(crate::timeline::nearest_rank(&sorted, q));
+    let (lo, hi) = sequence::quantile(&sorted, q, alpha);
+    let ci = (lo.unwrap_or(0.0), hi.unwrap_or(1.0));
+    r.candidate_ci = Some(ci);
+    let text = format!(
+        "{} {} (interval {})",
+        l.name,
+        stats::show(figure, r.candidate.unwrap_or(0.0)),
+        shown(figure, ci)
+    );
+    let bound = l.value;
+    let placed = match l.op {
+        Op::Gt if ci.1 <= bound => Some(Verdict::Fail),
+        Op::Gt if ci.0 > bound => Some(Verdict::Pass),
+        _ if ci.1 < bound => Some(Verdict::Fail),
+        _ if ci.0 >= bound => Some(Verdict::Pass),
+        _ => None,
+    };
+    let limit = r.limit.clone();
+    let (mut r, state) = conclude(r, placed, (&text, &limit), figure, cand, fails);
+    if r.failing {
+        r.failed_runs = pairs
+            .iter()
+            .take(stats::FAILED_RUNS)
+            .map(|(s, c)| stats::FailedRun {
+                request_id: c.request_id.clone(),
+                sentence: format!(
+                    "similarity {} to the baseline's answer{}",
+                    stats::show(figure, *s),
+                    if c.success { String::new() } else { format!("; {}", c.sentence()) }
+                ),
+            })
+            .collect();
+    }
+    (r, state)
+}
+
 /// Finishes a report from where its interval lies: decided (`past` or `within` the limit) or
 /// open (`straddles` it); the message is `what`, that word, and `limit`.
 fn conclude(
@@ -220,6 +278,7 @@ mod tests {
                 itl_gaps_ms: vec![10.0],
                 error: None,
                 failed_checks: Vec::new(),
+                answer: None,
             })
             .collect()
     }
@@ -258,6 +317,58 @@ mod tests {
             (Verdict::Inconclusive, State::Open, true)
         );
         assert!(r.message.contains("unbounded"), "{}", r.message);
+    }
+
+    /// Pairs whose answers are the healthy text, or word salad on the candidate's side.
+    fn answered(n: usize, salad: bool) -> (Vec<Sample>, Vec<Sample>) {
+        let good = "The sky is blue on a clear day because the air scatters the blue part of sunlight more than the red.";
+        let bad = "YouYouYou wis-__print(1,L_print(You ately Theth ond:: ingly]] Bre ynam_x olt seud";
+        let with = |text: &str, i: usize| Sample {
+            request_id: format!("r{i}"),
+            answer: Some(std::sync::Arc::from(text)),
+            ..runs(std::iter::once(100.0)).remove(0)
+        };
+        let cand = (0..n).map(|i| with(if salad { bad } else { good }, i)).collect();
+        let base = (0..n).map(|i| with(good, i)).collect();
+        (cand, base)
+    }
+
+    #[test]
+    fn the_same_answers_pass_answer_similarity_and_word_salad_fails_naming_its_runs() {
+        let l = match crate::config::gate::parse_vs_baseline("answer_similarity_p50", ">= 0.8") {
+            Ok(crate::config::gate::VsBaseline::Similarity(l)) => l,
+            other => panic!("{other:?}"),
+        };
+        fn refs(v: &[Sample]) -> Vec<&Sample> {
+            v.iter().collect()
+        }
+        // The sequential gate's first look comes after one batch: the same answers decide there.
+        let (c, b) = answered(super::super::BATCH as usize, false);
+        let (r, state) = similarity(&l, &refs(&c), &refs(&b), 0.05, true);
+        assert_eq!((r.verdict, state), (Verdict::Pass, State::Decided), "{}", r.message);
+        assert_eq!(r.candidate, Some(1.0));
+        let (c, b) = answered(super::super::BATCH as usize, true);
+        let (r, state) = similarity(&l, &refs(&c), &refs(&b), 0.05, true);
+        assert_eq!((r.verdict, state), (Verdict::Fail, State::Decided), "{}", r.message);
+        assert!(r.message.starts_with("answer_similarity_p50 0.0"), "{}", r.message);
+        assert_eq!(r.failed_runs.len(), stats::FAILED_RUNS);
+        assert!(
+            r.failed_runs[0].sentence.starts_with("similarity 0.0")
+                && r.failed_runs[0].sentence.ends_with("to the baseline's answer"),
+            "{:?}",
+            r.failed_runs[0]
+        );
+        // A candidate run without an answer counts 0; a baseline run without one is left out.
+        let (mut c, mut b) = answered(4, false);
+        c[0].answer = None;
+        b[1].answer = None;
+        let pairs = super::super::sample::similarities(&refs(&c), &refs(&b));
+        let got: Vec<f64> = pairs.iter().map(|(s, _)| *s).collect();
+        assert_eq!(got, [0.0, 1.0, 1.0]);
+        // One pair cannot bound a median: open.
+        let (c, b) = answered(1, false);
+        let (r, state) = similarity(&l, &refs(&c), &refs(&b), 0.05, true);
+        assert_eq!((r.verdict, state, r.failing), (Verdict::Inconclusive, State::Open, true));
     }
 
     #[test]

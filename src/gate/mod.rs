@@ -150,13 +150,13 @@ fn no_baseline(
 ) -> anyhow::Result<()> {
     let unjudged: Vec<String> = probes
         .iter()
-        .filter(|p| !p.gate.vs_baseline.is_empty())
+        .filter(|p| p.gate.compares())
         .map(|p| {
-            let limits: Vec<String> = p
-                .gate
-                .vs_baseline
-                .iter()
-                .map(|r| format!("{} {}", r.name, r.text))
+            let relative = p.gate.vs_baseline.iter().map(|r| (&r.name, &r.text));
+            let similar = p.gate.answer_similarity.iter().map(|l| (&l.name, &l.text));
+            let limits: Vec<String> = relative
+                .chain(similar)
+                .map(|(name, text)| format!("{name} {text}"))
                 .collect();
             format!("{} ({})", p.name, limits.join(", "))
         })
@@ -200,7 +200,7 @@ fn setup(
         .iter()
         .filter(|p| {
             if opts.probes.is_empty() {
-                !p.gate.slo.is_empty() || !p.gate.vs_baseline.is_empty()
+                !p.gate.slo.is_empty() || p.gate.compares()
             } else {
                 opts.probes.contains(&p.name)
             }

@@ -27,6 +27,10 @@ pub struct Sample {
     /// Every check the run failed (absent from gate files written before it existed).
     #[serde(default)]
     pub failed_checks: Vec<String>,
+    /// The answer, for `answer_similarity` (candidate and baseline paired); never written to
+    /// the gate's JSON, so a baseline file has none.
+    #[serde(skip)]
+    pub answer: Option<std::sync::Arc<str>>,
 }
 
 impl Sample {
@@ -74,6 +78,7 @@ impl From<&ProbeResult> for Sample {
                 .iter()
                 .map(|o| o.as_str().to_string())
                 .collect(),
+            answer: r.answer.clone(),
         }
     }
 }
@@ -95,7 +100,26 @@ pub fn value(figure: Figure, samples: &[&Sample]) -> Option<f64> {
             let v = values(metric, samples);
             (!v.is_empty()).then(|| nearest_rank(&v, f64::from(q) / 100.0))
         }
+        // A figure of pairs, not of one side's samples (see `similarities`).
+        Figure::AnswerSimilarity(_) => None,
     }
+}
+
+/// Pair by pair (candidate and baseline sample i), the chrF of the candidate's answer against
+/// the baseline's, with the candidate's sample: a candidate run that gave no answer is 0; a
+/// pair whose baseline run gave none says nothing and is left out.
+pub fn similarities<'a>(cand: &[&'a Sample], base: &[&Sample]) -> Vec<(f64, &'a Sample)> {
+    cand.iter()
+        .zip(base)
+        .filter_map(|(c, b)| {
+            let reference = b.answer.as_deref()?;
+            let s = c
+                .answer
+                .as_deref()
+                .map_or(0.0, |a| crate::checks::similarity::chrf(a, reference));
+            Some((s, *c))
+        })
+        .collect()
 }
 
 /// One run's figure for `metric`, in base units: its latency in seconds, its decode speed, or

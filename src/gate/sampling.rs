@@ -101,8 +101,13 @@ fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Vec<String> {
             .baseline_given
             .then(|| decide::relative(l, &c, &b, alpha, fails))
     });
+    // Answers are paired only against a baseline target (a baseline file keeps none).
+    let similar = p.gate.answer_similarity.iter().map(|l| {
+        (sides.baseline_given && sides.paired)
+            .then(|| decide::similarity(l, &c, &b, alpha, fails))
+    });
     let mut open = Vec::new();
-    for (i, now) in slo.chain(rel).enumerate() {
+    for (i, now) in slo.chain(rel).chain(similar).enumerate() {
         if s.settled[i].is_some() {
             continue;
         }
@@ -149,11 +154,21 @@ pub(super) fn verdicts(p: &Probe, s: &Sampling, sides: &Sides) -> Vec<LimitRepor
                 stats::skip_relative(r, &c)
             }
         }));
+        limits.extend(p.gate.answer_similarity.iter().map(|l| {
+            if sides.baseline_given && sides.paired {
+                let (mut r, _) = decide::similarity(l, &c, &b, alpha_fixed(p), fails);
+                r.stopped = Stopped::Cap;
+                r
+            } else {
+                stats::skip_similarity(l, &c)
+            }
+        }));
         return limits;
     }
     let stopped = s.stopped.unwrap_or(Stopped::Cap);
     let figures = p.gate.slo.iter().map(|l| l.figure);
     let figures = figures.chain(p.gate.vs_baseline.iter().map(|l| l.figure));
+    let figures = figures.chain(p.gate.answer_similarity.iter().map(|l| l.figure()));
     let mut limits: Vec<LimitReport> = s
         .settled
         .iter()
@@ -175,12 +190,22 @@ pub(super) fn verdicts(p: &Probe, s: &Sampling, sides: &Sides) -> Vec<LimitRepor
             (None, None) => None,
         })
         .collect();
-    // Relative limits without a baseline were never looked at.
+    // Relative limits without a baseline were never looked at, nor answers without pairs.
     if !sides.baseline_given {
         let skipped = p.gate.vs_baseline.iter();
         limits.extend(skipped.map(|r| stats::skip_relative(r, &c)));
     }
+    if !(sides.baseline_given && sides.paired) {
+        let skipped = p.gate.answer_similarity.iter();
+        limits.extend(skipped.map(|l| stats::skip_similarity(l, &c)));
+    }
     limits
+}
+
+/// A fixed N's similarity limits: the interval at the gate's error rate shared among the
+/// probe's limits, as the sequential gate shares it.
+fn alpha_fixed(p: &Probe) -> f64 {
+    decide::alpha_per_limit(p.gate.slo.len() + p.gate.vs_baseline.len() + p.gate.answer_similarity.len())
 }
 
 /// Runs `plan` (probe, side, pair) with at most `concurrency` in flight, handing each result
@@ -238,7 +263,8 @@ pub(super) async fn sample(
     let mut sampling: Vec<Sampling> = probes
         .iter()
         .map(|p| {
-            let limits = p.gate.slo.len() + p.gate.vs_baseline.len();
+            let limits =
+                p.gate.slo.len() + p.gate.vs_baseline.len() + p.gate.answer_similarity.len();
             Sampling::new(Plan::of(opts, p), limits)
         })
         .collect();
@@ -323,7 +349,7 @@ fn judged_limits(probes: &[Arc<Probe>], sampling: &[Sampling], baseline_given: b
             let estimated = slo.filter(|l| !matches!(l.figure, Figure::OutcomeCount(_)));
             estimated.count()
                 + if baseline_given {
-                    p.gate.vs_baseline.len()
+                    p.gate.vs_baseline.len() + p.gate.answer_similarity.len()
                 } else {
                     0
                 }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 pub use super::sample::{value, values, Sample};
-use crate::config::gate::{Figure, Metric, Op, Relative, Slo};
+use crate::config::gate::{Figure, Metric, Op, Relative, Similarity, Slo};
 
 use crate::timeline::nearest_rank;
 
@@ -182,6 +182,8 @@ impl LimitReport {
                 .take(FAILED_RUNS)
                 .map(|s| named(s, s.sentence()))
                 .collect(),
+            // Named from the pairs when judged (see `decide::similarity`).
+            Figure::AnswerSimilarity(_) => std::mem::take(&mut self.failed_runs),
         };
         self
     }
@@ -205,13 +207,18 @@ pub fn show(figure: Figure, v: f64) -> String {
 /// An absolute limit as people read it, with its operator even where the config left it implied
 /// (`ttft_p95: 2s` is `<= 2s`): a bare `2s` in a report does not say which side passes.
 pub fn slo_limit(slo: &Slo) -> String {
-    let op = match slo.op {
+    slo_text(slo.op, &slo.text)
+}
+
+/// A bound as written (`0.8`, `>= 0.8`) with its operator spelled out.
+pub fn slo_text(op: Op, text: &str) -> String {
+    let op = match op {
         Op::Le => "<=",
         Op::Lt => "<",
         Op::Ge => ">=",
         Op::Gt => ">",
     };
-    let bound = slo.text.trim().trim_start_matches(['<', '>', '=']).trim();
+    let bound = text.trim().trim_start_matches(['<', '>', '=']).trim();
     format!("{op} {bound}")
 }
 
@@ -376,6 +383,32 @@ pub fn skip_relative(rel: &Relative, cand: &[&Sample]) -> LimitReport {
     }
 }
 
+/// An `answer_similarity` limit with no answers to pair: no baseline, or a baseline file
+/// (which keeps no answers).
+pub fn skip_similarity(l: &Similarity, cand: &[&Sample]) -> LimitReport {
+    LimitReport {
+        name: l.name.clone(),
+        kind: "vs_baseline",
+        limit: slo_text(l.op, &l.text),
+        candidate: None,
+        candidate_ci: None,
+        baseline: None,
+        baseline_ci: None,
+        ratio: None,
+        ratio_ci: None,
+        verdict: Verdict::Skipped,
+        failing: false,
+        samples_needed: None,
+        samples_used: cand.len() as u32,
+        stopped: Stopped::Cap,
+        failed_runs: Vec::new(),
+        message: format!(
+            "{} {}: skipped, no answers to pair (--baseline-target T; a baseline file keeps no answers)",
+            l.name, l.text
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,6 +427,7 @@ mod tests {
             itl_gaps_ms: vec![10.0, 12.0],
             error: None,
             failed_checks: Vec::new(),
+            answer: None,
         }
     }
 

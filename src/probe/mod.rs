@@ -11,6 +11,7 @@ pub mod ladder;
 pub mod read;
 pub mod request;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use request::{build_request, Clients, Request};
@@ -67,14 +68,18 @@ async fn measure(
     client: &reqwest::Client,
     probe: &Probe,
     target: &Target,
-    req: Request,
+    mut req: Request,
     show_output: bool,
     rung: Option<Rung>,
 ) -> Measurement {
+    let authorized = req.authorize(client).await;
     let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
     let started_at = jiff::Timestamp::now();
     let start = Instant::now();
-    let seen = read::read(client, req, read::Plan::for_run(probe, target), start).await;
+    let seen = match authorized {
+        Ok(()) => read::read(client, req, read::Plan::for_run(probe, target), start).await,
+        Err(why) => read::Reading::no_credential(start, why),
+    };
 
     // The server's count comes at the end, which a read stopped on a loop never sees; one it
     // sent before (Anthropic's `message_start` says 1) is stale: count the chunks instead.
@@ -85,9 +90,13 @@ async fn measure(
         (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
     };
     let output_sha256 = seen.failure.is_none().then(|| sha256_hex(&seen.text));
+    // The text itself, for the runner's comparison across probes (never in the record unless
+    // shown); a run that failed in transport has no answer to compare.
+    let answer: Option<Arc<str>> = seen.failure.is_none().then(|| Arc::from(seen.text.as_str()));
     let figures = seen.timeline.figures(output_tokens.zip(tokens_source));
-    let (outcome, failed_checks, error, output_chars, repetition) = match seen.failure {
-        Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None),
+    let (outcome, failed_checks, error, output_chars, repetition, similarity) = match seen.failure
+    {
+        Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None, None),
         None => {
             let answer = checks::Answer {
                 text: &seen.text,
@@ -99,7 +108,9 @@ async fn measure(
             let v = checks::judge(&probe.checks, &answer);
             let outcome = v.outcome();
             let why = v.explanation();
-            (outcome, v.failed(), why, Some(v.output_chars), v.repetition)
+            let similarity = v.similarity.map(checks::similarity::rounded);
+            let failed = v.failed();
+            (outcome, failed, why, Some(v.output_chars), v.repetition, similarity)
         }
     };
     let error = error.map(|e| {
@@ -149,6 +160,8 @@ async fn measure(
         input_tokens: seen.input_tokens,
         cached_tokens: seen.cached_tokens,
         rung,
+        similarity,
+        answer,
         output: show_output.then_some(seen.text),
         timeline: Some(seen.timeline),
     }

@@ -209,19 +209,10 @@ struct Reader {
     last_event: Option<Instant>,
 }
 
-/// Sends the request and reads the response.
-pub async fn read(
-    client: &reqwest::Client,
-    request: super::Request,
-    plan: Plan,
-    start: Instant,
-) -> Reading {
-    let mut reader = Reader {
-        flavor: plan.api.flavor(),
-        caps: plan.caps,
-        stop_on_loop: plan.stop_on_loop,
-        deadlines: Deadlines::new(start, plan.timeouts),
-        seen: Reading {
+impl Reading {
+    /// Nothing read yet, from `start`.
+    fn empty(start: Instant) -> Reading {
+        Reading {
             timeline: Timeline::new(start),
             http_status: None,
             http_reason: None,
@@ -240,7 +231,33 @@ pub async fn read(
             fingerprint: None,
             failure: None,
             stopped_early: false,
-        },
+        }
+    }
+
+    /// A run that never went out: the credential its cloud hands out could not be had
+    /// (`http_error`, reason `auth`), with why.
+    pub fn no_credential(start: Instant, why: String) -> Reading {
+        let mut seen = Reading::empty(start);
+        seen.timeline.end = Some(Instant::now());
+        seen.http_reason = Some(HttpReason::Auth);
+        seen.failure = Some(fail(Outcome::HttpError, why));
+        seen
+    }
+}
+
+/// Sends the request and reads the response.
+pub async fn read(
+    client: &reqwest::Client,
+    request: super::Request,
+    plan: Plan,
+    start: Instant,
+) -> Reading {
+    let mut reader = Reader {
+        flavor: plan.api.flavor(),
+        caps: plan.caps,
+        stop_on_loop: plan.stop_on_loop,
+        deadlines: Deadlines::new(start, plan.timeouts),
+        seen: Reading::empty(start),
         done: false,
         last_event: None,
     };

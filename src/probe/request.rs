@@ -2,13 +2,14 @@
 //! id, and cache busting chosen by the target's server kind. Also the HTTP clients the runs use.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use super::flavor::{Ask, Signer};
+use crate::cloud::entra::Entra;
 use crate::config::{AwsAuth, CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
@@ -43,10 +44,19 @@ pub struct Request {
     pub body: Vec<u8>,
     pub request_id: String,
     pub trace_id: String,
-    /// What signs a request AWS signs, with the target's credentials and its name for the log:
-    /// the signature covers the request id and trace too, so every copy ([`Request::again`])
-    /// signs anew.
-    signer: Option<(Signer, AwsAuth, String)>,
+    /// The credential a cloud hands out that the request still needs ([`Request::authorize`]),
+    /// with the target's name for the log.
+    auth: Option<(CloudAuth, String)>,
+}
+
+/// A credential fetched (and refreshed) while the agent runs, rather than a key read at load.
+#[derive(Clone)]
+enum CloudAuth {
+    /// AWS SigV4 with the target's credentials: the signature covers the request id and trace
+    /// too, so every copy ([`Request::again`]) signs anew.
+    Aws(Signer, AwsAuth),
+    /// An Entra ID bearer token.
+    Entra(Arc<Entra>),
 }
 
 pub fn build_request(probe: &Probe, target: &Target) -> Request {
@@ -98,16 +108,23 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
         put(&mut headers, "cache-control", "no-cache");
     }
     headers.extend(target.headers.clone());
+    let mut url = target.endpoint(&flavor.path(&target.model));
+    if let Some(v) = &target.api_version {
+        url.push_str("?api-version=");
+        url.push_str(v);
+    }
+    let aws = target
+        .aws
+        .clone()
+        .and_then(|aws| Some(CloudAuth::Aws(flavor.aws_signer()?, aws)));
+    let entra = target.entra.clone().map(CloudAuth::Entra);
     Request {
-        url: target.endpoint(&flavor.path(&target.model)),
+        url,
         headers,
         body: serde_json::to_vec(&Value::Object(body)).expect("a JSON map always serializes"),
         request_id: String::new(),
         trace_id: String::new(),
-        signer: target.aws.clone().and_then(|aws| {
-            let sign = flavor.aws_signer()?;
-            Some((sign, aws, target.name.clone()))
-        }),
+        auth: aws.or(entra).map(|a| (a, target.name.clone())),
     }
     .again()
 }
@@ -121,22 +138,54 @@ impl Request {
         put(&mut headers, "x-request-id", &request_id);
         let (traceparent, trace_id) = trace_context();
         put(&mut headers, "traceparent", &traceparent);
-        // Last: the signature covers every header above and the body.
-        if let Some((sign, aws, target)) = &self.signer {
-            let now = std::time::SystemTime::now();
-            if let Err(e) = sign(&mut headers, &self.url, &self.body, aws, now) {
-                // Sent unsigned, the server refuses it, and the run says so as an `auth` error.
-                tracing::warn!(target = %target, error = %e, "bedrock request not signed");
-            }
-        }
         Request {
             url: self.url.clone(),
             headers,
             body: self.body.clone(),
             request_id,
             trace_id,
-            signer: self.signer.clone(),
+            auth: self.auth.clone(),
         }
+    }
+
+    /// Adds what a cloud's credential says, fetched (or refreshed) now, before the run's clock
+    /// starts: the SigV4 signature, last, over every header and the body; or the Entra ID
+    /// token. `Err` (why, naming no secret) when there is none to be had: the request is not
+    /// sent, and the run is an `auth` error.
+    pub async fn authorize(&mut self, client: &reqwest::Client) -> Result<(), String> {
+        let Some((auth, target)) = &self.auth else {
+            return Ok(());
+        };
+        let done = match auth {
+            CloudAuth::Aws(sign, aws) => match aws.credentials.keys().await {
+                Ok(keys) => {
+                    let now = std::time::SystemTime::now();
+                    sign(
+                        &mut self.headers,
+                        &self.url,
+                        &self.body,
+                        &aws.region,
+                        &keys,
+                        now,
+                    )
+                    .map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+            CloudAuth::Entra(entra) => match entra.token(client).await {
+                Ok(token) => HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                    .map(|mut v| {
+                        v.set_sensitive(true);
+                        self.headers.insert(reqwest::header::AUTHORIZATION, v);
+                    })
+                    .map_err(|_| "the Entra ID token is not a valid header value".to_string()),
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        if let Err(e) = &done {
+            tracing::warn!(target = %target, error = %e, "request not sent: no credential");
+        }
+        done
     }
 }
 

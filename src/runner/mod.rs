@@ -7,6 +7,8 @@
 //! - [`Changes`]: a target whose build differs from the one it showed before (what its answers
 //!   say, and what its model list says), and a temperature-0 probe whose output differs from its
 //!   previous one;
+//! - [`echo::Echoes`]: each pair's latest answer, to tell a target whose answers no longer
+//!   depend on the prompt (`prompt_ignored`);
 //! - [`ModelLists`]: each target's model list, asked in the background at most every five
 //!   minutes ([`probe::identity`]).
 
@@ -15,6 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::Semaphore;
+
+pub(crate) mod echo;
 
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
@@ -32,6 +36,7 @@ pub struct Runner {
     limit: Arc<Semaphore>,
     warm: Mutex<Warm>,
     changes: Mutex<Changes>,
+    echoes: Mutex<echo::Echoes>,
     models: ModelLists,
     pub show_output: bool,
     /// The maintenance windows runs of [`Runner::run_one`] and [`Runner::run_all`] are
@@ -169,6 +174,7 @@ impl Runner {
             limit: Arc::new(Semaphore::new(concurrency.max(1))),
             warm: Mutex::new(Warm::default()),
             changes: Mutex::new(Changes::default()),
+            echoes: Mutex::new(echo::Echoes::default()),
             models: ModelLists::default(),
             show_output: false,
             windows: None,
@@ -284,6 +290,7 @@ impl Runner {
         ctx: RunContext,
         in_window: impl FnOnce(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
+        let m = self.echo(probe, m);
         let warmup = self
             .warm
             .lock()
@@ -312,6 +319,35 @@ impl Runner {
             ..ctx
         };
         ProbeResult::new(m, ctx)
+    }
+
+    /// A run whose answer repeats another probe's recent answer on its target, to another
+    /// prompt, failed `prompt_ignored` too (see [`echo`]). A ladder's rungs are drawn afresh
+    /// each firing and not compared.
+    fn echo(&self, probe: &Probe, mut m: Measurement) -> Measurement {
+        let Some(answer) = m.answer.as_ref().filter(|_| probe.ladder.is_none()) else {
+            return m;
+        };
+        let echo = self
+            .echoes
+            .lock()
+            .expect("the answers map is never poisoned")
+            .note(echo::Said {
+                target: &m.target,
+                probe: &m.probe,
+                prompt: echo::prompt_key(&probe.prompt.as_text()),
+                answer,
+                at: Instant::now(),
+            });
+        if let Some(e) = echo {
+            m.failed_checks.push(Outcome::PromptIgnored);
+            m.failed_checks.sort_by_key(|o| o.index());
+            m.outcome = Outcome::first_content_failure(&m.failed_checks);
+            if m.outcome == Outcome::PromptIgnored {
+                m.error = Some(e.sentence());
+            }
+        }
+        m
     }
 
     /// The target's last model-list answer, as the next run will use it.

@@ -89,6 +89,28 @@ pub fn corrupt(text: &str) -> String {
         .collect()
 }
 
+/// What a server with a wrong chat template answered to every prompt: the model never saw the
+/// question.
+pub const SAME_ANSWER: &str = "018. The company has a long-term plan to expand its operations in the region over the next five years, and the board has approved the budget for it.";
+
+/// Word salad as a model with a wrong RoPE setting writes it: fragments of words and code that
+/// never make a sentence, drawn from a fixed seed so no phrase repeats in order.
+pub fn word_salad(tokens: usize) -> String {
+    const BITS: [&str; 24] = [
+        "You", "wis", "-__", "print", "(1,", "L_", "ocr", "ately", "Theth", "ond", "::",
+        "ingly", "]]", "Bre", "ynam", "_x", "olt", "seud", "\\n", "quar", "ipt", "4r", "ÃĤ", "cem",
+    ];
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut s = String::new();
+    while tokenize(&s).len() < tokens + 8 {
+        s.push_str(BITS[rng.usize(..BITS.len())]);
+        if rng.u8(..4) == 0 {
+            s.push(' ');
+        }
+    }
+    s
+}
+
 /// An English loop as small models produce it: a start, then one phrase over and over.
 pub fn looping(chinese: bool, tokens: usize) -> String {
     let (start, phrase) = if chinese {

@@ -12,8 +12,9 @@ use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
 use serde_json::{json, Value};
 
+use super::credentials::{AwsKeyCheck, Issued};
 use super::http::HttpRequest;
-use crate::config::AwsAuth;
+use crate::probe::flavor::AwsKeys;
 use crate::secret::Secret;
 
 /// The sim's test credentials, the only ones whose signature it checks.
@@ -132,9 +133,10 @@ fn refuse(status: u16, ty: &str, message: impl Into<String>) -> Refusal {
     }
 }
 
-/// Lets in a request signed with the test key (its signature checked), or carrying a Bedrock
-/// API key; refuses one unsigned, malformed, signed by another key, or signed wrongly.
-pub(super) fn check_auth(req: &HttpRequest) -> Result<(), Refusal> {
+/// Lets in a request signed with the test key or with keys the credential stand-ins issued and
+/// that have not expired (its signature checked), or carrying a Bedrock API key; refuses one
+/// unsigned, malformed, signed by another key or an expired one, or signed wrongly.
+pub(super) fn check_auth(req: &HttpRequest, issued: &Issued) -> Result<(), Refusal> {
     let Some(auth) = req.header("authorization") else {
         return Err(refuse(
             403,
@@ -173,24 +175,35 @@ pub(super) fn check_auth(req: &HttpRequest) -> Result<(), Refusal> {
     if !signed.contains(&"host") || !signed.contains(&"x-amz-date") {
         return Err(incomplete("host and x-amz-date among the signed headers"));
     }
-    if key_id != ACCESS_KEY_ID {
-        return Err(refuse(
+    let invalid = || {
+        refuse(
             403,
             "UnrecognizedClientException",
             "The security token included in the request is invalid.",
-        ));
-    }
+        )
+    };
+    let sent_token = req.header("x-amz-security-token");
+    let secret = match issued.check_aws_key(key_id) {
+        _ if key_id == ACCESS_KEY_ID => SECRET_ACCESS_KEY.to_string(),
+        AwsKeyCheck::Unknown => return Err(invalid()),
+        AwsKeyCheck::Expired => {
+            return Err(refuse(
+                403,
+                "ExpiredTokenException",
+                "The security token included in the request is expired",
+            ))
+        }
+        AwsKeyCheck::Good { secret, token } if sent_token == Some(token.as_str()) => secret,
+        AwsKeyCheck::Good { .. } => return Err(invalid()),
+    };
     let time = req
         .header("x-amz-date")
         .and_then(amz_date)
         .ok_or_else(|| incomplete("a valid X-Amz-Date"))?;
-    let test_key = AwsAuth {
-        region: region.to_string(),
-        access_key_id: Secret::new(ACCESS_KEY_ID.into()),
-        secret_access_key: Secret::new(SECRET_ACCESS_KEY.into()),
-        session_token: req
-            .header("x-amz-security-token")
-            .map(|t| Secret::new(t.to_string())),
+    let test_key = AwsKeys {
+        access_key_id: Secret::new(key_id.into()),
+        secret_access_key: Secret::new(secret),
+        session_token: sent_token.map(|t| Secret::new(t.to_string())),
     };
     // Signed again from what arrived: the headers the client named (but those the signer adds
     // itself, and the host, which it takes from the URL), the path as sent, the body.
@@ -219,8 +232,15 @@ pub(super) fn check_auth(req: &HttpRequest) -> Result<(), Refusal> {
             "The request signature we calculated does not match the signature you provided.",
         )
     };
-    crate::probe::flavor::bedrock::sign_request(&mut headers, &url, &req.body, &test_key, time)
-        .map_err(|_| mismatch())?;
+    crate::probe::flavor::bedrock::sign_request(
+        &mut headers,
+        &url,
+        &req.body,
+        region,
+        &test_key,
+        time,
+    )
+    .map_err(|_| mismatch())?;
     match headers.get("authorization").and_then(|v| v.to_str().ok()) {
         Some(ours) if ours == auth => Ok(()),
         _ => Err(mismatch()),
@@ -252,7 +272,7 @@ pub(super) fn model_of(path: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn signed_request(auth: &AwsAuth, body: &[u8]) -> HttpRequest {
+    fn signed_request(auth: &AwsKeys, body: &[u8]) -> HttpRequest {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert("content-type", "application/json".parse().unwrap());
         headers.insert("x-request-id", "r1".parse().unwrap());
@@ -262,6 +282,7 @@ mod tests {
             &mut headers,
             &url,
             body,
+            "us-east-1",
             auth,
             SystemTime::now(),
         )
@@ -279,9 +300,8 @@ mod tests {
         }
     }
 
-    fn key(secret: &str) -> AwsAuth {
-        AwsAuth {
-            region: "us-east-1".into(),
+    fn key(secret: &str) -> AwsKeys {
+        AwsKeys {
             access_key_id: Secret::new(ACCESS_KEY_ID.into()),
             secret_access_key: Secret::new(secret.into()),
             session_token: Some(Secret::new("tok".into())),
@@ -291,13 +311,18 @@ mod tests {
     #[test]
     fn a_signature_is_checked_not_only_present() {
         let good = signed_request(&key(SECRET_ACCESS_KEY), b"{}");
-        assert!(check_auth(&good).is_ok());
+        assert!(check_auth(&good, &Issued::default()).is_ok());
         // Another secret, a changed body, a changed header: each fails the check.
         let wrong = signed_request(&key("not-the-secret"), b"{}");
-        assert_eq!(check_auth(&wrong).err().map(|r| r.status), Some(403));
+        assert_eq!(
+            check_auth(&wrong, &Issued::default())
+                .err()
+                .map(|r| r.status),
+            Some(403)
+        );
         let mut tampered = good.clone();
         tampered.body = b"{\"x\":1}".to_vec();
-        let r = check_auth(&tampered).err().unwrap();
+        let r = check_auth(&tampered, &Issued::default()).err().unwrap();
         assert!(r.header.1.starts_with("InvalidSignatureException"));
         let mut tampered = good.clone();
         for (k, v) in &mut tampered.headers {
@@ -305,10 +330,10 @@ mod tests {
                 *v = "r2".into();
             }
         }
-        assert!(check_auth(&tampered).is_err());
+        assert!(check_auth(&tampered, &Issued::default()).is_err());
         let mut unsigned = good;
         unsigned.headers.retain(|(k, _)| k != "authorization");
-        let r = check_auth(&unsigned).err().unwrap();
+        let r = check_auth(&unsigned, &Issued::default()).err().unwrap();
         assert!(r
             .header
             .1

@@ -119,6 +119,8 @@ impl Generation {
             Kind::RepetitionList => answers::looping_list(max),
             Kind::JsonBroken => answers::JSON_BROKEN.into(),
             Kind::ToolCallNone => answers::NO_CALL.into(),
+            Kind::SameAnswer => answers::SAME_ANSWER.into(),
+            Kind::WordSalad => answers::word_salad(max),
             _ => answers::recall(&self.prompt)
                 .unwrap_or_else(|| answers::healthy(&self.prompt).to_string()),
         };

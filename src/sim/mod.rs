@@ -13,17 +13,22 @@
 //! - [`wire`]: each flavor's framing of an answer, and `gemini`: Gemini's shapes of it;
 //! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
 //! - [`bedrock`]: Bedrock's event-stream frames, error answers and SigV4 check;
+//! - `queue`: a busy server's slots (`slots=N`), waited for in vLLM's priority order;
+//! - [`credentials`]: stand-ins for where clouds hand credentials out (IMDSv2, container
+//!   credentials, STS web identity, Entra ID), issuing short-lived ones the doors check;
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
 mod asks;
 pub mod bedrock;
 mod cache;
+pub mod credentials;
 mod gemini;
 mod generate;
 pub mod http;
 mod metrics;
 mod piece;
+mod queue;
 mod respond;
 pub mod scenarios;
 mod serve;
@@ -105,6 +110,30 @@ impl Sim {
             .iter()
             .cloned()
             .collect()
+    }
+
+    /// How long request `request_id` waited for a slot of a `slots=` scenario, in ms.
+    pub fn queue_wait_ms(&self, request_id: &str) -> Option<f64> {
+        let timings = self.state.timings.lock().expect("sim state lock");
+        let t = timings.get(request_id)?;
+        t.ms(t.slot)
+    }
+
+    /// When request `request_id` got its slot of a `slots=` scenario (its service began).
+    pub fn served_at(&self, request_id: &str) -> Option<Instant> {
+        let timings = self.state.timings.lock().expect("sim state lock");
+        timings.get(request_id)?.slot
+    }
+
+    /// How many requests of scenario `spec` (as written in the path) wait for a slot now.
+    pub fn waiting(&self, spec: &str) -> usize {
+        self.state.queues.waiting(spec)
+    }
+
+    /// Every secret the credential stand-ins issued so far, for a test to look for where none
+    /// may appear.
+    pub fn issued_secrets(&self) -> Vec<String> {
+        self.state.issued.secrets()
     }
 
     /// How much later the agent saw a run's first content than the sim wrote it, in ms

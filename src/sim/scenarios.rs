@@ -1,6 +1,8 @@
 //! The scenarios of the simulated replica: one for every outcome, healthy English and Chinese
 //! answers, and the stream quirks real servers have. A scenario is chosen per request by the
 //! path prefix `/s/<scenario>[,ttft=..,itl=..,stall=..]/v1` or by a model name equal to its name.
+//! `slots=N` makes a scenario a busy server: N requests served at once, the others queued in
+//! vLLM's priority order (`super::queue`).
 
 use std::time::Duration;
 
@@ -52,6 +54,8 @@ pub enum Kind {
     PrefixCacheBroken,
     VllmDefault,
     SglangDefault,
+    SameAnswer,
+    WordSalad,
 }
 
 /// Every scenario: its name, kind and what it does (the list `sim` prints).
@@ -277,6 +281,16 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "calls the right tool with {\"city\": 42} -> tool_call_error",
     ),
     (
+        "same-answer",
+        Kind::SameAnswer,
+        "the same text whatever the prompt, as a server with a wrong chat template answers -> prompt_ignored on the second probe of a target",
+    ),
+    (
+        "word-salad",
+        Kind::WordSalad,
+        "fragments of words and code that never make a sentence, to max_tokens, as a wrong RoPE setting answers -> answer_drift with checks.reference",
+    ),
+    (
         "prefix-cache-broken",
         Kind::PrefixCacheBroken,
         "healthy, but its prefix cache never hits: a repeated prompt reports 0 cached tokens and comes no sooner -> prefix_cache_hit_ratio 0, prefix_cache_ttft_speedup about 1",
@@ -310,6 +324,9 @@ pub struct Scenario {
     /// Prompt tokens the replica reads a second before its first token: the first token waits
     /// that much longer for a long prompt (none: the prompt takes no time).
     pub prefill: Option<f64>,
+    /// Requests served at once (`slots=N`); the rest wait in vLLM's priority order
+    /// (`super::queue`). None: no limit.
+    pub slots: Option<usize>,
 }
 
 /// The `/metrics` of which server the sim plays (`metrics=vllm|sglang|llama-cpp|none`): vLLM's
@@ -359,6 +376,7 @@ impl Scenario {
             },
             corrupt_above: None,
             prefill: None,
+            slots: None,
         };
         for p in parts {
             let (k, v) = p
@@ -402,6 +420,15 @@ impl Scenario {
                 );
                 continue;
             }
+            if k == "slots" {
+                s.slots = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("slots={v}: a positive whole number"))?,
+                );
+                continue;
+            }
             if k == "every" {
                 s.every = v
                     .parse()
@@ -419,7 +446,7 @@ impl Scenario {
                 "warm" => s.warm = d,
                 _ => {
                     return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics, corrupt_above, prefill)"
+                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics, corrupt_above, prefill, slots)"
                     ))
                 }
             }
@@ -463,6 +490,8 @@ mod tests {
         assert_eq!((s.corrupt_above, s.prefill), (Some(4000), Some(20000.0)));
         assert!(Scenario::parse("healthy,prefill=0").is_err());
         assert!(Scenario::parse("healthy,corrupt_above=many").is_err());
+        assert_eq!(Scenario::parse("healthy,slots=2").unwrap().slots, Some(2));
+        assert!(Scenario::parse("healthy,slots=0").is_err());
         let mut names: Vec<&str> = CATALOG.iter().map(|c| c.0).collect();
         names.dedup();
         assert_eq!(names.len(), CATALOG.len());

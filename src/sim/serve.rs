@@ -86,6 +86,9 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
         None => (None, req.path.clone()),
     };
     let path = rest.split('?').next().unwrap_or_default();
+    if scenario.is_none() && super::credentials::serve(sock, req, &st.issued).await? {
+        return Ok(true);
+    }
     match Route::of(&req.method, path) {
         Route::Health => {
             http::respond(sock, 200, "application/json", &[], b"{\"status\":\"ok\"}").await?;
@@ -205,10 +208,21 @@ async fn completion(
         }
     };
     if wire == Wire::Bedrock {
-        if let Err(r) = super::bedrock::check_auth(req) {
+        if let Err(r) = super::bedrock::check_auth(req, &st.issued) {
             respond_json(sock, r.status, &[r.header], &r.body).await?;
             return Ok(true);
         }
+    }
+    // Azure OpenAI: an Entra ID token the stand-ins issued must still be good.
+    let bearer = req
+        .header("authorization")
+        .and_then(|a| a.strip_prefix("Bearer "));
+    if route.contains("/openai/deployments/")
+        && bearer.and_then(|t| st.issued.entra_token_good(t)) == Some(false)
+    {
+        let body = json!({"error": {"code": "401", "message": "Unauthorized. Access token is missing, invalid, audience is incorrect, or have expired."}});
+        respond_json(sock, 401, &[], &body).await?;
+        return Ok(true);
     }
     // Bedrock and Gemini name the model in the route, every other flavor in the body.
     let model = match wire {
@@ -258,7 +272,7 @@ async fn completion(
     if let Some(id) = &request_id {
         st.record_received(id, t0);
     }
-    let gen = Generation {
+    let mut gen = Generation {
         wire,
         model,
         prompt,
@@ -276,6 +290,20 @@ async fn completion(
         priority: body["priority"].as_i64(),
         cache: found.hit(),
         t0,
+    };
+    // A busy server: the request waits for a slot, in priority order, before any byte of its
+    // answer; the slot is held until the answer is written.
+    let _slot = match gen.scenario.slots {
+        Some(n) => {
+            let slot = st.queues.enter(&spec, n, gen.priority.unwrap_or(0)).await;
+            // Its first token comes a prefill after it is served, not after it arrived.
+            gen.t0 = Instant::now();
+            if let Some(id) = &request_id {
+                st.record_slot(id, gen.t0);
+            }
+            Some(slot)
+        }
+        None => None,
     };
     // What was served is reported on /metrics by the generation, before its last bytes go out.
     let served = gen.respond(sock, st).await;

@@ -33,6 +33,8 @@ pub(super) struct Timings {
     pub(super) received: Instant,
     pub(super) headers: Option<Instant>,
     pub(super) first_content: Option<Instant>,
+    /// When a `slots=` scenario gave the request its slot (its wait ends).
+    pub(super) slot: Option<Instant>,
     /// The client closed the connection while the answer was still being written.
     pub(super) abandoned: bool,
 }
@@ -54,6 +56,10 @@ pub(super) struct State {
     pub(super) counters: Mutex<HashMap<String, (u64, Instant)>>,
     /// What was served, as vLLM would report it on /metrics.
     pub(super) served: metrics::Served,
+    /// The waiting rooms of `slots=` scenarios.
+    pub(super) queues: super::queue::Queues,
+    /// What the credential stand-ins issued.
+    pub(super) issued: super::credentials::Issued,
 }
 
 pub(super) const MAX_SEEN: usize = 10_000;
@@ -80,6 +86,7 @@ impl State {
                 received: t0,
                 headers: None,
                 first_content: None,
+                slot: None,
                 abandoned: false,
             },
         );
@@ -96,6 +103,13 @@ impl State {
     pub(super) fn record_abandoned(&self, id: &str) {
         if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
             t.abandoned = true;
+        }
+    }
+
+    /// Request `id` got its slot at `at`.
+    pub(super) fn record_slot(&self, id: &str, at: Instant) {
+        if let Some(t) = self.timings.lock().expect("sim state lock").get_mut(id) {
+            t.slot.get_or_insert(at);
         }
     }
 

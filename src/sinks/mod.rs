@@ -14,3 +14,4 @@ pub mod remote_write;
 pub mod results_log;
 pub mod state;
 pub mod status_history;
+pub mod status_store;

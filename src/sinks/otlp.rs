@@ -434,6 +434,8 @@ mod tests {
             slo: None,
             priority: None,
             aws: None,
+            api_version: None,
+            entra: None,
         }
     }
 

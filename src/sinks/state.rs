@@ -33,7 +33,7 @@ impl State {
 
 /// The outcomes of a pair's last runs (at most `RECENT_RUNS`): bit i set when the i-th most
 /// recent run failed.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recent {
     bits: u8,
     n: u8,

@@ -26,6 +26,11 @@ impl Daemon {
     pub fn start(files: &[(&str, &str)], port: u16, wrapper: &[&str]) -> Daemon {
         let dir = TempDir::new("daemon");
         dir.write(files);
+        Daemon::start_in(dir, port, wrapper)
+    }
+
+    /// Runs the daemon on a folder already written (a restart on what another one left).
+    pub fn start_in(dir: TempDir, port: u16, wrapper: &[&str]) -> Daemon {
         let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
         let mut cmd = match wrapper.split_first() {
             Some((first, rest)) => {

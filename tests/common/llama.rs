@@ -33,6 +33,17 @@ pub async fn run_named(runner: &Runner, cfg: &Config, probe: &str, target: &str)
     runner.run_one(p, cfg.target(target).unwrap()).await
 }
 
+fn need(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the real-server suite with scripts/test-real-llm, which installs llama.cpp's server and SmolLM2 and sets it")
+    })
+}
+
+/// The model file `scripts/install-llama-server` installed (LLAMA_MODEL).
+pub fn model_path() -> String {
+    need("LLAMA_MODEL")
+}
+
 pub struct LlamaServer {
     child: Child,
     pub port: u16,
@@ -58,16 +69,16 @@ impl LlamaServer {
 
     /// The same with more server flags (`--no-cache-prompt`).
     pub async fn start_with(port: u16, threads: u32, extra: &[&str]) -> LlamaServer {
-        let need = |var: &str| {
-            std::env::var(var).unwrap_or_else(|_| {
-                panic!("{var} is not set: run the real-server suite with scripts/test-real-llm, which installs llama.cpp's server and SmolLM2 and sets it")
-            })
-        };
-        let (server, model) = (need("LLAMA_SERVER"), need("LLAMA_MODEL"));
+        LlamaServer::start_model(port, threads, &model_path(), extra).await
+    }
+
+    /// The same serving the GGUF file at `model` (a corrupted copy, for the fault drill).
+    pub async fn start_model(port: u16, threads: u32, model: &str, extra: &[&str]) -> LlamaServer {
+        let server = need("LLAMA_SERVER");
         let child = Command::new(&server)
             .args([
                 "-m",
-                &model,
+                model,
                 "-c",
                 "2048",
                 "-t",

@@ -408,6 +408,40 @@ def basic():
         ],
     })
 
+    # 6b. A target whose answers stop depending on the prompt: one coincidental
+    #     `prompt_ignored` run at 20m never pages; from 60m every minute's run of capital-zh
+    #     answers as capital did. A probe drifting from its reference from 60m (a run a
+    #     minute, as a daemon with confirmation runs reports it), and one drifted run at 20m.
+    once_at_20 = [1 if t == 20 else 0 for t in range(H)]
+    ignored = [1 if t == 20 or t >= 60 else 0 for t in range(H)]
+    healthy = [1 - i for i in ignored]
+    tests.append({
+        "name": "answers that ignore the prompt, and answers that drift from their reference",
+        "interval": "1m",
+        "input_series": [
+            counter("llm_canary_probe_runs_total", [1] * H, outcome="ok"),
+            counter("llm_canary_probe_runs_total", healthy, outcome="ok", probe="capital-zh"),
+            counter("llm_canary_probe_runs_total", ignored, outcome="prompt_ignored", probe="capital-zh"),
+            counter("llm_canary_probe_runs_total", ignored, outcome="answer_drift", target="chat-13b"),
+            counter("llm_canary_probe_runs_total", once_at_20, outcome="answer_drift", target="chat-13b", probe="capital-zh"),
+            gauge("llm_canary_answer_similarity", [0.95 if t < 60 else 0.12 for t in range(H)], target="chat-13b"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "30m", "alertname": "LLMCanaryPromptIgnored", "exp_alerts": []},
+            {"eval_time": "30m", "alertname": "LLMCanaryAnswerDrift", "exp_alerts": []},
+            {"eval_time": "61m", "alertname": "LLMCanaryPromptIgnored", "exp_alerts": [alert(
+                {"severity": "P0"},
+                summary="chat-7b (chat-7b-v3 1, c1) answers without reading the prompt",
+                description="2 runs over 10m answered nearly the same text as another probe's answer to another prompt: check the chat template, the prompt path (proxy, gateway) and any response cache.",
+                value="2 runs", baseline="0 runs", **links("LLMCanaryPromptIgnored"))]},
+            {"eval_time": "61m", "alertname": "LLMCanaryAnswerDrift", "exp_alerts": [alert(
+                {"severity": "P1", "probe": "capital", "target": "chat-13b"},
+                summary="chat-13b: capital's answers drifted from its reference",
+                description="2 runs over 15m were below the probe's min_similarity to its recorded answer (last similarity 0.12) on chat-7b-v3 1 (c1).",
+                value="2 runs", baseline="0 runs", **links("LLMCanaryAnswerDrift", "chat-13b"))]},
+        ],
+    })
+
     # 7. The agent: pushes every minute until 60m, then silence; another agent whose pushes fail.
     push = [t * 60.0 if t <= 60 else 3600.0 for t in range(120)]
     ok_push = [t * 60.0 if t <= 30 else 1800.0 for t in range(120)]
@@ -476,6 +510,9 @@ def pin_times(tests):
         "slow cold start and frequent warm-ups": [
             fires_at("LLMCanaryFrequentWarmups", "135m30s", "136m", severity="P2"),
             fires_at("LLMCanarySlowColdStart", "9m30s", "10m", severity="P2", target="chat-13b")],
+        "answers that ignore the prompt, and answers that drift from their reference": [
+            fires_at("LLMCanaryPromptIgnored", "60m30s", "61m", severity="P0"),
+            fires_at("LLMCanaryAnswerDrift", "60m30s", "61m", severity="P1", target="chat-13b", probe="capital")],
         "a prefix cache that stops hitting": [
             fires_at("LLMCanaryPrefixCacheNotHitting", "74m30s", "75m", severity="P2", probe="capital")],
         "the agent's dead man's switch": [

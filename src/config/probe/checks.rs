@@ -1,6 +1,5 @@
 //! A probe's `checks:` (and the tool a `tool_call` check requires), validated at load.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_saphyr::Spanned;
@@ -8,15 +7,16 @@ use serde_saphyr::Spanned;
 use super::super::raw;
 use super::super::{probe_files, ConfigError, FieldPath, Source};
 use crate::checks::tool_call::{self, Tool};
-use crate::checks::CheckSpec;
+use crate::checks::{CheckSpec, Reference, DEFAULT_MIN_SIMILARITY};
 
 pub(super) fn load_checks(
     src: &Source,
     at: &FieldPath,
     c: raw::RawChecks,
-    base: &Path,
+    dirs: &super::Dirs,
     tools: Option<&[Tool]>,
 ) -> Result<CheckSpec, ConfigError> {
+    let base = dirs.base;
     let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
@@ -91,6 +91,65 @@ pub(super) fn load_checks(
         json_schema,
         tool_call,
         needle: None,
+        reference: c
+            .reference
+            .map(|r| reference(src, &at.key("reference"), r, dirs))
+            .transpose()?,
+    })
+}
+
+/// `checks.reference`: its file read now. A file not written yet is an error that says how to
+/// write it, except to `record`, which writes it.
+fn reference(
+    src: &Source,
+    at: &FieldPath,
+    r: raw::RawReference,
+    dirs: &super::Dirs,
+) -> Result<Reference, ConfigError> {
+    let min_similarity = match &r.min_similarity {
+        Some(m) if !(0.0..=1.0).contains(&m.value) => {
+            return Err(src.err(
+                &at.key("min_similarity"),
+                m.referenced,
+                format!("min_similarity must be between 0 and 1, found {}", m.value),
+            ))
+        }
+        Some(m) => m.value,
+        None => DEFAULT_MIN_SIMILARITY,
+    };
+    let path = dirs.base.join(&r.file.value);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) if t.trim().is_empty() => {
+            return Err(src.err(
+                &at.key("file"),
+                r.file.referenced,
+                format!("reference file {} is empty", path.display()),
+            ))
+        }
+        Ok(t) => Some(Arc::from(t.as_str())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dirs.unrecorded_ok => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(src.err(
+                &at.key("file"),
+                r.file.referenced,
+                format!(
+                    "reference file {} does not exist: `llm-canary record -c CONFIG --target TARGET` writes it from a healthy target's answer",
+                    path.display()
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(src.err(
+                &at.key("file"),
+                r.file.referenced,
+                format!("cannot read reference file {}: {e}", path.display()),
+            ))
+        }
+    };
+    Ok(Reference {
+        file: path,
+        text,
+        min_similarity,
     })
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::tz::TimeZone;
 
-use super::gate::{self, Relative, Slo};
+use super::gate::{self, Relative, Similarity, Slo, VsBaseline};
 use serde_saphyr::Spanned;
 
 use super::cache_check::{self, CacheCheck};
@@ -77,7 +77,16 @@ pub struct GateSpec {
     pub max_samples: Option<u32>,
     pub slo: Vec<Slo>,
     pub vs_baseline: Vec<Relative>,
+    /// `answer_similarity_pNN` limits from `vs_baseline:`.
+    pub answer_similarity: Vec<Similarity>,
     pub inconclusive: Inconclusive,
+}
+
+impl GateSpec {
+    /// Whether any limit needs a baseline.
+    pub fn compares(&self) -> bool {
+        !self.vs_baseline.is_empty() || !self.answer_similarity.is_empty()
+    }
 }
 
 fn probe_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
@@ -104,6 +113,7 @@ pub(super) fn load_all(
     prompts_dir: &Path,
     base: &Path,
     targets: &[Arc<Target>],
+    unrecorded_ok: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Arc<Probe>>, ConfigError> {
     let mut prompts: HashMap<String, Arc<Prompt>> = HashMap::new();
@@ -136,6 +146,7 @@ pub(super) fn load_all(
             let dirs = Dirs {
                 prompts: prompts_dir,
                 base,
+                unrecorded_ok,
             };
             let p = load_probe(&src, &at, r, &dirs, &mut prompts, targets, warnings)?;
             probes.push(Arc::new(p));
@@ -200,6 +211,8 @@ fn load_prompt(
 struct Dirs<'a> {
     prompts: &'a Path,
     base: &'a Path,
+    /// A `checks.reference` file not written yet is no error (`record` is about to write it).
+    unrecorded_ok: bool,
 }
 
 fn load_probe(
@@ -258,11 +271,11 @@ fn load_probe(
         src,
         &at.key("checks"),
         r.checks.unwrap_or_default(),
-        dirs.base,
+        dirs,
         tools.as_deref(),
     )?;
     let gated = r.gate.is_some();
-    let gate = load_gate(src, &at.key("gate"), r.gate)?;
+    let gate = load_gate(src, &at.key("gate"), r.gate, temperature)?;
     let confirm = confirm::load(src, &at.key("confirm"), r.confirm)?;
     let slo = r
         .slo
@@ -451,6 +464,7 @@ fn load_gate(
     src: &Source,
     at: &FieldPath,
     g: Option<raw::RawGate>,
+    temperature: Option<f64>,
 ) -> Result<GateSpec, ConfigError> {
     let Some(g) = g else {
         return Ok(GateSpec::default());
@@ -476,17 +490,29 @@ fn load_gate(
         let limit = gate::parse_slo(&k, &v.value.0);
         slo.push(limit.map_err(|e| src.err(&slo_field.key(&k), v.referenced, e))?);
     }
-    let mut vs_baseline = Vec::new();
+    let (mut vs_baseline, mut answer_similarity) = (Vec::new(), Vec::new());
     let relative_field = at.key("vs_baseline");
     for (k, v) in g.vs_baseline.unwrap_or_default() {
-        let limit = gate::parse_relative(&k, &v.value.0);
-        vs_baseline.push(limit.map_err(|e| src.err(&relative_field.key(&k), v.referenced, e))?);
+        let limit = gate::parse_vs_baseline(&k, &v.value.0)
+            .map_err(|e| src.err(&relative_field.key(&k), v.referenced, e))?;
+        match limit {
+            VsBaseline::Relative(r) => vs_baseline.push(r),
+            VsBaseline::Similarity(_) if temperature != Some(0.0) => {
+                return Err(src.err(
+                    &relative_field.key(&k),
+                    v.referenced,
+                    format!("{k} compares answers that only repeat at temperature 0: set the probe's temperature: 0"),
+                ))
+            }
+            VsBaseline::Similarity(s) => answer_similarity.push(s),
+        }
     }
     Ok(GateSpec {
         samples,
         max_samples,
         slo,
         vs_baseline,
+        answer_similarity,
         inconclusive: g.inconclusive.unwrap_or_default(),
     })
 }

@@ -1,6 +1,8 @@
 //! The `azure-openai` flavor: OpenAI chat on Azure's path,
 //! `POST {base_url}/openai/deployments/{deployment}/chat/completions?api-version=...`, where the
-//! deployment is the target's `model` and the key goes in the `api-key` header. The stream is
+//! deployment is the target's `model`, the version the target's `api_version` ([`API_VERSION`]
+//! unless given), and the key goes in the `api-key` header (or an Entra ID token as a bearer
+//! token, `entra:`). The stream is
 //! OpenAI chat's, with Azure's own chunks beside it: a first one with `choices: []` and the
 //! prompt's `prompt_filter_results`, and `content_filter_results` on each choice; a stop by the
 //! content filter is `finish_reason: content_filter`, read as every flavor reads it.
@@ -39,12 +41,14 @@ impl Flavor for AzureOpenai {
     }
 }
 
-/// The GA API version the probe speaks: it has `stream_options.include_usage`.
+/// The GA API version a target names unless its `api_version` says otherwise: it has
+/// `stream_options.include_usage`.
 pub const API_VERSION: &str = "2024-10-21";
 
-/// The path after `base_url` (the resource's endpoint, `https://NAME.openai.azure.com`).
+/// The path after `base_url` (the resource's endpoint, `https://NAME.openai.azure.com`); the
+/// request adds `?api-version=` with the target's version.
 pub fn path(deployment: &str) -> String {
-    format!("/openai/deployments/{deployment}/chat/completions?api-version={API_VERSION}")
+    format!("/openai/deployments/{deployment}/chat/completions")
 }
 
 /// Azure's deployment names: letters, digits, `-`, `_` and `.`, so the name is its own path
@@ -94,7 +98,7 @@ mod tests {
     fn path_and_deployment_names() {
         assert_eq!(
             path("gpt-4o"),
-            "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+            "/openai/deployments/gpt-4o/chat/completions"
         );
         assert!(valid_deployment("gpt-4o_mini.2"));
         for bad in ["", "a/b", "a b", "a?x", "ü"] {

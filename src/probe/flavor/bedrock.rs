@@ -211,7 +211,7 @@ mod tests {
     use reqwest::header::{HeaderMap, HeaderValue};
 
     use super::*;
-    use crate::probe::flavor::AwsAuth;
+    use crate::probe::flavor::AwsKeys;
     use crate::secret::Secret;
 
     /// The ConverseStream body recorded from Bedrock (provenance in the fixture's folder), read
@@ -334,8 +334,7 @@ mod tests {
     /// names the key id, the date, the region and the service, and never the secret.
     #[test]
     fn signing_adds_date_token_and_authorization() {
-        let auth = AwsAuth {
-            region: "us-east-1".into(),
+        let auth = AwsKeys {
             access_key_id: Secret::new("AKIDEXAMPLE".into()),
             secret_access_key: Secret::new("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into()),
             session_token: Some(Secret::new("token-xyz".into())),
@@ -344,7 +343,7 @@ mod tests {
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600);
         let url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m%3A0/converse-stream";
-        sign_request(&mut headers, url, b"{}", &auth, time).unwrap();
+        sign_request(&mut headers, url, b"{}", "us-east-1", &auth, time).unwrap();
         assert_eq!(headers["x-amz-date"], "20260101T000000Z");
         assert_eq!(headers["x-amz-security-token"], "token-xyz");
         let a = headers["authorization"].to_str().unwrap();
@@ -357,11 +356,11 @@ mod tests {
         // The same request at the same time signs the same; another body does not.
         let mut again = HeaderMap::new();
         again.insert("content-type", HeaderValue::from_static("application/json"));
-        sign_request(&mut again, url, b"{}", &auth, time).unwrap();
+        sign_request(&mut again, url, b"{}", "us-east-1", &auth, time).unwrap();
         assert_eq!(again["authorization"], headers["authorization"]);
         let mut other = HeaderMap::new();
         other.insert("content-type", HeaderValue::from_static("application/json"));
-        sign_request(&mut other, url, b"{\"x\":1}", &auth, time).unwrap();
+        sign_request(&mut other, url, b"{\"x\":1}", "us-east-1", &auth, time).unwrap();
         assert_ne!(other["authorization"], headers["authorization"]);
     }
 }

@@ -7,7 +7,7 @@ use super::ask::Ask;
 use super::delta::Delta;
 use super::helpers::{model_entry, openai_chunk};
 use super::openai;
-use super::sigv4::{AwsAuth, SignError};
+use super::sigv4::{AwsKeys, SignError};
 
 /// The content type of AWS's event stream.
 pub const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
@@ -87,7 +87,8 @@ pub type Signer = fn(
     &mut reqwest::header::HeaderMap,
     &str,
     &[u8],
-    &AwsAuth,
+    &str,
+    &AwsKeys,
     std::time::SystemTime,
 ) -> Result<(), SignError>;
 

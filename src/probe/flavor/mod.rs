@@ -39,7 +39,7 @@ pub use helpers::{
 pub use interface::{
     Flavor, Framing, PrefixCache, PromptCounts, Signer, TargetError, TargetField, EVENT_STREAM,
 };
-pub use sigv4::AwsAuth;
+pub use sigv4::{AwsAuth, AwsCredentials, AwsKeys};
 
 /// The API a target speaks (`api:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

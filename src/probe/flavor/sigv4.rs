@@ -8,18 +8,17 @@ use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettin
 use aws_sigv4::sign::v4;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::secret::Secret;
+pub use crate::cloud::aws::{AwsCredentials, AwsKeys};
 
 /// The service name requests are signed for.
 const SERVICE: &str = "bedrock";
 
-/// What a Bedrock request is signed with. Every part prints as `***`.
+/// What a Bedrock request is signed with: the region, and where the keys come from (the keys
+/// print as `***`).
 #[derive(Debug, Clone)]
 pub struct AwsAuth {
     pub region: String,
-    pub access_key_id: Secret,
-    pub secret_access_key: Secret,
-    pub session_token: Option<Secret>,
+    pub credentials: AwsCredentials,
 }
 
 /// Why a request could not be signed.
@@ -33,7 +32,8 @@ pub fn sign_request(
     headers: &mut HeaderMap,
     url: &str,
     body: &[u8],
-    auth: &AwsAuth,
+    region: &str,
+    auth: &AwsKeys,
     time: SystemTime,
 ) -> Result<(), SignError> {
     let failed = |e: &dyn std::fmt::Display| SignError(e.to_string());
@@ -47,7 +47,7 @@ pub fn sign_request(
     .into();
     let params: aws_sigv4::http_request::SigningParams = v4::SigningParams::builder()
         .identity(&identity)
-        .region(&auth.region)
+        .region(region)
         .name(SERVICE)
         .time(time)
         .settings(SigningSettings::default())

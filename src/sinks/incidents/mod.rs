@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sinks::state::{pair_state, target_state, Recent, State};
 use crate::sinks::status_history::{sentence, Run};
@@ -22,7 +22,7 @@ use crate::sinks::status_history::{sentence, Run};
 pub const MAX_INCIDENTS: usize = 1000;
 
 /// One spell of a target being down or degraded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Incident {
     /// `<target>-<start in Unix milliseconds>`: the same after a restart, since the start is
     /// the opening run's.
@@ -51,6 +51,14 @@ impl Incident {
     pub fn updated_at(&self) -> Timestamp {
         self.ended_at.unwrap_or(self.started_at)
     }
+}
+
+/// The incident detector's state as the status store keeps it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SavedIncidents {
+    /// (probe, target, the pair's last runs).
+    pub recent: Vec<(String, String, Recent)>,
+    pub list: Vec<Incident>,
 }
 
 /// The incident detector's running state.
@@ -93,9 +101,55 @@ impl Incidents {
 
     /// Takes in one run (runs in the order they started).
     pub fn record(&mut self, run: &Run) {
+        self.fold(run);
+    }
+
+    /// Takes in one run and answers what it changed, for the status store: the pair's last
+    /// runs and the incident the run opened, extended or closed. `None` for a pair not kept.
+    pub fn record_saved(&mut self, run: &Run) -> Option<(Recent, Option<Incident>)> {
+        let id = self.fold(run)?;
+        let recent = self
+            .recent
+            .get(&run.target)
+            .and_then(|p| p.get(&run.probe))
+            .copied()
+            .unwrap_or_default();
+        let touched = id.and_then(|id| self.list.iter().rev().find(|i| i.id == id).cloned());
+        Some((recent, touched))
+    }
+
+    /// What it holds, for the status store: each pair's last runs and every incident kept.
+    pub fn saved(&self) -> SavedIncidents {
+        SavedIncidents {
+            recent: (self.recent.iter())
+                .flat_map(|(t, probes)| probes.iter().map(move |(p, r)| (p.clone(), t.clone(), *r)))
+                .collect(),
+            list: self.list.iter().cloned().collect(),
+        }
+    }
+
+    /// Puts back what was saved (for the pairs kept), then drops what the retention and the
+    /// cap leave out as of `now`.
+    pub fn restore(&mut self, saved: SavedIncidents, now: Timestamp) {
+        for (probe, target, r) in saved.recent {
+            let kept = (self.pairs_kept.as_ref())
+                .is_none_or(|k| k.contains(&(probe.clone(), target.clone())));
+            if kept {
+                self.recent.entry(target).or_default().insert(probe, r);
+            }
+        }
+        let mut list = saved.list;
+        list.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.id.cmp(&b.id)));
+        self.list = list.into();
+        self.prune(now);
+    }
+
+    /// The fold's step: `None` for a pair not kept, else the id of the incident the run opened,
+    /// extended or closed, if any.
+    fn fold(&mut self, run: &Run) -> Option<Option<String>> {
         if let Some(keep) = &self.pairs_kept {
             if !keep.contains(&(run.probe.clone(), run.target.clone())) {
-                return;
+                return None;
             }
         }
         let probes = self.recent.entry(run.target.clone()).or_default();
@@ -113,11 +167,12 @@ impl Incidents {
             .iter_mut()
             .rev()
             .find(|i| i.target == run.target && i.is_open());
-        match (open, state) {
-            _ if run.maintenance => {}
+        let touched = match (open, state) {
+            _ if run.maintenance => None,
             (Some(i), State::Up) => {
                 i.ended_at = Some(run.started_at);
                 i.duration_seconds = seconds(run.started_at.duration_since(i.started_at));
+                Some(i.id.clone())
             }
             (Some(i), s) => {
                 if s == State::Down {
@@ -127,10 +182,12 @@ impl Incidents {
                 if !run.success {
                     *i.outcomes.entry(run.outcome.clone()).or_default() += 1;
                 }
+                Some(i.id.clone())
             }
             (None, s @ (State::Down | State::Degraded)) => {
+                let id = format!("{}-{}", run.target, run.started_at.as_millisecond());
                 self.list.push_back(Incident {
-                    id: format!("{}-{}", run.target, run.started_at.as_millisecond()),
+                    id: id.clone(),
                     target: run.target.clone(),
                     state: s,
                     started_at: run.started_at,
@@ -139,10 +196,12 @@ impl Incidents {
                     outcomes: BTreeMap::from([(run.outcome.clone(), 1)]),
                     first_error: sentence(run),
                 });
+                Some(id)
             }
-            (None, _) => {}
-        }
+            (None, _) => None,
+        };
         self.prune(run.started_at);
+        Some(touched)
     }
 
     /// Drops incidents that ended before the retention, then the oldest past the cap.

@@ -132,3 +132,38 @@ fn the_list_is_capped_newest_kept() {
     assert_eq!(list.len(), MAX_INCIDENTS);
     assert_eq!(list[0].started_at, at(m - 6), "newest first");
 }
+
+#[test]
+fn saved_incidents_restore_to_the_same_list_and_fold_on_alike() {
+    let mut a = Incidents::new(std::time::Duration::from_secs(86_400));
+    a.retain_pairs(&[("p".into(), "t".into()), ("q".into(), "t".into())]);
+    let mut touched = Vec::new();
+    for m in 0..40 {
+        let outcome = if m % 9 < 3 { "timeout" } else { "ok" };
+        touched.push(a.record_saved(&run("p", "t", m, outcome)).unwrap());
+        a.record(&run("q", "t", m, "ok"));
+    }
+    assert!(touched
+        .iter()
+        .any(|(_, i)| i.as_ref().is_some_and(|i| i.is_open())));
+    assert!(
+        a.record_saved(&run("x", "t", 41, "ok")).is_none(),
+        "not kept"
+    );
+    let mut b = Incidents::new(std::time::Duration::from_secs(86_400));
+    b.retain_pairs(&[("p".into(), "t".into()), ("q".into(), "t".into())]);
+    b.restore(a.saved(), at(40));
+    assert_eq!(a.list(None), b.list(None));
+    let sorted = |i: &Incidents| {
+        let mut s = i.saved();
+        s.recent.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+        s
+    };
+    assert_eq!(sorted(&a), sorted(&b));
+    for m in 41..50 {
+        let r = run("p", "t", m, if m == 42 { "timeout" } else { "ok" });
+        a.record(&r);
+        b.record(&r);
+    }
+    assert_eq!(a.list(None), b.list(None));
+}

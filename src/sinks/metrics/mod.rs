@@ -51,6 +51,7 @@ pub struct Metrics {
     /// Per target (no probe label): 1 while it is in a maintenance window.
     maintenance: GaugeVec,
     pub push_failures: IntCounter,
+    pub status_store_errors: IntCounter,
     pub last_push_success: Gauge,
     pub last_push_failure: Gauge,
     pub runs_in_flight: IntGauge,
@@ -91,6 +92,7 @@ struct PairSlots {
     prefix_cache_hit_ratio: Slot,
     prefix_cache_ttft_speedup: Slot,
     prefill: Slot,
+    answer_similarity: Slot,
 }
 
 /// The remote-write queue's health.
@@ -215,6 +217,7 @@ impl Metrics {
             prefix_cache_hit_ratio: b.gauge(name("prefix_cache_hit_ratio"), "A cache check's last warm run: the share of its prompt tokens the server says it served from its prefix cache (0..1). Absent when the server reports no cached count."),
             prefix_cache_ttft_speedup: b.gauge(name("prefix_cache_ttft_speedup"), "A cache check's last firing: cold TTFT / warm TTFT (the busted run's time to first token over the repeated run's); about 1 when the prefix cache does not help."),
             cost: b.counter(name("probe_cost_total"), "What the probe's runs cost at the target's price: (input tokens x price.input + output tokens x price.output) / 1e6, in the target's price.currency."),
+            answer_similarity: b.gauge(name("answer_similarity"), "The last run's answer beside the probe's checks.reference: chrF, 0 (nothing shared) to 1 (the same text). Absent without a reference."),
             prefill: b.gauge(name("prefill_tokens_per_second"), "Prefill speed of a ladder rung's last run, an estimate: the prompt tokens it adds over the smallest rung / the time to first token it adds; in the server's token counts where it reports them, else estimated at 4 characters a token (the record's prefill_tokens_source says which)."),
         };
         let pair = b.build().expect("metric definitions are static and valid");
@@ -237,6 +240,7 @@ impl Metrics {
             info_of: Mutex::new(HashMap::new()),
             maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
+            status_store_errors: reg!(IntCounter::new(name("status_store_errors_total"), "Changes to the status page's history that did not reach the status store: failed writes and sweeps, and changes dropped while the writer was behind.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
             last_push_failure: reg!(Gauge::new(name("last_push_failure_timestamp_seconds"), "When the last push failed (Unix time).")),
             runs_in_flight: reg!(IntGauge::new(name("runs_in_flight"), "Probe runs in flight now.")),
@@ -365,6 +369,7 @@ impl Metrics {
                 (s.last_e2e, e2e.filter(|_| latency)),
                 (s.prefix_cache_ttft_speedup, r.prefix_cache_ttft_speedup),
                 (s.prefill, r.prefill.map(|p| p.tokens_per_second)),
+                (s.answer_similarity, r.similarity),
             ];
             match r.prefix_cache_hit_ratio {
                 Some(x) => v.set(s.prefix_cache_hit_ratio, x),

@@ -291,6 +291,27 @@ fn a_warm_cache_check_run_sets_the_cache_gauges_and_stays_out_of_latency() {
 }
 
 #[test]
+fn a_reference_probes_similarity_is_a_gauge_and_others_have_none() {
+    let (_dir, cfg) = config();
+    let m = Metrics::new(&cfg);
+    let lines = |name: &str| -> Vec<String> {
+        String::from_utf8(m.encode())
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with(name))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut r = ProbeResult::example();
+    m.record(&r, &cfg.targets[0]);
+    assert!(lines("llm_canary_answer_similarity{").is_empty());
+    r.similarity = Some(0.42);
+    m.record(&r, &cfg.targets[0]);
+    let g = lines("llm_canary_answer_similarity{");
+    assert!(g.len() == 1 && g[0].ends_with(" 0.42"), "{g:?}");
+}
+
+#[test]
 fn a_ladders_runs_carry_their_rung_and_other_series_none() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("probes")).unwrap();

@@ -10,32 +10,32 @@ use super::slots::{tenth, Reservoir, Ring, Tally};
 /// A pair's daily rollups and the open day's samples.
 #[derive(Debug)]
 pub(super) struct Days {
-    daily: Ring<Daily, DAYS>,
-    open_day: OpenDay,
+    pub(super) daily: Ring<Daily, DAYS>,
+    pub(super) open_day: OpenDay,
 }
 
 /// One UTC day of a pair: runs, failures and maintenance runs, TTFT p50 and p95 (warm-ups left
 /// out) and the decode speed's median. 20 bytes.
 #[derive(Debug, Clone, Copy, Default)]
-struct Daily {
-    runs: u32,
-    failed: u32,
-    maintenance: u32,
-    ttft_p50: u16,
-    ttft_p95: u16,
-    tps_p50: u16,
+pub(super) struct Daily {
+    pub(super) runs: u32,
+    pub(super) failed: u32,
+    pub(super) maintenance: u32,
+    pub(super) ttft_p50: u16,
+    pub(super) ttft_p95: u16,
+    pub(super) tps_p50: u16,
 }
 
 /// The day still filling: its samples, from which its slot's figures are redone on each run.
 #[derive(Debug)]
-struct OpenDay {
-    day: i64,
-    ttft: Reservoir<DAY_SAMPLES>,
-    tps: Reservoir<DAY_SAMPLES>,
+pub(super) struct OpenDay {
+    pub(super) day: i64,
+    pub(super) ttft: Reservoir<DAY_SAMPLES>,
+    pub(super) tps: Reservoir<DAY_SAMPLES>,
 }
 
 impl OpenDay {
-    fn starting(day: i64) -> OpenDay {
+    pub(super) fn starting(day: i64) -> OpenDay {
         OpenDay {
             day,
             ttft: Reservoir::default(),

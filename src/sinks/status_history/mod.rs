@@ -36,12 +36,14 @@ use crate::util::clip;
 
 mod days;
 mod run;
+mod saved;
 mod slots;
 
 use days::Days;
 pub use days::{Day, PairDays};
 use run::figures_of;
 pub use run::{Run, DAYS, DAY_SECONDS};
+pub use saved::{CoarseRow, DayRow, FineRow, SavedPair};
 pub use slots::Tally;
 use slots::{tenth, Counts, Fine, LogScale, Reservoir, Ring};
 
@@ -104,7 +106,7 @@ pub fn sentence(run: &Run) -> String {
 }
 
 /// A failed run, as the page lists it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     pub started_at: Timestamp,
     pub outcome: String,
@@ -375,6 +377,37 @@ impl StatusHistory {
         }
     }
 
+    /// Takes in one run of a pair this history keeps, and answers what it changed, for the
+    /// status store.
+    pub fn record_saved(&self, run: &Run) -> Option<SavedPair> {
+        let mut map = self.pairs.lock().expect("history lock");
+        let h = map.get_mut(&(run.probe.clone(), run.target.clone()))?;
+        h.add(run);
+        Some(h.touched(run))
+    }
+
+    /// Every kept pair's history, whole, for the status store.
+    pub fn saved(&self) -> Vec<SavedPair> {
+        let map = self.pairs.lock().expect("history lock");
+        map.iter().map(|((p, t), h)| h.saved(p, t)).collect()
+    }
+
+    /// Puts back a pair's saved history, if this history keeps the pair.
+    pub fn restore(&self, saved: &SavedPair) {
+        let mut map = self.pairs.lock().expect("history lock");
+        if let Some(h) = map.get_mut(&(saved.probe.clone(), saved.target.clone())) {
+            *h = PairHistory::restored(saved);
+        }
+    }
+
+    /// When each kept pair's newest run started, for pairs with one.
+    pub fn last_runs(&self) -> HashMap<(String, String), Timestamp> {
+        let map = self.pairs.lock().expect("history lock");
+        map.iter()
+            .filter_map(|(k, h)| h.last.as_ref().map(|l| (k.clone(), l.0)))
+            .collect()
+    }
+
     /// The last `DAYS` days of `target`'s pairs as of `now`, sorted by probe.
     pub fn days_target(&self, target: &str, now: Timestamp) -> Vec<PairDays> {
         let map = self.pairs.lock().expect("history lock");
@@ -420,7 +453,12 @@ pub fn replay(
 ) -> (usize, usize) {
     let (mut taken, mut bad) = (0, 0);
     let mut line = String::new();
-    for path in log_files(&settings.path) {
+    let files = log_files(&settings.path);
+    let last = files.len().saturating_sub(1);
+    for (i, path) in files.into_iter().enumerate() {
+        if i < last && ends_before(&path, oldest) {
+            continue;
+        }
         let Ok(file) = std::fs::File::open(&path) else {
             continue;
         };
@@ -446,6 +484,38 @@ pub fn replay(
         }
     }
     (taken, bad)
+}
+
+/// Whether a rotated file of the results log holds only runs that started before `oldest`: its
+/// last line (the run that finished last) started an hour before it. Lines are in the order runs
+/// finished, so an earlier line's run may have started a little later than the last one's, never
+/// an hour later (no run lasts that long). A file whose end does not read is read whole.
+fn ends_before(path: &std::path::Path, oldest: Timestamp) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Ok(len) = file.seek(SeekFrom::End(0)) else {
+        return false;
+    };
+    if file
+        .seek(SeekFrom::Start(len.saturating_sub(TAIL)))
+        .is_err()
+    {
+        return false;
+    }
+    let mut tail = Vec::new();
+    if file.read_to_end(&mut tail).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&tail);
+    let Some(last) = text.trim_end().rsplit('\n').next() else {
+        return false;
+    };
+    let margin = jiff::SignedDuration::from_hours(1);
+    serde_json::from_str::<Run>(last)
+        .is_ok_and(|run| oldest.checked_sub(margin).is_ok_and(|o| run.started_at < o))
 }
 
 #[cfg(test)]

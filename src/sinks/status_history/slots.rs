@@ -29,7 +29,7 @@ impl LogScale {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Counts {
     pub(super) runs: u16,
     pub(super) failed: u16,
@@ -47,7 +47,7 @@ impl Counts {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Fine {
     pub(super) counts: Counts,
     pub(super) ttft_p50: u16,
@@ -91,6 +91,34 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
             }
         }
         Some(&mut self.slots[Self::index(b)])
+    }
+
+    /// Whether the ring holds bucket `b`.
+    pub(super) fn holds(&self, b: i64) -> bool {
+        self.head.is_some_and(|h| b <= h && b > h - N as i64)
+    }
+
+    /// The buckets the ring holds, oldest first, with their slots.
+    pub(super) fn held(&self) -> impl Iterator<Item = (i64, T)> + '_ {
+        let span = match self.head {
+            Some(h) => h - N as i64 + 1..=h,
+            None => 1..=0,
+        };
+        span.map(|b| (b, self.get(b)))
+    }
+
+    /// A ring whose head is `head`, holding `slots` (those it would not hold are left out).
+    pub(super) fn restored(head: Option<i64>, slots: impl IntoIterator<Item = (i64, T)>) -> Self {
+        let mut ring = Ring {
+            slots: [T::default(); N],
+            head,
+        };
+        for (b, slot) in slots {
+            if ring.holds(b) {
+                ring.slots[Self::index(b)] = slot;
+            }
+        }
+        ring
     }
 
     /// Bucket `b`'s slot, empty when the ring does not hold it.

@@ -319,3 +319,95 @@ fn the_last_runs_keep_their_own_figures_oldest_first() {
     assert_eq!(s.recent_ttft_ms[20], None, "run 30 failed");
     assert!(near(s.recent_tokens_per_second[31], 41.0));
 }
+
+#[test]
+fn a_saved_history_restores_to_the_same_page_and_goes_on_alike() {
+    let (a, b) = (history(), history());
+    let start = ts("2026-03-01T00:00:00Z").as_second();
+    let mut runs = Vec::new();
+    // Ten days, every 7 minutes, a failure every 13th run; the last run just landed.
+    for i in 0..(10 * 24 * 60 / 7) {
+        let at = Timestamp::from_second(start + 420 * i).unwrap().to_string();
+        let mut r = run(&at, i % 13 != 0, Some(40.0 + (i % 30) as f64));
+        r.maintenance = i % 51 == 0;
+        runs.push(r);
+    }
+    let mut touched = Vec::new();
+    for r in &runs {
+        touched.push(a.record_saved(r).unwrap());
+    }
+    let saved = a.saved();
+    assert_eq!(saved.len(), 1);
+    b.restore(&saved[0]);
+    let now = runs.last().unwrap().started_at + jiff::SignedDuration::from_mins(3);
+    let json = |h: &StatusHistory| {
+        let s = serde_json::to_string(&h.snapshot(now)).unwrap();
+        let d = h.days_target("t", now);
+        (s, format!("{:?}", d[0].days))
+    };
+    assert_eq!(json(&a), json(&b));
+    // A run's change carries its slots as they are now, and the tail whole.
+    let last = touched.last().unwrap();
+    assert_eq!(
+        (last.fine.len(), last.coarse.len(), last.days.len()),
+        (1, 1, 1)
+    );
+    assert_eq!(last.tail, saved[0].tail);
+    assert_eq!(saved[0].fine.last(), last.fine.last());
+    // The restored history takes the next run as the saved one does.
+    let next = run(
+        &(now + jiff::SignedDuration::from_mins(1)).to_string(),
+        false,
+        Some(99.0),
+    );
+    a.record(&next);
+    b.record(&next);
+    let later = now + jiff::SignedDuration::from_mins(2);
+    assert_eq!(
+        serde_json::to_string(&a.snapshot(later)).unwrap(),
+        serde_json::to_string(&b.snapshot(later)).unwrap()
+    );
+    assert_eq!(a.last_runs(), b.last_runs());
+}
+
+#[test]
+fn a_rotated_file_that_ends_an_hour_before_the_oldest_run_wanted_is_left_unread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = ResultsLogSettings {
+        path: tmp.path().join("results.jsonl"),
+        max_bytes: 1 << 20,
+        keep: 3,
+    };
+    let line = |at: &str| {
+        let mut r = ProbeResult::example();
+        (r.probe, r.target) = ("p".into(), "t".into());
+        r.started_at = ts(at);
+        r.to_json_line()
+    };
+    // The rotated file has a line that does not read: counted only when the file is read.
+    let old = format!(
+        "{}\nnot json\n{}\n",
+        line("2025-03-01T00:00:00Z"),
+        line("2025-03-01T01:00:00Z")
+    );
+    std::fs::write(tmp.path().join("results.jsonl.1"), old).unwrap();
+    std::fs::write(
+        &settings.path,
+        format!("{}\n", line("2025-03-10T00:00:00Z")),
+    )
+    .unwrap();
+    let h = history();
+    assert_eq!(
+        replay(&settings, ts("2025-03-05T00:00:00Z"), |r| h.record(r)),
+        (1, 0)
+    );
+    // Within the hour's margin of its last run, the file is read.
+    assert_eq!(
+        replay(&settings, ts("2025-03-01T01:30:00Z"), |r| h.record(r)),
+        (1, 1)
+    );
+    assert_eq!(
+        replay(&settings, ts("2025-02-01T00:00:00Z"), |r| h.record(r)),
+        (3, 1)
+    );
+}
