@@ -32,17 +32,17 @@ use serde::{Deserialize, Serialize};
 use crate::config::ResultsLogSettings;
 use crate::sinks::results_log::log_files;
 use crate::sinks::state::Recent;
-use crate::util::clip;
 
 mod days;
 mod run;
 mod saved;
 mod slots;
 
-use days::Days;
+use days::{Daily, Days, OpenDay};
 pub use days::{Day, PairDays};
 use run::figures_of;
-pub use run::{Run, DAYS, DAY_SECONDS};
+pub use run::{sentence, Failure, Run, DAYS, DAY_SECONDS};
+use saved::{coarse_row, day_row, fine_row, Sample, Tail};
 pub use saved::{CoarseRow, DayRow, FineRow, SavedPair};
 pub use slots::Tally;
 use slots::{tenth, Counts, Fine, LogScale, Reservoir, Ring};
@@ -91,52 +91,6 @@ impl Open {
         let [p50, p95] = self.ttft.quantiles([0.5, 0.95]);
         let tps = (self.tps_n > 0).then(|| self.tps_sum / f64::from(self.tps_n));
         (p50, p95, LogScale::encode(tps))
-    }
-}
-
-/// A failed run's sentence: its error, clipped; or, for a record written before content
-/// failures carried one, the outcome and the detector that fired.
-pub fn sentence(run: &Run) -> String {
-    let detector = run.repetition.as_ref().and_then(|r| r.detector.as_deref());
-    match (&run.error, detector) {
-        (Some(e), _) => clip(e),
-        (None, Some(d)) => format!("{}, detector {d}", run.outcome),
-        (None, None) => format!("{} failed", run.outcome),
-    }
-}
-
-/// A failed run, as the page lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub started_at: Timestamp,
-    pub outcome: String,
-    pub http_status: Option<u16>,
-    pub request_id: String,
-    pub trace_id: String,
-    /// The run's sentence: the transport error, or why its content failed.
-    pub error: String,
-    /// Every check that failed (the transport outcome alone for a transport failure).
-    pub failed_checks: Vec<String>,
-    /// The degeneration detector that decided, for `repetition`.
-    pub detector: Option<String>,
-    pub maintenance: bool,
-}
-
-impl Failure {
-    pub(crate) fn of(run: &Run) -> Failure {
-        let detector = run.repetition.as_ref().and_then(|r| r.detector.clone());
-        let error = sentence(run);
-        Failure {
-            started_at: run.started_at,
-            outcome: run.outcome.clone(),
-            http_status: run.http_status,
-            request_id: clip(&run.request_id),
-            trace_id: clip(&run.trace_id),
-            error,
-            failed_checks: run.failed_checks.clone(),
-            detector,
-            maintenance: run.maintenance,
-        }
     }
 }
 
@@ -350,6 +304,140 @@ impl PairHistory {
             week,
             failures: self.failures.iter().rev().cloned().collect(),
         }
+    }
+}
+
+/// To and from what the status store keeps: a pair restored from what was saved is the pair
+/// that was saved, so the page reads the same before and after a restart.
+impl PairHistory {
+    fn tail(&self) -> Tail {
+        Tail {
+            fine_head: self.fine.head,
+            coarse_head: self.coarse.head,
+            day_head: self.days.daily.head,
+            open_bucket: self.open.bucket,
+            open_ttft: Sample::from(&self.open.ttft),
+            open_tps_sum: self.open.tps_sum.to_bits(),
+            open_tps_n: self.open.tps_n,
+            open_day: self.days.open_day.day,
+            open_day_ttft: Sample::from(&self.days.open_day.ttft),
+            open_day_tps: Sample::from(&self.days.open_day.tps),
+            recent: self.recent,
+            figures_head: self.figures.head,
+            figures: self.figures.slots.to_vec(),
+            last: self.last.clone(),
+            failures: self.failures.iter().cloned().collect(),
+        }
+    }
+
+    /// Everything, each slot that holds runs as a row.
+    fn saved(&self, probe: &str, target: &str) -> SavedPair {
+        SavedPair {
+            probe: probe.to_string(),
+            target: target.to_string(),
+            fine: (self.fine.held())
+                .filter(|(_, f)| *f != Fine::default())
+                .map(|(b, f)| fine_row(b, f))
+                .collect(),
+            coarse: (self.coarse.held())
+                .filter(|(_, c)| *c != Counts::default())
+                .map(|(b, c)| coarse_row(b, c))
+                .collect(),
+            days: (self.days.daily.held())
+                .filter(|(_, d)| d.runs + d.maintenance > 0)
+                .map(|(b, d)| day_row(b, d))
+                .collect(),
+            tail: self.tail(),
+        }
+    }
+
+    /// What taking in `run` changed: the rows of its slots (those still held) and the tail.
+    fn touched(&self, run: &Run) -> SavedPair {
+        let secs = run.started_at.as_second();
+        let fine = secs.div_euclid(FINE_SECONDS);
+        let coarse = secs.div_euclid(COARSE_SECONDS);
+        let day = secs.div_euclid(DAY_SECONDS);
+        SavedPair {
+            probe: run.probe.clone(),
+            target: run.target.clone(),
+            fine: (self.fine.holds(fine))
+                .then(|| fine_row(fine, self.fine.get(fine)))
+                .into_iter()
+                .collect(),
+            coarse: (self.coarse.holds(coarse))
+                .then(|| coarse_row(coarse, self.coarse.get(coarse)))
+                .into_iter()
+                .collect(),
+            days: (self.days.daily.holds(day))
+                .then(|| day_row(day, self.days.daily.get(day)))
+                .into_iter()
+                .collect(),
+            tail: self.tail(),
+        }
+    }
+
+    /// The history that was saved.
+    fn restored(s: &SavedPair) -> Box<PairHistory> {
+        let t = &s.tail;
+        let fine = s.fine.iter().map(|r| {
+            let f = Fine {
+                counts: Counts {
+                    runs: r.runs,
+                    failed: r.failed,
+                    maintenance: r.maintenance,
+                },
+                ttft_p50: r.ttft_p50,
+                ttft_p95: r.ttft_p95,
+                tps: r.tps,
+            };
+            (r.bucket, f)
+        });
+        let coarse = s.coarse.iter().map(|r| {
+            let c = Counts {
+                runs: r.runs,
+                failed: r.failed,
+                maintenance: r.maintenance,
+            };
+            (r.bucket, c)
+        });
+        let daily = s.days.iter().map(|r| {
+            let d = Daily {
+                runs: r.runs,
+                failed: r.failed,
+                maintenance: r.maintenance,
+                ttft_p50: r.ttft_p50,
+                ttft_p95: r.ttft_p95,
+                tps_p50: r.tps_p50,
+            };
+            (r.day, d)
+        });
+        let mut figures = Ring::new();
+        figures.head = t.figures_head;
+        for (slot, f) in figures.slots.iter_mut().zip(&t.figures) {
+            *slot = *f;
+        }
+        Box::new(PairHistory {
+            fine: Ring::restored(t.fine_head, fine),
+            coarse: Ring::restored(t.coarse_head, coarse),
+            open: Open {
+                bucket: t.open_bucket,
+                ttft: t.open_ttft.reservoir(),
+                tps_sum: f64::from_bits(t.open_tps_sum),
+                tps_n: t.open_tps_n,
+            },
+            days: Days {
+                daily: Ring::restored(t.day_head, daily),
+                open_day: OpenDay {
+                    day: t.open_day,
+                    ttft: t.open_day_ttft.reservoir(),
+                    tps: t.open_day_tps.reservoir(),
+                },
+            },
+            recent: t.recent,
+            figures,
+            last: t.last.clone(),
+            failures: t.failures.iter().cloned().collect::<VecDeque<_>>(),
+        })
     }
 }
 

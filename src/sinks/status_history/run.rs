@@ -2,10 +2,11 @@
 //! figures of it that count; the leaf the history's other parts build on.
 
 use jiff::Timestamp;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::result::CachePhase;
 use crate::result::ProbeResult;
+use crate::util::clip;
 
 /// Daily rollups kept, today included.
 pub const DAYS: usize = 90;
@@ -94,4 +95,50 @@ pub(super) fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
             .filter(|_| !run.warmup && run.cache_phase != Some(CachePhase::Warm)),
         run.tokens_per_second.filter(|v| v.is_finite()),
     )
+}
+
+/// A failed run's sentence: its error, clipped; or, for a record written before content
+/// failures carried one, the outcome and the detector that fired.
+pub fn sentence(run: &Run) -> String {
+    let detector = run.repetition.as_ref().and_then(|r| r.detector.as_deref());
+    match (&run.error, detector) {
+        (Some(e), _) => clip(e),
+        (None, Some(d)) => format!("{}, detector {d}", run.outcome),
+        (None, None) => format!("{} failed", run.outcome),
+    }
+}
+
+/// A failed run, as the page lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub started_at: Timestamp,
+    pub outcome: String,
+    pub http_status: Option<u16>,
+    pub request_id: String,
+    pub trace_id: String,
+    /// The run's sentence: the transport error, or why its content failed.
+    pub error: String,
+    /// Every check that failed (the transport outcome alone for a transport failure).
+    pub failed_checks: Vec<String>,
+    /// The degeneration detector that decided, for `repetition`.
+    pub detector: Option<String>,
+    pub maintenance: bool,
+}
+
+impl Failure {
+    pub(crate) fn of(run: &Run) -> Failure {
+        let detector = run.repetition.as_ref().and_then(|r| r.detector.clone());
+        let error = sentence(run);
+        Failure {
+            started_at: run.started_at,
+            outcome: run.outcome.clone(),
+            http_status: run.http_status,
+            request_id: clip(&run.request_id),
+            trace_id: clip(&run.trace_id),
+            error,
+            failed_checks: run.failed_checks.clone(),
+            detector,
+            maintenance: run.maintenance,
+        }
+    }
 }

@@ -100,11 +100,8 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
 
     /// The buckets the ring holds, oldest first, with their slots.
     pub(super) fn held(&self) -> impl Iterator<Item = (i64, T)> + '_ {
-        let span = match self.head {
-            Some(h) => h - N as i64 + 1..=h,
-            None => 1..=0,
-        };
-        span.map(|b| (b, self.get(b)))
+        let span = self.head.map(|h| h - N as i64 + 1..=h);
+        span.into_iter().flatten().map(|b| (b, self.get(b)))
     }
 
     /// A ring whose head is `head`, holding `slots` (those it would not hold are left out).

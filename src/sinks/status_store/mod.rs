@@ -17,29 +17,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use db::{Db, StoreError};
+pub use db::{Change, Db, StoreError};
 
-use crate::sinks::incidents::Incident;
-use crate::sinks::state::Recent;
-use crate::sinks::status_history::SavedPair;
-use writer::{Complaints, Failed};
+use writer::{Complaints, Failed, Message};
 
 /// Changes waiting for the writer at most; past that, a change is dropped and counted.
 pub const QUEUE: usize = 1024;
-
-/// What one run changed: its pair's slots and tail, the incident detector's last runs of the
-/// pair, and the incident the run opened, extended or closed.
-#[derive(Debug, Clone)]
-pub struct Change {
-    pub pair: SavedPair,
-    pub recent: Option<Recent>,
-    pub incident: Option<Incident>,
-}
-
-enum Message {
-    Change(Box<Change>),
-    Retention(Duration),
-}
 
 /// The running store: where changes go, and the writer's thread.
 pub struct StatusStore {

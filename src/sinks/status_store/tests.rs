@@ -7,7 +7,7 @@ use jiff::Timestamp;
 
 use super::*;
 use crate::sinks::incidents::Incidents;
-use crate::sinks::status_history::{Run, StatusHistory};
+use crate::sinks::status_history::{Run, SavedPair, StatusHistory};
 
 fn run(probe: &str, at: Timestamp, ok: bool) -> Run {
     Run {

@@ -9,8 +9,13 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use super::db::{Db, StoreError};
-use super::Message;
+use super::db::{Change, Db, StoreError};
+
+/// What the writer is handed: a run's change, or a new retention.
+pub(super) enum Message {
+    Change(Box<Change>),
+    Retention(std::time::Duration),
+}
 
 /// How often old rows are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(600);
