@@ -188,9 +188,12 @@ fn gate(config: &Path) -> (i32, Vec<String>, String) {
         "json",
     ]);
     let json = &out[out.find('{').unwrap_or(0)..];
-    let report: serde_json::Value = serde_json::from_str(json.lines().next().unwrap_or(""))
-        .or_else(|_| serde_json::from_str(json))
-        .unwrap_or_else(|e| panic!("gate said no report ({e}): {out}"));
+    // The report is the first JSON object; stderr's progress lines follow it.
+    let report: serde_json::Value = serde_json::Deserializer::from_str(json)
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("gate wrote no report: {out}"));
     let verdicts = report["probes"]
         .as_array()
         .unwrap()

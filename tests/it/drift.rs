@@ -174,8 +174,13 @@ async fn the_gate_fails_a_candidate_whose_answers_ignore_the_prompt_and_passes_t
         }
     };
     let limit = |out: &str| -> serde_json::Value {
+        // The report is the first JSON object; progress lines may follow on stderr.
         let report: serde_json::Value =
-            serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+            serde_json::Deserializer::from_str(&out[out.find('{').unwrap()..])
+                .into_iter()
+                .next()
+                .unwrap()
+                .unwrap();
         report["probes"][0]["limits"]
             .as_array()
             .unwrap()

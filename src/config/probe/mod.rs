@@ -271,7 +271,7 @@ fn load_probe(
         src,
         &at.key("checks"),
         r.checks.unwrap_or_default(),
-        dirs,
+        (dirs.base, dirs.unrecorded_ok),
         tools.as_deref(),
     )?;
     let gated = r.gate.is_some();
