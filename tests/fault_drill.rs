@@ -65,7 +65,11 @@ const FAULTS: [Fault; 6] = [
         name: "EOS ignored",
         flags: &["--ignore-eos"],
         corrupt: false,
-        names: &[Outcome::AnswerDrift, Outcome::Truncated, Outcome::Repetition],
+        names: &[
+            Outcome::AnswerDrift,
+            Outcome::Truncated,
+            Outcome::Repetition,
+        ],
     },
     Fault {
         name: "corrupted weights",
@@ -86,7 +90,10 @@ const FAULTS: [Fault; 6] = [
 fn kit(dir: &Path, url: &str, candidate: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/real-model");
     let agent = std::fs::read_to_string(root.join("llm-canary.yaml")).unwrap();
-    assert!(agent.contains(KIT_URL), "the kit's targets are at {KIT_URL}");
+    assert!(
+        agent.contains(KIT_URL),
+        "the kit's targets are at {KIT_URL}"
+    );
     let agent = agent.replace(KIT_URL, url)
         + &format!("  - {{name: {CANDIDATE}, base_url: {candidate}/v1, api: openai-chat, server: llama-cpp, model: smollm2-135m}}\n");
     std::fs::write(dir.join("llm-canary.yaml"), agent).unwrap();
