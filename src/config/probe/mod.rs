@@ -305,6 +305,13 @@ fn load_probe(
             "a probe takes cache_check or ladder, not both: each turns a firing into runs of its own",
         ));
     }
+    if let (Some(_), Some(l)) = (&checks.reference, &r.ladder) {
+        return Err(src.err(
+            &at.key("ladder"),
+            l.referenced,
+            "a probe takes ladder or checks.reference, not both: a ladder's prompts change each firing, so no one answer is right",
+        ));
+    }
     let ladder = match &r.ladder {
         Some(l) => {
             let answer_shape = if checks.tool_call.is_some() {
