@@ -125,6 +125,7 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     r.figures.tokens_per_second = Some(100.0);
     r.output_tokens = Some(28);
     r.repetition_score = Some(0.1);
+    r.similarity = Some(0.9);
     r.server_ttft_ms = Some(25.0);
     r.fingerprint = Some("f".into());
     r.target_changed = true;

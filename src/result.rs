@@ -480,7 +480,7 @@ mod tests {
              output_changed trace_id maintenance confirm content_chunks response_bytes repetition \
              stopped_early input_tokens cached_tokens cache_phase prefix_cache_hit_ratio \
              prefix_cache_ttft_speedup rung prompt_tokens_estimate prefill_tokens_per_second \
-             prefill_tokens_source";
+             prefill_tokens_source similarity";
         let at: Vec<Option<usize>> = keys
             .split_whitespace()
             .map(|k| line.find(&format!("\"{k}\":")))

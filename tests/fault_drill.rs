@@ -65,7 +65,11 @@ const FAULTS: [Fault; 6] = [
         name: "EOS ignored",
         flags: &["--ignore-eos"],
         corrupt: false,
-        names: &[Outcome::AnswerDrift, Outcome::Truncated, Outcome::Repetition],
+        names: &[
+            Outcome::AnswerDrift,
+            Outcome::Truncated,
+            Outcome::Repetition,
+        ],
     },
     Fault {
         name: "corrupted weights",
@@ -86,7 +90,10 @@ const FAULTS: [Fault; 6] = [
 fn kit(dir: &Path, url: &str, candidate: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/real-model");
     let agent = std::fs::read_to_string(root.join("llm-canary.yaml")).unwrap();
-    assert!(agent.contains(KIT_URL), "the kit's targets are at {KIT_URL}");
+    assert!(
+        agent.contains(KIT_URL),
+        "the kit's targets are at {KIT_URL}"
+    );
     let agent = agent.replace(KIT_URL, url)
         + &format!("  - {{name: {CANDIDATE}, base_url: {candidate}/v1, api: openai-chat, server: llama-cpp, model: smollm2-135m}}\n");
     std::fs::write(dir.join("llm-canary.yaml"), agent).unwrap();
@@ -125,12 +132,13 @@ fn pairs(cfg: &Config) -> Vec<(String, String)> {
     out
 }
 
-/// One cycle, each pair once in order; each run's probe, outcome, sentence and when it ended
-/// (from `t0`).
+/// One cycle, each pair once in order, up to the first run whose outcome is in `until`; each
+/// run's probe, outcome, sentence and when it ended (from `t0`).
 async fn cycle(
     runner: &Runner,
     cfg: &Config,
     t0: Instant,
+    until: &[Outcome],
 ) -> Vec<(String, Outcome, String, Duration)> {
     let mut out = Vec::new();
     for (probe, target) in pairs(cfg) {
@@ -141,6 +149,9 @@ async fn cycle(
             r.error.clone().unwrap_or_default(),
             t0.elapsed(),
         ));
+        if until.contains(&r.outcome) {
+            break;
+        }
     }
     out
 }
@@ -182,15 +193,21 @@ fn gate(config: &Path) -> (i32, Vec<String>, String) {
         CANDIDATE,
         "--baseline-target",
         CHAT,
+        // One probe: a CPU model's runs take seconds each.
+        "--probe",
+        "computer",
         "--max-samples",
         "40",
         "--format",
         "json",
     ]);
     let json = &out[out.find('{').unwrap_or(0)..];
-    let report: serde_json::Value = serde_json::from_str(json.lines().next().unwrap_or(""))
-        .or_else(|_| serde_json::from_str(json))
-        .unwrap_or_else(|e| panic!("gate said no report ({e}): {out}"));
+    // The report is the first JSON object; stderr's progress lines follow it.
+    let report: serde_json::Value = serde_json::Deserializer::from_str(json)
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("gate wrote no report: {out}"));
     let verdicts = report["probes"]
         .as_array()
         .unwrap()
@@ -202,14 +219,11 @@ fn gate(config: &Path) -> (i32, Vec<String>, String) {
     (code, verdicts, out)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_fault_is_named_in_its_first_cycle_and_the_gate_compares_answers() {
-    let dir = TempDir::new("fault-drill");
+/// The kit in a fresh folder, its references recorded from `healthy` with `record` (after
+/// `check` refused it without them, and before `check` accepts it).
+fn recorded(dir: &TempDir, healthy: &LlamaServer) -> Config {
     let config_path = dir.path().join("llm-canary.yaml");
     let config = config_path.to_string_lossy().into_owned();
-    let healthy = start(dir.path(), None).await;
-
-    // References from the healthy server; `check` refuses the kit until they exist.
     kit(dir.path(), &healthy.url(), &healthy.url());
     let (code, out) = cli(&["check", "-c", &config]);
     assert_eq!(code, 2, "check without references: {out}");
@@ -223,18 +237,27 @@ async fn every_fault_is_named_in_its_first_cycle_and_the_gate_compares_answers()
     assert_eq!(code, 0, "check with the recorded references: {out}");
     let cfg = config::load(&config_path).unwrap();
     assert!(pairs(&cfg).len() >= 3, "{:?}", pairs(&cfg));
+    cfg
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_is_named_in_its_first_cycle_and_healthy_raises_no_alarm() {
+    let dir = TempDir::new("fault-drill");
+    let config_path = dir.path().join("llm-canary.yaml");
+    let healthy = start(dir.path(), None).await;
+    let cfg = recorded(&dir, &healthy);
 
     // Healthy, cycle after cycle on one agent: no alarm.
     let runner = Runner::new(1);
     let t0 = Instant::now();
-    for n in 0..3 {
-        for (pair, outcome, why, _) in cycle(&runner, &cfg, t0).await {
+    for n in 0..2 {
+        for (pair, outcome, why, _) in cycle(&runner, &cfg, t0, &[]).await {
             assert_eq!(outcome, Outcome::Ok, "healthy cycle {n}, {pair}: {why}");
         }
     }
-    println!("healthy: 3 cycles of {} runs, all ok", pairs(&cfg).len());
+    println!("healthy: 2 cycles of {} runs, all ok", pairs(&cfg).len());
 
-    // Each fault on a server of its own, probed by a fresh agent.
+    // Each fault on a server of its own, probed by a fresh agent, until a run names it.
     let mut figures = Vec::new();
     for fault in &FAULTS {
         let server = start(dir.path(), Some(fault)).await;
@@ -247,7 +270,7 @@ async fn every_fault_is_named_in_its_first_cycle_and_the_gate_compares_answers()
         )
         .unwrap();
         let cfg = config::load(&config_path).unwrap();
-        let runs = cycle(&Runner::new(1), &cfg, t0).await;
+        let runs = cycle(&Runner::new(1), &cfg, t0, fault.names).await;
         // Back to the healthy server for the next fault.
         std::fs::write(
             &config_path,
@@ -269,29 +292,43 @@ async fn every_fault_is_named_in_its_first_cycle_and_the_gate_compares_answers()
             );
         };
         println!(
-            "{}: {outcome} on {pair} after {:.1} s ({why}); cycle: {}",
+            "{}: {outcome} on {pair} after {:.1} s ({why}); runs: {}",
             fault.name,
             at.as_secs_f64(),
             outcomes.join(", ")
         );
-        figures.push((fault.name, *outcome, *at));
+        figures.push((fault.name, *outcome, pair.clone(), *at));
     }
+    println!("\n| fault | outcome | probe | time to catch |\n|---|---|---|---|");
+    for (name, outcome, pair, at) in figures {
+        println!(
+            "| {name} | `{outcome}` | {pair} | {:.0} s |",
+            at.as_secs_f64()
+        );
+    }
+}
 
-    // The gate: the candidate's answers beside the healthy baseline's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gate_fails_a_broken_candidate_on_answer_similarity_and_passes_a_healthy_one() {
+    let dir = TempDir::new("fault-drill-gate");
+    let config_path = dir.path().join("llm-canary.yaml");
+    let healthy = start(dir.path(), None).await;
+    recorded(&dir, &healthy);
     for (what, fault) in [
-        ("healthy", None),
         ("wrong chat template", Some(&FAULTS[0])),
         ("RoPE frequency base 10", Some(&FAULTS[1])),
+        ("healthy", None),
     ] {
         let candidate = start(dir.path(), fault).await;
+        // The references stay; the config now names this candidate.
         kit(dir.path(), &healthy.url(), &candidate.url());
-        for target in [CHAT, COMPLETIONS] {
-            let (code, out) = cli(&["record", "-c", &config, "--target", target]);
-            assert_eq!(code, 0, "record --target {target}: {out}");
-        }
+        let t0 = Instant::now();
         let (code, verdicts, out) = gate(&config_path);
         drop(candidate);
-        println!("gate, {what} candidate: exit {code}, answer_similarity_p50 {verdicts:?}");
+        println!(
+            "gate, {what} candidate: exit {code} after {:.0} s, answer_similarity_p50 {verdicts:?}",
+            t0.elapsed().as_secs_f64()
+        );
         assert!(!verdicts.is_empty(), "{out}");
         match fault {
             None => {
@@ -303,10 +340,5 @@ async fn every_fault_is_named_in_its_first_cycle_and_the_gate_compares_answers()
                 assert!(verdicts.iter().any(|v| v.starts_with("fail")), "{out}");
             }
         }
-    }
-
-    println!("\n| fault | outcome | time to catch |\n|---|---|---|");
-    for (name, outcome, at) in figures {
-        println!("| {name} | `{outcome}` | {:.1} s |", at.as_secs_f64());
     }
 }

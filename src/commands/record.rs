@@ -24,14 +24,6 @@ pub async fn record(
             writeln!(out, "{}: no checks.reference, nothing to write", p.name)?;
             continue;
         };
-        if p.ladder.is_some() {
-            writeln!(
-                out,
-                "{}: a context ladder's prompts are drawn afresh each firing; no reference is written",
-                p.name
-            )?;
-            continue;
-        }
         files.push(reference.file.clone());
         runs.push((Arc::new(recording(&p)), t));
     }

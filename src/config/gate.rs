@@ -308,11 +308,14 @@ mod tests {
 
     #[test]
     fn answer_similarity_is_an_absolute_bound_under_vs_baseline() {
-        let VsBaseline::Similarity(s) = parse_vs_baseline("answer_similarity_p50", ">= 0.8").unwrap() else {
+        let VsBaseline::Similarity(s) =
+            parse_vs_baseline("answer_similarity_p50", ">= 0.8").unwrap()
+        else {
             panic!("not a similarity")
         };
         assert_eq!((s.quantile, s.op, s.value), (50, Op::Ge, 0.8));
-        let VsBaseline::Similarity(s) = parse_vs_baseline("answer_similarity_p90", "0.5").unwrap() else {
+        let VsBaseline::Similarity(s) = parse_vs_baseline("answer_similarity_p90", "0.5").unwrap()
+        else {
             panic!("not a similarity")
         };
         assert_eq!((s.quantile, s.op, s.value), (90, Op::Ge, 0.5));

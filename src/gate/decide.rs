@@ -195,7 +195,11 @@ pub fn similarity(
                 sentence: format!(
                     "similarity {} to the baseline's answer{}",
                     stats::show(figure, *s),
-                    if c.success { String::new() } else { format!("; {}", c.sentence()) }
+                    if c.success {
+                        String::new()
+                    } else {
+                        format!("; {}", c.sentence())
+                    }
                 ),
             })
             .collect();
@@ -322,13 +326,16 @@ mod tests {
     /// Pairs whose answers are the healthy text, or word salad on the candidate's side.
     fn answered(n: usize, salad: bool) -> (Vec<Sample>, Vec<Sample>) {
         let good = "The sky is blue on a clear day because the air scatters the blue part of sunlight more than the red.";
-        let bad = "YouYouYou wis-__print(1,L_print(You ately Theth ond:: ingly]] Bre ynam_x olt seud";
+        let bad =
+            "YouYouYou wis-__print(1,L_print(You ately Theth ond:: ingly]] Bre ynam_x olt seud";
         let with = |text: &str, i: usize| Sample {
             request_id: format!("r{i}"),
             answer: Some(std::sync::Arc::from(text)),
             ..runs(std::iter::once(100.0)).remove(0)
         };
-        let cand = (0..n).map(|i| with(if salad { bad } else { good }, i)).collect();
+        let cand = (0..n)
+            .map(|i| with(if salad { bad } else { good }, i))
+            .collect();
         let base = (0..n).map(|i| with(good, i)).collect();
         (cand, base)
     }
@@ -342,19 +349,40 @@ mod tests {
         fn refs(v: &[Sample]) -> Vec<&Sample> {
             v.iter().collect()
         }
-        // The sequential gate's first look comes after one batch: the same answers decide there.
-        let (c, b) = answered(super::super::BATCH as usize, false);
-        let (r, state) = similarity(&l, &refs(&c), &refs(&b), 0.05, true);
-        assert_eq!((r.verdict, state), (Verdict::Pass, State::Decided), "{}", r.message);
+        // Looked at after each batch, as the sequential gate looks: the same answers pass and
+        // word salad fails, each within a few batches.
+        let batch = super::super::BATCH as usize;
+        let decided = |salad: bool| {
+            (1..=20)
+                .map(|k| {
+                    let (c, b) = answered(k * batch, salad);
+                    (
+                        k * batch,
+                        similarity(&l, &refs(&c), &refs(&b), 0.05, true).0,
+                    )
+                })
+                .find(|(_, r)| r.verdict != Verdict::Inconclusive)
+                .unwrap()
+        };
+        let (n, r) = decided(false);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", r.message);
+        assert!(n <= 3 * batch, "{n}: {}", r.message);
         assert_eq!(r.candidate, Some(1.0));
-        let (c, b) = answered(super::super::BATCH as usize, true);
-        let (r, state) = similarity(&l, &refs(&c), &refs(&b), 0.05, true);
-        assert_eq!((r.verdict, state), (Verdict::Fail, State::Decided), "{}", r.message);
-        assert!(r.message.starts_with("answer_similarity_p50 0.0"), "{}", r.message);
+        let (n, r) = decided(true);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", r.message);
+        assert!(n <= 3 * batch, "{n}: {}", r.message);
+        assert!(r.candidate.unwrap() < 0.2, "{}", r.message);
+        assert!(
+            r.message.starts_with("answer_similarity_p50 0.1"),
+            "{}",
+            r.message
+        );
         assert_eq!(r.failed_runs.len(), stats::FAILED_RUNS);
         assert!(
-            r.failed_runs[0].sentence.starts_with("similarity 0.0")
-                && r.failed_runs[0].sentence.ends_with("to the baseline's answer"),
+            r.failed_runs[0].sentence.starts_with("similarity 0.1")
+                && r.failed_runs[0]
+                    .sentence
+                    .ends_with("to the baseline's answer"),
             "{:?}",
             r.failed_runs[0]
         );
@@ -368,7 +396,10 @@ mod tests {
         // One pair cannot bound a median: open.
         let (c, b) = answered(1, false);
         let (r, state) = similarity(&l, &refs(&c), &refs(&b), 0.05, true);
-        assert_eq!((r.verdict, state, r.failing), (Verdict::Inconclusive, State::Open, true));
+        assert_eq!(
+            (r.verdict, state, r.failing),
+            (Verdict::Inconclusive, State::Open, true)
+        );
     }
 
     #[test]

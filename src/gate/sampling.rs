@@ -103,8 +103,7 @@ fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Vec<String> {
     });
     // Answers are paired only against a baseline target (a baseline file keeps none).
     let similar = p.gate.answer_similarity.iter().map(|l| {
-        (sides.baseline_given && sides.paired)
-            .then(|| decide::similarity(l, &c, &b, alpha, fails))
+        (sides.baseline_given && sides.paired).then(|| decide::similarity(l, &c, &b, alpha, fails))
     });
     let mut open = Vec::new();
     for (i, now) in slo.chain(rel).chain(similar).enumerate() {
@@ -205,7 +204,9 @@ pub(super) fn verdicts(p: &Probe, s: &Sampling, sides: &Sides) -> Vec<LimitRepor
 /// A fixed N's similarity limits: the interval at the gate's error rate shared among the
 /// probe's limits, as the sequential gate shares it.
 fn alpha_fixed(p: &Probe) -> f64 {
-    decide::alpha_per_limit(p.gate.slo.len() + p.gate.vs_baseline.len() + p.gate.answer_similarity.len())
+    decide::alpha_per_limit(
+        p.gate.slo.len() + p.gate.vs_baseline.len() + p.gate.answer_similarity.len(),
+    )
 }
 
 /// Runs `plan` (probe, side, pair) with at most `concurrency` in flight, handing each result

@@ -92,10 +92,12 @@ async fn measure(
     let output_sha256 = seen.failure.is_none().then(|| sha256_hex(&seen.text));
     // The text itself, for the runner's comparison across probes (never in the record unless
     // shown); a run that failed in transport has no answer to compare.
-    let answer: Option<Arc<str>> = seen.failure.is_none().then(|| Arc::from(seen.text.as_str()));
+    let answer: Option<Arc<str>> = seen
+        .failure
+        .is_none()
+        .then(|| Arc::from(seen.text.as_str()));
     let figures = seen.timeline.figures(output_tokens.zip(tokens_source));
-    let (outcome, failed_checks, error, output_chars, repetition, similarity) = match seen.failure
-    {
+    let (outcome, failed_checks, error, output_chars, repetition, similarity) = match seen.failure {
         Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None, None),
         None => {
             let answer = checks::Answer {
@@ -110,7 +112,14 @@ async fn measure(
             let why = v.explanation();
             let similarity = v.similarity.map(checks::similarity::rounded);
             let failed = v.failed();
-            (outcome, failed, why, Some(v.output_chars), v.repetition, similarity)
+            (
+                outcome,
+                failed,
+                why,
+                Some(v.output_chars),
+                v.repetition,
+                similarity,
+            )
         }
     };
     let error = error.map(|e| {

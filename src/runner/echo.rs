@@ -91,7 +91,8 @@ impl Echoes {
                     .then_with(|| b.other_probe.cmp(&a.other_probe))
             });
         if self.0.len() >= MAX_PAIRS {
-            self.0.retain(|_, k| said.at.saturating_duration_since(k.at) <= WINDOW);
+            self.0
+                .retain(|_, k| said.at.saturating_duration_since(k.at) <= WINDOW);
         }
         if self.0.len() >= MAX_PAIRS {
             let oldest = self
@@ -129,7 +130,14 @@ mod tests {
 
     const SAME: &str = "018. The company has a long-term plan to grow its business in the region, and the board agreed.";
 
-    fn note(e: &mut Echoes, target: &str, probe: &str, prompt: &str, answer: &str, at: Instant) -> Option<Echo> {
+    fn note(
+        e: &mut Echoes,
+        target: &str,
+        probe: &str,
+        prompt: &str,
+        answer: &str,
+        at: Instant,
+    ) -> Option<Echo> {
         e.note(Said {
             target,
             probe,
@@ -143,12 +151,23 @@ mod tests {
     fn the_same_answer_to_another_prompt_is_an_echo_naming_the_probe() {
         let mut e = Echoes::default();
         let t0 = Instant::now();
-        assert_eq!(note(&mut e, "t", "sky", "Why is the sky blue?", SAME, t0), None);
+        assert_eq!(
+            note(&mut e, "t", "sky", "Why is the sky blue?", SAME, t0),
+            None
+        );
         let echo = note(&mut e, "t", "computer", "What is a computer?", SAME, t0).unwrap();
         assert_eq!(echo.other_probe, "sky");
         assert!(echo.similarity > 0.99, "{echo:?}");
-        assert!(echo.sentence().contains("probe sky's"), "{}", echo.sentence());
-        assert!(echo.sentence().contains("similarity 1.000"), "{}", echo.sentence());
+        assert!(
+            echo.sentence().contains("probe sky's"),
+            "{}",
+            echo.sentence()
+        );
+        assert!(
+            echo.sentence().contains("similarity 1.000"),
+            "{}",
+            echo.sentence()
+        );
     }
 
     #[test]
@@ -158,24 +177,39 @@ mod tests {
         let computer = "A computer is a machine that follows a program of instructions to process data quickly.";
         let mut e = Echoes::default();
         note(&mut e, "t", "sky", "Why is the sky blue?", sky, t0);
-        assert_eq!(note(&mut e, "t", "computer", "What is a computer?", computer, t0), None);
+        assert_eq!(
+            note(&mut e, "t", "computer", "What is a computer?", computer, t0),
+            None
+        );
         // Short answers may rightly coincide.
         let mut e = Echoes::default();
         note(&mut e, "t", "a", "Is water wet?", "Yes, it is.", t0);
-        assert_eq!(note(&mut e, "t", "b", "Is fire hot?", "Yes, it is.", t0), None);
+        assert_eq!(
+            note(&mut e, "t", "b", "Is fire hot?", "Yes, it is.", t0),
+            None
+        );
         // Probes that ask the same prompt answer alike.
         let mut e = Echoes::default();
         note(&mut e, "t", "sky", "Why is the sky blue?", sky, t0);
-        assert_eq!(note(&mut e, "t", "sky-again", "Why is the sky blue?", sky, t0), None);
+        assert_eq!(
+            note(&mut e, "t", "sky-again", "Why is the sky blue?", sky, t0),
+            None
+        );
         // Another target's answer is another server's.
         let mut e = Echoes::default();
         note(&mut e, "t1", "sky", "Why is the sky blue?", SAME, t0);
-        assert_eq!(note(&mut e, "t2", "computer", "What is a computer?", SAME, t0), None);
+        assert_eq!(
+            note(&mut e, "t2", "computer", "What is a computer?", SAME, t0),
+            None
+        );
         // Outside the window.
         let mut e = Echoes::default();
         note(&mut e, "t", "sky", "Why is the sky blue?", SAME, t0);
         let later = t0 + WINDOW + Duration::from_secs(1);
-        assert_eq!(note(&mut e, "t", "computer", "What is a computer?", SAME, later), None);
+        assert_eq!(
+            note(&mut e, "t", "computer", "What is a computer?", SAME, later),
+            None
+        );
     }
 
     #[test]

@@ -50,13 +50,15 @@ pub const CALL_ARGUMENTS: &str = "{\"city\": \"Paris\", \"unit\": \"celsius\"}";
 pub const BAD_CALL_ARGUMENTS: &str = "{\"city\": 42}";
 
 /// The healthy answer to a prompt: Chinese for a Chinese prompt, JSON when asked for JSON, a
-/// summary for a long text, otherwise the English one.
+/// summary for a long text it is asked to summarize, otherwise the English one. A long prompt
+/// that asks something else (a cache check's filler before its question) gets that answer: a
+/// healthy server answers the question, and two prompts answered alike are `prompt_ignored`.
 pub fn healthy(prompt: &str) -> &'static str {
     if prompt.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF)) {
         CHINESE
     } else if prompt.contains("JSON") {
         JSON
-    } else if prompt.chars().count() > 2000 {
+    } else if prompt.chars().count() > 2000 && prompt.to_lowercase().contains("summar") {
         SUMMARY
     } else {
         ENGLISH
@@ -97,8 +99,8 @@ pub const SAME_ANSWER: &str = "018. The company has a long-term plan to expand i
 /// never make a sentence, drawn from a fixed seed so no phrase repeats in order.
 pub fn word_salad(tokens: usize) -> String {
     const BITS: [&str; 24] = [
-        "You", "wis", "-__", "print", "(1,", "L_", "ocr", "ately", "Theth", "ond", "::",
-        "ingly", "]]", "Bre", "ynam", "_x", "olt", "seud", "\\n", "quar", "ipt", "4r", "ÃĤ", "cem",
+        "You", "wis", "-__", "print", "(1,", "L_", "ocr", "ately", "Theth", "ond", "::", "ingly",
+        "]]", "Bre", "ynam", "_x", "olt", "seud", "\\n", "quar", "ipt", "4r", "ÃĤ", "cem",
     ];
     let mut rng = fastrand::Rng::with_seed(7);
     let mut s = String::new();

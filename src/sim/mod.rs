@@ -225,8 +225,9 @@ fn canned_answers() -> String {
         "healthy scenarios answer canned text, whatever the question (write checks.expect to match it, e.g. \"(?i)paris\"):".to_string(),
         format!("  a prompt with Chinese characters  {}", start(answers::CHINESE)),
         format!("  a prompt that mentions JSON       {}", start(answers::JSON)),
-        format!("  a prompt over 2,000 characters    {}", start(answers::SUMMARY)),
+        format!("  over 2,000 characters, summarize  {}", start(answers::SUMMARY)),
         format!("  any other prompt                  {}", start(answers::ENGLISH)),
+        "  (two probes of one target whose prompts get the same text are prompt_ignored)".to_string(),
     ]
     .join("\n")
 }

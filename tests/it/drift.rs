@@ -69,16 +69,21 @@ async fn record_writes_the_references_that_check_then_accepts_and_word_salad_dri
 
     let (code, out) = cli(&["record", "-c", config, "--target", "prod"]).await;
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("city-json: no checks.reference, nothing to write"), "{out}");
+    assert!(
+        out.contains("city-json: no checks.reference, nothing to write"),
+        "{out}"
+    );
     assert!(out.contains("capital: wrote "), "{out}");
-    let written =
-        std::fs::read_to_string(dir.path().join("references/capital.txt")).unwrap();
+    let written = std::fs::read_to_string(dir.path().join("references/capital.txt")).unwrap();
     assert!(written.contains("Paris"), "{written}");
     let (code, out) = cli(&["check", "-c", config]).await;
     assert_eq!(code, 0, "{out}");
 
     // Held to the reference: the healthy target is the same text, the word salad far from it.
-    let (code, out) = cli(&["once", "-c", config, "--probe", "capital", "--format", "json"]).await;
+    let (code, out) = cli(&[
+        "once", "-c", config, "--probe", "capital", "--format", "json",
+    ])
+    .await;
     assert_eq!(code, 1, "{out}");
     let records: Vec<serde_json::Value> = out
         .lines()
@@ -110,7 +115,16 @@ async fn record_writes_the_references_that_check_then_accepts_and_word_salad_dri
     );
 
     // An unknown probe or a target without references to write is an error, not silence.
-    let (code, out) = cli(&["record", "-c", config, "--target", "prod", "--probe", "city-json"]).await;
+    let (code, out) = cli(&[
+        "record",
+        "-c",
+        config,
+        "--target",
+        "prod",
+        "--probe",
+        "city-json",
+    ])
+    .await;
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("names a checks.reference"), "{out}");
 }
@@ -138,7 +152,10 @@ async fn the_same_answer_to_different_prompts_is_prompt_ignored_and_healthy_answ
     );
     // And from then on, both ways.
     let again = run("capital", "broken").await;
-    assert!(again.failed_checks.contains(&Outcome::PromptIgnored), "{again:?}");
+    assert!(
+        again.failed_checks.contains(&Outcome::PromptIgnored),
+        "{again:?}"
+    );
 
     // A healthy target answers each prompt its own way, run after run.
     for _ in 0..2 {
@@ -158,7 +175,11 @@ async fn the_gate_fails_a_candidate_whose_answers_ignore_the_prompt_and_passes_t
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = kit(
         &sim,
-        &[("prod", "healthy"), ("rc-ok", "healthy"), ("rc-broken", "same-answer")],
+        &[
+            ("prod", "healthy"),
+            ("rc-ok", "healthy"),
+            ("rc-broken", "same-answer"),
+        ],
     );
     dir.write(&[("references/capital.txt", "The capital of France is Paris.")]);
     let config = dir.path().join("llm-canary.yaml");
@@ -167,15 +188,27 @@ async fn the_gate_fails_a_candidate_whose_answers_ignore_the_prompt_and_passes_t
         let config = config.to_string();
         async move {
             cli(&[
-                "gate", "-c", &config, "--target", candidate, "--baseline-target", "prod",
-                "--format", "json",
+                "gate",
+                "-c",
+                &config,
+                "--target",
+                candidate,
+                "--baseline-target",
+                "prod",
+                "--format",
+                "json",
             ])
             .await
         }
     };
     let limit = |out: &str| -> serde_json::Value {
+        // The report is the first JSON object; progress lines may follow on stderr.
         let report: serde_json::Value =
-            serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+            serde_json::Deserializer::from_str(&out[out.find('{').unwrap()..])
+                .into_iter()
+                .next()
+                .unwrap()
+                .unwrap();
         report["probes"][0]["limits"]
             .as_array()
             .unwrap()
@@ -196,7 +229,10 @@ async fn the_gate_fails_a_candidate_whose_answers_ignore_the_prompt_and_passes_t
     assert_eq!(l["verdict"], "fail", "{l}");
     assert!(l["candidate"].as_f64().unwrap() < 0.8, "{l}");
     assert!(
-        l["message"].as_str().unwrap().starts_with("answer_similarity_p50 "),
+        l["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("answer_similarity_p50 "),
         "{l}"
     );
     let named = &l["failed_runs"][0]["sentence"];
@@ -205,4 +241,33 @@ async fn the_gate_fails_a_candidate_whose_answers_ignore_the_prompt_and_passes_t
             && named.as_str().unwrap().contains("to the baseline's answer"),
         "{l}"
     );
+}
+
+/// The shipped config against the sim: its probes ask different questions of one target, and
+/// a healthy replica answers each its own way (a cache check's long filler before the capital
+/// question is no request for a summary).
+#[tokio::test]
+async fn the_shipped_config_raises_no_prompt_ignored_against_a_healthy_sim() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let root = sim.base_url("healthy");
+    let root = root.trim_end_matches("/s/healthy/v1");
+    let dir = TempDir::new("shipped");
+    let repo = common::root();
+    common::copy_dir(&repo.join("probes"), &dir.path().join("probes"));
+    common::copy_dir(&repo.join("prompts"), &dir.path().join("prompts"));
+    common::copy_dir(&repo.join("schemas"), &dir.path().join("schemas"));
+    let config = std::fs::read_to_string(repo.join("llm-canary.yaml"))
+        .unwrap()
+        .replace("http://127.0.0.1:8099", root);
+    dir.write(&[("llm-canary.yaml", &config)]);
+    let (code, out) = cli(&[
+        "once",
+        "-c",
+        dir.path().join("llm-canary.yaml").to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .await;
+    assert!(!out.contains("prompt_ignored"), "{out}");
+    assert_eq!(code, 0, "{out}");
 }

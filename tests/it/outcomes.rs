@@ -297,11 +297,15 @@ async fn every_outcome_from_its_scenario() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 
     // Every outcome of the vocabulary is covered by some case, plus connect_error below; the
-    // checks this probe does not ask for (JSON, tool calls) in tests/it/content_checks.rs.
+    // checks this probe does not ask for (JSON, tool calls) in tests/it/content_checks.rs, and
+    // the ones that compare answers (with another probe's, with a reference) in
+    // tests/it/drift.rs.
     let elsewhere = [
         Outcome::ConnectError,
         Outcome::FormatError,
         Outcome::ToolCallError,
+        Outcome::PromptIgnored,
+        Outcome::AnswerDrift,
     ];
     for o in Outcome::ALL {
         let covered = CASES.iter().any(|c| c.3 == o.as_str()) || elsewhere.contains(&o);

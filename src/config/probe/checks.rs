@@ -1,5 +1,6 @@
 //! A probe's `checks:` (and the tool a `tool_call` check requires), validated at load.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_saphyr::Spanned;
@@ -13,10 +14,9 @@ pub(super) fn load_checks(
     src: &Source,
     at: &FieldPath,
     c: raw::RawChecks,
-    dirs: &super::Dirs,
+    (base, unrecorded_ok): (&Path, bool),
     tools: Option<&[Tool]>,
 ) -> Result<CheckSpec, ConfigError> {
-    let base = dirs.base;
     let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
@@ -93,7 +93,7 @@ pub(super) fn load_checks(
         needle: None,
         reference: c
             .reference
-            .map(|r| reference(src, &at.key("reference"), r, dirs))
+            .map(|r| reference(src, &at.key("reference"), r, base, unrecorded_ok))
             .transpose()?,
     })
 }
@@ -104,7 +104,8 @@ fn reference(
     src: &Source,
     at: &FieldPath,
     r: raw::RawReference,
-    dirs: &super::Dirs,
+    base: &Path,
+    unrecorded_ok: bool,
 ) -> Result<Reference, ConfigError> {
     let min_similarity = match &r.min_similarity {
         Some(m) if !(0.0..=1.0).contains(&m.value) => {
@@ -117,7 +118,7 @@ fn reference(
         Some(m) => m.value,
         None => DEFAULT_MIN_SIMILARITY,
     };
-    let path = dirs.base.join(&r.file.value);
+    let path = base.join(&r.file.value);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) if t.trim().is_empty() => {
             return Err(src.err(
@@ -127,7 +128,7 @@ fn reference(
             ))
         }
         Ok(t) => Some(Arc::from(t.as_str())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dirs.unrecorded_ok => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && unrecorded_ok => None,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(src.err(
                 &at.key("file"),

@@ -271,7 +271,7 @@ fn load_probe(
         src,
         &at.key("checks"),
         r.checks.unwrap_or_default(),
-        dirs,
+        (dirs.base, dirs.unrecorded_ok),
         tools.as_deref(),
     )?;
     let gated = r.gate.is_some();
@@ -303,6 +303,13 @@ fn load_probe(
             &at.key("ladder"),
             l.referenced,
             "a probe takes cache_check or ladder, not both: each turns a firing into runs of its own",
+        ));
+    }
+    if let (Some(_), Some(l)) = (&checks.reference, &r.ladder) {
+        return Err(src.err(
+            &at.key("ladder"),
+            l.referenced,
+            "a probe takes ladder or checks.reference, not both: a ladder's prompts change each firing, so no one answer is right",
         ));
     }
     let ladder = match &r.ladder {
