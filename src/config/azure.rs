@@ -11,7 +11,6 @@ use serde_saphyr::Spanned;
 
 use super::{read_secret, Api, ConfigError, FieldPath, Source};
 use crate::cloud::entra::{Entra, EntraSource};
-use crate::probe::flavor::azure_openai::API_VERSION;
 
 /// `entra:` as written.
 #[derive(Debug, Deserialize)]
@@ -35,18 +34,18 @@ pub(super) fn api_version(
     raw: Option<Spanned<String>>,
 ) -> Result<Option<String>, ConfigError> {
     let field = at.key("api_version");
-    match (api, raw) {
-        (Api::AzureOpenai, None) => Ok(Some(API_VERSION.to_string())),
-        (Api::AzureOpenai, Some(v)) if valid_api_version(&v.value) => Ok(Some(v.value)),
-        (Api::AzureOpenai, Some(v)) => Err(src.err(
+    match (api.flavor().api_version(), raw) {
+        (Some(default), None) => Ok(Some(default.to_string())),
+        (Some(_), Some(v)) if valid_api_version(&v.value) => Ok(Some(v.value)),
+        (Some(default), Some(v)) => Err(src.err(
             &field,
             v.referenced,
             format!(
-                "{:?} is not an Azure OpenAI API version (like {API_VERSION} or 2025-04-01-preview)",
+                "{:?} is not an API version (like {default} or 2025-04-01-preview)",
                 v.value
             ),
         )),
-        (_, Some(v)) => Err(src.err(
+        (None, Some(v)) => Err(src.err(
             &field,
             v.referenced,
             format!(
@@ -54,7 +53,7 @@ pub(super) fn api_version(
                 api.as_str()
             ),
         )),
-        (_, None) => Ok(None),
+        (None, None) => Ok(None),
     }
 }
 
@@ -80,7 +79,7 @@ pub(super) fn entra(
 ) -> Result<Option<Arc<Entra>>, ConfigError> {
     let Some(raw) = raw else { return Ok(None) };
     let field = at.key("entra");
-    if api != Api::AzureOpenai {
+    if !api.flavor().takes_entra() {
         return Err(src.err(
             &field,
             raw.referenced,

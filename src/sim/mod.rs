@@ -191,6 +191,13 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
         "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, Gemini's /v1beta/models/<model>:streamGenerateContent (base_url .../v1beta, or .../v1), Azure OpenAI's /v1/openai/deployments/<deployment>/chat/completions, Bedrock's /v1/model/<model id>/converse-stream (signed with the sim's test key, access key id {}), and Ollama's /api/chat (its base_url has no /v1)",
         bedrock::ACCESS_KEY_ID
     );
+    let _ = writeln!(
+        out,
+        "credential stand-ins (credentials good for {}s): EC2 IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT=http://{addr}), container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI=http://{addr}/container/credentials), STS web identity (AWS_ENDPOINT_URL_STS=http://{addr}), Entra ID (AZURE_AUTHORITY_HOST=http://{addr}, client secret {}), Azure managed identity (AZURE_POD_IDENTITY_AUTHORITY_HOST=http://{addr})",
+        credentials::LIFETIME.as_secs(),
+        credentials::ENTRA_CLIENT_SECRET,
+        addr = sim.addr()
+    );
     let _ = writeln!(out, "{}", canned_answers());
     let t = crate::config::Timeouts::default();
     let _ = writeln!(

@@ -147,7 +147,7 @@ async fn busy_server(probe_keys: &str) -> Vec<(bool, std::time::Instant, f64)> {
     };
     // The request that keeps the slot busy: served at once.
     let first = fire(0);
-    while sim.seen().len() < 1 {
+    while sim.seen().is_empty() {
         tokio::task::yield_now().await;
     }
     let mut runs = Vec::new();

@@ -21,6 +21,14 @@ impl Flavor for AzureOpenai {
         Some("api-key")
     }
 
+    fn api_version(&self) -> Option<&'static str> {
+        Some(API_VERSION)
+    }
+
+    fn takes_entra(&self) -> bool {
+        true
+    }
+
     /// The deployment is the path's own segment.
     fn check_target(&self, model: &str, _base_url: &reqwest::Url) -> Result<(), TargetError> {
         if valid_deployment(model) {

@@ -149,6 +149,17 @@ pub trait Flavor: Sync {
         None
     }
 
+    /// The `api-version` a request names in its query unless the target's `api_version` says
+    /// otherwise; `None`: the API has no such version, and its targets take no `api_version`.
+    fn api_version(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether the API takes Microsoft Entra ID bearer tokens in place of its key (`entra:`).
+    fn takes_entra(&self) -> bool {
+        false
+    }
+
     /// What the flavor finds wrong with a target's model or base URL.
     fn check_target(&self, _model: &str, _base_url: &reqwest::Url) -> Result<(), TargetError> {
         Ok(())
