@@ -47,6 +47,9 @@ pub(super) struct Issued {
     aws: Mutex<HashMap<String, AwsIssued>>,
     imds_tokens: Mutex<Vec<String>>,
     entra: Mutex<HashMap<String, SystemTime>>,
+    /// The `Authorization` each container-credentials request carried (EKS Pod Identity's
+    /// token), in order.
+    container_auth: Mutex<Vec<Option<String>>>,
 }
 
 /// Why the Bedrock door refuses an issued key.
@@ -114,6 +117,10 @@ impl Issued {
             .flat_map(|k| [k.secret.clone(), k.token.clone()])
             .chain(entra.keys().cloned())
             .collect()
+    }
+
+    pub(super) fn container_authorizations(&self) -> Vec<Option<String>> {
+        self.container_auth.lock().expect("sim issued lock").clone()
     }
 
     fn entra_token(&self) -> String {
@@ -201,6 +208,11 @@ pub(super) async fn serve(
             }
         }
         ("GET", "/container/credentials") => {
+            issued
+                .container_auth
+                .lock()
+                .expect("sim issued lock")
+                .push(req.header("authorization").map(str::to_string));
             let (id, secret, token, expires) = issued.aws_keys("ECS");
             let body = json!({
                 "RoleArn": "arn:aws:iam::123456789012:role/sim-task-role",

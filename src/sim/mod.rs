@@ -130,6 +130,12 @@ impl Sim {
         self.state.queues.waiting(spec)
     }
 
+    /// The `Authorization` header of each request to the container-credentials stand-in (EKS
+    /// Pod Identity sends its token there; ECS sends none).
+    pub fn container_authorizations(&self) -> Vec<Option<String>> {
+        self.state.issued.container_authorizations()
+    }
+
     /// Every secret the credential stand-ins issued so far, for a test to look for where none
     /// may appear.
     pub fn issued_secrets(&self) -> Vec<String> {

@@ -66,10 +66,11 @@ fn key_id(auth: &str) -> String {
     cred.split('/').next().unwrap().to_string()
 }
 
-/// Runs the config's one probe on its one target, run after run, until the sim has accepted
-/// requests with two credentials (or [`LIFETIME`] three times over has passed): every run
-/// must pass, since a credential is replaced before it expires. Returns the credentials in the
-/// order the requests carried them.
+/// Runs the config's one probe on its one target, run after run, until the first credential
+/// has expired and the sim has accepted requests with a second (or [`LIFETIME`] three times
+/// over has passed): every run must pass, since a credential is replaced before it expires,
+/// and the sim refuses an expired one. Returns the credentials in the order the requests
+/// carried them.
 async fn two_credentials(
     sim: &Sim,
     cfg: &Config,
@@ -77,7 +78,10 @@ async fn two_credentials(
 ) -> Vec<String> {
     let runner = Runner::new(1);
     let metrics = llm_canary::testing::sinks::metrics::Metrics::new(cfg);
-    let deadline = std::time::Instant::now() + LIFETIME * 3;
+    let start = std::time::Instant::now();
+    let deadline = start + LIFETIME * 3;
+    // The first credential was issued after `start`, so it has expired by then.
+    let first_expired = start + LIFETIME + std::time::Duration::from_secs(1);
     let mut records = Vec::new();
     loop {
         let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
@@ -86,7 +90,7 @@ async fn two_credentials(
         records.push(serde_json::to_string(&r).unwrap());
         let seen: Vec<String> = sim.seen().iter().map(of).collect();
         let distinct: BTreeSet<&String> = seen.iter().collect();
-        if distinct.len() >= 2 {
+        if distinct.len() >= 2 && std::time::Instant::now() > first_expired {
             let secrets = sim.issued_secrets();
             assert!(!secrets.is_empty());
             let text = String::from_utf8(metrics.encode()).unwrap();
@@ -99,7 +103,17 @@ async fn two_credentials(
             }
             let mut order = seen.clone();
             order.dedup();
-            assert_eq!(order.len(), 2, "one credential, then the next: {seen:?}");
+            let unique: BTreeSet<&String> = order.iter().collect();
+            assert_eq!(
+                unique.len(),
+                order.len(),
+                "each credential in one stretch: {seen:?}"
+            );
+            assert_ne!(
+                seen.last(),
+                seen.first(),
+                "the last run used the first credential"
+            );
             return order;
         }
         assert!(
@@ -155,6 +169,37 @@ fn bedrock_signs_with_container_credentials_and_their_next_ones() {
         format!("http://127.0.0.1:{port}/container/credentials"),
     )]);
     with_env(&env, assert_rotates(port, "ECS"));
+}
+
+/// EKS Pod Identity: the container-credentials endpoint, asked with the pod's token.
+#[test]
+fn bedrock_signs_with_pod_identity_credentials_sent_with_the_pods_token() {
+    let port = sim_port();
+    let dir = common::TempDir::new("pod-identity");
+    dir.write(&[("token", "sim-pod-identity-token")]);
+    let env = aws_env(&[
+        (
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            format!("http://127.0.0.1:{port}/container/credentials"),
+        ),
+        (
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            dir.path().join("token").display().to_string(),
+        ),
+    ]);
+    with_env(&env, async move {
+        let sim = Sim::start(&format!("127.0.0.1:{port}")).await.unwrap();
+        let (_dir, cfg) = bedrock(&sim, "");
+        let r = Runner::new(1)
+            .run_one(&cfg.probes[0], &cfg.targets[0])
+            .await;
+        assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        assert!(aws_key_id(&sim.seen()[0]).starts_with("ASIASIMECS"));
+        assert_eq!(
+            sim.container_authorizations(),
+            [Some("sim-pod-identity-token".to_string())]
+        );
+    });
 }
 
 #[test]
