@@ -324,7 +324,7 @@ impl PairHistory {
             open_day_tps: Sample::from(&self.days.open_day.tps),
             recent: self.recent,
             figures_head: self.figures.head,
-            figures: self.figures.slots.to_vec(),
+            figures: self.figures.slots.iter().flatten().copied().collect(),
             last: self.last.clone(),
             failures: self.failures.iter().cloned().collect(),
         }
@@ -413,8 +413,8 @@ impl PairHistory {
         });
         let mut figures = Ring::new();
         figures.head = t.figures_head;
-        for (slot, f) in figures.slots.iter_mut().zip(&t.figures) {
-            *slot = *f;
+        for (slot, f) in figures.slots.iter_mut().zip(t.figures.chunks_exact(2)) {
+            *slot = [f[0], f[1]];
         }
         Box::new(PairHistory {
             fine: Ring::restored(t.fine_head, fine),

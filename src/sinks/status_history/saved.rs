@@ -52,7 +52,31 @@ pub struct DayRow {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Sample {
     seen: u32,
+    #[serde(with = "packed")]
     kept: Vec<u16>,
+}
+
+/// Figures on the 16-bit log scale as one base64 string of their little-endian bytes: a third
+/// of their size as JSON numbers, so a pair's tail fits one database page.
+mod packed {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD_NO_PAD;
+
+    pub(super) fn serialize<S: Serializer>(v: &[u16], s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        s.serialize_str(&B64.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u16>, D::Error> {
+        let text = String::deserialize(d)?;
+        let bytes = B64.decode(text).map_err(serde::de::Error::custom)?;
+        Ok(bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect())
+    }
 }
 
 impl<const N: usize> From<&Reservoir<N>> for Sample {
@@ -88,8 +112,9 @@ pub struct Tail {
     pub(super) open_day_tps: Sample,
     pub(super) recent: Recent,
     pub(super) figures_head: Option<i64>,
-    /// The recent figures ring's slots, in the ring's order.
-    pub(super) figures: Vec<[u16; 2]>,
+    /// The recent figures ring's slots, in the ring's order, TTFT and decode speed in turn.
+    #[serde(with = "packed")]
+    pub(super) figures: Vec<u16>,
     pub(super) last: Option<(Timestamp, String, bool)>,
     /// Oldest first.
     pub(super) failures: Vec<Failure>,

@@ -1,5 +1,5 @@
 //! The database: opened (refusing a corrupt file or another program's), read whole at start,
-//! written one change (one run's slots) per transaction, and swept of what the retention
+//! written a transaction per batch of runs' changes (those queued together), and swept of what the retention
 //! leaves out in small batches.
 
 use std::collections::HashMap;
@@ -251,16 +251,18 @@ impl Db {
         Ok((pairs.into_values().collect(), incidents))
     }
 
-    /// One run's change, in one transaction.
-    pub fn write(&mut self, change: &Change) -> Result<(), StoreError> {
+    /// Runs' changes, in one transaction: each is whole in the store or not at all.
+    pub fn write(&mut self, changes: &[Change]) -> Result<(), StoreError> {
         let mut run = || -> rusqlite::Result<()> {
             let tx = self.conn.transaction()?;
-            put_pair(&tx, &change.pair)?;
-            if let Some(r) = &change.recent {
-                put_recent(&tx, &change.pair.probe, &change.pair.target, r)?;
-            }
-            if let Some(i) = &change.incident {
-                put_incident(&tx, i)?;
+            for change in changes {
+                put_pair(&tx, &change.pair)?;
+                if let Some(r) = &change.recent {
+                    put_recent(&tx, &change.pair.probe, &change.pair.target, r)?;
+                }
+                if let Some(i) = &change.incident {
+                    put_incident(&tx, i)?;
+                }
             }
             tx.commit()
         };
@@ -298,15 +300,15 @@ impl Db {
         let cuts: [(&str, &str, i64); 4] = [
             (
                 "fine",
-                "pair, bucket",
+                "bucket, pair",
                 secs.div_euclid(FINE_SECONDS) - FINE_SLOTS as i64,
             ),
             (
                 "coarse",
-                "pair, bucket",
+                "bucket, pair",
                 secs.div_euclid(COARSE_SECONDS) - COARSE_SLOTS as i64,
             ),
-            ("day", "pair, day", horizon.div_euclid(DAY_SECONDS)),
+            ("day", "day, pair", horizon.div_euclid(DAY_SECONDS)),
             ("incident", "id", horizon.saturating_mul(1000)),
         ];
         let mut deleted = 0;
@@ -359,7 +361,7 @@ fn put_pair(tx: &Transaction<'_>, p: &SavedPair) -> rusqlite::Result<()> {
         .unwrap_or_default();
     for r in &p.fine {
         tx.execute(
-            "INSERT OR REPLACE INTO fine VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT OR REPLACE INTO fine (pair, bucket, runs, failed, maintenance, ttft_p50, ttft_p95, tps) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 id,
                 r.bucket,
@@ -374,13 +376,13 @@ fn put_pair(tx: &Transaction<'_>, p: &SavedPair) -> rusqlite::Result<()> {
     }
     for r in &p.coarse {
         tx.execute(
-            "INSERT OR REPLACE INTO coarse VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT OR REPLACE INTO coarse (pair, bucket, runs, failed, maintenance) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![id, r.bucket, r.runs, r.failed, r.maintenance],
         )?;
     }
     for r in &p.days {
         tx.execute(
-            "INSERT OR REPLACE INTO day VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT OR REPLACE INTO day (pair, day, runs, failed, maintenance, ttft_p50, ttft_p95, tps_p50) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 id,
                 r.day,

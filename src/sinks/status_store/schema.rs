@@ -1,7 +1,8 @@
 //! The store's tables: a pair's slots as rows (5-minute, hourly, daily), its tail (samples,
 //! last runs, last failures) as one JSON value, the incident detector's last runs per pair,
 //! and the incidents. Small integers throughout: the figures are the history's 16-bit log
-//! scale, the buckets Unix seconds over the slot's length.
+//! scale, the buckets Unix seconds over the slot's length. Slots are keyed time first: the runs
+//! of one firing (every pair at once) land in the same few pages, and the sweep deletes a range.
 
 /// `PRAGMA application_id`: "LLMC". A SQLite file with another is not ours to write.
 pub(super) const APPLICATION_ID: i64 = 0x4c4c_4d43;
@@ -26,7 +27,7 @@ CREATE TABLE IF NOT EXISTS fine (
     ttft_p50 INTEGER NOT NULL,
     ttft_p95 INTEGER NOT NULL,
     tps INTEGER NOT NULL,
-    PRIMARY KEY (pair, bucket)
+    PRIMARY KEY (bucket, pair)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS coarse (
     pair INTEGER NOT NULL,
@@ -34,7 +35,7 @@ CREATE TABLE IF NOT EXISTS coarse (
     runs INTEGER NOT NULL,
     failed INTEGER NOT NULL,
     maintenance INTEGER NOT NULL,
-    PRIMARY KEY (pair, bucket)
+    PRIMARY KEY (bucket, pair)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS day (
     pair INTEGER NOT NULL,
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS day (
     ttft_p50 INTEGER NOT NULL,
     ttft_p95 INTEGER NOT NULL,
     tps_p50 INTEGER NOT NULL,
-    PRIMARY KEY (pair, day)
+    PRIMARY KEY (day, pair)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS recent (
     probe TEXT NOT NULL,

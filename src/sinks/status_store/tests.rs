@@ -66,7 +66,7 @@ fn what_is_saved_and_written_reads_back_the_same() {
             recent: Some(recent),
             incident,
         };
-        db.write(&change).unwrap();
+        db.write(std::slice::from_ref(&change)).unwrap();
     }
     drop(db);
     let db = Db::open(&path).unwrap();
@@ -106,7 +106,7 @@ fn the_sweep_deletes_what_the_page_no_longer_shows_in_batches() {
             recent: None,
             incident: None,
         };
-        db.write(&change).unwrap();
+        db.write(std::slice::from_ref(&change)).unwrap();
     }
     let deleted = db.sweep(now, Duration::from_secs(7 * 86_400)).unwrap();
     // Of 5,760 five-minute slots all but the day's 289; of the 481 hours they span all but the

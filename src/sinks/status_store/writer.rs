@@ -1,5 +1,5 @@
 //! The store's writer: a thread of its own, fed by a bounded channel the runtime never waits
-//! on, writing each change in its own transaction and sweeping old rows every few minutes. A
+//! on, writing the changes queued together in one transaction and sweeping old rows every few minutes. A
 //! write that fails (a full disk, a file made read-only) is counted and logged with the path;
 //! probing goes on, and so does the writer with the next change.
 
@@ -17,6 +17,8 @@ pub(super) enum Message {
     Retention(std::time::Duration),
 }
 
+/// Changes written in one transaction at most.
+const BATCH: usize = 256;
 /// How often old rows are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(600);
 /// A failing store is logged at most this often (each failure is counted).
@@ -63,14 +65,26 @@ pub(super) fn run(mut db: Db, rx: Receiver<Message>, mut retention: Duration, fa
     loop {
         let wait = next_sweep.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
-            Ok(Message::Change(c)) => match db.write(&c) {
-                Ok(()) if failing => {
-                    failing = false;
-                    tracing::info!(path = %db.path().display(), "the status store takes writes again");
+            Ok(Message::Change(c)) => {
+                // What is queued goes in the same transaction: a firing of every pair is a
+                // burst, and its rows share pages.
+                let mut batch = vec![*c];
+                while batch.len() < BATCH {
+                    match rx.try_recv() {
+                        Ok(Message::Change(c)) => batch.push(*c),
+                        Ok(Message::Retention(r)) => retention = r,
+                        Err(_) => break,
+                    }
                 }
-                Ok(()) => {}
-                Err(e) => fail(e, "write to", &mut failing),
-            },
+                match db.write(&batch) {
+                    Ok(()) if failing => {
+                        failing = false;
+                        tracing::info!(path = %db.path().display(), "the status store takes writes again");
+                    }
+                    Ok(()) => {}
+                    Err(e) => fail(e, "write to", &mut failing),
+                }
+            }
             Ok(Message::Retention(r)) => retention = r,
             Err(RecvTimeoutError::Timeout) => {
                 next_sweep = Instant::now() + SWEEP_EVERY;
