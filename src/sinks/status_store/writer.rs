@@ -17,6 +17,8 @@ pub(super) enum Message {
     Retention(std::time::Duration),
 }
 
+/// How long the writer gathers changes after the first of a batch.
+const GATHER: Duration = Duration::from_millis(500);
 /// Changes written in one transaction at most.
 const BATCH: usize = 256;
 /// How often old rows are swept.
@@ -66,11 +68,14 @@ pub(super) fn run(mut db: Db, rx: Receiver<Message>, mut retention: Duration, fa
         let wait = next_sweep.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
             Ok(Message::Change(c)) => {
-                // What is queued goes in the same transaction: a firing of every pair is a
-                // burst, and its rows share pages.
+                // What arrives within `GATHER` goes in the same transaction: a firing of every
+                // pair is a burst of runs ending within a second or so, and their rows share
+                // pages, each of which a transaction writes once.
                 let mut batch = vec![*c];
+                let until = Instant::now() + GATHER;
                 while batch.len() < BATCH {
-                    match rx.try_recv() {
+                    let left = until.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(left) {
                         Ok(Message::Change(c)) => batch.push(*c),
                         Ok(Message::Retention(r)) => retention = r,
                         Err(_) => break,
