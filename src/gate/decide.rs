@@ -89,7 +89,7 @@ pub fn slo(slo: &Slo, cand: &[&Sample], alpha: f64, fails: bool) -> (LimitReport
             },
         );
     }
-    let mut r = blank(&slo.name, "slo", stats::slo_limit(slo), cand);
+    let mut r = stats::blank(&slo.name, "slo", stats::slo_limit(slo), cand);
     r.candidate = stats::value(slo.figure, cand);
     if cand.is_empty() {
         r.message = format!("{}: nothing measured on the candidate yet", slo.name);
@@ -113,7 +113,7 @@ pub fn relative(
     alpha: f64,
     fails: bool,
 ) -> (LimitReport, State) {
-    let mut r = blank(&rel.name, "vs_baseline", rel.text.clone(), cand);
+    let mut r = stats::blank(&rel.name, "vs_baseline", rel.text.clone(), cand);
     let (c, b) = (
         stats::value(rel.figure, cand),
         stats::value(rel.figure, base),
@@ -156,7 +156,7 @@ pub fn similarity(
     fails: bool,
 ) -> (LimitReport, State) {
     let figure = l.figure();
-    let mut r = blank(&l.name, "vs_baseline", stats::slo_text(l.op, &l.text), cand);
+    let mut r = stats::blank(&l.name, "vs_baseline", stats::slo_text(l.op, &l.text), cand);
     let mut pairs = super::sample::similarities(cand, base);
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let sorted: Vec<f64> = pairs.iter().map(|(s, _)| *s).collect();
@@ -230,28 +230,6 @@ fn conclude(
             (r.with_failed_runs(figure, cand), State::Decided)
         }
         None => (open(r, fails), State::Open),
-    }
-}
-
-/// A report to fill in, decided until found otherwise.
-fn blank(name: &str, kind: &'static str, limit: String, cand: &[&Sample]) -> LimitReport {
-    LimitReport {
-        name: name.to_string(),
-        kind,
-        limit,
-        candidate: None,
-        candidate_ci: None,
-        baseline: None,
-        baseline_ci: None,
-        ratio: None,
-        ratio_ci: None,
-        verdict: Verdict::Pass,
-        failing: false,
-        samples_needed: None,
-        samples_used: cand.len() as u32,
-        stopped: Stopped::Decided,
-        message: String::new(),
-        failed_runs: Vec::new(),
     }
 }
 

@@ -360,52 +360,67 @@ pub fn judge_relative(
 
 /// A relative limit that could not be judged: there is no baseline to compare with.
 pub fn skip_relative(rel: &Relative, cand: &[&Sample]) -> LimitReport {
-    LimitReport {
-        name: rel.name.clone(),
-        kind: "vs_baseline",
-        limit: rel.text.clone(),
-        candidate: value(rel.figure, cand),
-        candidate_ci: ci(rel.figure, cand),
-        baseline: None,
-        baseline_ci: None,
-        ratio: None,
-        ratio_ci: None,
-        verdict: Verdict::Skipped,
-        failing: false,
-        samples_needed: None,
-        samples_used: cand.len() as u32,
-        stopped: Stopped::Cap,
-        failed_runs: Vec::new(),
-        message: format!(
+    let mut r = skipped(
+        &rel.name,
+        rel.text.clone(),
+        cand,
+        format!(
             "{} {}: skipped, no baseline (--baseline-target T or --baseline FILE)",
             rel.name, rel.text
         ),
-    }
+    );
+    r.candidate = value(rel.figure, cand);
+    r.candidate_ci = ci(rel.figure, cand);
+    r
 }
 
 /// An `answer_similarity` limit with no answers to pair: no baseline, or a baseline file
 /// (which keeps no answers).
 pub fn skip_similarity(l: &Similarity, cand: &[&Sample]) -> LimitReport {
+    skipped(
+        &l.name,
+        slo_text(l.op, &l.text),
+        cand,
+        format!(
+            "{} {}: skipped, no answers to pair (--baseline-target T; a baseline file keeps no answers)",
+            l.name, l.text
+        ),
+    )
+}
+
+/// A `vs_baseline` limit left unjudged, saying why.
+fn skipped(name: &str, limit: String, cand: &[&Sample], message: String) -> LimitReport {
+    let mut r = blank(name, "vs_baseline", limit, cand);
+    r.verdict = Verdict::Skipped;
+    r.stopped = Stopped::Cap;
+    r.message = message;
+    r
+}
+
+/// A report to fill in, decided until found otherwise.
+pub(crate) fn blank(
+    name: &str,
+    kind: &'static str,
+    limit: String,
+    cand: &[&Sample],
+) -> LimitReport {
     LimitReport {
-        name: l.name.clone(),
-        kind: "vs_baseline",
-        limit: slo_text(l.op, &l.text),
+        name: name.to_string(),
+        kind,
+        limit,
         candidate: None,
         candidate_ci: None,
         baseline: None,
         baseline_ci: None,
         ratio: None,
         ratio_ci: None,
-        verdict: Verdict::Skipped,
+        verdict: Verdict::Pass,
         failing: false,
         samples_needed: None,
         samples_used: cand.len() as u32,
-        stopped: Stopped::Cap,
+        stopped: Stopped::Decided,
+        message: String::new(),
         failed_runs: Vec::new(),
-        message: format!(
-            "{} {}: skipped, no answers to pair (--baseline-target T; a baseline file keeps no answers)",
-            l.name, l.text
-        ),
     }
 }
 
