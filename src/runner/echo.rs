@@ -116,11 +116,14 @@ impl Echoes {
     }
 }
 
-/// A prompt's text, hashed, to tell probes that ask the same prompt.
-pub fn prompt_key(text: &str) -> u64 {
+/// A prompt's text (its messages' contents, in order), hashed, to tell probes that ask the
+/// same prompt; hashed part by part, with no joined copy of a long prompt on every run.
+pub fn prompt_key<'a>(parts: impl IntoIterator<Item = &'a str>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
+    for part in parts {
+        part.hash(&mut h);
+    }
     h.finish()
 }
 
@@ -141,7 +144,7 @@ mod tests {
         e.note(Said {
             target,
             probe,
-            prompt: prompt_key(prompt),
+            prompt: prompt_key([prompt]),
             answer: &Arc::from(answer),
             at,
         })

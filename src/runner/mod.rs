@@ -335,7 +335,7 @@ impl Runner {
             .note(echo::Said {
                 target: &m.target,
                 probe: &m.probe,
-                prompt: echo::prompt_key(&probe.prompt.as_text()),
+                prompt: echo::prompt_key(probe.prompt.messages.iter().map(|m| m.content.as_str())),
                 answer,
                 at: Instant::now(),
             });

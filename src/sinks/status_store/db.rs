@@ -184,10 +184,11 @@ impl Db {
                 }
             }
         }
-        let mut st = c.prepare("SELECT pair, bucket, runs, failed, maintenance, ttft_p50, ttft_p95, tps FROM fine ORDER BY pair, bucket")?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(p) = pairs.get_mut(&r.get(0)?) {
+        each_slot(
+            c,
+            "SELECT pair, bucket, runs, failed, maintenance, ttft_p50, ttft_p95, tps FROM fine ORDER BY pair, bucket",
+            &mut pairs,
+            |p, r| {
                 p.fine.push(FineRow {
                     bucket: r.get(1)?,
                     runs: r.get(2)?,
@@ -197,26 +198,28 @@ impl Db {
                     ttft_p95: r.get(6)?,
                     tps: r.get(7)?,
                 });
-            }
-        }
-        let mut st = c.prepare(
-            "SELECT pair, bucket, runs, failed, maintenance FROM coarse ORDER BY pair, bucket",
+                Ok(())
+            },
         )?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(p) = pairs.get_mut(&r.get(0)?) {
+        each_slot(
+            c,
+            "SELECT pair, bucket, runs, failed, maintenance FROM coarse ORDER BY pair, bucket",
+            &mut pairs,
+            |p, r| {
                 p.coarse.push(CoarseRow {
                     bucket: r.get(1)?,
                     runs: r.get(2)?,
                     failed: r.get(3)?,
                     maintenance: r.get(4)?,
                 });
-            }
-        }
-        let mut st = c.prepare("SELECT pair, day, runs, failed, maintenance, ttft_p50, ttft_p95, tps_p50 FROM day ORDER BY pair, day")?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(p) = pairs.get_mut(&r.get(0)?) {
+                Ok(())
+            },
+        )?;
+        each_slot(
+            c,
+            "SELECT pair, day, runs, failed, maintenance, ttft_p50, ttft_p95, tps_p50 FROM day ORDER BY pair, day",
+            &mut pairs,
+            |p, r| {
                 p.days.push(DayRow {
                     day: r.get(1)?,
                     runs: r.get(2)?,
@@ -226,8 +229,9 @@ impl Db {
                     ttft_p95: r.get(6)?,
                     tps_p50: r.get(7)?,
                 });
-            }
-        }
+                Ok(())
+            },
+        )?;
         let mut incidents = SavedIncidents::default();
         let mut st = c.prepare("SELECT probe, target, runs FROM recent")?;
         let mut rows = st.query([])?;
@@ -345,6 +349,24 @@ impl Db {
         };
         check().map_err(|e| self.err(e))
     }
+}
+
+/// Hands each row of `sql` (whose first column is a pair's id) to `add` with its pair; rows of
+/// pairs that did not read are passed over.
+fn each_slot(
+    c: &Connection,
+    sql: &str,
+    pairs: &mut HashMap<i64, SavedPair>,
+    mut add: impl FnMut(&mut SavedPair, &rusqlite::Row<'_>) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let mut st = c.prepare(sql)?;
+    let mut rows = st.query([])?;
+    while let Some(r) = rows.next()? {
+        if let Some(p) = pairs.get_mut(&r.get(0)?) {
+            add(p, r)?;
+        }
+    }
+    Ok(())
 }
 
 fn put_pair(tx: &Transaction<'_>, p: &SavedPair) -> rusqlite::Result<()> {
