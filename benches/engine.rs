@@ -5,6 +5,8 @@
 //!    The sim runs in this process on its own runtime, so both instants come from one clock.
 //! 2. Peak RSS of `llm-canary once` against 50 targets (via /usr/bin/time).
 //! 3. The stream reader's throughput on one core: SSE decoding, JSON parsing and delta reading.
+//! 4. What `prompt_ignored` costs a run: chrF between real answers (the labeled corpus's), each
+//!    against every other, and so per run for a target with 100 probes.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -172,5 +174,67 @@ fn main() {
     once_rss(&sim);
     reader_throughput();
     endless_line();
+    answer_similarity();
     std::thread::sleep(Duration::from_millis(10));
+}
+
+/// chrF between the corpus's real answers, every ordered pair of the first 120: the work
+/// `prompt_ignored` does after each run, once per other probe's latest answer on the target.
+fn answer_similarity() {
+    use llm_canary::testing::checks::similarity::{chrf, Grams};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let answers: Vec<String> = paths
+        .iter()
+        .filter_map(|p| {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+            let real = !v["source"].as_str()?.starts_with("hand");
+            real.then(|| v["text"].as_str().map(str::to_string))?
+        })
+        .take(120)
+        .collect();
+    let chars = answers.iter().map(|a| a.chars().count()).sum::<usize>() / answers.len();
+    let pairs = (answers.len() * answers.len()) as f64;
+    // The fastest of three rounds: the least the machine's other work added.
+    let fastest = |round: &dyn Fn() -> f64| {
+        (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(round());
+                start.elapsed().as_secs_f64() / pairs
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let fresh = fastest(&|| {
+        answers
+            .iter()
+            .flat_map(|a| answers.iter().map(move |b| chrf(a, b)))
+            .sum()
+    });
+    // As `prompt_ignored` does: the run's answer taken apart once, each other answer afresh.
+    let per = fastest(&|| {
+        answers
+            .iter()
+            .flat_map(|a| {
+                let grams = Grams::new(a);
+                answers
+                    .iter()
+                    .map(move |b| grams.chrf(&Grams::new(b)))
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    });
+    println!(
+        "chrF: {:.1} µs per pair of real answers ({chars} characters on average, {pairs} pairs), \
+         {:.1} µs with one side taken apart once; prompt_ignored with 100 probes on a target: \
+         {:.2} ms of one core per run",
+        fresh * 1e6,
+        per * 1e6,
+        per * 99.0 * 1e3
+    );
 }

@@ -129,7 +129,7 @@ pub mod testing {
         pub use crate::calibrate::{calibrate, Figure, Options, Progress};
     }
     pub mod checks {
-        pub use crate::checks::{judge, repetition, Answer, CheckSpec};
+        pub use crate::checks::{judge, repetition, similarity, Answer, CheckSpec};
     }
     pub mod config {
         pub use crate::config::{check_yaml, load, CacheBust, Config};
@@ -170,7 +170,7 @@ pub mod testing {
         pub use crate::result::{ProbeResult, PromptTokens, TokensSource};
     }
     pub mod runner {
-        pub use crate::runner::Runner;
+        pub use crate::runner::{echo, Runner};
     }
     pub mod schedule {
         pub use crate::schedule::{pair_offset, Cron, Schedule};

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::checks::{is_invisible, similarity};
+use crate::checks::is_invisible;
+use crate::checks::similarity::{self, Grams};
 
 /// How recent another probe's answer must be to count.
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
@@ -43,6 +44,8 @@ struct Kept {
     /// The prompt's text, hashed: probes that ask the same prompt are not compared.
     prompt: u64,
     answer: Arc<str>,
+    /// The characters chrF reads, for [`similarity::bound`].
+    chars: usize,
     at: Instant,
 }
 
@@ -71,6 +74,9 @@ impl Echoes {
                 .remove(&(said.target.to_string(), said.probe.to_string()));
             return None;
         }
+        let chars = similarity::char_count(said.answer);
+        // The answer's n-grams, taken once, when some other answer is worth comparing.
+        let mut grams = None;
         let echo = self
             .0
             .iter()
@@ -79,10 +85,14 @@ impl Echoes {
                     && p != said.probe
                     && k.prompt != said.prompt
                     && said.at.saturating_duration_since(k.at) <= WINDOW
+                    // Lengths that alone keep the pair below the bound: no comparing.
+                    && similarity::bound(chars, k.chars) >= MIN_SIMILARITY
             })
             .map(|((_, p), k)| Echo {
                 other_probe: p.clone(),
-                similarity: similarity::chrf(said.answer, &k.answer),
+                similarity: grams
+                    .get_or_insert_with(|| Grams::new(said.answer))
+                    .chrf(&Grams::new(&k.answer)),
             })
             .filter(|e| e.similarity >= MIN_SIMILARITY)
             .max_by(|a, b| {
@@ -109,6 +119,7 @@ impl Echoes {
             Kept {
                 prompt: said.prompt,
                 answer: said.answer.clone(),
+                chars,
                 at: said.at,
             },
         );

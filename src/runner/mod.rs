@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use tokio::sync::Semaphore;
 
-pub(crate) mod echo;
+pub mod echo;
 
 use crate::config::{Probe, Target};
 use crate::outcome::Outcome;

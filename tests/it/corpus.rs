@@ -11,6 +11,8 @@
 //! when no real answer needs `item_cycle` (a numbered list whose items cycle while the counter
 //! climbs, or a list stuck on two items, is what only it sees), so a change that breaks it
 //! cannot pass unnoticed. It guards the corpus's size by distinct prompts, not by samples.
+//! The rules that name a broken deployment (`empty_output` for an answer with no letter,
+//! `prompt_ignored`) must raise no false alarm on its real answers either.
 //! `cargo nextest run --test it corpus:: --no-capture` shows the figures.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -475,5 +477,132 @@ fn second_reader_agreement_and_clear_cases() {
     assert!(
         recall >= CLEAR_FLOOR,
         "recall {recall:.3} on the clear cases fell below {CLEAR_FLOOR}: {missed:#?}"
+    );
+}
+
+/// The rules that name a broken deployment rather than a bad answer, on the corpus's real
+/// answers: no healthy answer is `empty_output` (no letter, digit or CJK character), and no
+/// healthy answer is `prompt_ignored`. Each batch is what one server answered in one sitting,
+/// every prompt at three settings, so it stands for one target's answers within the window:
+/// each answer is kept as its own probe's latest, and the batch is noted twice, so every answer
+/// is set beside every other (chrF is not symmetric). Prints the closest two healthy answers
+/// to different prompts, the margin below the bound.
+#[test]
+fn deployment_rules_raise_no_false_alarm_on_the_corpus() {
+    use llm_canary::testing::checks::{judge, similarity, Answer, CheckSpec};
+    use llm_canary::testing::outcome::Outcome;
+    use llm_canary::testing::runner::echo::{self, Echoes, Said};
+    use std::sync::Arc;
+
+    let samples: Vec<Sample> = corpus()
+        .into_iter()
+        .filter(|s| !s.source.starts_with("hand"))
+        .collect();
+    let healthy = |s: &Sample| s.label.as_deref() == Some("healthy");
+    let spec = CheckSpec::default();
+    let mut empty = Vec::new();
+    for s in &samples {
+        let j = judge(
+            &spec,
+            &Answer {
+                text: &s.text,
+                finish_reason: None,
+                tool_calls: &[],
+                stopped_early: false,
+                show_text: false,
+            },
+        );
+        if j.failures.iter().any(|f| f.outcome == Outcome::EmptyOutput) {
+            empty.push((s.id.as_str(), s.label.as_deref()));
+        }
+    }
+    println!("empty_output on the corpus: {empty:?}");
+    assert!(
+        empty.iter().all(|(_, label)| *label != Some("healthy")),
+        "empty_output on healthy answers: {empty:?}"
+    );
+
+    let mut batches: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
+    for s in &samples {
+        batches
+            .entry(s.batch.as_deref().unwrap_or("first"))
+            .or_default()
+            .push(s);
+    }
+    let start = Instant::now();
+    let (mut alarms, mut flagged_loops, mut compared) = (BTreeSet::new(), BTreeSet::new(), 0);
+    let mut closest = (0.0, "", "");
+    for (batch, answers) in &batches {
+        let mut echoes = Echoes::default();
+        let texts: Vec<Arc<str>> = answers.iter().map(|s| Arc::from(s.text.as_str())).collect();
+        for _ in 0..2 {
+            for (s, text) in answers.iter().zip(&texts) {
+                let prompt = s.prompt.as_deref().unwrap_or(&s.id);
+                let said = Said {
+                    target: batch,
+                    probe: &s.id,
+                    prompt: echo::prompt_key([prompt]),
+                    answer: text,
+                    at: start,
+                };
+                if let Some(e) = echoes.note(said) {
+                    match healthy(s) {
+                        true => alarms.insert(format!(
+                            "{} ~ {} ({:.3})",
+                            s.id, e.other_probe, e.similarity
+                        )),
+                        false => flagged_loops.insert(s.id.as_str()),
+                    };
+                }
+            }
+        }
+        // Every ordered pair of healthy answers to different prompts, each answer's n-grams
+        // taken once.
+        let kept: Vec<(&Sample, similarity::Grams, usize)> = answers
+            .iter()
+            .filter(|s| healthy(s))
+            .map(|s| {
+                (
+                    *s,
+                    similarity::Grams::new(&s.text),
+                    similarity::char_count(&s.text),
+                )
+            })
+            .collect();
+        for (a, a_grams, a_chars) in &kept {
+            for (b, b_grams, b_chars) in kept.iter().filter(|(b, ..)| b.prompt != a.prompt) {
+                compared += 1;
+                // Lengths that cannot beat the closest so far need no comparing.
+                if similarity::bound(*a_chars, *b_chars) <= closest.0 {
+                    continue;
+                }
+                let sim = a_grams.chrf(b_grams);
+                if sim > closest.0 {
+                    closest = (sim, a.id.as_str(), b.id.as_str());
+                }
+            }
+        }
+    }
+    println!(
+        "prompt_ignored on the corpus: {} healthy answers flagged, {} degenerate; the closest \
+         two healthy answers to different prompts of one batch: {:.3} ({} ~ {}), of {compared} \
+         pairs; bound {}",
+        alarms.len(),
+        flagged_loops.len(),
+        closest.0,
+        closest.1,
+        closest.2,
+        echo::MIN_SIMILARITY
+    );
+    assert!(
+        alarms.is_empty(),
+        "prompt_ignored on healthy answers: {alarms:#?}"
+    );
+    assert!(
+        closest.0 < echo::MIN_SIMILARITY,
+        "two healthy answers to different prompts are {:.3} alike: {} ~ {}",
+        closest.0,
+        closest.1,
+        closest.2
     );
 }
