@@ -43,23 +43,38 @@ use serde::Deserialize;
 
 /// The least recall on each batch: what the detectors catch of it today (all of the first,
 /// which the rules were tuned on).
-const RECALL_FLOORS: [(&str, f64); 6] = [
+const RECALL_FLOORS: [(&str, f64); 7] = [
     ("first", 1.0),
     ("2026-12-01", 0.92),
     ("2026-12-01b", 0.91),
     ("2026-12-01c", 0.83),
     ("2026-12-02", 0.69),
     ("2026-12-02b", 0.74),
+    ("2026-12-06", 0.81),
 ];
 const OVERALL_FLOOR: f64 = 0.84;
 
-/// False alarms the detectors are known to raise on healthy answers, each with why. The test
-/// fails on any other, and on one of these once it is no longer raised (take it off the list).
-const KNOWN_FALSE_ALARMS: [(&str, &str); 1] = [(
-    "explain-seasons-t0.7-s1",
-    "a sentence of 17 words said again once, four sentences later, as the explanation starts \
-     over and max_tokens cuts it: `sentences` calls one repeat a loop, both readers a slip",
-)];
+/// False alarms the detectors are known to raise on healthy answers, each with why, in file
+/// order. The test fails on any other, and on one of these once it is no longer raised (take it
+/// off the list).
+const KNOWN_FALSE_ALARMS: [(&str, &str); 3] = [
+    (
+        "explain-magnets-t0.7-s1",
+        "`the North pole of the magnet` in sentence after sentence, each saying something else: \
+         `passages` counts the six words six times; healthy to one reader, borderline to the other",
+    ),
+    (
+        "explain-passwords-t0.7-s1",
+        "every paragraph opens `Using a unique password for every website can`, each with another \
+         claim: `passages` counts the six words four times; healthy to one reader, borderline to \
+         the other",
+    ),
+    (
+        "explain-seasons-t0.7-s1",
+        "a sentence of 17 words said again once, four sentences later, as the explanation starts \
+         over and max_tokens cuts it: `sentences` calls one repeat a loop, both readers a slip",
+    ),
+];
 
 #[derive(Debug, Deserialize)]
 struct Sample {
@@ -285,7 +300,9 @@ fn detectors_on_the_labeled_corpus() {
     // after those and labelled the same way; both rules were narrowed after it, to leave
     // two-valued data, blocks, sequences and groups alone, and line templates were widened
     // (two lines in five, a letter label masked). The sixth was grown after that and labelled
-    // the same way, and nothing was tuned on it. Each batch is held to what the detectors
+    // the same way, and nothing was tuned on it; nor on the seventh, prose explanations grown
+    // to see whether a long sentence said again once is a slip more often than a loop (it
+    // was neither there). Each batch is held to what the detectors
     // catch of it today, so a change that loses any of it fails, while the rest of 95 % is
     // open work (docs/detectors.md lists the shapes missed).
     for (batch, floor) in RECALL_FLOORS {
