@@ -46,6 +46,11 @@ impl Grams {
         Grams { grams, ends }
     }
 
+    /// The characters chrF reads (whitespace aside): as many as the text's 1-grams.
+    pub fn chars(&self) -> usize {
+        self.ends[0]
+    }
+
     /// The n-grams of length `n`.
     fn order(&self, n: usize) -> &[u128] {
         let start = if n == 1 { 0 } else { self.ends[n - 2] };

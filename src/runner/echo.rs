@@ -53,7 +53,7 @@ struct Kept {
 #[derive(Default)]
 pub struct Echoes(HashMap<(String, String), Kept>);
 
-/// What a run brings to [`Echoes::note`].
+/// What a run brings to [`Echoes::keep`].
 pub struct Said<'a> {
     pub target: &'a str,
     pub probe: &'a str,
@@ -63,21 +63,26 @@ pub struct Said<'a> {
     pub at: Instant,
 }
 
+/// Another probe's recent answer on the run's target, worth comparing with the run's.
+pub struct Other {
+    probe: String,
+    answer: Arc<str>,
+}
+
 impl Echoes {
-    /// Keeps the run's answer, and says which other probe's recent answer on the same target it
-    /// repeats (the closest), if any.
-    pub fn note(&mut self, said: Said) -> Option<Echo> {
+    /// Keeps the run's answer as its pair's latest, and hands back the other probes' recent
+    /// answers on the same target that it could repeat: cheap, so it is done under the runner's
+    /// lock, and the comparing ([`closest`]) outside it.
+    pub fn keep(&mut self, said: Said) -> Vec<Other> {
         let visible = said.answer.chars().filter(|c| !is_invisible(*c)).count();
         if visible < MIN_VISIBLE_CHARS {
             // Too short to tell; and the pair's older, longer answer is no longer its latest.
             self.0
                 .remove(&(said.target.to_string(), said.probe.to_string()));
-            return None;
+            return Vec::new();
         }
         let chars = similarity::char_count(said.answer);
-        // The answer's n-grams, taken once, when some other answer is worth comparing.
-        let mut grams = None;
-        let echo = self
+        let others = self
             .0
             .iter()
             .filter(|((t, p), k)| {
@@ -88,18 +93,11 @@ impl Echoes {
                     // Lengths that alone keep the pair below the bound: no comparing.
                     && similarity::bound(chars, k.chars) >= MIN_SIMILARITY
             })
-            .map(|((_, p), k)| Echo {
-                other_probe: p.clone(),
-                similarity: grams
-                    .get_or_insert_with(|| Grams::new(said.answer))
-                    .chrf(&Grams::new(&k.answer)),
+            .map(|((_, p), k)| Other {
+                probe: p.clone(),
+                answer: k.answer.clone(),
             })
-            .filter(|e| e.similarity >= MIN_SIMILARITY)
-            .max_by(|a, b| {
-                a.similarity
-                    .total_cmp(&b.similarity)
-                    .then_with(|| b.other_probe.cmp(&a.other_probe))
-            });
+            .collect();
         if self.0.len() >= MAX_PAIRS {
             self.0
                 .retain(|_, k| said.at.saturating_duration_since(k.at) <= WINDOW);
@@ -123,8 +121,29 @@ impl Echoes {
                 at: said.at,
             },
         );
-        echo
+        others
     }
+}
+
+/// Which of `others` the answer repeats (the closest at [`MIN_SIMILARITY`] or more), if any;
+/// the answer's n-grams are taken once.
+pub fn closest(answer: &str, others: &[Other]) -> Option<Echo> {
+    if others.is_empty() {
+        return None;
+    }
+    let grams = Grams::new(answer);
+    others
+        .iter()
+        .map(|o| Echo {
+            other_probe: o.probe.clone(),
+            similarity: grams.chrf(&Grams::new(&o.answer)),
+        })
+        .filter(|e| e.similarity >= MIN_SIMILARITY)
+        .max_by(|a, b| {
+            a.similarity
+                .total_cmp(&b.similarity)
+                .then_with(|| b.other_probe.cmp(&a.other_probe))
+        })
 }
 
 /// A prompt's text (its messages' contents, in order), hashed, to tell probes that ask the
@@ -152,13 +171,15 @@ mod tests {
         answer: &str,
         at: Instant,
     ) -> Option<Echo> {
-        e.note(Said {
+        let answer = Arc::from(answer);
+        let others = e.keep(Said {
             target,
             probe,
             prompt: prompt_key([prompt]),
-            answer: &Arc::from(answer),
+            answer: &answer,
             at,
-        })
+        });
+        closest(&answer, &others)
     }
 
     #[test]

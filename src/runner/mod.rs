@@ -211,6 +211,7 @@ impl Runner {
             probe::run(&client, probe, target, self.show_output).await
         };
         self.record(probe, target, m, confirm, RunContext::default(), in_window)
+            .await
     }
 
     /// One firing of a pair, as [`Runner::run_in`]: one run; for a cache check its two, cold
@@ -243,7 +244,8 @@ impl Runner {
                     confirm,
                     ctx(CachePhase::Cold, Default::default()),
                     &in_window,
-                ),
+                )
+                .await,
                 self.record(
                     probe,
                     target,
@@ -251,7 +253,8 @@ impl Runner {
                     confirm,
                     ctx(CachePhase::Warm, figures),
                     &in_window,
-                ),
+                )
+                .await,
             ];
         }
         let Some(l) = &probe.ladder else {
@@ -268,7 +271,10 @@ impl Runner {
                 prefill: out.first().and_then(|base| ladder::prefill(base, &m)),
                 ..RunContext::default()
             };
-            out.push(self.record(probe, target, m, confirm, ctx, &in_window));
+            out.push(
+                self.record(probe, target, m, confirm, ctx, &in_window)
+                    .await,
+            );
         }
         out
     }
@@ -281,7 +287,7 @@ impl Runner {
     }
 
     /// The record of a run: what it measured, beside what the runner remembers.
-    fn record(
+    async fn record(
         &self,
         probe: &Probe,
         target: &Target,
@@ -290,7 +296,7 @@ impl Runner {
         ctx: RunContext,
         in_window: impl FnOnce(jiff::Timestamp) -> bool,
     ) -> ProbeResult {
-        let m = self.echo(probe, m);
+        let m = self.echo(probe, m).await;
         let warmup = self
             .warm
             .lock()
@@ -323,22 +329,30 @@ impl Runner {
 
     /// A run whose answer repeats another probe's recent answer on its target, to another
     /// prompt, failed `prompt_ignored` too (see [`echo`]). A ladder's rungs are drawn afresh
-    /// each firing and not compared.
-    fn echo(&self, probe: &Probe, mut m: Measurement) -> Measurement {
-        let Some(answer) = m.answer.as_ref().filter(|_| probe.ladder.is_none()) else {
+    /// each firing and not compared. The comparing runs on a blocking thread, outside the lock:
+    /// chrF against every other probe of a busy target takes milliseconds, which neither the
+    /// runtime's workers (reading other runs' streams) nor other runs' records should wait on.
+    async fn echo(&self, probe: &Probe, mut m: Measurement) -> Measurement {
+        let Some(answer) = m.answer.clone().filter(|_| probe.ladder.is_none()) else {
             return m;
         };
-        let echo = self
+        let others = self
             .echoes
             .lock()
             .expect("the answers map is never poisoned")
-            .note(echo::Said {
+            .keep(echo::Said {
                 target: &m.target,
                 probe: &m.probe,
                 prompt: echo::prompt_key(probe.prompt.messages.iter().map(|m| m.content.as_str())),
-                answer,
+                answer: &answer,
                 at: Instant::now(),
             });
+        if others.is_empty() {
+            return m;
+        }
+        let echo = tokio::task::spawn_blocking(move || echo::closest(&answer, &others))
+            .await
+            .expect("comparing answers does not panic");
         if let Some(e) = echo {
             m.failed_checks.push(Outcome::PromptIgnored);
             m.failed_checks.sort_by_key(|o| o.index());
