@@ -379,38 +379,9 @@ impl PairHistory {
     /// The history that was saved.
     fn restored(s: &SavedPair) -> Box<PairHistory> {
         let t = &s.tail;
-        let fine = s.fine.iter().map(|r| {
-            let f = Fine {
-                counts: Counts {
-                    runs: r.runs,
-                    failed: r.failed,
-                    maintenance: r.maintenance,
-                },
-                ttft_p50: r.ttft_p50,
-                ttft_p95: r.ttft_p95,
-                tps: r.tps,
-            };
-            (r.bucket, f)
-        });
-        let coarse = s.coarse.iter().map(|r| {
-            let c = Counts {
-                runs: r.runs,
-                failed: r.failed,
-                maintenance: r.maintenance,
-            };
-            (r.bucket, c)
-        });
-        let daily = s.days.iter().map(|r| {
-            let d = Daily {
-                runs: r.runs,
-                failed: r.failed,
-                maintenance: r.maintenance,
-                ttft_p50: r.ttft_p50,
-                ttft_p95: r.ttft_p95,
-                tps_p50: r.tps_p50,
-            };
-            (r.day, d)
-        });
+        let fine = s.fine.iter().map(|r| (r.bucket, Fine::from(r)));
+        let coarse = s.coarse.iter().map(|r| (r.bucket, Counts::from(r)));
+        let daily = s.days.iter().map(|r| (r.day, Daily::from(r)));
         let mut figures = Ring::new();
         figures.head = t.figures_head;
         for (slot, f) in figures.slots.iter_mut().zip(t.figures.chunks_exact(2)) {

@@ -164,3 +164,43 @@ pub(super) fn day_row(day: i64, d: Daily) -> DayRow {
         tps_p50: d.tps_p50,
     }
 }
+
+// And back: each row's slot, as the history held it.
+
+impl From<&FineRow> for Fine {
+    fn from(r: &FineRow) -> Fine {
+        Fine {
+            counts: Counts {
+                runs: r.runs,
+                failed: r.failed,
+                maintenance: r.maintenance,
+            },
+            ttft_p50: r.ttft_p50,
+            ttft_p95: r.ttft_p95,
+            tps: r.tps,
+        }
+    }
+}
+
+impl From<&CoarseRow> for Counts {
+    fn from(r: &CoarseRow) -> Counts {
+        Counts {
+            runs: r.runs,
+            failed: r.failed,
+            maintenance: r.maintenance,
+        }
+    }
+}
+
+impl From<&DayRow> for Daily {
+    fn from(r: &DayRow) -> Daily {
+        Daily {
+            runs: r.runs,
+            failed: r.failed,
+            maintenance: r.maintenance,
+            ttft_p50: r.ttft_p50,
+            ttft_p95: r.ttft_p95,
+            tps_p50: r.tps_p50,
+        }
+    }
+}

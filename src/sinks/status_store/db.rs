@@ -186,7 +186,7 @@ impl Db {
         }
         each_slot(
             c,
-            "SELECT pair, bucket, runs, failed, maintenance, ttft_p50, ttft_p95, tps FROM fine ORDER BY pair, bucket",
+            "SELECT pair, bucket, runs, failed, maintenance, ttft_p50, ttft_p95, tps FROM fine ORDER BY bucket, pair",
             &mut pairs,
             |p, r| {
                 p.fine.push(FineRow {
@@ -203,7 +203,7 @@ impl Db {
         )?;
         each_slot(
             c,
-            "SELECT pair, bucket, runs, failed, maintenance FROM coarse ORDER BY pair, bucket",
+            "SELECT pair, bucket, runs, failed, maintenance FROM coarse ORDER BY bucket, pair",
             &mut pairs,
             |p, r| {
                 p.coarse.push(CoarseRow {
@@ -217,7 +217,7 @@ impl Db {
         )?;
         each_slot(
             c,
-            "SELECT pair, day, runs, failed, maintenance, ttft_p50, ttft_p95, tps_p50 FROM day ORDER BY pair, day",
+            "SELECT pair, day, runs, failed, maintenance, ttft_p50, ttft_p95, tps_p50 FROM day ORDER BY day, pair",
             &mut pairs,
             |p, r| {
                 p.days.push(DayRow {

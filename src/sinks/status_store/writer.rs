@@ -14,7 +14,7 @@ use super::db::{Change, Db, StoreError};
 /// What the writer is handed: a run's change, or a new retention.
 pub(super) enum Message {
     Change(Box<Change>),
-    Retention(std::time::Duration),
+    Retention(Duration),
 }
 
 /// How long the writer gathers changes after the first of a batch.
