@@ -204,8 +204,9 @@ mod layering_tests;
 
 use std::process::ExitCode;
 
-/// Runs one command to completion and says how the process should exit:
-/// 0 success, 1 a probe or the gate failed, 2 a usage or config error.
+/// Runs one command to completion and says how the process should exit: 0 success; 1 a probe,
+/// the gate or calibration failed; an `Err` is exit 2, whatever stopped the command (usage, an
+/// invalid config, or a run-time error such as a port in use), printed as one line.
 pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     // The daemon's budget is a fraction of one core and 64 MiB: one thread serves it, and costs
     // less memory than a pool. One-shot commands may use every core.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::confirm;
 use super::otlp_exporter::OtlpExporter;
-use super::state::{PairKey, Shared};
+use super::state::{Claim, Shared};
 use crate::config::{Probe, Target};
 use crate::result::ProbeResult;
 use crate::runner::Runner;
@@ -36,23 +36,25 @@ impl Runs {
         }
     }
 
-    pub(super) fn shared(&self) -> &Shared {
+    pub(super) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
 
     /// One firing of a claimed pair (a run, a cache check's two, or a ladder's runs), recorded
     /// everywhere; the claim ends when its lines are written. Returns when to confirm it, if it
     /// failed and the probe asks for that.
+    ///
+    /// Cancelling the returned future mid-run releases the claim and the in-flight count with
+    /// it: both are values that let go when dropped.
     pub(super) async fn fire(
         self: Arc<Self>,
         probe: Arc<Probe>,
         target: Arc<Target>,
-        key: PairKey,
+        claim: Claim,
         occasion: Occasion,
     ) -> Option<Duration> {
         let shared = &self.shared;
-        let gauge = shared.metrics().runs_in_flight.clone();
-        gauge.inc();
+        let in_flight = shared.metrics().run_started();
         let confirming = matches!(occasion, Occasion::Confirmation(_));
         let results = self
             .runner
@@ -60,7 +62,7 @@ impl Runs {
                 shared.in_maintenance(&target.name, at)
             })
             .await;
-        gauge.dec();
+        drop(in_flight);
         // A firing (a cache check's two runs, a ladder's rungs) fails when one of its runs does,
         // and started with its first.
         let success = results.iter().all(ProbeResult::success);
@@ -77,7 +79,7 @@ impl Runs {
         for r in &results {
             tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, error = r.error.as_deref(), "probe run finished");
         }
-        if shared.record(&key, &results, &target) {
+        if shared.record(claim.key(), &results, &target) {
             for r in &results {
                 self.otlp.record(r, &target);
             }
@@ -90,7 +92,63 @@ impl Runs {
         }
         // The run counts as finished once its lines are written.
         shared.log(results).await;
-        shared.release(&key);
+        drop(claim);
         note.confirm_after
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// A config with probe `p` on target `t`, whose server is at `addr`.
+    fn config(dir: &std::path::Path, addr: std::net::SocketAddr) -> Arc<Config> {
+        std::fs::create_dir_all(dir.join("probes")).unwrap();
+        std::fs::create_dir_all(dir.join("prompts")).unwrap();
+        std::fs::write(
+            dir.join("llm-canary.yaml"),
+            format!("agent: {{name: test}}\ntargets:\n  - {{name: t, base_url: \"http://{addr}/v1\", model: m}}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("probes/p.yaml"),
+            "name: p\nprompt: q.txt\nschedule: \"*/5 * * * *\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("prompts/q.txt"), "Hello?").unwrap();
+        Arc::new(crate::config::load(&dir.join("llm-canary.yaml")).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_firing_releases_its_claim_and_its_in_flight_count() {
+        // A server that takes the request and never answers: the run waits for its headers.
+        let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), server.local_addr().unwrap());
+        let pairs = cfg.pairs(&crate::config::Selection::SCHEDULED).unwrap();
+        let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
+        let otlp = OtlpExporter::new(shared.running(), shared.sink_client());
+        let runs = Arc::new(Runs::new(shared.clone(), Runner::new(1), otlp));
+        let (probe, target) = pairs[0].clone();
+        let key = (probe.name.clone(), target.name.clone());
+
+        let claim = shared.claim(&key).expect("the pair is free");
+        assert!(shared.claim(&key).is_none(), "one claim per pair");
+        let firing = tokio::spawn(runs.clone().fire(probe, target, claim, Occasion::OnDemand));
+        // The run is mid-flight once the server has its connection.
+        let (_conn, _) = server.accept().await.unwrap();
+        assert_eq!(shared.metrics().runs_in_flight(), 1);
+        assert_eq!(shared.in_flight_pairs(), vec![key.clone()]);
+
+        firing.abort();
+        assert!(firing.await.unwrap_err().is_cancelled());
+        assert_eq!(
+            shared.metrics().runs_in_flight(),
+            0,
+            "the gauge is back at zero"
+        );
+        assert_eq!(shared.in_flight(), 0, "the claim is released");
+        assert!(shared.claim(&key).is_some(), "the pair can run again");
     }
 }

@@ -67,10 +67,10 @@ pub(super) async fn probe(runs: &Arc<Runs>, query: Option<&str>) -> Result<Vec<u
         )));
     };
     let key = (probe.clone(), target.clone());
-    if shared.claim(&key) {
-        // Spawned, so a scraper that gives up does not cancel the run half-way (its claim
-        // would never be released); the concurrency limit applies inside `fire`.
-        let _ = tokio::spawn(runs.clone().fire(p, t, key, Occasion::OnDemand)).await;
+    if let Some(claim) = shared.claim(&key) {
+        // Spawned, so a scraper that gives up does not cancel the run half-way: its result is
+        // still recorded. The concurrency limit applies inside `fire`.
+        let _ = tokio::spawn(runs.clone().fire(p, t, claim, Occasion::OnDemand)).await;
     } else {
         tracing::debug!(%probe, %target, "/probe: the pair is in flight; answering with its latest result");
     }

@@ -112,25 +112,25 @@ async fn pair_loop(
                 _ = tokio::time::sleep_until(confirm_at.unwrap_or(due)), if confirm_at.is_some() => {
                     confirm_at = None;
                     // Not while `/probe` runs the pair: that run is the newer word.
-                    if runs.shared().claim(&key) {
+                    if let Some(claim) = runs.shared().claim(&key) {
                         let occasion = Occasion::Confirmation(row.clone());
-                        running = Some(tokio::spawn(runs.clone().fire(probe.clone(), target.clone(), key.clone(), occasion)));
+                        running = Some(tokio::spawn(runs.clone().fire(probe.clone(), target.clone(), claim, occasion)));
                     }
                 }
             }
         }
         last_fire = Some(next.timestamp());
         confirm_at = None;
-        if !runs.shared().claim(&key) {
+        let Some(claim) = runs.shared().claim(&key) else {
             tracing::warn!(probe = %probe.name, target = %target.name, "previous run still in flight: skipped");
             runs.shared().metrics().skipped(&probe.name, &target);
             continue;
-        }
+        };
         let occasion = Occasion::Scheduled(row.clone());
         running = Some(tokio::spawn(runs.clone().fire(
             probe.clone(),
             target.clone(),
-            key.clone(),
+            claim,
             occasion,
         )));
     }

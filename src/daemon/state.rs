@@ -90,6 +90,28 @@ impl InFlight {
     }
 }
 
+/// A pair's place in flight: at most one claim per pair exists. Dropping it, when its run is
+/// recorded or when the future holding it is cancelled, frees the pair, wakes whoever waits
+/// for runs to end, and wakes the pusher.
+pub(super) struct Claim {
+    shared: Arc<Shared>,
+    key: PairKey,
+}
+
+impl Claim {
+    /// The (probe, target) claimed.
+    pub(super) fn key(&self) -> &PairKey {
+        &self.key
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.shared.in_flight.release(&self.key);
+        self.shared.push.wake();
+    }
+}
+
 /// The announced maintenance windows, and the wake-up of the loop that follows the windows.
 #[derive(Default)]
 pub(super) struct Maintenance {
@@ -339,16 +361,13 @@ impl Shared {
         self.maintenance.changed.notify_one();
     }
 
-    /// Marks the pair in flight; false when a run of it already is.
-    pub(super) fn claim(&self, key: &PairKey) -> bool {
-        self.in_flight.claim(key)
-    }
-
-    /// The pair's run ended: it may start again, whoever waits for runs to end wakes, and so
-    /// does the pusher.
-    pub(super) fn release(&self, key: &PairKey) {
-        self.in_flight.release(key);
-        self.push.wake();
+    /// Marks the pair in flight until the returned claim drops; `None` when a run of it
+    /// already is.
+    pub(super) fn claim(self: &Arc<Self>, key: &PairKey) -> Option<Claim> {
+        self.in_flight.claim(key).then(|| Claim {
+            shared: self.clone(),
+            key: key.clone(),
+        })
     }
 
     pub(super) fn in_flight(&self) -> usize {

@@ -890,3 +890,20 @@ fn judge_reads_a_file_stdin_and_json_lines() {
         text(&out.stderr)
     );
 }
+
+/// A run-time error stops a command with exit 2 and one line, as a usage or config error does:
+/// scripts tell "the probe failed" (1) from "the command could not do its job" (2).
+#[test]
+fn a_run_time_error_exits_2_with_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = bin().args(["sim", "--listen", &addr]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains(&addr),
+        "the sentence names the address: {err}"
+    );
+}

@@ -54,7 +54,7 @@ pub struct Metrics {
     pub status_store_errors: IntCounter,
     pub last_push_success: Gauge,
     pub last_push_failure: Gauge,
-    pub runs_in_flight: IntGauge,
+    runs_in_flight: IntGauge,
     pub reload_successful: IntGauge,
     pub reload_success_time: Gauge,
     pub remote_write: RemoteWriteMetrics,
@@ -158,7 +158,29 @@ pub fn target_label_keys(cfg: &Config) -> Vec<String> {
     keys.into_iter().cloned().collect()
 }
 
+/// A firing counted in `runs_in_flight` until it drops, whether it finished or its future was
+/// cancelled.
+pub struct InFlightRun(IntGauge);
+
+impl Drop for InFlightRun {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 impl Metrics {
+    /// Counts a firing in `runs_in_flight` for as long as the returned value lives.
+    pub fn run_started(&self) -> InFlightRun {
+        self.runs_in_flight.inc();
+        InFlightRun(self.runs_in_flight.clone())
+    }
+
+    /// Firings in flight now, as `runs_in_flight` says.
+    #[cfg(test)]
+    pub fn runs_in_flight(&self) -> i64 {
+        self.runs_in_flight.get()
+    }
+
     pub fn new(cfg: &Config) -> Arc<Metrics> {
         let target_keys = target_label_keys(cfg);
         let registry =
