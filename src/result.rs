@@ -396,6 +396,18 @@ impl Judged {
         self.outcome == Outcome::Ok
     }
 
+    /// A check judged across runs (the runner's `prompt_ignored`) failed too: it joins the
+    /// failed checks in precedence order, and decides the outcome, saying `why`, when it comes
+    /// first among them. For a run that answered: a transport failure is judged no further.
+    pub fn also_failed(&mut self, check: Outcome, why: impl FnOnce() -> String) {
+        self.failed_checks.push(check);
+        self.failed_checks.sort_by_key(|o| o.index());
+        self.outcome = Outcome::first_content_failure(&self.failed_checks);
+        if self.outcome == check {
+            self.error = Some(why());
+        }
+    }
+
     /// The degeneration score (0..1, to three places), when the check ran.
     pub fn repetition_score(&self) -> Option<f64> {
         score(self.repetition.as_ref())

@@ -360,13 +360,8 @@ impl Runner {
             .await
             .expect("comparing answers does not panic");
         if let Some(e) = echo {
-            let judged = &mut m.judged;
-            judged.failed_checks.push(Outcome::PromptIgnored);
-            judged.failed_checks.sort_by_key(|o| o.index());
-            judged.outcome = Outcome::first_content_failure(&judged.failed_checks);
-            if judged.outcome == Outcome::PromptIgnored {
-                judged.error = Some(e.sentence());
-            }
+            m.judged
+                .also_failed(Outcome::PromptIgnored, || e.sentence());
         }
         m
     }
