@@ -74,7 +74,7 @@ fn ttft_error(sim_rt: &tokio::runtime::Runtime, sim: &Sim, concurrency: usize, r
             .collect();
         let results = agent_rt.block_on(runner.run_all(pairs));
         for r in results {
-            assert!(r.success(), "{:?} {:?}", r.outcome, r.error);
+            assert!(r.success(), "{:?} {:?}", r.judged.outcome, r.judged.error);
             errors.push(sim.first_token_error_ms(&r).unwrap());
         }
     }

@@ -226,7 +226,7 @@ fn real_engine(sim: &Sim, gates: usize, at_once: usize) {
                 let mut v = Vec::new();
                 for _ in 0..10 {
                     let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-                    v.push(r.figures.ttft_ms.unwrap_or(f64::NAN) - base_ms);
+                    v.push(r.measured.figures.ttft_ms.unwrap_or(f64::NAN) - base_ms);
                 }
                 v
             });

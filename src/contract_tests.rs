@@ -118,35 +118,42 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     // A run with every figure, and the pair's zeroed counters, so every family has a series
     // and the text format states its type.
     let mut r = ProbeResult::example();
-    r.figures.ttft_ms = Some(30.0);
-    r.figures.answer_ttft_ms = Some(30.0);
-    r.figures.e2e_ms = Some(300.0);
-    r.figures.tpot_ms = Some(10.0);
-    r.figures.tokens_per_second = Some(100.0);
-    r.output_tokens = Some(28);
-    r.repetition_score = Some(0.1);
-    r.similarity = Some(0.9);
-    r.server_ttft_ms = Some(25.0);
-    r.fingerprint = Some("f".into());
-    r.target_changed = true;
-    r.prefill = Some(crate::result::Prefill {
+    r.measured.figures.ttft_ms = Some(30.0);
+    r.measured.figures.answer_ttft_ms = Some(30.0);
+    r.measured.figures.e2e_ms = Some(300.0);
+    r.measured.figures.tpot_ms = Some(10.0);
+    r.measured.figures.tokens_per_second = Some(100.0);
+    r.measured.output_tokens = Some(28);
+    r.judged.repetition = Some(crate::checks::repetition::analyze(
+        &"Paris! ".repeat(40),
+        &crate::checks::repetition::Thresholds::default(),
+    ));
+    r.judged.similarity = Some(0.9);
+    r.measured.server_ttft_ms = Some(25.0);
+    r.context.fingerprint = Some("f".into());
+    r.context.target_changed = true;
+    r.context.prefill = Some(crate::result::Prefill {
         tokens_per_second: 1000.0,
         source: crate::result::PromptTokens::Usage,
     });
     let start = std::time::Instant::now();
     let mut timeline = crate::timeline::Timeline::new(start);
     timeline.content = vec![start, start + std::time::Duration::from_millis(10)];
-    r.timeline = Some(timeline);
+    r.measured.reading.timeline = timeline;
     m.init_pair(&cfg.probes[0], &cfg.targets[0]);
     m.record(&r, &cfg.targets[0]);
-    r.warmup = true;
+    r.context.warmup = true;
     m.record(&r, &cfg.targets[0]);
-    r.warmup = false;
-    r.confirm = true;
+    r.context.warmup = false;
+    r.context.confirm = true;
     m.record(&r, &cfg.targets[0]);
-    r.cache_phase = Some(crate::probe::cache_check::CachePhase::Warm);
-    r.prefix_cache_hit_ratio = Some(0.9);
-    r.prefix_cache_ttft_speedup = Some(3.0);
+    r.context.cache_check = Some(crate::result::CacheRun {
+        phase: crate::result::CachePhase::Warm,
+        figures: crate::result::CacheFigures {
+            hit_ratio: Some(0.9),
+            ttft_speedup: Some(3.0),
+        },
+    });
     m.record(&r, &cfg.targets[0]);
     m.confirmed_failure("p", &cfg.targets[0], jiff::Timestamp::UNIX_EPOCH);
     m.set_maintenance(&cfg.targets[0], false);
@@ -239,7 +246,7 @@ fn the_buckets_are_the_contracts() {
 #[test]
 fn every_record_field_is_in_the_contract() {
     let mut r = ProbeResult::example();
-    r.output = Some("the text, as --show-output adds it".into());
+    r.measured.output = Some("the text, as --show-output adds it".into());
     let value = serde_json::to_value(&r).expect("a record serializes");
     let code: BTreeSet<String> = value
         .as_object()

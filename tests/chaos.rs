@@ -120,10 +120,10 @@ fn fifty_probes_of_faults_and_health_for_minutes() {
                 Some(i) => FAULTS[i.parse::<usize>().unwrap()].1,
                 None => "ok",
             };
-            if r.outcome.as_str() != want {
+            if r.judged.outcome.as_str() != want {
                 wrong.push(format!(
                     "round {rounds}: {} ({}) got {} {:?}, want {want}",
-                    t.name, t.base_url, r.outcome, r.error
+                    t.name, t.base_url, r.judged.outcome, r.judged.error
                 ));
             }
             if t.name.starts_with("healthy") {

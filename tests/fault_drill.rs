@@ -145,11 +145,11 @@ async fn cycle(
         let r = common::llama::run_named(runner, cfg, &probe, &target).await;
         out.push((
             format!("{probe}@{target}"),
-            r.outcome,
-            r.error.clone().unwrap_or_default(),
+            r.judged.outcome,
+            r.judged.error.clone().unwrap_or_default(),
             t0.elapsed(),
         ));
-        if until.contains(&r.outcome) {
+        if until.contains(&r.judged.outcome) {
             break;
         }
     }

@@ -135,33 +135,38 @@ async fn real_server_figures_agree_with_its_own_timings() {
     ] {
         let r = run_named(&runner, &cfg, probe, target).await;
         assert_eq!(
-            r.outcome,
+            r.judged.outcome,
             Outcome::Ok,
             "{probe} on {target}: {:?} {:?}",
-            r.failed_checks,
-            r.error
+            r.judged.failed_checks,
+            r.judged.error
         );
-        let t = r.server_timings.as_ref().expect("llama.cpp sends timings");
+        let t = r
+            .measured
+            .reading
+            .server_timings
+            .as_ref()
+            .expect("llama.cpp sends timings");
         let prompt_ms = t["prompt_ms"].as_f64().unwrap();
-        let ttft = r.figures.ttft_ms.unwrap();
+        let ttft = r.measured.figures.ttft_ms.unwrap();
         assert!(
             ttft >= prompt_ms,
             "{probe}: our TTFT {ttft} ms is below the server's prompt time {prompt_ms} ms"
         );
         assert_eq!(
-            r.output_tokens,
+            r.measured.output_tokens,
             t["predicted_n"].as_u64(),
             "{probe}: output tokens = the server's count"
         );
         assert_eq!(
-            r.tokens_source,
+            r.measured.tokens_source,
             Some(llm_canary::testing::result::TokensSource::Usage)
         );
-        let ours = r.figures.tokens_per_second.unwrap();
+        let ours = r.measured.figures.tokens_per_second.unwrap();
         let theirs = t["predicted_per_second"].as_f64().unwrap();
         println!(
             "{probe}: {} tokens, decode {ours:.1} tok/s vs the server's {theirs:.1}; TTFT {ttft:.1} ms vs prompt {prompt_ms:.1} ms",
-            r.output_tokens.unwrap_or(0)
+            r.measured.output_tokens.unwrap_or(0)
         );
         assert!(
             (ours / theirs - 1.0).abs() <= 0.30,
@@ -174,8 +179,16 @@ async fn real_server_figures_agree_with_its_own_timings() {
     assert_eq!(checked, 5);
 
     let short = run_named(&runner, &cfg, "short", "chat").await;
-    assert_eq!(short.outcome, Outcome::Truncated, "{:?}", short.error);
-    assert_eq!(short.finish_reason.as_deref(), Some("length"));
+    assert_eq!(
+        short.judged.outcome,
+        Outcome::Truncated,
+        "{:?}",
+        short.judged.error
+    );
+    assert_eq!(
+        short.measured.reading.finish_reason.as_deref(),
+        Some("length")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,19 +199,22 @@ async fn real_loops_are_caught_and_good_answers_raise_no_alarm() {
     for (probe, _) in LOOPING {
         let r = run_named(&runner, &cfg, probe, "chat").await;
         assert_eq!(
-            r.outcome,
+            r.judged.outcome,
             Outcome::Repetition,
             "{probe}: {:?} score {:?}",
-            r.failed_checks,
-            r.repetition_score
+            r.judged.failed_checks,
+            r.judged.repetition_score()
         );
     }
     let mut alarms = Vec::new();
     for i in 0..20 {
         let (probe, _, _) = GOOD[i % GOOD.len()];
         let r = run_named(&runner, &cfg, probe, "chat").await;
-        if r.outcome != Outcome::Ok {
-            alarms.push(format!("{probe}: {} {:?}", r.outcome, r.repetition));
+        if r.judged.outcome != Outcome::Ok {
+            alarms.push(format!(
+                "{probe}: {} {:?}",
+                r.judged.outcome, r.judged.repetition
+            ));
         }
     }
     assert!(
@@ -330,12 +346,15 @@ async fn a_tool_call_probe_against_the_real_server() {
     let r = run_named(&runner, &cfg, "weather", "chat").await;
     println!(
         "tool-call probe: outcome {}, finish {:?}, error {:?}, failed {:?}, ttft {:?} ms\noutput: {:?}",
-        r.outcome, r.finish_reason, r.error, r.failed_checks, r.figures.ttft_ms, r.output
+        r.judged.outcome, r.measured.reading.finish_reason, r.judged.error, r.judged.failed_checks, r.measured.figures.ttft_ms, r.measured.output
     );
-    match r.outcome {
-        Outcome::Ok => assert_eq!(r.finish_reason.as_deref(), Some("tool_calls")),
+    match r.judged.outcome {
+        Outcome::Ok => assert_eq!(
+            r.measured.reading.finish_reason.as_deref(),
+            Some("tool_calls")
+        ),
         Outcome::ToolCallError => {
-            let e = r.error.as_deref().unwrap_or_default();
+            let e = r.judged.error.as_deref().unwrap_or_default();
             assert!(
                 [
                     "no tool call",
@@ -349,7 +368,7 @@ async fn a_tool_call_probe_against_the_real_server() {
         }
         other => panic!(
             "tool-call probe: {other} {:?} {:?}",
-            r.failed_checks, r.error
+            r.judged.failed_checks, r.judged.error
         ),
     }
 }
@@ -362,15 +381,24 @@ async fn a_real_loop_is_stopped_early() {
     let r = run_named(&Runner::new(1), &cfg, "apple-stop", "chat").await;
     println!(
         "stopped early: {} after {} chunks, {:?} ({:?})",
-        r.stopped_early,
-        r.content_chunks,
-        r.repetition.as_ref().and_then(|x| x.describe()),
-        r.figures.e2e_ms
+        r.measured.reading.stopped_early,
+        r.measured.reading.chunks,
+        r.judged.repetition.as_ref().and_then(|x| x.describe()),
+        r.measured.figures.e2e_ms
     );
-    assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
-    assert!(r.stopped_early);
-    assert!(r.content_chunks < 400, "{}", r.content_chunks);
-    assert!(r.figures.tokens_per_second.is_some());
+    assert_eq!(
+        r.judged.outcome,
+        Outcome::Repetition,
+        "{:?}",
+        r.judged.repetition
+    );
+    assert!(r.measured.reading.stopped_early);
+    assert!(
+        r.measured.reading.chunks < 400,
+        "{}",
+        r.measured.reading.chunks
+    );
+    assert!(r.measured.figures.tokens_per_second.is_some());
 }
 
 /// The JSON and schema checks on a real model's answers: asked for JSON only, SmolLM2 answers a
@@ -395,28 +423,31 @@ async fn json_checks_on_the_real_server() {
     runner.show_output = true;
     let r = run_named(&runner, &cfg, "json", "chat").await;
     assert_eq!(
-        r.outcome,
+        r.judged.outcome,
         Outcome::Ok,
         "{:?} {:?} {:?}",
-        r.failed_checks,
-        r.error,
-        r.output
+        r.judged.failed_checks,
+        r.judged.error,
+        r.measured.output
     );
     let r = run_named(&runner, &cfg, "format", "chat").await;
     println!(
         "shipped format probe: outcome {}, error {:?}\noutput: {:?}",
-        r.outcome, r.error, r.output
+        r.judged.outcome, r.judged.error, r.measured.output
     );
-    match r.outcome {
+    match r.judged.outcome {
         Outcome::Ok => {}
         Outcome::FormatError => {
-            let e = r.error.as_deref().unwrap_or_default();
+            let e = r.judged.error.as_deref().unwrap_or_default();
             assert!(
                 e.starts_with("the answer is not JSON") || e.contains("schema"),
                 "unclear error: {e:?}"
             );
         }
-        other => panic!("format probe: {other} {:?} {:?}", r.failed_checks, r.error),
+        other => panic!(
+            "format probe: {other} {:?} {:?}",
+            r.judged.failed_checks, r.judged.error
+        ),
     }
 }
 
@@ -442,18 +473,23 @@ async fn cache_check_figures(flags: &[&str], firings: usize) -> Vec<(Option<f64>
             panic!("a cache check fires twice: {runs:?}")
         };
         for r in [cold, warm] {
-            assert!(r.error.is_none(), "{:?}", r.error);
+            assert!(r.judged.error.is_none(), "{:?}", r.judged.error);
         }
         eprintln!(
             "llama.cpp {flags:?}: cold ttft {:?} ms, cached {:?} of {:?}; warm ttft {:?} ms, cached {:?} of {:?}; hit ratio {:?}, speedup {:?}",
-            cold.figures.ttft_ms, cold.cached_tokens, cold.input_tokens,
-            warm.figures.ttft_ms, warm.cached_tokens, warm.input_tokens,
-            warm.prefix_cache_hit_ratio, warm.prefix_cache_ttft_speedup
+            cold.measured.figures.ttft_ms, cold.measured.reading.cached_tokens, cold.measured.reading.input_tokens,
+            warm.measured.figures.ttft_ms, warm.measured.reading.cached_tokens, warm.measured.reading.input_tokens,
+            warm.context.cache_check.and_then(|c| c.figures.hit_ratio),
+            warm.context.cache_check.and_then(|c| c.figures.ttft_speedup)
         );
+        let figures = warm
+            .context
+            .cache_check
+            .expect("a cache check's run")
+            .figures;
         out.push((
-            warm.prefix_cache_hit_ratio,
-            warm.prefix_cache_ttft_speedup
-                .expect("both runs had a first token"),
+            figures.hit_ratio,
+            figures.ttft_speedup.expect("both runs had a first token"),
         ));
     }
     out
@@ -510,27 +546,34 @@ async fn a_ladder_climbs_the_real_servers_context() {
     let mut found = 0;
     for firing in 0..2 {
         let results = runner.fire(probe, target, false, |_| false).await;
-        let rungs: Vec<Option<u32>> = results.iter().map(|r| r.rung).collect();
+        let rungs: Vec<Option<u32>> = results.iter().map(|r| r.id.rung.map(|r| r.size)).collect();
         assert_eq!(rungs, [Some(256), Some(768), Some(1536)]);
         for r in &results {
-            let (estimate, reported) = (r.prompt_tokens_estimate.unwrap(), r.input_tokens);
+            let (estimate, reported) = (
+                r.id.rung.map(|r| r.prompt_tokens_estimate).unwrap(),
+                r.measured.reading.input_tokens,
+            );
             println!(
                 "firing {firing} rung {:?}: {} (estimate {estimate}, llama.cpp {reported:?} tokens), ttft {:?} ms, prefill {:?}, server prompt_per_second {:?}, answer {:?}",
-                r.rung,
-                r.outcome,
-                r.figures.ttft_ms,
-                r.prefill,
-                r.server_timings.as_ref().map(|t| t["prompt_per_second"].clone()),
-                r.output
+                r.id.rung.map(|r| r.size),
+                r.judged.outcome,
+                r.measured.figures.ttft_ms,
+                r.context.prefill,
+                r.measured.reading.server_timings.as_ref().map(|t| t["prompt_per_second"].clone()),
+                r.measured.output
             );
-            match r.outcome {
+            match r.judged.outcome {
                 Outcome::Ok => found += 1,
                 Outcome::PatternMismatch => {
-                    let e = r.error.as_deref().unwrap_or_default();
-                    let head = format!("rung {}: expected the code ", r.rung.unwrap());
+                    let e = r.judged.error.as_deref().unwrap_or_default();
+                    let head = format!("rung {}: expected the code ", r.id.rung.unwrap().size);
                     assert!(e.starts_with(&head), "{e}");
                 }
-                other => panic!("rung {:?}: {other} {:?}", r.rung, r.error),
+                other => panic!(
+                    "rung {:?}: {other} {:?}",
+                    r.id.rung.map(|r| r.size),
+                    r.judged.error
+                ),
             }
             // The stated 4 characters a token is near what this tokenizer counts for the
             // filler (about 4.6).
@@ -543,7 +586,11 @@ async fn a_ladder_climbs_the_real_servers_context() {
             // speed is near what the server says it read the prompt at.
             let measured: Vec<_> = results
                 .iter()
-                .filter_map(|r| r.prefill.zip(r.server_timings.as_ref()))
+                .filter_map(|r| {
+                    r.context
+                        .prefill
+                        .zip(r.measured.reading.server_timings.as_ref())
+                })
                 .collect();
             assert!(!measured.is_empty(), "no prefill figure on a warm firing");
             for (p, timings) in measured {

@@ -78,60 +78,68 @@ async fn responses_and_messages_against_the_real_server() {
         for probe in ["sky", "boiling"] {
             let r = run_named(&runner, &cfg, probe, api).await;
             assert_eq!(
-                r.outcome,
+                r.judged.outcome,
                 Outcome::Ok,
                 "{probe} over {api}: {:?} {:?}",
-                r.failed_checks,
-                r.error
+                r.judged.failed_checks,
+                r.judged.error
             );
             // The server's own count of output tokens, in each flavor's words.
             assert_eq!(
-                r.tokens_source,
+                r.measured.tokens_source,
                 Some(TokensSource::Usage),
                 "{probe} over {api}"
             );
-            let ttft = r.figures.ttft_ms.unwrap();
+            let ttft = r.measured.figures.ttft_ms.unwrap();
             if api == "anthropic-messages" {
                 let (tokens, sha) = &chat[probe];
                 assert_eq!(
-                    (&r.output_tokens, &r.output_sha256),
+                    (&r.measured.output_tokens, &r.measured.output_sha256),
                     (tokens, sha),
                     "{probe} over {api}: not what chat said"
                 );
             } else {
                 // llama.cpp sends its timings on chat and on Responses' response.completed.
-                let t = r.server_timings.as_ref().expect("llama.cpp's timings");
-                let server = r.server_ttft_ms.expect("the server's TTFT");
+                let t = r
+                    .measured
+                    .reading
+                    .server_timings
+                    .as_ref()
+                    .expect("llama.cpp's timings");
+                let server = r.measured.server_ttft_ms.expect("the server's TTFT");
                 assert!(
                     ttft >= server,
                     "{probe} over {api}: our TTFT {ttft} below the server's {server}"
                 );
                 assert_eq!(
-                    r.output_tokens,
+                    r.measured.output_tokens,
                     t["predicted_n"].as_u64(),
                     "{probe} over {api}: our count is not the server's"
                 );
             }
             if api == "openai-chat" {
-                chat.insert(probe, (r.output_tokens, r.output_sha256.clone()));
+                chat.insert(
+                    probe,
+                    (r.measured.output_tokens, r.measured.output_sha256.clone()),
+                );
             }
             println!(
                 "{probe} over {api}: {} tokens, TTFT {ttft:.1} ms (server {:?}), {:.1} tok/s, fingerprint {:?}",
-                r.output_tokens.unwrap_or(0),
-                r.server_ttft_ms,
-                r.figures.tokens_per_second.unwrap_or(0.0),
-                r.fingerprint
+                r.measured.output_tokens.unwrap_or(0),
+                r.measured.server_ttft_ms,
+                r.measured.figures.tokens_per_second.unwrap_or(0.0),
+                r.context.fingerprint
             );
         }
         // Prompt processing is in every flavor's TTFT: the prefix cache answered none of them.
         for probe in ["apple", "capital-zh"] {
             let r = run_named(&runner, &cfg, probe, api).await;
             assert_eq!(
-                r.outcome,
+                r.judged.outcome,
                 Outcome::Repetition,
                 "{probe} over {api}: {:?} {:?}",
-                r.failed_checks,
-                r.error
+                r.judged.failed_checks,
+                r.judged.error
             );
         }
     }
@@ -152,17 +160,22 @@ async fn decode_speed_is_within_three_percent_of_the_servers_on_every_answer() {
             for _ in 0..3 {
                 let r = run_named(&runner, &cfg, probe, api).await;
                 assert!(
-                    !r.outcome.is_transport(),
+                    !r.judged.outcome.is_transport(),
                     "{probe} over {api}: {:?}",
-                    r.error
+                    r.judged.error
                 );
-                let t = r.server_timings.as_ref().expect("llama.cpp sends timings");
+                let t = r
+                    .measured
+                    .reading
+                    .server_timings
+                    .as_ref()
+                    .expect("llama.cpp sends timings");
                 let theirs = t["predicted_per_second"].as_f64().unwrap();
-                let ours = r.figures.tokens_per_second.unwrap();
+                let ours = r.measured.figures.tokens_per_second.unwrap();
                 let off = ours / theirs - 1.0;
                 println!(
                     "{probe} over {api}: {} tokens, decode {ours:.1} tok/s vs the server's {theirs:.1} ({:+.2}%)",
-                    r.output_tokens.unwrap_or(0),
+                    r.measured.output_tokens.unwrap_or(0),
                     off * 100.0
                 );
                 worst = worst.max(off.abs());
@@ -255,8 +268,12 @@ async fn cache_busting_per_flavor_on_llama_cpp() {
         let mut v = Vec::new();
         for _ in 0..4 {
             let r = run_named(&runner, &cfg, "sky", target).await;
-            assert!(!r.outcome.is_transport(), "{target}: {:?}", r.error);
-            v.push(r.figures.ttft_ms.unwrap());
+            assert!(
+                !r.judged.outcome.is_transport(),
+                "{target}: {:?}",
+                r.judged.error
+            );
+            v.push(r.measured.figures.ttft_ms.unwrap());
         }
         // The first may fill the cache; the rest show whether it answers.
         let m = median_ttft(v[1..].to_vec());

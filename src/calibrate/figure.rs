@@ -28,9 +28,9 @@ impl Figure {
     /// Our own value of this figure in one run; `None` for the figures only the server has.
     pub(super) fn ours(self, r: &ProbeResult) -> Option<f64> {
         match self {
-            Figure::Ttft => r.figures.ttft_ms,
-            Figure::E2e => r.figures.e2e_ms,
-            Figure::Tpot => r.figures.tpot_ms,
+            Figure::Ttft => r.measured.figures.ttft_ms,
+            Figure::E2e => r.measured.figures.e2e_ms,
+            Figure::Tpot => r.measured.figures.tpot_ms,
             Figure::Queue => None,
         }
     }

@@ -121,7 +121,7 @@ pub async fn calibrate(
         };
         let r = runner.run_one(&probe, &target).await;
         progress(Progress::Sample { done, of: samples });
-        if r.outcome != Outcome::Ok {
+        if r.judged.outcome != Outcome::Ok {
             tally.failed += 1;
             continue;
         }

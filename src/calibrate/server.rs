@@ -320,10 +320,10 @@ pub(super) fn alone_llama(before: &str, after: &str, r: &ProbeResult) -> Alone {
     if predicted < 0.5 {
         return Alone::Uncounted;
     }
-    let t = r.server_timings.as_ref();
+    let t = r.measured.reading.server_timings.as_ref();
     let own_predicted = t
         .and_then(|t| t["predicted_n"].as_f64())
-        .or(r.output_tokens.map(|n| n as f64));
+        .or(r.measured.output_tokens.map(|n| n as f64));
     let own_prompt = t.and_then(|t| t["prompt_n"].as_f64());
     let differs = |counted: Option<f64>, own: Option<f64>| matches!((counted, own), (Some(a), Some(b)) if (a - b).abs() > 0.5);
     if differs(Some(predicted), own_predicted)
@@ -378,7 +378,7 @@ pub(super) fn from_llama_counters(before: &str, after: &str) -> Vec<Reading> {
 
 /// llama.cpp's `timings` or Ollama's durations in one response.
 fn from_timings(r: &ProbeResult) -> Vec<Reading> {
-    let Some(t) = r.server_timings.as_ref() else {
+    let Some(t) = r.measured.reading.server_timings.as_ref() else {
         return Vec::new();
     };
     let mut v = Vec::new();
@@ -387,7 +387,7 @@ fn from_timings(r: &ProbeResult) -> Vec<Reading> {
     } else {
         "prompt_eval_duration + load_duration"
     };
-    v.extend(reading(Figure::Ttft, ttft_from, r.server_ttft_ms));
+    v.extend(reading(Figure::Ttft, ttft_from, r.measured.server_ttft_ms));
     if let Some(per_second) = t["predicted_per_second"].as_f64().filter(|v| *v > 0.0) {
         v.extend(reading(
             Figure::Tpot,

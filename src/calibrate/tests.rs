@@ -73,13 +73,15 @@ fn llama_counters_are_ours_when_they_hold_our_token_counts() {
     let before = "llamacpp:prompt_tokens_total 100\nllamacpp:prompt_seconds_total 1.0\nllamacpp:tokens_predicted_total 50\nllamacpp:tokens_predicted_seconds_total 2.0\n";
     let after = "llamacpp:prompt_tokens_total 145\nllamacpp:prompt_seconds_total 1.432\nllamacpp:tokens_predicted_total 75\nllamacpp:tokens_predicted_seconds_total 2.662\n";
     let mut r = ProbeResult::example();
-    r.server_timings = Some(serde_json::json!({"prompt_n": 45, "predicted_n": 25}));
+    r.measured.reading.server_timings =
+        Some(serde_json::json!({"prompt_n": 45, "predicted_n": 25}));
     assert_eq!(alone_llama(before, after, &r), Alone::Yes);
     let v = from_llama_counters(before, after);
     assert!((find(&v, Figure::Ttft).unwrap().ms - 432.0).abs() < 1e-6);
     // 662 ms over the 24 tokens after the first.
     assert!((find(&v, Figure::Tpot).unwrap().ms - 662.0 / 24.0).abs() < 1e-6);
-    r.server_timings = Some(serde_json::json!({"prompt_n": 45, "predicted_n": 20}));
+    r.measured.reading.server_timings =
+        Some(serde_json::json!({"prompt_n": 45, "predicted_n": 20}));
     assert_eq!(alone_llama(before, after, &r), Alone::Shared(None));
     assert_eq!(alone_llama(before, before, &r), Alone::Uncounted);
 }
@@ -107,7 +109,7 @@ fn medians_not_means_decide() {
 fn queue_time_is_the_servers_alone() {
     let mut c = Collected::default();
     let mut r = ProbeResult::example();
-    r.figures.ttft_ms = Some(52.0);
+    r.measured.figures.ttft_ms = Some(52.0);
     c.add(&r, from_histograms(BEFORE, AFTER, &VLLM));
     let (both, theirs) = c.summarise(1.0);
     let figures: Vec<Figure> = both.iter().map(|c| c.figure).collect();

@@ -53,7 +53,7 @@ pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow:
     runner.show_output = opts.show_output;
     let results = Arc::new(runner).run_all(pairs).await;
     for r in &results {
-        tracing::info!(probe = %r.probe, target = %r.target, outcome = %r.outcome, request_id = %r.request_id, "probe run finished");
+        tracing::info!(probe = %r.id.probe, target = %r.id.target, outcome = %r.judged.outcome, request_id = %r.id.request_id, "probe run finished");
     }
     match opts.format {
         Format::Table => write!(out, "{}", report::table::render(&results))?,
@@ -83,7 +83,7 @@ async fn push_results(
     use crate::sinks::{metrics::Metrics, push};
     let metrics = Metrics::new(cfg);
     for r in results {
-        if let Some(t) = cfg.target(&r.target) {
+        if let Some(t) = cfg.target(&r.id.target) {
             metrics.record(r, t);
         }
     }

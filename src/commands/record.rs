@@ -39,15 +39,15 @@ pub async fn record(
     let mut all_written = true;
     for ((p, t), reference) in runs.iter().zip(&files) {
         let r = runner.run_one(p, t).await;
-        let answer = r.answer.as_deref().filter(|_| r.success());
+        let answer = r.measured.answer.as_deref().filter(|_| r.success());
         let Some(answer) = answer else {
             all_written = false;
-            let why = r.error.as_deref().unwrap_or("");
+            let why = r.judged.error.as_deref().unwrap_or("");
             writeln!(
                 out,
                 "{}: the run failed ({}{}{why}); {} is left as it was",
-                r.probe,
-                r.outcome,
+                r.id.probe,
+                r.judged.outcome,
                 if why.is_empty() { "" } else { ": " },
                 reference.display()
             )?;
@@ -62,7 +62,7 @@ pub async fn record(
         writeln!(
             out,
             "{}: wrote {} ({} characters from {})",
-            r.probe,
+            r.id.probe,
             reference.display(),
             answer.chars().count(),
             args.target

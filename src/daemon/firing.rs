@@ -68,7 +68,7 @@ impl Runs {
         let success = results.iter().all(ProbeResult::success);
         let started_at = results
             .first()
-            .map_or_else(jiff::Timestamp::now, |r| r.started_at);
+            .map_or_else(jiff::Timestamp::now, |r| r.id.started_at);
         let note = match &occasion {
             Occasion::OnDemand => confirm::Note::default(),
             Occasion::Scheduled(row) | Occasion::Confirmation(row) => row
@@ -77,7 +77,7 @@ impl Runs {
                 .note(probe.confirm, success, started_at),
         };
         for r in &results {
-            tracing::info!(probe = %r.probe, target = %r.target, rung = r.rung, outcome = %r.outcome, ttft_ms = r.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.request_id, maintenance = r.maintenance, confirm = r.confirm, error = r.error.as_deref(), "probe run finished");
+            tracing::info!(probe = %r.id.probe, target = %r.id.target, rung = r.id.rung.map(|r| r.size), outcome = %r.judged.outcome, ttft_ms = r.measured.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.id.request_id, maintenance = r.context.maintenance, confirm = r.context.confirm, error = r.judged.error.as_deref(), "probe run finished");
         }
         if shared.record(claim.key(), &results, &target) {
             for r in &results {

@@ -598,11 +598,9 @@ mod tests {
         let shared = Shared::new(both.clone(), &pairs(&both));
         assert_eq!(shared.scheduled_count(), 2);
         let t = both.target("t").unwrap().clone();
-        let failed = ProbeResult {
-            outcome: crate::outcome::Outcome::HttpError,
-            error: Some("HTTP 502".into()),
-            ..ProbeResult::example()
-        };
+        let mut failed = ProbeResult::example();
+        failed.judged.outcome = crate::outcome::Outcome::HttpError;
+        failed.judged.error = Some("HTTP 502".into());
         assert!(shared.record(&key("p", "t"), std::slice::from_ref(&failed), &t));
         assert_eq!(
             shared.snapshot_target("t", Timestamp::now())[0].recent_runs,

@@ -114,7 +114,11 @@ async fn wait_ready(
         if r.success() {
             return Ok(start.elapsed().as_secs_f64() * 1000.0);
         }
-        let last = format!("{} {}", r.outcome, r.error.unwrap_or_default());
+        let last = format!(
+            "{} {}",
+            r.judged.outcome,
+            r.judged.error.unwrap_or_default()
+        );
         on(Event::Waiting {
             target: target.name.clone(),
             last: last.clone(),

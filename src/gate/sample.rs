@@ -55,30 +55,34 @@ impl Sample {
 impl From<&ProbeResult> for Sample {
     fn from(r: &ProbeResult) -> Sample {
         Sample {
-            request_id: r.request_id.clone(),
-            outcome: r.outcome.as_str().to_string(),
+            request_id: r.id.request_id.clone(),
+            outcome: r.judged.outcome.as_str().to_string(),
             success: r.success(),
-            ttft_ms: r.figures.ttft_ms,
-            answer_ttft_ms: r.figures.answer_ttft_ms,
-            e2e_ms: if r.outcome.is_transport() {
+            ttft_ms: r.measured.figures.ttft_ms,
+            answer_ttft_ms: r.measured.figures.answer_ttft_ms,
+            e2e_ms: if r.judged.outcome.is_transport() {
                 None
             } else {
-                r.figures.e2e_ms
+                r.measured.figures.e2e_ms
             },
-            tpot_ms: r.figures.tpot_ms,
-            tokens_per_second: r.figures.tokens_per_second,
+            tpot_ms: r.measured.figures.tpot_ms,
+            tokens_per_second: r.measured.figures.tokens_per_second,
             itl_gaps_ms: r
+                .measured
+                .reading
                 .timeline
-                .as_ref()
-                .map(|t| t.gaps().into_iter().map(ms).collect())
-                .unwrap_or_default(),
-            error: r.error.clone(),
+                .gaps()
+                .into_iter()
+                .map(ms)
+                .collect(),
+            error: r.judged.error.clone(),
             failed_checks: r
+                .judged
                 .failed_checks
                 .iter()
                 .map(|o| o.as_str().to_string())
                 .collect(),
-            answer: r.answer.clone(),
+            answer: r.measured.answer.clone(),
         }
     }
 }

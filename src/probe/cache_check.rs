@@ -44,7 +44,7 @@ pub async fn run(
 
 /// The warm run beside the cold one, on `api`.
 pub fn compare(api: Api, cold: &Measurement, warm: &Measurement) -> CacheFigures {
-    let ttft_speedup = match (cold.figures.ttft_ms, warm.figures.ttft_ms) {
+    let ttft_speedup = match (cold.measured.figures.ttft_ms, warm.measured.figures.ttft_ms) {
         (Some(c), Some(w)) if w > 0.0 => Some(c / w),
         _ => None,
     };
@@ -57,8 +57,8 @@ pub fn compare(api: Api, cold: &Measurement, warm: &Measurement) -> CacheFigures
 /// The cached share of the warm run's prompt, as the API's flavor counts it.
 fn hit_ratio(api: Api, cold: &Measurement, warm: &Measurement) -> Option<f64> {
     let counts = |m: &Measurement| PromptCounts {
-        input: m.input_tokens,
-        cached: m.cached_tokens,
+        input: m.measured.reading.input_tokens,
+        cached: m.measured.reading.cached_tokens,
     };
     let (cached, prompt) = api.flavor().cached_share(counts(cold), counts(warm))?;
     (prompt > 0).then(|| (cached as f64 / prompt as f64).min(1.0))
@@ -92,8 +92,9 @@ pub(crate) mod tests {
     /// A run with these figures, for the flavors' cache-count tests too.
     pub fn run(ttft: Option<f64>, input: Option<u64>, cached: Option<u64>) -> Measurement {
         let mut m = Measurement::example();
-        m.figures.ttft_ms = ttft;
-        (m.input_tokens, m.cached_tokens) = (input, cached);
+        m.measured.figures.ttft_ms = ttft;
+        let reading = &mut m.measured.reading;
+        (reading.input_tokens, reading.cached_tokens) = (input, cached);
         m
     }
 

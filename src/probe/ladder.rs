@@ -224,19 +224,20 @@ fn rung(probe: &Probe, needle: bool, size: u32, rng: &mut fastrand::Rng) -> Rung
 /// run saw no first token, when the baseline was a cold start, or when the bigger prompt was
 /// not slower.
 pub fn prefill(base: &ProbeResult, m: &Measurement) -> Option<Prefill> {
-    let (Some(base_rung), Some(rung)) = (base.rung, m.rung) else {
+    let (Some(base_rung), Some(rung)) = (base.id.rung, m.id.rung) else {
         return None;
     };
-    if base.warmup || rung.size <= base_rung {
+    if base.context.warmup || rung.size <= base_rung.size {
         return None;
     }
-    let base_ttft = base.figures.ttft_ms?;
-    let ttft = m.figures.ttft_ms?;
-    let (tokens, source) = match (base.input_tokens, m.input_tokens) {
+    let base_ttft = base.measured.figures.ttft_ms?;
+    let ttft = m.measured.figures.ttft_ms?;
+    let input = |m: &crate::result::Measured| m.reading.input_tokens;
+    let (tokens, source) = match (input(&base.measured), input(&m.measured)) {
         (Some(b), Some(n)) => (n.checked_sub(b)?, PromptTokens::Usage),
         _ => (
             rung.prompt_tokens_estimate
-                .checked_sub(base.prompt_tokens_estimate?)?,
+                .checked_sub(base_rung.prompt_tokens_estimate)?,
             PromptTokens::Estimate,
         ),
     };
@@ -316,12 +317,12 @@ mod tests {
 
     fn run(rung: u32, estimate: u64, ttft_ms: f64, input: Option<u64>) -> Measurement {
         let mut m = Measurement::example();
-        m.rung = Some(Rung {
+        m.id.rung = Some(Rung {
             size: rung,
             prompt_tokens_estimate: estimate,
         });
-        m.figures.ttft_ms = Some(ttft_ms);
-        m.input_tokens = input;
+        m.measured.figures.ttft_ms = Some(ttft_ms);
+        m.measured.reading.input_tokens = input;
         m
     }
 
@@ -346,7 +347,7 @@ mod tests {
         assert!(prefill(&base, &run(512, 500, 100.0, Some(520))).is_none());
         // A cold baseline would make every other rung look fast.
         let mut cold = base.clone();
-        cold.warmup = true;
+        cold.context.warmup = true;
         assert!(prefill(&cold, &run(2048, 2000, 600.0, Some(2020))).is_none());
     }
 }

@@ -1,7 +1,8 @@
 //! One probe run against one target: build the request ([`request`]), read the response under
-//! layered deadlines and caps ([`read`]), judge the text, and return a [`Measurement`]. The
-//! envelope every API flavor shares lives here and in those two files; a flavor ([`flavor`])
-//! only knows its path, body and event shape. A run never touches metrics or output.
+//! layered deadlines and caps ([`read`]), judge the text, and return a [`Measurement`]: which
+//! run it was, what its text was judged, what it measured. The envelope every API flavor
+//! shares lives here and in those two files; a flavor ([`flavor`]) only knows its path, body
+//! and event shape. A run never touches metrics or output.
 
 pub mod cache_check;
 pub mod flavor;
@@ -18,7 +19,7 @@ pub use request::{build_request, Clients, Request};
 
 use crate::checks;
 use crate::config::{Probe, Target};
-use crate::result::{Measurement, Rung, TokensSource};
+use crate::result::{Judged, Measured, Measurement, RunId, Rung, TokensSource};
 
 /// SHA-256 of `text`, hex.
 pub fn sha256_hex(text: &str) -> String {
@@ -73,106 +74,96 @@ async fn measure(
     rung: Option<Rung>,
 ) -> Measurement {
     let authorized = req.authorize(client).await;
-    let (request_id, trace_id) = (req.request_id.clone(), req.trace_id.clone());
-    let started_at = jiff::Timestamp::now();
-    let start = Instant::now();
-    let seen = match authorized {
-        Ok(()) => read::read(client, req, read::Plan::for_run(probe, target), start).await,
-        Err(why) => read::Reading::no_credential(start, why),
-    };
-
-    // The server's count comes at the end, which a read stopped on a loop never sees; one it
-    // sent before (Anthropic's `message_start` says 1) is stale: count the chunks instead.
-    let usage_tokens = seen.usage_tokens.filter(|_| !seen.stopped_early);
-    let (output_tokens, tokens_source) = match (usage_tokens, seen.chunks) {
-        (Some(n), _) => (Some(n), Some(TokensSource::Usage)),
-        (None, 0) if seen.failure.is_some() => (None, None),
-        (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
-    };
-    let output_sha256 = seen.failure.is_none().then(|| sha256_hex(&seen.text));
-    // The text itself, for the runner's comparison across probes (never in the record unless
-    // shown); a run that failed in transport has no answer to compare.
-    let answer: Option<Arc<str>> = seen
-        .failure
-        .is_none()
-        .then(|| Arc::from(seen.text.as_str()));
-    let figures = seen.timeline.figures(output_tokens.zip(tokens_source));
-    let (outcome, failed_checks, error, output_chars, repetition, similarity) = match seen.failure {
-        Some(f) => (f.outcome, vec![f.outcome], Some(f.error), None, None, None),
-        None => {
-            let answer = checks::Answer {
-                text: &seen.text,
-                finish_reason: seen.finish_reason.as_deref(),
-                tool_calls: seen.tool_calls.calls(),
-                stopped_early: seen.stopped_early,
-                show_text: show_output,
-            };
-            let v = checks::judge(&probe.checks, &answer);
-            let outcome = v.outcome();
-            let why = v.explanation();
-            let similarity = v.similarity.map(checks::similarity::rounded);
-            let failed = v.failed();
-            (
-                outcome,
-                failed,
-                why,
-                Some(v.output_chars),
-                v.repetition,
-                similarity,
-            )
-        }
-    };
-    let error = error.map(|e| {
-        target
-            .secrets()
-            .fold(e, |e, k| e.replace(k.expose(), "***"))
-    });
-    let error = match rung {
-        Some(r) => error.map(|e| format!("rung {}: {e}", r.size)),
-        None => error,
-    };
-    Measurement {
+    let id = RunId {
         probe: probe.name.clone(),
         target: target.name.clone(),
         model: target.model.clone(),
         labels: target.labels.clone(),
-        request_id,
-        started_at,
-        outcome,
-        failed_checks,
-        http_status: seen.http_status,
-        reason: seen.http_reason,
-        rate_limit: seen.rate_limit,
-        figures,
+        request_id: req.request_id.clone(),
+        trace_id: req.trace_id.clone(),
+        started_at: jiff::Timestamp::now(),
+        rung,
+    };
+    let start = Instant::now();
+    let read::Read {
+        reading,
+        text,
+        tool_calls,
+        failure,
+    } = match authorized {
+        Ok(()) => read::read(client, req, read::Plan::for_run(probe, target), start).await,
+        Err(why) => read::Read::no_credential(start, why),
+    };
+
+    // Why the run failed, as the record says it: no secret in it, and a rung names itself.
+    let say = |e: String| {
+        let e = target
+            .secrets()
+            .fold(e, |e, k| e.replace(k.expose(), "***"));
+        match rung {
+            Some(r) => format!("rung {}: {e}", r.size),
+            None => e,
+        }
+    };
+    let answered = failure.is_none();
+    let judged = match failure {
+        Some(f) => Judged {
+            outcome: f.outcome,
+            failed_checks: vec![f.outcome],
+            error: Some(say(f.error)),
+            output_chars: None,
+            repetition: None,
+            similarity: None,
+        },
+        None => {
+            let v = checks::judge(
+                &probe.checks,
+                &checks::Answer {
+                    text: &text,
+                    finish_reason: reading.finish_reason.as_deref(),
+                    tool_calls: tool_calls.calls(),
+                    stopped_early: reading.stopped_early,
+                    show_text: show_output,
+                },
+            );
+            Judged {
+                outcome: v.outcome(),
+                failed_checks: v.failed(),
+                error: v.explanation().map(say),
+                output_chars: Some(v.output_chars),
+                similarity: v.similarity.map(checks::similarity::rounded),
+                repetition: v.repetition,
+            }
+        }
+    };
+
+    // The server's count comes at the end, which a read stopped on a loop never sees; one it
+    // sent before (Anthropic's `message_start` says 1) is stale: count the chunks instead.
+    let usage_tokens = reading.usage_tokens.filter(|_| !reading.stopped_early);
+    let (output_tokens, tokens_source) = match (usage_tokens, reading.chunks) {
+        (Some(n), _) => (Some(n), Some(TokensSource::Usage)),
+        (None, 0) if !answered => (None, None),
+        (None, c) => (Some(c as u64), Some(TokensSource::Chunks)),
+    };
+    let measured = Measured {
+        figures: reading.timeline.figures(output_tokens.zip(tokens_source)),
         output_tokens,
         tokens_source,
-        reasoning_tokens: seen.reasoning_tokens,
-        finish_reason: seen.finish_reason,
-        output_chars,
-        repetition_score: repetition
-            .as_ref()
-            .map(|r| (r.measures.score * 1000.0).round() / 1000.0),
-        error,
-        server_ttft_ms: seen
+        server_ttft_ms: reading
             .server_timings
             .as_ref()
             .and_then(flavor::server_ttft_ms),
-        server_timings: seen.server_timings,
-        build: seen.fingerprint.or_else(|| seen.reported_model.clone()),
-        reported_model: seen.reported_model,
-        output_sha256,
-        trace_id,
-        content_chunks: seen.chunks,
-        response_bytes: seen.bytes_read,
-        repetition,
-        stopped_early: seen.stopped_early,
-        input_tokens: seen.input_tokens,
-        cached_tokens: seen.cached_tokens,
-        rung,
-        similarity,
-        answer,
-        output: show_output.then_some(seen.text),
-        timeline: Some(seen.timeline),
+        output_sha256: answered.then(|| sha256_hex(&text)),
+        // The text itself, for the runner's comparison across probes (never in the record
+        // unless shown); a run that failed in transport has no answer to compare.
+        answer: answered.then(|| Arc::from(text.as_str())),
+        output: show_output.then_some(text),
+        reading,
+    };
+    Measurement {
+        id,
+        judged,
+        measured,
     }
 }
 

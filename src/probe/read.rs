@@ -17,11 +17,11 @@ use super::flavor::{Delta, Flavor, Framing, ToolCalls};
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
 use crate::outcome::{HttpReason, Outcome};
+use crate::result::Reading;
 use crate::stream::eventstream::EventStreamReader;
 use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
-use crate::timeline::Timeline;
 use crate::util::{clip, connect_failure, error_chain, human_duration, snippet};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
@@ -60,34 +60,15 @@ fn fail(outcome: Outcome, error: impl Into<String>) -> Failure {
     }
 }
 
-/// Everything one response showed.
+/// What reading one response gave: what it showed (the record's [`Reading`]), the text and tool
+/// calls for the checks, and why reading stopped early, if it did.
 #[derive(Debug)]
-pub struct Reading {
-    pub timeline: Timeline,
-    pub http_status: Option<u16>,
-    /// Why the server refused the run, with an error status.
-    pub http_reason: Option<HttpReason>,
-    /// A refused run's `Retry-After` and rate-limit headers.
-    pub rate_limit: Option<BTreeMap<String, String>>,
-    /// Body bytes read (headers excluded).
-    pub bytes_read: usize,
+pub struct Read {
+    pub reading: Reading,
     pub text: String,
     /// The tool calls, in the order they began, each with its arguments put together.
     pub tool_calls: ToolCalls,
-    /// Events that carried generated content.
-    pub chunks: usize,
-    pub usage_tokens: Option<u64>,
-    pub input_tokens: Option<u64>,
-    pub cached_tokens: Option<u64>,
-    pub reasoning_tokens: Option<u64>,
-    pub finish_reason: Option<String>,
-    pub server_timings: Option<Value>,
-    /// The model name the server echoed, and its build fingerprint, when it sent them.
-    pub reported_model: Option<String>,
-    pub fingerprint: Option<String>,
     pub failure: Option<Failure>,
-    /// Reading stopped on a certain loop (`checks.stop_on_repetition`).
-    pub stopped_early: bool,
 }
 
 /// How to read one response: its flavor, deadlines and caps, and whether to stop on a loop.
@@ -202,6 +183,9 @@ struct Reader {
     stop_on_loop: Option<Thresholds>,
     deadlines: Deadlines,
     seen: Reading,
+    /// The text so far, and the tool calls.
+    text: String,
+    tool_calls: ToolCalls,
     /// The flavor's last event (`[DONE]`, `response.completed`, `message_stop`, `done: true`)
     /// arrived.
     done: bool,
@@ -209,39 +193,19 @@ struct Reader {
     last_event: Option<Instant>,
 }
 
-impl Reading {
-    /// Nothing read yet, from `start`.
-    fn empty(start: Instant) -> Reading {
-        Reading {
-            timeline: Timeline::new(start),
-            http_status: None,
-            http_reason: None,
-            rate_limit: None,
-            bytes_read: 0,
-            text: String::new(),
-            tool_calls: ToolCalls::default(),
-            chunks: 0,
-            usage_tokens: None,
-            input_tokens: None,
-            cached_tokens: None,
-            reasoning_tokens: None,
-            finish_reason: None,
-            server_timings: None,
-            reported_model: None,
-            fingerprint: None,
-            failure: None,
-            stopped_early: false,
-        }
-    }
-
+impl Read {
     /// A run that never went out: the credential its cloud hands out could not be had
     /// (`http_error`, reason `auth`), with why.
-    pub fn no_credential(start: Instant, why: String) -> Reading {
-        let mut seen = Reading::empty(start);
-        seen.timeline.end = Some(Instant::now());
-        seen.http_reason = Some(HttpReason::Auth);
-        seen.failure = Some(fail(Outcome::HttpError, why));
-        seen
+    pub fn no_credential(start: Instant, why: String) -> Read {
+        let mut reading = Reading::empty(start);
+        reading.timeline.end = Some(Instant::now());
+        reading.http_reason = Some(HttpReason::Auth);
+        Read {
+            reading,
+            text: String::new(),
+            tool_calls: ToolCalls::default(),
+            failure: Some(fail(Outcome::HttpError, why)),
+        }
     }
 }
 
@@ -251,13 +215,15 @@ pub async fn read(
     request: super::Request,
     plan: Plan,
     start: Instant,
-) -> Reading {
+) -> Read {
     let mut reader = Reader {
         flavor: plan.api.flavor(),
         caps: plan.caps,
         stop_on_loop: plan.stop_on_loop,
         deadlines: Deadlines::new(start, plan.timeouts),
         seen: Reading::empty(start),
+        text: String::new(),
+        tool_calls: ToolCalls::default(),
         done: false,
         last_event: None,
     };
@@ -270,8 +236,12 @@ pub async fn read(
         Err(_) => Instant::now(),
     };
     reader.seen.timeline.end = Some(end);
-    reader.seen.failure = result.err();
-    reader.seen
+    Read {
+        reading: reader.seen,
+        text: reader.text,
+        tool_calls: reader.tool_calls,
+        failure: result.err(),
+    }
 }
 
 /// A response body as a stream of reads.
@@ -547,7 +517,7 @@ impl Reader {
             seen.reported_model = d.model;
         }
         if d.fingerprint.is_some() {
-            seen.fingerprint = d.fingerprint;
+            seen.system_fingerprint = d.fingerprint;
         }
         if generated {
             seen.timeline.content.push(at);
@@ -555,17 +525,17 @@ impl Reader {
             if !d.text.is_empty() && seen.timeline.answer.is_none() {
                 seen.timeline.answer = Some(at);
             }
-            seen.text.push_str(&d.text);
+            self.text.push_str(&d.text);
             if let Some(t) = &self.stop_on_loop {
                 if seen.chunks.is_multiple_of(LOOP_CHECK_EVERY)
-                    && repetition::certain_loop(&seen.text, t)
+                    && repetition::certain_loop(&self.text, t)
                 {
                     seen.stopped_early = true;
                 }
             }
         }
         for piece in d.tool_calls {
-            seen.tool_calls.take(piece);
+            self.tool_calls.take(piece);
         }
         if d.finish_reason.is_some() {
             seen.finish_reason = d.finish_reason;
@@ -587,7 +557,7 @@ impl Reader {
                 ),
             ));
         }
-        if seen.text.len() > self.caps.max_body {
+        if self.text.len() > self.caps.max_body {
             return Err(fail(
                 Outcome::Oversized,
                 format!("output over {} bytes", self.caps.max_body),

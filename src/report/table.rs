@@ -18,29 +18,28 @@ fn num(v: Option<f64>) -> String {
 
 /// Why a run failed, in a few words: the transport error, or the failed checks.
 fn detail(r: &ProbeResult) -> String {
-    if let Some(e) = &r.error {
+    if let Some(e) = &r.judged.error {
         return e.clone();
     }
-    if r.failed_checks.is_empty() {
+    if r.judged.failed_checks.is_empty() {
         return cache_detail(r);
     }
-    let names: Vec<&str> = r.failed_checks.iter().map(|o| o.as_str()).collect();
+    let names: Vec<&str> = r.judged.failed_checks.iter().map(|o| o.as_str()).collect();
     format!("failed: {}", names.join(", "))
 }
 
 /// A cache check's run: which one, and what the warm one showed.
 fn cache_detail(r: &ProbeResult) -> String {
     use crate::probe::cache_check::CachePhase;
-    match r.cache_phase {
+    match r.context.cache_phase() {
         Some(CachePhase::Cold) => "cache check: cold".into(),
         Some(CachePhase::Warm) => {
-            let ratio = r
-                .prefix_cache_hit_ratio
-                .map_or("no cached count".into(), |x| {
-                    format!("{:.1}% cached", x * 100.0)
-                });
-            let speedup = r
-                .prefix_cache_ttft_speedup
+            let figures = r.context.cache_check.map(|c| c.figures).unwrap_or_default();
+            let ratio = figures.hit_ratio.map_or("no cached count".into(), |x| {
+                format!("{:.1}% cached", x * 100.0)
+            });
+            let speedup = figures
+                .ttft_speedup
                 .map_or(String::new(), |x| format!(", {x:.2}x sooner"));
             format!("cache check: warm, {ratio}{speedup}")
         }
@@ -57,18 +56,24 @@ pub fn render(results: &[ProbeResult]) -> String {
         .iter()
         .map(|r| {
             [
-                match r.rung {
-                    Some(rung) => format!("{}@{rung}", r.probe),
-                    None => r.probe.clone(),
+                match r.id.rung.map(|r| r.size) {
+                    Some(rung) => format!("{}@{rung}", r.id.probe),
+                    None => r.id.probe.clone(),
                 },
-                r.target.clone(),
-                r.outcome.to_string(),
-                ms(r.figures.ttft_ms),
-                ms(r.figures.e2e_ms),
-                num(r.figures.tokens_per_second),
-                r.output_tokens.map_or("-".into(), |n| n.to_string()),
-                ms(r.figures.itl_p99_ms),
-                r.finish_reason.clone().unwrap_or_else(|| "-".into()),
+                r.id.target.clone(),
+                r.judged.outcome.to_string(),
+                ms(r.measured.figures.ttft_ms),
+                ms(r.measured.figures.e2e_ms),
+                num(r.measured.figures.tokens_per_second),
+                r.measured
+                    .output_tokens
+                    .map_or("-".into(), |n| n.to_string()),
+                ms(r.measured.figures.itl_p99_ms),
+                r.measured
+                    .reading
+                    .finish_reason
+                    .clone()
+                    .unwrap_or_else(|| "-".into()),
                 detail(r),
             ]
         })
@@ -107,21 +112,30 @@ pub fn render(results: &[ProbeResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::cache_check::CachePhase;
+    use crate::probe::cache_check::{CacheFigures, CachePhase, CacheRun};
 
     #[test]
     fn a_cache_checks_runs_say_which_and_what_the_warm_one_showed() {
         let mut r = ProbeResult::example();
         assert_eq!(detail(&r), "");
-        r.cache_phase = Some(CachePhase::Cold);
-        assert_eq!(detail(&r), "cache check: cold");
-        r.cache_phase = Some(CachePhase::Warm);
-        r.prefix_cache_ttft_speedup = Some(2.3);
+        let mut run = |phase, hit_ratio, ttft_speedup| {
+            r.context.cache_check = Some(CacheRun {
+                phase,
+                figures: CacheFigures {
+                    hit_ratio,
+                    ttft_speedup,
+                },
+            });
+            detail(&r)
+        };
+        assert_eq!(run(CachePhase::Cold, None, None), "cache check: cold");
         assert_eq!(
-            detail(&r),
+            run(CachePhase::Warm, None, Some(2.3)),
             "cache check: warm, no cached count, 2.30x sooner"
         );
-        r.prefix_cache_hit_ratio = Some(0.999);
-        assert_eq!(detail(&r), "cache check: warm, 99.9% cached, 2.30x sooner");
+        assert_eq!(
+            run(CachePhase::Warm, Some(0.999), Some(2.3)),
+            "cache check: warm, 99.9% cached, 2.30x sooner"
+        );
     }
 }

@@ -24,7 +24,7 @@ use crate::config::{Probe, Target};
 use crate::outcome::Outcome;
 use crate::probe::cache_check::{CachePhase, CacheRun};
 use crate::probe::{self, identity, ladder, Clients};
-use crate::result::{Measurement, ProbeResult, RunContext};
+use crate::result::{Fingerprint, Measurement, ProbeResult, RunContext};
 
 pub use crate::config::Pair;
 
@@ -105,8 +105,9 @@ impl ModelLists {
 struct Change {
     target_changed: bool,
     output_changed: bool,
-    /// The model-list entry the run's fingerprint carries.
-    models: Option<String>,
+    /// What identifies the build the run showed, with the model-list entry it carries; none
+    /// when the run never reached the model.
+    fingerprint: Option<Fingerprint>,
 }
 
 /// The last build and model-list entry each target showed, and the last output of each
@@ -125,18 +126,23 @@ impl Changes {
     fn note(&mut self, deterministic: bool, models: Option<String>, m: &Measurement) -> Change {
         let mut change = Change::default();
         // Only a run that reached the model has a build to name.
-        if let Some(build) = &m.build {
-            let before = self.builds.insert(m.target.clone(), build.clone());
-            change.target_changed |= before.is_some_and(|b| &b != build);
+        let target = &m.id.target;
+        if let Some(build) = m.measured.reading.build() {
+            let before = self.builds.insert(target.clone(), build.to_string());
+            change.target_changed |= before.is_some_and(|b| b != build);
             // Not asked yet at this address: the target's last answer stands.
-            change.models = models.or_else(|| self.models_seen.get(&m.target).cloned());
-            if let Some(id) = &change.models {
-                let before = self.models_seen.insert(m.target.clone(), id.clone());
+            let models = models.or_else(|| self.models_seen.get(target).cloned());
+            if let Some(id) = &models {
+                let before = self.models_seen.insert(target.clone(), id.clone());
                 change.target_changed |= before.is_some_and(|b| &b != id);
             }
+            change.fingerprint = Some(Fingerprint {
+                build: build.to_string(),
+                models,
+            });
         }
-        if let (true, Some(hash)) = (deterministic, &m.output_sha256) {
-            let key = (m.probe.clone(), m.target.clone());
+        if let (true, Some(hash)) = (deterministic, &m.measured.output_sha256) {
+            let key = (m.id.probe.clone(), target.clone());
             let before = self.outputs.insert(key, hash.clone());
             change.output_changed = before.is_some_and(|b| &b != hash);
         }
@@ -301,7 +307,7 @@ impl Runner {
             .warm
             .lock()
             .expect("the warm-up map is never poisoned")
-            .note(&m.probe, &m.target, m.outcome);
+            .note(&m.id.probe, &m.id.target, m.judged.outcome);
         let client = self.clients.get(probe.timeouts.connect);
         let models = self.models.last_or_ask(&client, target);
         // A prompt with a fresh prefix each run is not the same question twice, nor is a
@@ -317,11 +323,11 @@ impl Runner {
             .note(deterministic, models, &m);
         let ctx = RunContext {
             warmup,
+            fingerprint: change.fingerprint,
             target_changed: change.target_changed,
             output_changed: change.output_changed,
-            maintenance: in_window(m.started_at),
+            maintenance: in_window(m.id.started_at),
             confirm,
-            models: change.models,
             ..ctx
         };
         ProbeResult::new(m, ctx)
@@ -333,7 +339,7 @@ impl Runner {
     /// chrF against every other probe of a busy target takes milliseconds, which neither the
     /// runtime's workers (reading other runs' streams) nor other runs' records should wait on.
     async fn echo(&self, probe: &Probe, mut m: Measurement) -> Measurement {
-        let Some(answer) = m.answer.clone().filter(|_| probe.ladder.is_none()) else {
+        let Some(answer) = m.measured.answer.clone().filter(|_| probe.ladder.is_none()) else {
             return m;
         };
         let others = self
@@ -341,8 +347,8 @@ impl Runner {
             .lock()
             .expect("the answers map is never poisoned")
             .keep(echo::Said {
-                target: &m.target,
-                probe: &m.probe,
+                target: &m.id.target,
+                probe: &m.id.probe,
                 prompt: echo::prompt_key(probe.prompt.messages.iter().map(|m| m.content.as_str())),
                 answer: &answer,
                 at: Instant::now(),
@@ -354,12 +360,8 @@ impl Runner {
             .await
             .expect("comparing answers does not panic");
         if let Some(e) = echo {
-            m.failed_checks.push(Outcome::PromptIgnored);
-            m.failed_checks.sort_by_key(|o| o.index());
-            m.outcome = Outcome::first_content_failure(&m.failed_checks);
-            if m.outcome == Outcome::PromptIgnored {
-                m.error = Some(e.sentence());
-            }
+            m.judged
+                .also_failed(Outcome::PromptIgnored, || e.sentence());
         }
         m
     }

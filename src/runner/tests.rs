@@ -24,9 +24,9 @@ fn a_pair_is_cold_after_start_and_after_its_target_was_unreachable() {
 
 fn result(probe: &str, target: &str, build: Option<&str>, out: Option<&str>) -> Measurement {
     let mut m = Measurement::example();
-    (m.probe, m.target) = (probe.into(), target.into());
-    m.build = build.map(str::to_string);
-    m.output_sha256 = out.map(str::to_string);
+    (m.id.probe, m.id.target) = (probe.into(), target.into());
+    m.measured.reading.system_fingerprint = build.map(str::to_string);
+    m.measured.output_sha256 = out.map(str::to_string);
     m
 }
 
@@ -79,11 +79,14 @@ fn a_new_model_list_entry_is_a_change_and_joins_the_fingerprint() {
         let change = c.note(true, id.map(str::to_string), &m);
         let ctx = RunContext {
             target_changed: change.target_changed,
-            models: change.models,
+            fingerprint: change.fingerprint,
             ..RunContext::default()
         };
         let r = ProbeResult::new(m, ctx);
-        (r.fingerprint.unwrap().to_string(), r.target_changed)
+        (
+            r.context.fingerprint.unwrap().to_string(),
+            r.context.target_changed,
+        )
     };
     // Not asked yet, then the first answer: no change, the entry joins the fingerprint.
     assert_eq!(note(None), ("b1".to_string(), false));
@@ -102,7 +105,10 @@ fn a_new_model_list_entry_is_a_change_and_joins_the_fingerprint() {
         &result("a", "t", Some("b1"), Some("x")),
     );
     assert_eq!(
-        (change.models.as_deref(), change.target_changed),
+        (
+            change.fingerprint.and_then(|f| f.models).as_deref(),
+            change.target_changed
+        ),
         (Some("m3"), true)
     );
 }
@@ -172,26 +178,35 @@ async fn a_new_build_behind_the_same_name_is_a_change() {
         .await
         .expect("the sim lists its models");
     let second = run(runner.run_one(p, &before).await);
-    assert_eq!(second.outcome, Outcome::Ok, "{:?}", second.error);
-    let fp = second.fingerprint.clone().unwrap().to_string();
+    assert_eq!(
+        second.judged.outcome,
+        Outcome::Ok,
+        "{:?}",
+        second.judged.error
+    );
+    let fp = second.context.fingerprint.clone().unwrap().to_string();
     assert!(fp.ends_with(&format!("; models {listed}")), "{fp}");
     assert!(
-        fp.starts_with(&first.fingerprint.as_ref().unwrap().to_string()),
+        fp.starts_with(&first.context.fingerprint.as_ref().unwrap().to_string()),
         "{fp}"
     );
-    assert!(!second.target_changed && !second.output_changed);
+    assert!(!second.context.target_changed && !second.context.output_changed);
 
     runner
         .identify(&after)
         .await
         .expect("the sim lists its models");
     let third = run(runner.run_one(p, &after).await);
-    assert!(third.target_changed, "{:?} after {fp}", third.fingerprint);
-    assert!(!third.output_changed, "the same canned answer");
-    assert_ne!(third.fingerprint, second.fingerprint);
+    assert!(
+        third.context.target_changed,
+        "{:?} after {fp}",
+        third.context.fingerprint
+    );
+    assert!(!third.context.output_changed, "the same canned answer");
+    assert_ne!(third.context.fingerprint, second.context.fingerprint);
 
     let fourth = run(runner.run_one(p, &looping).await);
-    assert!(fourth.output_changed && !fourth.target_changed);
+    assert!(fourth.context.output_changed && !fourth.context.target_changed);
 
     let text = String::from_utf8(metrics.encode()).unwrap();
     let value = |name: &str| {
@@ -205,7 +220,10 @@ async fn a_new_build_behind_the_same_name_is_a_change() {
         .find(|l| l.starts_with("llm_canary_target_info{"))
         .unwrap();
     assert!(
-        info.contains(&format!("fingerprint=\"{}\"", third.fingerprint.unwrap())),
+        info.contains(&format!(
+            "fingerprint=\"{}\"",
+            third.context.fingerprint.unwrap()
+        )),
         "{info}"
     );
 }
@@ -221,7 +239,7 @@ async fn the_model_list_is_asked_in_the_background() {
     let target = Arc::new(target);
     let runner = Runner::new(1);
     let first = runner.run_one(&cfg.probes[0], &target).await;
-    assert_eq!(first.fingerprint.unwrap().models, None);
+    assert_eq!(first.context.fingerprint.unwrap().models, None);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let listed = loop {
         if let Some(id) = runner.last_identity(&target) {
@@ -236,6 +254,7 @@ async fn the_model_list_is_asked_in_the_background() {
     let second = runner.run_one(&cfg.probes[0], &target).await;
     assert!(
         second
+            .context
             .fingerprint
             .unwrap()
             .to_string()

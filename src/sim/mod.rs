@@ -145,8 +145,8 @@ impl Sim {
     /// How much later the agent saw a run's first content than the sim wrote it, in ms
     /// (signed: a negative error would mean a wrong clock or stamp). `None` without both.
     pub fn first_token_error_ms(&self, r: &crate::result::ProbeResult) -> Option<f64> {
-        let agent = r.timeline.as_ref()?.first_content()?;
-        let server = self.first_content_write(&r.request_id)?;
+        let agent = r.measured.reading.timeline.first_content()?;
+        let server = self.first_content_write(&r.id.request_id)?;
         Some(if agent >= server {
             (agent - server).as_secs_f64() * 1000.0
         } else {

@@ -154,7 +154,7 @@ pub fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
         ("gen_ai.provider.name".into(), s(provider(target.api))),
         ("gen_ai.request.model".into(), s(&target.model)),
     ];
-    if let Some(m) = &r.reported_model {
+    if let Some(m) = &r.measured.reading.reported_model {
         a.push(("gen_ai.response.model".into(), s(m)));
     }
     let u = &target.base_url;
@@ -164,12 +164,12 @@ pub fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
             a.push(("server.port".into(), Value::Int(i64::from(port))));
         }
     }
-    if r.outcome != Outcome::Ok {
-        a.push(("error.type".into(), s(r.outcome.as_str())));
+    if r.judged.outcome != Outcome::Ok {
+        a.push(("error.type".into(), s(r.judged.outcome.as_str())));
     }
-    a.push(("llm_canary.probe".into(), s(&r.probe)));
-    a.push(("llm_canary.target".into(), s(&r.target)));
-    if let Some(rung) = r.rung {
+    a.push(("llm_canary.probe".into(), s(&r.id.probe)));
+    a.push(("llm_canary.target".into(), s(&r.id.target)));
+    if let Some(rung) = r.id.rung.map(|r| r.size) {
         a.push(("llm_canary.rung".into(), Value::Int(i64::from(rung))));
     }
     for (k, v) in &target.labels {
@@ -230,8 +230,8 @@ fn s(ms: f64) -> f64 {
 
 /// The run's own duration: to the end of the stream, else to where it failed.
 pub fn elapsed_ms(r: &ProbeResult) -> Option<f64> {
-    r.figures.e2e_ms.or_else(|| {
-        let t = r.timeline.as_ref()?;
+    r.measured.figures.e2e_ms.or_else(|| {
+        let t = &r.measured.reading.timeline;
         let end = t.end.or(t.last_content()).or(t.headers)?;
         Some(crate::timeline::ms(end - t.start))
     })
@@ -280,7 +280,7 @@ impl Aggregator {
         let mut runs = attrs.clone();
         runs.push((
             "llm_canary.outcome".into(),
-            Value::Str(r.outcome.as_str().into()),
+            Value::Str(r.judged.outcome.as_str().into()),
         ));
         if let State::Count(n) = self
             .series
@@ -291,26 +291,26 @@ impl Aggregator {
         }
         // A cold start's figures would skew the histograms, as on the Prometheus side, and so
         // would a cache check's warm run, served from the cache on purpose; the run still counts.
-        if r.warmup || r.cache_phase == Some(crate::result::CachePhase::Warm) {
+        if r.context.warmup || r.context.cache_phase() == Some(crate::result::CachePhase::Warm) {
             return;
         }
         if let Some(ms) = elapsed_ms(r) {
             self.observe(Instrument::Duration, &attrs, s(ms));
         }
-        if let Some(ms) = r.figures.ttft_ms {
+        if let Some(ms) = r.measured.figures.ttft_ms {
             self.observe(Instrument::TimeToFirstChunk, &attrs, s(ms));
         }
-        if let Some(t) = &r.timeline {
-            for gap in t.gaps() {
-                self.observe(Instrument::TimePerOutputChunk, &attrs, gap.as_secs_f64());
-            }
+        for gap in r.measured.reading.timeline.gaps() {
+            self.observe(Instrument::TimePerOutputChunk, &attrs, gap.as_secs_f64());
         }
-        if let (Some(n), Some(TokensSource::Usage)) = (r.output_tokens, r.tokens_source) {
+        if let (Some(n), Some(TokensSource::Usage)) =
+            (r.measured.output_tokens, r.measured.tokens_source)
+        {
             let mut tokens = attrs.clone();
             tokens.push(("gen_ai.token.type".into(), Value::Str("output".into())));
             self.observe(Instrument::TokenUsage, &tokens, n as f64);
         }
-        if let Some(tps) = r.figures.tokens_per_second {
+        if let Some(tps) = r.measured.figures.tokens_per_second {
             self.observe(Instrument::TokensPerSecond, &attrs, tps);
         }
     }
@@ -441,8 +441,8 @@ mod tests {
 
     fn run(e2e_ms: f64, outcome: Outcome) -> ProbeResult {
         let mut r = ProbeResult::example();
-        r.figures.e2e_ms = Some(e2e_ms);
-        r.outcome = outcome;
+        r.measured.figures.e2e_ms = Some(e2e_ms);
+        r.judged.outcome = outcome;
         r
     }
 
@@ -485,7 +485,10 @@ mod tests {
         // A ladder's rungs are apart; a run without one carries none.
         assert!(!ok.attributes.iter().any(|kv| kv.key == "llm_canary.rung"));
         let mut rung = run(40.0, Outcome::Ok);
-        rung.rung = Some(2048);
+        rung.id.rung = Some(crate::result::Rung {
+            size: 2048,
+            prompt_tokens_estimate: 2000,
+        });
         let attrs = run_attributes(&rung, &t);
         assert!(attrs.contains(&("llm_canary.rung".into(), Value::Int(2048))));
     }

@@ -28,10 +28,10 @@ fn ids(trace_id: &str) -> Option<([u8; 16], [u8; 8])> {
 /// Whether the run's span is sent: always for a failure, else for `ratio` of runs, chosen by
 /// the trace id so that every agent and the server's sampler could agree.
 pub fn sampled(r: &ProbeResult, ratio: f64) -> bool {
-    if r.outcome != Outcome::Ok || ratio >= 1.0 {
+    if r.judged.outcome != Outcome::Ok || ratio >= 1.0 {
         return true;
     }
-    let Some((bytes, _)) = ids(&r.trace_id) else {
+    let Some((bytes, _)) = ids(&r.id.trace_id) else {
         return false;
     };
     // The trace id's low 56 bits are random (W3C level 2), as TraceIdRatioBased reads them.
@@ -45,25 +45,25 @@ fn at(start_ns: u64, ms: f64) -> u64 {
 
 /// The run's span; `None` when the run carried no trace id.
 pub fn span(r: &ProbeResult, target: &Target) -> Option<Span> {
-    let (trace_id, span_id) = ids(&r.trace_id)?;
-    let start = u64::try_from(r.started_at.as_nanosecond()).ok()?;
+    let (trace_id, span_id) = ids(&r.id.trace_id)?;
+    let start = u64::try_from(r.id.started_at.as_nanosecond()).ok()?;
     let mut attrs = run_attributes(r, target);
     let s = |v: &str| Value::Str(v.to_string());
-    attrs.push(("llm_canary.outcome".into(), s(r.outcome.as_str())));
-    attrs.push(("llm_canary.request_id".into(), s(&r.request_id)));
-    if let Some(code) = r.http_status {
+    attrs.push(("llm_canary.outcome".into(), s(r.judged.outcome.as_str())));
+    attrs.push(("llm_canary.request_id".into(), s(&r.id.request_id)));
+    if let Some(code) = r.measured.reading.http_status {
         attrs.push((
             "http.response.status_code".into(),
             Value::Int(i64::from(code)),
         ));
     }
-    if let Some(n) = r.output_tokens {
+    if let Some(n) = r.measured.output_tokens {
         attrs.push(("gen_ai.usage.output_tokens".into(), Value::Int(n as i64)));
     }
-    if let Some(f) = &r.finish_reason {
+    if let Some(f) = &r.measured.reading.finish_reason {
         attrs.push(("llm_canary.finish_reason".into(), s(f)));
     }
-    let figures = &r.figures;
+    let figures = &r.measured.figures;
     let events = [
         ("first_byte", figures.ttfb_ms),
         ("first_token", figures.ttft_ms),
@@ -79,7 +79,7 @@ pub fn span(r: &ProbeResult, target: &Target) -> Option<Span> {
         })
     })
     .collect();
-    let status = if r.outcome == Outcome::Ok {
+    let status = if r.judged.outcome == Outcome::Ok {
         Status {
             code: status::StatusCode::Ok as i32,
             message: String::new(),
@@ -87,7 +87,7 @@ pub fn span(r: &ProbeResult, target: &Target) -> Option<Span> {
     } else {
         Status {
             code: status::StatusCode::Error as i32,
-            message: r.outcome.as_str().into(),
+            message: r.judged.outcome.as_str().into(),
         }
     };
     Some(Span {
@@ -128,12 +128,12 @@ mod tests {
         let mut r = ProbeResult::example();
         let mut kept = 0;
         for i in 1..=2000u64 {
-            r.trace_id = format!("{:016x}{:016x}", i, i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            r.id.trace_id = format!("{:016x}{:016x}", i, i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             kept += usize::from(sampled(&r, 0.25));
         }
         assert!((400..600).contains(&kept), "{kept} of 2000 at 0.25");
         assert!(!sampled(&r, 0.0));
-        r.outcome = Outcome::Stall;
+        r.judged.outcome = Outcome::Stall;
         assert!(sampled(&r, 0.0));
     }
 
@@ -141,8 +141,8 @@ mod tests {
     fn the_span_id_is_the_parent_id_traceparent_carried() {
         let (traceparent, trace_id) = crate::probe::request::trace_context();
         let mut r = ProbeResult::example();
-        r.trace_id = trace_id;
-        let (t, s) = ids(&r.trace_id).unwrap();
+        r.id.trace_id = trace_id;
+        let (t, s) = ids(&r.id.trace_id).unwrap();
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         assert_eq!(traceparent, format!("00-{}-{}-01", hex(&t), hex(&s)));
     }

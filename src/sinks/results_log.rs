@@ -101,10 +101,9 @@ mod tests {
     use super::*;
 
     fn result(i: usize) -> ProbeResult {
-        ProbeResult {
-            probe: format!("p{i}"),
-            ..ProbeResult::example()
-        }
+        let mut r = ProbeResult::example();
+        r.id.probe = format!("p{i}");
+        r
     }
 
     #[test]

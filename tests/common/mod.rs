@@ -130,7 +130,12 @@ pub async fn twice(extra: &str, probe: &str) -> Vec<llm_canary::testing::sim::Se
     let runner = llm_canary::testing::runner::Runner::new(1);
     for _ in 0..2 {
         let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-        assert!(r.success(), "{extra}: {:?} {:?}", r.outcome, r.error);
+        assert!(
+            r.success(),
+            "{extra}: {:?} {:?}",
+            r.judged.outcome,
+            r.judged.error
+        );
     }
     sim.seen()
 }

@@ -30,20 +30,32 @@ async fn signed_requests_usage_and_reasons() {
     let runner = Runner::new(4);
     for (t, (scenario, reason)) in cfg.targets.iter().zip(cases) {
         let r = runner.run_one(&cfg.probes[0], t).await;
-        assert_eq!(r.reason, *reason, "{scenario}: {:?}", r.error);
+        assert_eq!(
+            r.measured.reading.http_reason, *reason,
+            "{scenario}: {:?}",
+            r.judged.error
+        );
         if reason.is_some() {
-            assert_eq!(r.outcome, Outcome::HttpError, "{scenario}");
+            assert_eq!(r.judged.outcome, Outcome::HttpError, "{scenario}");
             // Bedrock sends no Retry-After: nothing is made up.
-            assert_eq!(r.rate_limit, None, "{scenario}");
+            assert_eq!(r.measured.reading.rate_limit, None, "{scenario}");
         } else {
-            assert_eq!(r.outcome, Outcome::Ok, "{scenario}: {:?}", r.error);
+            assert_eq!(
+                r.judged.outcome,
+                Outcome::Ok,
+                "{scenario}: {:?}",
+                r.judged.error
+            );
             // The count is metadata's, and its latency the server's own figure.
             assert_eq!(
-                r.tokens_source,
+                r.measured.tokens_source,
                 Some(llm_canary::testing::timeline::TokensSource::Usage)
             );
-            assert_eq!(r.output_tokens, Some(r.content_chunks as u64));
-            assert!(r.server_timings.as_ref().unwrap()["latencyMs"].is_number());
+            assert_eq!(
+                r.measured.output_tokens,
+                Some(r.measured.reading.chunks as u64)
+            );
+            assert!(r.measured.reading.server_timings.as_ref().unwrap()["latencyMs"].is_number());
         }
     }
     let seen = sim.seen();
@@ -101,26 +113,30 @@ async fn the_sim_checks_the_signature_and_lets_an_api_key_in() {
     let run = |i: usize| runner.run_one(&cfg.probes[0], &cfg.targets[i]);
     let r = run(0).await;
     assert_eq!(
-        (r.outcome, r.reason),
+        (r.judged.outcome, r.measured.reading.http_reason),
         (Outcome::HttpError, Some(HttpReason::Auth))
     );
     assert!(
-        r.error.as_deref().unwrap().contains("signature"),
+        r.judged.error.as_deref().unwrap().contains("signature"),
         "{:?}",
-        r.error
+        r.judged.error
     );
     let r = run(1).await;
     assert_eq!(
-        (r.outcome, r.reason),
+        (r.judged.outcome, r.measured.reading.http_reason),
         (Outcome::HttpError, Some(HttpReason::Auth))
     );
     assert!(
-        r.error.as_deref().unwrap().contains("security token"),
+        r.judged
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("security token"),
         "{:?}",
-        r.error
+        r.judged.error
     );
     let r = run(2).await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
     // The refused requests never got past the door; the API key's did.
     let seen = sim.seen();
     assert_eq!(seen.len(), 1);

@@ -36,14 +36,14 @@ async fn fire(targets: &[(&str, &str, &str)]) -> (common::TempDir, Vec<(String, 
     assert_eq!(results.len(), 2 * targets.len(), "two runs a firing");
     let metrics = llm_canary::testing::sinks::metrics::Metrics::new(&cfg);
     for r in &results {
-        metrics.record(r, cfg.target(&r.target).unwrap());
+        metrics.record(r, cfg.target(&r.id.target).unwrap());
     }
     let text = String::from_utf8(metrics.encode()).unwrap();
     let mut out = Vec::new();
     for pair in results.chunks(2) {
         let (cold, warm) = (record(&pair[0]), record(&pair[1]));
-        let name = pair[0].target.clone();
-        assert_eq!(pair[1].target, name, "a firing's runs are together");
+        let name = pair[0].id.target.clone();
+        assert_eq!(pair[1].id.target, name, "a firing's runs are together");
         // The gauges say what the warm record says.
         let having = format!("target=\"{name}\"");
         let gauge = |m: &str| sample(&text, m, &[having.as_str()]);

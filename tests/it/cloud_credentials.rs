@@ -85,7 +85,7 @@ async fn two_credentials(
     let mut records = Vec::new();
     loop {
         let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
-        assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
         metrics.record(&r, &cfg.targets[0]);
         records.push(serde_json::to_string(&r).unwrap());
         let seen: Vec<String> = sim.seen().iter().map(of).collect();
@@ -193,7 +193,7 @@ fn bedrock_signs_with_pod_identity_credentials_sent_with_the_pods_token() {
         let r = Runner::new(1)
             .run_one(&cfg.probes[0], &cfg.targets[0])
             .await;
-        assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
         assert!(aws_key_id(&sim.seen()[0]).starts_with("ASIASIMECS"));
         assert_eq!(
             sim.container_authorizations(),
@@ -251,7 +251,7 @@ fn bedrock_signs_with_a_named_profile() {
         let r = Runner::new(1)
             .run_one(&cfg.probes[0], &cfg.targets[0])
             .await;
-        assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
         assert_eq!(aws_key_id(&sim.seen()[0]), ACCESS_KEY_ID);
         // Without the profile, the default one's key is refused by the sim.
         let (_dir, cfg) = bedrock(&sim, "");
@@ -259,7 +259,7 @@ fn bedrock_signs_with_a_named_profile() {
             .run_one(&cfg.probes[0], &cfg.targets[0])
             .await;
         assert_eq!(
-            (r.outcome, r.reason),
+            (r.judged.outcome, r.measured.reading.http_reason),
             (Outcome::HttpError, Some(HttpReason::Auth))
         );
     });
@@ -386,10 +386,10 @@ fn a_refused_client_secret_is_an_auth_error_without_the_secret() {
             .run_one(&cfg.probes[0], &cfg.targets[0])
             .await;
         assert_eq!(
-            (r.outcome, r.reason),
+            (r.judged.outcome, r.measured.reading.http_reason),
             (Outcome::HttpError, Some(HttpReason::Auth)),
             "{:?}",
-            r.error
+            r.judged.error
         );
         let record = serde_json::to_string(&r).unwrap();
         assert!(!record.contains("not-the-client-secret"), "{record}");

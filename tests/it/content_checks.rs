@@ -100,16 +100,19 @@ async fn tool_calls_in_every_flavor_that_has_them() {
     let mut wrong = BTreeMap::new();
     for (r, (name, scenario, _)) in results.iter().zip(&names) {
         let (_, outcome, error) = cases.iter().find(|c| c.0 == *scenario).unwrap();
-        if r.outcome.as_str() != *outcome || r.error.as_deref() != *error {
+        if r.judged.outcome.as_str() != *outcome || r.judged.error.as_deref() != *error {
             wrong.insert(
                 name.clone(),
-                format!("{} {:?} {:?}", r.outcome, r.failed_checks, r.error),
+                format!(
+                    "{} {:?} {:?}",
+                    r.judged.outcome, r.judged.failed_checks, r.judged.error
+                ),
             );
         }
         // The call's first piece is the first token.
-        if r.outcome == Outcome::Ok {
-            assert!(r.figures.ttft_ms.is_some(), "{name}");
-            assert_eq!(r.failed_checks, vec![], "{name}");
+        if r.judged.outcome == Outcome::Ok {
+            assert!(r.measured.figures.ttft_ms.is_some(), "{name}");
+            assert_eq!(r.judged.failed_checks, vec![], "{name}");
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
@@ -154,18 +157,18 @@ async fn json_answers_and_their_schema() {
         async move { runner.run_one(&p, &t).await }
     };
     let r = run("json", "healthy").await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
     let r = run("json", "broken").await;
-    assert_eq!(r.outcome, Outcome::FormatError);
+    assert_eq!(r.judged.outcome, Outcome::FormatError);
     assert_eq!(
-        r.error.as_deref(),
+        r.judged.error.as_deref(),
         Some("the answer is not JSON: trailing comma at line 1 column 39")
     );
     // The sim's population is 2.1 million: a number, not the integer the schema asks for.
     let r = run("schema", "healthy").await;
-    assert_eq!(r.outcome, Outcome::FormatError);
+    assert_eq!(r.judged.outcome, Outcome::FormatError);
     assert_eq!(
-        r.error.as_deref(),
+        r.judged.error.as_deref(),
         Some("the answer does not match the JSON Schema: at /population_millions: want integer, but got number")
     );
     let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
@@ -181,8 +184,13 @@ async fn a_list_whose_items_cycle_is_repetition_with_its_period() {
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
-    let rep = r.repetition.as_ref().unwrap();
+    assert_eq!(
+        r.judged.outcome,
+        Outcome::Repetition,
+        "{:?}",
+        r.judged.repetition
+    );
+    let rep = r.judged.repetition.as_ref().unwrap();
     assert_eq!(
         rep.decided()
             .map(|f| (f.detector(), f.period().map(|p| p.0))),
@@ -208,14 +216,19 @@ async fn a_probe_sets_its_own_thresholds() {
     let runner = Runner::new(1);
     let probe = |n: &str| cfg.probes.iter().find(|p| p.name == n).unwrap();
     let r = runner.run_one(probe("strict"), &cfg.targets[0]).await;
-    assert_eq!(r.outcome, Outcome::Repetition, "{:?}", r.repetition);
+    assert_eq!(
+        r.judged.outcome,
+        Outcome::Repetition,
+        "{:?}",
+        r.judged.repetition
+    );
     let r = runner.run_one(probe("lenient"), &cfg.targets[0]).await;
     assert_eq!(
-        r.outcome,
+        r.judged.outcome,
         Outcome::Ok,
         "{:?} {:?}",
-        r.failed_checks,
-        r.repetition
+        r.judged.failed_checks,
+        r.judged.repetition
     );
 }
 
@@ -240,40 +253,40 @@ async fn a_certain_loop_stops_the_read_and_keeps_the_figures() {
     for target in &cfg.targets {
         let r = runner.run_one(probe_named("stop"), target).await;
         assert_eq!(
-            r.outcome,
+            r.judged.outcome,
             Outcome::Repetition,
             "{}: {:?}",
             target.name,
-            r.error
+            r.judged.error
         );
-        assert!(r.stopped_early, "{}", target.name);
-        assert_eq!(r.finish_reason, None, "{}", target.name);
-        let chunks = r.content_chunks;
+        assert!(r.measured.reading.stopped_early, "{}", target.name);
+        assert_eq!(r.measured.reading.finish_reason, None, "{}", target.name);
+        let chunks = r.measured.reading.chunks;
         assert!(
             chunks < 200,
             "{}: read {chunks} chunks before stopping",
             target.name
         );
         assert!(
-            r.figures.ttft_ms.is_some() && r.figures.tokens_per_second.is_some(),
+            r.measured.figures.ttft_ms.is_some() && r.measured.figures.tokens_per_second.is_some(),
             "{}: {:?} {:?} {:?}",
             target.name,
-            r.figures,
-            r.output_tokens,
-            r.tokens_source
+            r.measured.figures,
+            r.measured.output_tokens,
+            r.measured.tokens_source
         );
         assert!(
-            r.figures.e2e_ms.unwrap() < 3000.0,
+            r.measured.figures.e2e_ms.unwrap() < 3000.0,
             "{}: {:?}",
             target.name,
-            r.figures.e2e_ms
+            r.measured.figures.e2e_ms
         );
         let line: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();
         assert_eq!(line["stopped_early"], true);
         // The connection was dropped: the server's next writes failed, so a looping replica is
         // not kept busy to max_tokens. It notices at its next write, 5 ms on.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !sim.abandoned(&r.request_id) {
+        while !sim.abandoned(&r.id.request_id) {
             assert!(
                 std::time::Instant::now() < deadline,
                 "{}: the server still writes to the agent",
@@ -286,6 +299,11 @@ async fn a_certain_loop_stops_the_read_and_keeps_the_figures() {
     let r = runner
         .run_one(probe_named("read-on"), &cfg.targets[0])
         .await;
-    assert!(!r.stopped_early);
-    assert_eq!(r.outcome, Outcome::TimeoutTotal, "{:?}", r.error);
+    assert!(!r.measured.reading.stopped_early);
+    assert_eq!(
+        r.judged.outcome,
+        Outcome::TimeoutTotal,
+        "{:?}",
+        r.judged.error
+    );
 }

@@ -143,17 +143,22 @@ async fn the_same_answer_to_different_prompts_is_prompt_ignored_and_healthy_answ
     };
     // The first answer has nothing to be compared with; the second repeats it.
     let first = run("capital", "broken").await;
-    assert_ne!(first.outcome, Outcome::PromptIgnored);
+    assert_ne!(first.judged.outcome, Outcome::PromptIgnored);
     let second = run("city-json", "broken").await;
-    assert_eq!(second.outcome, Outcome::PromptIgnored, "{:?}", second.error);
     assert_eq!(
-        second.error.as_deref(),
+        second.judged.outcome,
+        Outcome::PromptIgnored,
+        "{:?}",
+        second.judged.error
+    );
+    assert_eq!(
+        second.judged.error.as_deref(),
         Some("the answer is nearly the same as probe capital's, which asks another prompt on this target (similarity 1.000): the answers do not depend on the prompt")
     );
     // And from then on, both ways.
     let again = run("capital", "broken").await;
     assert!(
-        again.failed_checks.contains(&Outcome::PromptIgnored),
+        again.judged.failed_checks.contains(&Outcome::PromptIgnored),
         "{again:?}"
     );
 
@@ -162,9 +167,9 @@ async fn the_same_answer_to_different_prompts_is_prompt_ignored_and_healthy_answ
         for probe in ["capital", "city-json"] {
             let r = run(probe, "healthy").await;
             assert!(
-                !r.failed_checks.contains(&Outcome::PromptIgnored),
+                !r.judged.failed_checks.contains(&Outcome::PromptIgnored),
                 "{probe}: {:?}",
-                r.error
+                r.judged.error
             );
         }
     }

@@ -96,19 +96,26 @@ macro_rules! fixture {
 #[tokio::test]
 async fn a_short_reply_and_the_request_that_asked_for_it() {
     let (r, req) = run(fixture!("streaming-success-basic-reply-short"), PROBE).await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
     assert_eq!(
-        r.output.as_deref(),
+        r.measured.output.as_deref(),
         Some("The capital of Wyoming is **Cheyenne**.\n")
     );
-    assert_eq!(r.content_chunks, 3);
+    assert_eq!(r.measured.reading.chunks, 3);
     assert_eq!(
-        (r.output_tokens, r.tokens_source, r.input_tokens),
+        (
+            r.measured.output_tokens,
+            r.measured.tokens_source,
+            r.measured.reading.input_tokens
+        ),
         (Some(10), Some(TokensSource::Usage), Some(7))
     );
-    assert_eq!(r.reasoning_tokens, None);
-    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
-    assert_eq!(r.reported_model.as_deref(), Some("gemini-2.0-flash"));
+    assert_eq!(r.measured.reading.reasoning_tokens, None);
+    assert_eq!(r.measured.reading.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(
+        r.measured.reading.reported_model.as_deref(),
+        Some("gemini-2.0-flash")
+    );
 
     assert_eq!(
         req.path,
@@ -133,24 +140,30 @@ async fn thoughts_are_reasoning_and_output_tokens() {
         PROBE,
     )
     .await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
     assert_eq!(
-        r.output.as_deref(),
+        r.measured.output.as_deref(),
         Some("The sky is blue because tiny gas molecules in Earth's atmosphere scatter blue light from the sun more efficiently than other colors. Blue light has shorter, smaller wavelengths, causing it to be scattered in all directions, making the sky appear blue to our eyes.")
     );
     // Three thought chunks and two of the answer; thoughts are output the model generated.
-    assert_eq!(r.content_chunks, 5);
+    assert_eq!(r.measured.reading.chunks, 5);
     assert_eq!(
-        (r.output_tokens, r.reasoning_tokens),
+        (
+            r.measured.output_tokens,
+            r.measured.reading.reasoning_tokens
+        ),
         (Some(588), Some(540))
     );
-    assert_eq!(r.input_tokens, Some(10));
+    assert_eq!(r.measured.reading.input_tokens, Some(10));
     let (ttft, answer) = (
-        r.figures.ttft_ms.unwrap(),
-        r.figures.answer_ttft_ms.unwrap(),
+        r.measured.figures.ttft_ms.unwrap(),
+        r.measured.figures.answer_ttft_ms.unwrap(),
     );
     assert!(answer >= ttft, "ttft {ttft}, answer {answer}");
-    assert_eq!(r.reported_model.as_deref(), Some("gemini-2.5-flash"));
+    assert_eq!(
+        r.measured.reading.reported_model.as_deref(),
+        Some("gemini-2.5-flash")
+    );
 }
 
 #[tokio::test]
@@ -162,18 +175,21 @@ async fn a_whole_function_call_after_thoughts() {
     )
     .await;
     assert_eq!(
-        r.outcome,
+        r.judged.outcome,
         Outcome::Ok,
         "{:?} {:?}",
-        r.failed_checks,
-        r.error
+        r.judged.failed_checks,
+        r.judged.error
     );
-    assert_eq!(r.output.as_deref(), Some("now{}"));
+    assert_eq!(r.measured.output.as_deref(), Some("now{}"));
     assert_eq!(
-        (r.output_tokens, r.reasoning_tokens),
+        (
+            r.measured.output_tokens,
+            r.measured.reading.reasoning_tokens
+        ),
         (Some(174), Some(168))
     );
-    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(r.measured.reading.finish_reason.as_deref(), Some("stop"));
     let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
     assert_eq!(body["tools"][0]["functionDeclarations"][0]["name"], "now");
 }
@@ -181,27 +197,43 @@ async fn a_whole_function_call_after_thoughts() {
 #[tokio::test]
 async fn a_recitation_stop_is_content_filtered() {
     let (r, _) = run(fixture!("streaming-failure-recitation-no-content"), PROBE).await;
-    assert_eq!(r.outcome, Outcome::ContentFiltered, "{:?}", r.error);
-    assert_eq!(r.failed_checks, vec![Outcome::ContentFiltered]);
     assert_eq!(
-        r.output.as_deref(),
+        r.judged.outcome,
+        Outcome::ContentFiltered,
+        "{:?}",
+        r.judged.error
+    );
+    assert_eq!(r.judged.failed_checks, vec![Outcome::ContentFiltered]);
+    assert_eq!(
+        r.measured.output.as_deref(),
         Some("text1text2text3text4text5text6text7text8")
     );
-    assert_eq!(r.finish_reason.as_deref(), Some("content_filter"));
-    assert_eq!(r.output_tokens, Some(261));
+    assert_eq!(
+        r.measured.reading.finish_reason.as_deref(),
+        Some("content_filter")
+    );
+    assert_eq!(r.measured.output_tokens, Some(261));
 }
 
 #[tokio::test]
 async fn a_blocked_prompt_is_content_filtered() {
     let (r, _) = run(fixture!("streaming-failure-prompt-blocked-safety"), PROBE).await;
     // Nothing came back: empty first, by the vocabulary's precedence, and filtered beside it.
-    assert_eq!(r.outcome, Outcome::EmptyOutput, "{:?}", r.error);
-    assert!(
-        r.failed_checks.contains(&Outcome::ContentFiltered),
+    assert_eq!(
+        r.judged.outcome,
+        Outcome::EmptyOutput,
         "{:?}",
-        r.failed_checks
+        r.judged.error
     );
-    assert_eq!(r.finish_reason.as_deref(), Some("content_filter"));
+    assert!(
+        r.judged.failed_checks.contains(&Outcome::ContentFiltered),
+        "{:?}",
+        r.judged.failed_checks
+    );
+    assert_eq!(
+        r.measured.reading.finish_reason.as_deref(),
+        Some("content_filter")
+    );
 }
 
 /// Each refusing scenario in Google's error body: the reason comes from its status word as
@@ -222,12 +254,21 @@ async fn refusals_in_googles_words_carry_their_reason() {
     let runner = Runner::new(4);
     for (t, (scenario, reason)) in cfg.targets.iter().zip(cases) {
         let r = runner.run_one(&cfg.probes[0], t).await;
-        assert_eq!(r.outcome, Outcome::HttpError, "{scenario}");
-        assert_eq!(r.reason.map(|x| x.as_str()), Some(reason), "{scenario}");
-        let delay = r.rate_limit.as_ref().and_then(|h| h.get("retryDelay"));
+        assert_eq!(r.judged.outcome, Outcome::HttpError, "{scenario}");
+        assert_eq!(
+            r.measured.reading.http_reason.map(|x| x.as_str()),
+            Some(reason),
+            "{scenario}"
+        );
+        let delay = r
+            .measured
+            .reading
+            .rate_limit
+            .as_ref()
+            .and_then(|h| h.get("retryDelay"));
         assert_eq!(delay.is_some(), scenario == "http-429", "{scenario}");
         // The sentence is Google's message.
-        let error = r.error.unwrap_or_default();
+        let error = r.judged.error.unwrap_or_default();
         assert!(!error.contains("\"status\""), "{scenario}: {error}");
     }
     let seen = sim.seen();

@@ -27,14 +27,17 @@ async fn the_ladder_finds_the_rung_where_answers_break_and_measures_prefill() {
     let pairs = vec![(cfg.probes[0].clone(), cfg.targets[0].clone())];
     // The first firing's smallest rung is a cold start: no baseline for prefill then.
     let first = runner.run_all(pairs.clone()).await;
-    assert!(first.iter().all(|r| r.prefill.is_none()), "{first:?}");
+    assert!(
+        first.iter().all(|r| r.context.prefill.is_none()),
+        "{first:?}"
+    );
     let results = runner.run_all(pairs).await;
-    let rungs: Vec<Option<u32>> = results.iter().map(|r| r.rung).collect();
+    let rungs: Vec<Option<u32>> = results.iter().map(|r| r.id.rung.map(|r| r.size)).collect();
     assert_eq!(rungs, [Some(512), Some(2048), Some(8192)]);
 
-    let outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
+    let outcomes: Vec<&str> = results.iter().map(|r| r.judged.outcome.as_str()).collect();
     assert_eq!(outcomes, ["ok", "ok", "pattern_mismatch"], "{results:?}");
-    let error = results[2].error.as_deref().unwrap();
+    let error = results[2].judged.error.as_deref().unwrap();
     assert!(
         error.starts_with("rung 8192: expected the code "),
         "{error}"
@@ -42,9 +45,12 @@ async fn the_ladder_finds_the_rung_where_answers_break_and_measures_prefill() {
     assert!(error.ends_with("the answer did not contain it"), "{error}");
     for r in &results {
         // The sim counts 4 characters a token, as the estimate does.
-        let (estimate, reported) = (r.prompt_tokens_estimate.unwrap(), r.input_tokens.unwrap());
+        let (estimate, reported) = (
+            r.id.rung.map(|r| r.prompt_tokens_estimate).unwrap(),
+            r.measured.reading.input_tokens.unwrap(),
+        );
         assert!(estimate.abs_diff(reported) <= 2, "{estimate} vs {reported}");
-        let size = u64::from(r.rung.unwrap());
+        let size = u64::from(r.id.rung.unwrap().size);
         assert!(
             estimate <= size && estimate + 40 > size,
             "{estimate} for {size}"
@@ -52,21 +58,24 @@ async fn the_ladder_finds_the_rung_where_answers_break_and_measures_prefill() {
     }
     // No figure for the baseline rung; the others read back the sim's 20,000 tokens a second,
     // within what scheduling on a busy machine adds to either TTFT.
-    assert!(results[0].prefill.is_none());
+    assert!(results[0].context.prefill.is_none());
     for r in &results[1..] {
-        let p = r.prefill.unwrap_or_else(|| panic!("no prefill: {r:?}"));
+        let p = r
+            .context
+            .prefill
+            .unwrap_or_else(|| panic!("no prefill: {r:?}"));
         println!(
             "rung {:?}: prefill {p:?} (the sim reads 20000 tokens a second)",
-            r.rung
+            r.id.rung.map(|r| r.size)
         );
         assert!(
             (10_000.0..40_000.0).contains(&p.tokens_per_second),
             "rung {:?}: {p:?}",
-            r.rung
+            r.id.rung.map(|r| r.size)
         );
         let line: Value = serde_json::from_str(&r.to_json_line()).unwrap();
         assert_eq!(line["prefill_tokens_source"], "usage");
-        assert_eq!(line["rung"], r.rung.unwrap().to_string());
+        assert_eq!(line["rung"], r.id.rung.unwrap().size.to_string());
     }
 
     // Each rung's series carry its rung.
@@ -96,11 +105,11 @@ async fn a_padded_ladder_keeps_the_probes_own_question_and_checks() {
         .await;
     let got: Vec<(Option<u32>, &str)> = results
         .iter()
-        .map(|r| (r.rung, r.outcome.as_str()))
+        .map(|r| (r.id.rung.map(|r| r.size), r.judged.outcome.as_str()))
         .collect();
     assert_eq!(got, [(Some(256), "ok"), (Some(1024), "ok")], "{results:?}");
     // The prompt the sim read was padded to the rung: its count of it says so.
-    let input = results[1].input_tokens.unwrap();
+    let input = results[1].measured.reading.input_tokens.unwrap();
     assert!((984..=1025).contains(&input), "{input}");
 }
 
@@ -170,6 +179,6 @@ async fn the_documented_example_probe_runs_as_written() {
     let results = Arc::new(Runner::new(4))
         .run_all(vec![(cfg.probes[0].clone(), cfg.targets[0].clone())])
         .await;
-    let outcomes: Vec<&str> = results.iter().map(|r| r.outcome.as_str()).collect();
+    let outcomes: Vec<&str> = results.iter().map(|r| r.judged.outcome.as_str()).collect();
     assert_eq!(outcomes, ["ok", "ok", "ok"], "{results:?}");
 }

@@ -32,10 +32,22 @@ async fn exact_text_through_split_crlf_comments_and_nospace_streams() {
     ] {
         for api in ["api: openai-chat", "api: openai-completions"] {
             let r = run(&sim, scenario, api).await;
-            assert_eq!(r.outcome, Outcome::Ok, "{scenario} {api}: {:?}", r.error);
-            assert_eq!(r.output.as_deref(), Some(ENGLISH), "{scenario} {api}");
-            assert_eq!(r.content_chunks as u64, ENGLISH_TOKENS, "{scenario} {api}");
-            assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+            assert_eq!(
+                r.judged.outcome,
+                Outcome::Ok,
+                "{scenario} {api}: {:?}",
+                r.judged.error
+            );
+            assert_eq!(
+                r.measured.output.as_deref(),
+                Some(ENGLISH),
+                "{scenario} {api}"
+            );
+            assert_eq!(
+                r.measured.reading.chunks as u64, ENGLISH_TOKENS,
+                "{scenario} {api}"
+            );
+            assert_eq!(r.measured.reading.finish_reason.as_deref(), Some("stop"));
         }
     }
 }
@@ -51,7 +63,7 @@ async fn chinese_split_inside_characters_is_reassembled() {
     runner.show_output = true;
     let r = runner.run_one(&cfg.probes[0], &cfg.targets[0]).await;
     assert_eq!(
-        r.output.as_deref(),
+        r.measured.output.as_deref(),
         Some("法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。")
     );
 }
@@ -63,8 +75,8 @@ async fn ttft_and_decode_speed_match_the_script() {
     // that a first chunk read a few milliseconds late on a busy machine moves the figure by
     // well under the 3.6 % that counting n tokens instead of n - 1 over the span would add.
     let r = run(&sim, "healthy,ttft=200ms,itl=50ms", "").await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
-    let f = &r.figures;
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
+    let f = &r.measured.figures;
     let ttft = f.ttft_ms.unwrap();
     assert!((200.0..260.0).contains(&ttft), "ttft {ttft}");
     let tps = f.tokens_per_second.unwrap();
@@ -87,11 +99,11 @@ async fn a_stall_shows_in_the_inter_token_gaps() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     // A 400ms pause (below the 700ms stall timeout) after the third token.
     let r = run(&sim, "stall,stall=400ms", "").await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
-    let max = r.figures.itl_max_ms.unwrap();
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
+    let max = r.measured.figures.itl_max_ms.unwrap();
     // At least the pause; the upper bound leaves room for a busy machine's scheduling delay.
     assert!((400.0..600.0).contains(&max), "itl max {max}");
-    assert!(r.figures.itl_p50_ms.unwrap() < 30.0);
+    assert!(r.measured.figures.itl_p50_ms.unwrap() < 30.0);
 }
 
 #[tokio::test]
@@ -99,29 +111,32 @@ async fn token_counts_with_and_without_usage() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let with = run(&sim, "healthy", "").await;
     assert_eq!(
-        (with.output_tokens, with.tokens_source),
+        (with.measured.output_tokens, with.measured.tokens_source),
         (Some(ENGLISH_TOKENS), Some(TokensSource::Usage))
     );
     let without = run(&sim, "no-usage", "").await;
     assert_eq!(
-        (without.output_tokens, without.tokens_source),
+        (
+            without.measured.output_tokens,
+            without.measured.tokens_source
+        ),
         (Some(ENGLISH_TOKENS), Some(TokensSource::Chunks))
     );
     // A non-streamed answer has one content arrival: no decode speed can be measured.
     let whole = run(&sim, "non-stream", "").await;
-    assert_eq!(whole.output_tokens, Some(ENGLISH_TOKENS));
-    assert_eq!(whole.figures.tokens_per_second, None);
-    assert_eq!(whole.output.as_deref(), Some(ENGLISH));
+    assert_eq!(whole.measured.output_tokens, Some(ENGLISH_TOKENS));
+    assert_eq!(whole.measured.figures.tokens_per_second, None);
+    assert_eq!(whole.measured.output.as_deref(), Some(ENGLISH));
 }
 
 #[tokio::test]
 async fn reasoning_counts_for_ttft_but_not_for_the_checked_text() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let r = run(&sim, "reasoning", "").await;
-    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
-    assert_eq!(r.output.as_deref(), Some(ENGLISH));
+    assert_eq!(r.judged.outcome, Outcome::Ok, "{:?}", r.judged.error);
+    assert_eq!(r.measured.output.as_deref(), Some(ENGLISH));
     assert!(
-        r.content_chunks as u64 > ENGLISH_TOKENS,
+        r.measured.reading.chunks as u64 > ENGLISH_TOKENS,
         "reasoning chunks are tokens too"
     );
 }
@@ -130,7 +145,12 @@ async fn reasoning_counts_for_ttft_but_not_for_the_checked_text() {
 async fn server_timings_are_kept_beside_our_figures() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let r = run(&sim, "llama-cpp", "server: llama-cpp").await;
-    let t = r.server_timings.clone().expect("llama.cpp timings");
+    let t = r
+        .measured
+        .reading
+        .server_timings
+        .clone()
+        .expect("llama.cpp timings");
     assert!(t["predicted_per_second"].as_f64().unwrap() > 0.0);
     assert!(t["prompt_ms"].is_number());
     let json: serde_json::Value = serde_json::from_str(&r.to_json_line()).unwrap();

@@ -258,37 +258,42 @@ async fn every_outcome_from_its_scenario() {
 
     let mut wrong = BTreeMap::new();
     for (r, case) in results.iter().zip(CASES) {
-        assert_eq!(r.target, case.0);
-        let failed: Vec<&str> = r.failed_checks.iter().map(|o| o.as_str()).collect();
-        if r.outcome.as_str() != case.3 || failed != case.4 {
+        assert_eq!(r.id.target, case.0);
+        let failed: Vec<&str> = r.judged.failed_checks.iter().map(|o| o.as_str()).collect();
+        if r.judged.outcome.as_str() != case.3 || failed != case.4 {
             wrong.insert(
                 case.0,
                 format!(
                     "got {} {:?} ({:?}), want {} {:?}",
-                    r.outcome, failed, r.error, case.3, case.4
+                    r.judged.outcome, failed, r.judged.error, case.3, case.4
                 ),
             );
         }
-        assert_eq!(r.success(), r.outcome == Outcome::Ok);
+        assert_eq!(r.success(), r.judged.outcome == Outcome::Ok);
         let want = REASONS.iter().find(|x| x.0 == case.1);
-        let reason = r.reason.map(|x| x.as_str());
+        let reason = r.measured.reading.http_reason.map(|x| x.as_str());
         match want {
             Some((_, reason_want, headers)) => {
                 assert_eq!(reason, Some(*reason_want), "{}", case.0);
-                assert_eq!(r.rate_limit.is_some(), *headers, "{}", case.0);
+                assert_eq!(
+                    r.measured.reading.rate_limit.is_some(),
+                    *headers,
+                    "{}",
+                    case.0
+                );
             }
             None => assert_eq!(reason, None, "{}: only an http_error has a reason", case.0),
         }
-        if let Some(h) = &r.rate_limit {
+        if let Some(h) = &r.measured.reading.rate_limit {
             assert_eq!(h.get("retry-after").map(String::as_str), Some("2"));
             assert_eq!(
                 h.get("x-ratelimit-remaining-requests").map(String::as_str),
                 Some("0")
             );
         }
-        if r.outcome.is_transport() {
+        if r.judged.outcome.is_transport() {
             assert!(
-                r.error.is_some(),
+                r.judged.error.is_some(),
                 "{}: a transport failure says why",
                 case.0
             );
@@ -359,13 +364,13 @@ async fn every_outcome_in_every_flavor() {
     let results = Arc::new(Runner::new(16)).run_all(pairs).await;
     let mut wrong = BTreeMap::new();
     for ((r, case), (name, _)) in results.iter().zip(&cases).zip(&names) {
-        let failed: Vec<&str> = r.failed_checks.iter().map(|o| o.as_str()).collect();
-        if r.outcome.as_str() != case.3 || failed != case.4 {
+        let failed: Vec<&str> = r.judged.failed_checks.iter().map(|o| o.as_str()).collect();
+        if r.judged.outcome.as_str() != case.3 || failed != case.4 {
             wrong.insert(
                 name.clone(),
                 format!(
                     "got {} {:?} ({:?}), want {} {:?}",
-                    r.outcome, failed, r.error, case.3, case.4
+                    r.judged.outcome, failed, r.judged.error, case.3, case.4
                 ),
             );
         }
@@ -409,10 +414,16 @@ async fn reasoning_timing_and_token_counts_in_every_flavor() {
     let runner = Runner::new(4);
     for t in &cfg.targets {
         let r = runner.run_one(&cfg.probes[0], t).await;
-        assert_eq!(r.outcome, Outcome::Ok, "{}: {:?}", t.name, r.error);
+        assert_eq!(
+            r.judged.outcome,
+            Outcome::Ok,
+            "{}: {:?}",
+            t.name,
+            r.judged.error
+        );
         let (ttft, answer) = (
-            r.figures.ttft_ms.unwrap(),
-            r.figures.answer_ttft_ms.unwrap(),
+            r.measured.figures.ttft_ms.unwrap(),
+            r.measured.figures.answer_ttft_ms.unwrap(),
         );
         // Eight reasoning tokens 20 ms apart come first.
         assert!(
@@ -422,14 +433,19 @@ async fn reasoning_timing_and_token_counts_in_every_flavor() {
         );
         // The sim counts every token it sent; Anthropic's message_start already said 1, and the
         // cumulative count must not be added to it.
-        assert_eq!(r.output_tokens, Some(r.content_chunks as u64), "{}", t.name);
+        assert_eq!(
+            r.measured.output_tokens,
+            Some(r.measured.reading.chunks as u64),
+            "{}",
+            t.name
+        );
         let reasoning = match t.name.as_str() {
             "openai-chat" | "openai-responses" | "gemini" => Some(8),
             _ => None,
         };
-        assert_eq!(r.reasoning_tokens, reasoning, "{}", t.name);
+        assert_eq!(r.measured.reading.reasoning_tokens, reasoning, "{}", t.name);
         assert!(
-            r.fingerprint.is_some(),
+            r.context.fingerprint.is_some(),
             "{}: the echoed model at least",
             t.name
         );
@@ -447,14 +463,19 @@ async fn connect_error_on_a_closed_port() {
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert_eq!(r.outcome, Outcome::ConnectError, "{:?}", r.error);
-    assert!(
-        r.error.as_deref().unwrap().starts_with("connect:"),
+    assert_eq!(
+        r.judged.outcome,
+        Outcome::ConnectError,
         "{:?}",
-        r.error
+        r.judged.error
     );
-    assert_eq!(r.http_status, None);
-    assert_eq!(r.figures.ttfb_ms, None);
+    assert!(
+        r.judged.error.as_deref().unwrap().starts_with("connect:"),
+        "{:?}",
+        r.judged.error
+    );
+    assert_eq!(r.measured.reading.http_status, None);
+    assert_eq!(r.measured.figures.ttfb_ms, None);
 }
 
 #[tokio::test]
@@ -465,9 +486,9 @@ async fn the_role_only_first_chunk_is_not_the_first_token() {
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert_eq!(r.outcome, Outcome::Ok);
-    let ttfb = r.figures.ttfb_ms.unwrap();
-    let ttft = r.figures.ttft_ms.unwrap();
+    assert_eq!(r.judged.outcome, Outcome::Ok);
+    let ttfb = r.measured.figures.ttfb_ms.unwrap();
+    let ttft = r.measured.figures.ttft_ms.unwrap();
     assert!(ttfb < 100.0, "headers come at once: {ttfb}");
     assert!(ttft >= 300.0, "ttft {ttft} must not count the role chunk");
 }
@@ -494,18 +515,29 @@ async fn server_timings_and_server_ttft() {
     let runner = Runner::new(2);
     for t in &cfg.targets {
         let r = runner.run_one(&cfg.probes[0], t).await;
-        assert_eq!(r.outcome, Outcome::Ok, "{}: {:?}", t.name, r.error);
-        let timings = r.server_timings.as_ref().expect("server timings");
+        assert_eq!(
+            r.judged.outcome,
+            Outcome::Ok,
+            "{}: {:?}",
+            t.name,
+            r.judged.error
+        );
+        let timings = r
+            .measured
+            .reading
+            .server_timings
+            .as_ref()
+            .expect("server timings");
         let key = if t.name == "ollama" {
             "prompt_eval_duration"
         } else {
             "prompt_ms"
         };
         assert!(timings.get(key).is_some(), "{}: {timings}", t.name);
-        let server = r.server_ttft_ms.expect("server ttft");
+        let server = r.measured.server_ttft_ms.expect("server ttft");
         assert!((server - 120.0).abs() < 1.0, "{}: {server}", t.name);
         // Ours includes the server's and the trip to it.
-        assert!(r.figures.ttft_ms.unwrap() >= server, "{}", t.name);
+        assert!(r.measured.figures.ttft_ms.unwrap() >= server, "{}", t.name);
         // The server's figure is published beside ours.
         let metrics = llm_canary::testing::sinks::metrics::Metrics::new(&cfg);
         metrics.record(&r, t);

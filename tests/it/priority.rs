@@ -67,9 +67,12 @@ async fn a_vllm_without_priority_scheduling_refuses_and_the_error_says_what_to_d
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert_eq!(r.outcome.as_str(), "http_error");
-    assert_eq!(r.reason.map(|x| x.as_str()), Some("priority_unsupported"));
-    let error = r.error.unwrap_or_default();
+    assert_eq!(r.judged.outcome.as_str(), "http_error");
+    assert_eq!(
+        r.measured.reading.http_reason.map(|x| x.as_str()),
+        Some("priority_unsupported")
+    );
+    let error = r.judged.error.unwrap_or_default();
     for said in [
         "Got priority 1000000 but Priority scheduling is not enabled.",
         "--scheduling-policy priority",
@@ -160,13 +163,18 @@ async fn busy_server(probe_keys: &str) -> Vec<(bool, std::time::Instant, f64)> {
         }
     }
     let first = first.await.unwrap();
-    assert!(first.success(), "{:?} {:?}", first.outcome, first.error);
+    assert!(
+        first.success(),
+        "{:?} {:?}",
+        first.judged.outcome,
+        first.judged.error
+    );
     let mut out = Vec::new();
     for (is_probe, run) in runs {
         let r = run.await.unwrap();
-        assert!(r.success(), "{:?}", r.error);
-        let served = sim.served_at(&r.request_id).expect("a slot");
-        let waited = sim.queue_wait_ms(&r.request_id).expect("a wait");
+        assert!(r.success(), "{:?}", r.judged.error);
+        let served = sim.served_at(&r.id.request_id).expect("a slot");
+        let waited = sim.queue_wait_ms(&r.id.request_id).expect("a wait");
         out.push((is_probe, served, waited));
     }
     out

@@ -24,8 +24,16 @@ async fn every_flavor_reports_the_prompt_tokens_the_sim_counted() {
     let runner = Runner::new(1);
     for t in &cfg.targets {
         let r = runner.run_one(&cfg.probes[0], t).await;
-        assert_eq!(r.outcome.as_str(), "ok", "{}: {:?}", t.name, r.error);
+        assert_eq!(
+            r.judged.outcome.as_str(),
+            "ok",
+            "{}: {:?}",
+            t.name,
+            r.judged.error
+        );
         let n = r
+            .measured
+            .reading
             .input_tokens
             .unwrap_or_else(|| panic!("{}: no input tokens", t.name));
         // The sim counts the prompt's words and the nonce line cache_bust: prefix adds.

@@ -107,12 +107,12 @@ async fn priority_headers_request_id_and_key_arrive_body() {
     let r = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert!(r.success(), "{:?}", r.error);
+    assert!(r.success(), "{:?}", r.judged.error);
     let seen = &sim.seen()[0];
     assert_eq!(seen.body["priority"], json!(7));
     assert_eq!(seen.header("x-canary"), Some("1"));
     assert_eq!(seen.header("x-team"), Some("infra"));
-    assert_eq!(seen.header("x-request-id"), Some(r.request_id.as_str()));
+    assert_eq!(seen.header("x-request-id"), Some(r.id.request_id.as_str()));
     assert_eq!(seen.header("authorization"), Some("Bearer sk-test-arrives"));
     assert_eq!(seen.body["stream"], json!(true));
     assert_eq!(seen.body["max_tokens"], json!(64));
@@ -120,18 +120,18 @@ async fn priority_headers_request_id_and_key_arrive_body() {
     let r2 = Runner::new(1)
         .run_one(&cfg.probes[0], &cfg.targets[0])
         .await;
-    assert_ne!(r.request_id, r2.request_id);
+    assert_ne!(r.id.request_id, r2.id.request_id);
     assert_eq!(
         sim.seen()[1].header("x-request-id"),
-        Some(r2.request_id.as_str())
+        Some(r2.id.request_id.as_str())
     );
     // Each carries its own sampled W3C trace context, whose trace id the result names.
     for (seen, r) in sim.seen().iter().zip([&r, &r2]) {
         let tp = seen.header("traceparent").expect("a traceparent header");
-        assert_eq!(tp, format!("00-{}-{}", r.trace_id, &tp[36..]));
+        assert_eq!(tp, format!("00-{}-{}", r.id.trace_id, &tp[36..]));
         assert!(tp.ends_with("-01"), "{tp}");
     }
-    assert_ne!(r.trace_id, r2.trace_id);
+    assert_ne!(r.id.trace_id, r2.id.trace_id);
 }
 #[test]
 fn anthropic_keys_go_in_x_api_key_with_a_version_and_bearer_elsewhere() {

@@ -346,22 +346,26 @@ impl Metrics {
     }
 
     pub fn record(&self, r: &ProbeResult, target: &Target) {
-        let values = self.pair_values(&r.probe, target);
-        let run = run_key(&values, r.rung);
+        let values = self.pair_values(&r.id.probe, target);
+        let run = run_key(&values, r.id.rung.map(|r| r.size));
         let l: Vec<&str> = run.iter().map(String::as_str).collect();
-        let started = seconds(r.started_at);
+        let started = seconds(r.id.started_at);
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         let s = &self.slots;
-        let (input, output) = (r.input_tokens, r.output_tokens);
+        let (input, output) = (r.measured.reading.input_tokens, r.measured.output_tokens);
         // A cache check's warm run is served from the cache on purpose: its latency is no
         // user's, so it stays out of the latency series (as a warm-up does).
-        let warm = r.cache_phase == Some(CachePhase::Warm);
+        let warm = r.context.cache_phase() == Some(CachePhase::Warm);
+        let cache = r.context.cache_check.map(|c| c.figures).unwrap_or_default();
         let cost = target
             .price
             .as_ref()
             .map(|price| price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64));
         self.pair.update(&run, |v| {
-            v.inc(s.runs.nth(runs_index(r.outcome, r.reason)));
+            v.inc(
+                s.runs
+                    .nth(runs_index(r.judged.outcome, r.measured.reading.http_reason)),
+            );
             v.set(s.probe_success, if r.success() { 1.0 } else { 0.0 });
             v.set(s.last_run, started);
             if r.success() {
@@ -377,23 +381,23 @@ impl Metrics {
             if let Some(c) = cost {
                 v.add(s.cost, c);
             }
-            let ttft = secs(r.figures.ttft_ms);
+            let ttft = secs(r.measured.figures.ttft_ms);
             // A transport failure has no meaningful end-to-end time (a timeout or a reset).
-            let e2e = secs(r.figures.e2e_ms).filter(|_| !r.outcome.is_transport());
-            let latency = !r.warmup && !warm;
+            let e2e = secs(r.measured.figures.e2e_ms).filter(|_| !r.judged.outcome.is_transport());
+            let latency = !r.context.warmup && !warm;
             let figures = [
-                (s.output_tokens, r.output_tokens.map(|n| n as f64)),
-                (s.repetition_score, r.repetition_score),
-                (s.server_ttft, secs(r.server_ttft_ms)),
-                (s.tokens_per_second, r.figures.tokens_per_second),
-                (s.warmup_ttft, ttft.filter(|_| r.warmup)),
+                (s.output_tokens, r.measured.output_tokens.map(|n| n as f64)),
+                (s.repetition_score, r.judged.repetition_score()),
+                (s.server_ttft, secs(r.measured.server_ttft_ms)),
+                (s.tokens_per_second, r.measured.figures.tokens_per_second),
+                (s.warmup_ttft, ttft.filter(|_| r.context.warmup)),
                 (s.last_ttft, ttft.filter(|_| latency)),
                 (s.last_e2e, e2e.filter(|_| latency)),
-                (s.prefix_cache_ttft_speedup, r.prefix_cache_ttft_speedup),
-                (s.prefill, r.prefill.map(|p| p.tokens_per_second)),
-                (s.answer_similarity, r.similarity),
+                (s.prefix_cache_ttft_speedup, cache.ttft_speedup),
+                (s.prefill, r.context.prefill.map(|p| p.tokens_per_second)),
+                (s.answer_similarity, r.judged.similarity),
             ];
-            match r.prefix_cache_hit_ratio {
+            match cache.hit_ratio {
                 Some(x) => v.set(s.prefix_cache_hit_ratio, x),
                 // A server that stopped reporting its cached count leaves no stale ratio.
                 None if warm => v.clear(s.prefix_cache_hit_ratio),
@@ -406,27 +410,34 @@ impl Metrics {
             }
         });
         // The target's build and the pair's output are the pair's, whichever rung saw them.
-        if r.target_changed || r.output_changed {
+        if r.context.target_changed || r.context.output_changed {
             self.pair.update(&run_key(&values, None), |v| {
-                if r.target_changed {
+                if r.context.target_changed {
                     v.inc(s.target_changes);
                     v.set(s.last_change, started);
                 }
-                if r.output_changed {
+                if r.context.output_changed {
                     v.inc(s.output_changes);
                 }
             });
         }
-        if r.confirm {
+        if r.context.confirm {
             self.confirm_runs
-                .with_label_values(&with(&l, &[r.outcome.as_str().to_string()]))
+                .with_label_values(&with(&l, &[r.judged.outcome.as_str().to_string()]))
                 .inc();
         }
         if let Some(c) = cost {
-            self.spent(c, r.started_at);
+            self.spent(c, r.id.started_at);
         }
-        if let Some(fp) = &r.fingerprint {
-            let identity = [r.reported_model.clone().unwrap_or_default(), fp.to_string()];
+        if let Some(fp) = &r.context.fingerprint {
+            let identity = [
+                r.measured
+                    .reading
+                    .reported_model
+                    .clone()
+                    .unwrap_or_default(),
+                fp.to_string(),
+            ];
             let pair: Vec<&str> = values.iter().map(String::as_str).collect();
             let mut info_of = self.info_of.lock().expect("info lock");
             if info_of.get(&values) != Some(&identity) {
@@ -438,28 +449,26 @@ impl Metrics {
                     .set(1.0);
             }
         }
-        if r.warmup || warm {
+        if r.context.warmup || warm {
             return;
         }
-        if let Some(t) = secs(r.figures.answer_ttft_ms) {
+        if let Some(t) = secs(r.measured.figures.answer_ttft_ms) {
             self.answer_ttft.with_label_values(&l).observe(t);
         }
-        if let Some(t) = secs(r.figures.ttft_ms) {
+        if let Some(t) = secs(r.measured.figures.ttft_ms) {
             self.ttft.with_label_values(&l).observe(t);
         }
-        if !r.outcome.is_transport() {
-            if let Some(t) = secs(r.figures.e2e_ms) {
+        if !r.judged.outcome.is_transport() {
+            if let Some(t) = secs(r.measured.figures.e2e_ms) {
                 self.e2e.with_label_values(&l).observe(t);
             }
         }
-        if let Some(t) = secs(r.figures.tpot_ms) {
+        if let Some(t) = secs(r.measured.figures.tpot_ms) {
             self.tpot.with_label_values(&l).observe(t);
         }
-        if let Some(tl) = &r.timeline {
-            let h = self.itl.with_label_values(&l);
-            for g in tl.gaps() {
-                h.observe(g.as_secs_f64());
-            }
+        let h = self.itl.with_label_values(&l);
+        for g in r.measured.reading.timeline.gaps() {
+            h.observe(g.as_secs_f64());
         }
     }
 

@@ -36,11 +36,11 @@ fn an_http_error_is_counted_by_its_reason_and_other_runs_without_one() {
     let (_dir, cfg) = config();
     let m = Metrics::new(&cfg);
     let mut r = ProbeResult::example();
-    r.outcome = Outcome::HttpError;
-    r.reason = Some(HttpReason::RateLimited);
+    r.judged.outcome = Outcome::HttpError;
+    r.measured.reading.http_reason = Some(HttpReason::RateLimited);
     m.record(&r, &cfg.targets[0]);
-    r.outcome = Outcome::ContentFiltered;
-    r.reason = None;
+    r.judged.outcome = Outcome::ContentFiltered;
+    r.measured.reading.http_reason = None;
     m.record(&r, &cfg.targets[0]);
     let text = String::from_utf8(m.encode()).unwrap();
     let runs: Vec<&str> = text
@@ -67,11 +67,11 @@ fn answer_ttft_is_observed_apart_and_not_for_warm_ups() {
     let m = Metrics::new(&cfg);
     let target = cfg.targets[0].clone();
     let mut r = ProbeResult::example();
-    r.figures.ttft_ms = Some(30.0);
-    r.figures.answer_ttft_ms = Some(640.0);
-    r.figures.e2e_ms = Some(900.0);
+    r.measured.figures.ttft_ms = Some(30.0);
+    r.measured.figures.answer_ttft_ms = Some(640.0);
+    r.measured.figures.e2e_ms = Some(900.0);
     m.record(&r, &target);
-    r.warmup = true;
+    r.context.warmup = true;
     m.record(&r, &target);
     let text = String::from_utf8(m.encode()).unwrap();
     let find =
@@ -120,11 +120,11 @@ fn a_build_change_shows_in_the_series() {
     let m = Metrics::new(&cfg);
     let target = cfg.targets[0].clone();
     let mut r = ProbeResult::example();
-    r.reported_model = Some("m".into());
-    r.fingerprint = Some("build-a".into());
+    r.measured.reading.reported_model = Some("m".into());
+    r.context.fingerprint = Some("build-a".into());
     m.record(&r, &target);
-    r.fingerprint = Some("build-b".into());
-    (r.target_changed, r.output_changed) = (true, true);
+    r.context.fingerprint = Some("build-b".into());
+    (r.context.target_changed, r.context.output_changed) = (true, true);
     m.record(&r, &target);
     let text = String::from_utf8(m.encode()).unwrap();
     let line = |name: &str| {
@@ -168,9 +168,9 @@ fn tokens_and_cost_add_up_per_pair_warm_ups_included() {
     let m = Metrics::new(&cfg);
     m.init_pair(&cfg.probes[0], &cfg.targets[1]);
     let mut r = ProbeResult::example();
-    (r.input_tokens, r.output_tokens) = (Some(1000), Some(100));
+    (r.measured.reading.input_tokens, r.measured.output_tokens) = (Some(1000), Some(100));
     m.record(&r, &cfg.targets[0]);
-    r.warmup = true;
+    r.context.warmup = true;
     m.record(&r, &cfg.targets[0]);
     let text = String::from_utf8(m.encode()).unwrap();
     let value = |prefix: &str| {
@@ -237,9 +237,9 @@ fn a_budget_gone_over_sets_its_gauge() {
     };
     assert_eq!(gauge(&m).as_deref(), Some("0"));
     let mut r = ProbeResult::example();
-    r.started_at = jiff::Timestamp::now();
+    r.id.started_at = jiff::Timestamp::now();
     // 0.006 EUR a run: over 0.01 on the second.
-    (r.input_tokens, r.output_tokens) = (Some(1000), Some(400));
+    (r.measured.reading.input_tokens, r.measured.output_tokens) = (Some(1000), Some(400));
     m.record(&r, &cfg.targets[0]);
     assert_eq!(gauge(&m).as_deref(), Some("0"));
     m.record(&r, &cfg.targets[0]);
@@ -260,16 +260,24 @@ fn a_warm_cache_check_run_sets_the_cache_gauges_and_stays_out_of_latency() {
             .collect()
     };
     let mut r = ProbeResult::example();
-    r.figures.ttft_ms = Some(400.0);
-    r.cache_phase = Some(CachePhase::Cold);
+    r.measured.figures.ttft_ms = Some(400.0);
+    let cache = |phase, hit_ratio, ttft_speedup| {
+        Some(crate::result::CacheRun {
+            phase,
+            figures: crate::result::CacheFigures {
+                hit_ratio,
+                ttft_speedup,
+            },
+        })
+    };
+    r.context.cache_check = cache(CachePhase::Cold, None, None);
     m.record(&r, &cfg.targets[0]);
     assert!(
         lines(&m, "llm_canary_prefix_cache").is_empty(),
         "a cold run sets neither"
     );
-    r.figures.ttft_ms = Some(100.0);
-    r.cache_phase = Some(CachePhase::Warm);
-    (r.prefix_cache_hit_ratio, r.prefix_cache_ttft_speedup) = (Some(0.99), Some(4.0));
+    r.measured.figures.ttft_ms = Some(100.0);
+    r.context.cache_check = cache(CachePhase::Warm, Some(0.99), Some(4.0));
     m.record(&r, &cfg.targets[0]);
     let ratio = lines(&m, "llm_canary_prefix_cache_hit_ratio{");
     assert!(ratio.len() == 1 && ratio[0].ends_with(" 0.99"), "{ratio:?}");
@@ -284,7 +292,7 @@ fn a_warm_cache_check_run_sets_the_cache_gauges_and_stays_out_of_latency() {
     let last = lines(&m, "llm_canary_last_ttft_seconds{");
     assert!(last[0].ends_with(" 0.4"), "{last:?}");
     // A server that stops reporting a cached count leaves no ratio behind.
-    r.prefix_cache_hit_ratio = None;
+    r.context.cache_check = cache(CachePhase::Warm, None, Some(4.0));
     m.record(&r, &cfg.targets[0]);
     assert!(lines(&m, "llm_canary_prefix_cache_hit_ratio{").is_empty());
     assert_eq!(lines(&m, "llm_canary_prefix_cache_ttft_speedup{").len(), 1);
@@ -305,7 +313,7 @@ fn a_reference_probes_similarity_is_a_gauge_and_others_have_none() {
     let mut r = ProbeResult::example();
     m.record(&r, &cfg.targets[0]);
     assert!(lines("llm_canary_answer_similarity{").is_empty());
-    r.similarity = Some(0.42);
+    r.judged.similarity = Some(0.42);
     m.record(&r, &cfg.targets[0]);
     let g = lines("llm_canary_answer_similarity{");
     assert!(g.len() == 1 && g[0].ends_with(" 0.42"), "{g:?}");
@@ -330,17 +338,20 @@ fn a_ladders_runs_carry_their_rung_and_other_series_none() {
     let m = Metrics::new(&cfg);
     m.init_pair(probe, target);
     let mut r = ProbeResult::example();
-    r.figures.ttft_ms = Some(100.0);
-    r.rung = Some(2048);
-    r.prefill = Some(crate::result::Prefill {
+    r.measured.figures.ttft_ms = Some(100.0);
+    r.id.rung = Some(crate::result::Rung {
+        size: 2048,
+        prompt_tokens_estimate: 2000,
+    });
+    r.context.prefill = Some(crate::result::Prefill {
         tokens_per_second: 3000.0,
         source: crate::result::PromptTokens::Estimate,
     });
-    r.target_changed = true;
+    r.context.target_changed = true;
     m.record(&r, target);
     // A probe without a ladder, on the same registry.
-    r.probe = "plain".into();
-    (r.rung, r.prefill) = (None, None);
+    r.id.probe = "plain".into();
+    (r.id.rung, r.context.prefill) = (None, None);
     m.record(&r, target);
     m.skipped("p", target);
     let text = String::from_utf8(m.encode()).unwrap();

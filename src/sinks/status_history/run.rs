@@ -57,30 +57,32 @@ pub struct Detected {
 impl From<&ProbeResult> for Run {
     fn from(r: &ProbeResult) -> Run {
         Run {
-            probe: r.probe.clone(),
-            target: r.target.clone(),
+            probe: r.id.probe.clone(),
+            target: r.id.target.clone(),
             // As the record has it, so the page says the same before and after a restart.
             started_at: r
+                .id
                 .started_at
                 .round(jiff::Unit::Millisecond)
-                .unwrap_or(r.started_at),
-            outcome: r.outcome.as_str().to_string(),
+                .unwrap_or(r.id.started_at),
+            outcome: r.judged.outcome.as_str().to_string(),
             success: r.success(),
-            maintenance: r.maintenance,
-            warmup: r.warmup,
-            cache_phase: r.cache_phase,
-            ttft_ms: r.figures.ttft_ms,
-            tokens_per_second: r.figures.tokens_per_second,
-            http_status: r.http_status,
-            request_id: r.request_id.clone(),
-            trace_id: r.trace_id.clone(),
-            error: r.error.clone(),
+            maintenance: r.context.maintenance,
+            warmup: r.context.warmup,
+            cache_phase: r.context.cache_phase(),
+            ttft_ms: r.measured.figures.ttft_ms,
+            tokens_per_second: r.measured.figures.tokens_per_second,
+            http_status: r.measured.reading.http_status,
+            request_id: r.id.request_id.clone(),
+            trace_id: r.id.trace_id.clone(),
+            error: r.judged.error.clone(),
             failed_checks: r
+                .judged
                 .failed_checks
                 .iter()
                 .map(|o| o.as_str().to_string())
                 .collect(),
-            repetition: r.repetition.as_ref().map(|rep| Detected {
+            repetition: r.judged.repetition.as_ref().map(|rep| Detected {
                 detector: rep.decided().map(|f| f.detector().as_str().to_string()),
             }),
         }

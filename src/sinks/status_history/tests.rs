@@ -151,7 +151,7 @@ fn the_recent_runs_and_failures_are_bounded() {
 fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
     let tmp = tempfile::tempdir().unwrap();
     let mut r = ProbeResult::example();
-    (r.probe, r.target) = ("p".into(), "t".into());
+    (r.id.probe, r.id.target) = ("p".into(), "t".into());
     let line = r.to_json_line().len() as u64 + 1;
     let settings = ResultsLogSettings {
         path: tmp.path().join("results.jsonl"),
@@ -160,16 +160,16 @@ fn the_rebuild_reads_rotated_files_oldest_first_and_skips_what_is_too_old() {
     };
     let mut log = ResultsLog::open(&settings).unwrap();
     for i in 0..8 {
-        r.started_at = ts(&format!("2025-03-10T11:0{i}:00Z"));
-        r.outcome = if i == 3 {
+        r.id.started_at = ts(&format!("2025-03-10T11:0{i}:00Z"));
+        r.judged.outcome = if i == 3 {
             crate::outcome::Outcome::Stall
         } else {
             crate::outcome::Outcome::Ok
         };
-        r.request_id = format!("req-{i}");
+        r.id.request_id = format!("req-{i}");
         log.append(&r).unwrap();
     }
-    r.started_at = ts("2025-01-01T00:00:00Z");
+    r.id.started_at = ts("2025-01-01T00:00:00Z");
     log.append(&r).unwrap();
     std::fs::write(
         tmp.path().join("results.jsonl.1"),
@@ -195,16 +195,17 @@ fn a_content_failure_keeps_its_sentence_checks_and_detector() {
     use crate::outcome::Outcome;
     let h = history();
     let mut r = ProbeResult::example();
-    (r.probe, r.target) = ("p".into(), "t".into());
-    r.started_at = ts("2025-03-10T11:00:00Z");
-    r.outcome = Outcome::Repetition;
-    r.failed_checks = vec![Outcome::Repetition, Outcome::TooLong];
-    r.error = Some("repetition, detector tail_loop: the text ends in a loop".into());
-    r.repetition = Some(repetition::analyze(
+    (r.id.probe, r.id.target) = ("p".into(), "t".into());
+    r.id.started_at = ts("2025-03-10T11:00:00Z");
+    r.judged.outcome = Outcome::Repetition;
+    r.judged.failed_checks = vec![Outcome::Repetition, Outcome::TooLong];
+    r.judged.error = Some("repetition, detector tail_loop: the text ends in a loop".into());
+    r.judged.repetition = Some(repetition::analyze(
         &"Paris! ".repeat(40),
         &repetition::Thresholds::default(),
     ));
     let detector = r
+        .judged
         .repetition
         .as_ref()
         .and_then(|x| x.decided())
@@ -213,8 +214,8 @@ fn a_content_failure_keeps_its_sentence_checks_and_detector() {
     assert_eq!(detector.as_str(), "tail_loop");
     h.record(&Run::from(&r));
     // A line logged before content failures carried a sentence still names the detector.
-    r.started_at = ts("2025-03-10T11:01:00Z");
-    r.error = None;
+    r.id.started_at = ts("2025-03-10T11:01:00Z");
+    r.judged.error = None;
     let line: Run = serde_json::from_str(&r.to_json_line()).unwrap();
     h.record(&line);
     let s = &h.snapshot(ts("2025-03-10T11:02:00Z"))[0];
@@ -380,8 +381,8 @@ fn a_rotated_file_that_ends_an_hour_before_the_oldest_run_wanted_is_left_unread(
     };
     let line = |at: &str| {
         let mut r = ProbeResult::example();
-        (r.probe, r.target) = ("p".into(), "t".into());
-        r.started_at = ts(at);
+        (r.id.probe, r.id.target) = ("p".into(), "t".into());
+        r.id.started_at = ts(at);
         r.to_json_line()
     };
     // The rotated file has a line that does not read: counted only when the file is read.
