@@ -58,13 +58,13 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
         );
     }
     for t in &cfg.targets {
-        let key = match t.key_header() {
-            Some(h) if h == "x-api-key" => "key in x-api-key, with anthropic-version".to_string(),
-            Some(h) if h == reqwest::header::AUTHORIZATION => {
+        let key = match (t.key_header(), t.provider_auth()) {
+            (Some(h), Some(own)) if h == own.key_header => own.describe(),
+            (Some(h), _) if h == reqwest::header::AUTHORIZATION => {
                 "key as a bearer token in authorization".to_string()
             }
-            Some(h) => format!("key in {h}"),
-            None => match (&t.aws, &t.entra) {
+            (Some(h), _) => format!("key in {h}"),
+            (None, _) => match (&t.aws, &t.entra) {
                 (Some(aws), _) => format!(
                     "requests signed with AWS SigV4 for {}, {}",
                     aws.region,
