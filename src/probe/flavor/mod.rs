@@ -104,6 +104,17 @@ impl Api {
     }
 }
 
+/// The APIs whose flavor `takes` something (a setting only some APIs have), as `api:` spells
+/// them, for an error that says where the setting applies.
+pub fn apis_where(takes: impl Fn(&dyn Flavor) -> bool) -> String {
+    let names: Vec<&str> = Api::ALL
+        .iter()
+        .filter(|api| takes(api.flavor()))
+        .map(|api| api.as_str())
+        .collect();
+    names.join(" or ")
+}
+
 /// How the provider whose own server `server:` names (`anthropic`) takes a key there, whatever
 /// API the target speaks; `None` for a server kind no flavor's provider claims.
 pub fn server_auth(server: &str) -> Option<ProviderAuth> {
