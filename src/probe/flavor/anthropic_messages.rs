@@ -4,9 +4,8 @@
 //! the stop reason and the cumulative output token count; `message_stop` ends the stream;
 //! `ping` is no chunk; an `error` event inside a 200 is an error.
 
-use serde_json::{json, Map, Value};
-
 use reqwest::header::HeaderMap;
+use serde_json::{json, Map, Value};
 
 use super::errors::{self, stream_error, Words};
 use super::{chat_messages, text_of, Ask, Delta, Flavor, PrefixCache, PromptCounts, ProviderAuth};
@@ -17,7 +16,7 @@ pub const PATH: &str = "/messages";
 const HOST: &str = "api.anthropic.com";
 
 /// The API version Anthropic's own server is told a request speaks.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Anthropic's own server (its host, or a target with `server: anthropic`) takes the key in
 /// `x-api-key`, with the version header; any other server speaking the API (vLLM, llama.cpp)
@@ -30,7 +29,7 @@ const AUTH: ProviderAuth = ProviderAuth {
 
 /// Anthropic's error types (`{"type": "error", "error": {"type"}}`) and its words for a prompt
 /// over the context window.
-pub(super) const WORDS: Words = Words {
+const WORDS: Words = Words {
     overloaded: &["overloaded_error"],
     rate_limited: &[],
     auth: &[],

@@ -15,7 +15,7 @@ use super::helpers::path_segment;
 use super::{Flavor, PrefixCache, TargetError, TargetField};
 
 /// Azure's error codes (`{"error": {"code"}}`).
-pub(super) const WORDS: Words = Words {
+const WORDS: Words = Words {
     overloaded: &["ServiceUnavailable"],
     rate_limited: &[],
     auth: &[],

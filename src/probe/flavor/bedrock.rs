@@ -8,9 +8,8 @@
 //! and the server's own latency). An exception frame inside the 200 is an error in the stream.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use serde_json::{json, Map, Value};
-
 use reqwest::header::HeaderMap;
+use serde_json::{json, Map, Value};
 
 use super::errors::{self, Words};
 use super::sigv4::SignError;
@@ -32,10 +31,10 @@ pub(crate) fn sign_request(
 }
 
 /// The header AWS names an error's type in.
-pub const ERROR_TYPE: &str = "x-amzn-errortype";
+const ERROR_TYPE: &str = "x-amzn-errortype";
 
 /// Bedrock's error types: a model being loaded is an overload, not the caller's quota spent.
-pub(super) const WORDS: Words = Words {
+const WORDS: Words = Words {
     overloaded: &["ServiceUnavailableException", "ModelNotReadyException"],
     rate_limited: &["ThrottlingException", "ServiceQuotaExceededException"],
     auth: &[
@@ -54,7 +53,8 @@ pub(super) const WORDS: Words = Words {
 pub struct Bedrock;
 
 impl Flavor for Bedrock {
-    /// The path after `base_url` (the runtime endpoint, `https://bedrock-runtime.REGION.amazonaws.com`).
+    /// The path after `base_url` (the runtime endpoint,
+    /// `https://bedrock-runtime.REGION.amazonaws.com`).
     fn path(&self, model: &str) -> String {
         format!(
             "/model/{}/converse-stream",

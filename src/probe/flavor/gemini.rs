@@ -8,9 +8,8 @@
 //! there is no end marker after it. A prompt refused before any candidate comes back as
 //! `promptFeedback.blockReason`.
 
-use serde_json::{json, Map, Value};
-
 use reqwest::header::HeaderMap;
+use serde_json::{json, Map, Value};
 
 use super::errors::{self, stream_error, Words};
 use super::helpers::path_segment;
@@ -21,7 +20,7 @@ use crate::checks::CONTENT_FILTER;
 
 /// Gemini's statuses and reasons (`{"error": {"status", "details": [{"reason"}]}}`): a key
 /// it does not know comes as a 400 `INVALID_ARGUMENT` whose reason is `API_KEY_INVALID`.
-pub(super) const WORDS: Words = Words {
+const WORDS: Words = Words {
     overloaded: &["UNAVAILABLE"],
     rate_limited: &[],
     auth: &["API_KEY_INVALID", "PERMISSION_DENIED", "UNAUTHENTICATED"],
