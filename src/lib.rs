@@ -155,8 +155,9 @@ pub mod testing {
     }
     pub mod probe {
         pub mod flavor {
+            pub use crate::probe::flavor::Flavor;
             pub mod gemini {
-                pub use crate::probe::flavor::gemini::event;
+                pub use crate::probe::flavor::gemini::Gemini;
             }
             pub mod openai_chat {
                 pub use crate::probe::flavor::openai_chat::delta;

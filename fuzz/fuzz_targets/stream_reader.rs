@@ -4,6 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use llm_canary::testing::probe::flavor::{gemini::Gemini, Flavor};
 use llm_canary::testing::stream::{sse, StreamCaps};
 
 const CAPS: StreamCaps = StreamCaps {
@@ -31,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&ev) {
             let _ = llm_canary::testing::probe::flavor::openai_chat::delta(&v["choices"][0]);
             let _ = llm_canary::testing::probe::flavor::openai_completions::delta(&v["choices"][0]);
-            let _ = llm_canary::testing::probe::flavor::gemini::event(&v);
+            let _ = Gemini.event("message", &v);
         }
     }
 });

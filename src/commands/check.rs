@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::config::Config;
+use crate::config::{Config, Probe, Target};
 use crate::schedule::Schedule;
 
 /// The next `n` fire times of `schedule` in `tz`, for people.
@@ -30,8 +30,25 @@ fn rfc3339(z: &jiff::Zoned) -> String {
     }
 }
 
+/// What `check` prints of a valid config: a section each, in this order.
 pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut s = String::new();
+    agent(&mut s, cfg);
+    for t in &cfg.targets {
+        target(&mut s, t);
+    }
+    for p in &cfg.probes {
+        probe(&mut s, p, now);
+    }
+    s.push_str(&super::cost::describe(cfg, now));
+    maintenance(&mut s, cfg, now);
+    admin(&mut s, cfg);
+    warnings(&mut s, cfg, now);
+    s
+}
+
+/// The config's file and counts, the agent's labels and its shard.
+fn agent(s: &mut String, cfg: &Config) {
     let _ = writeln!(
         s,
         "{}: valid: agent {:?}, {} target(s), {} probe(s)",
@@ -57,99 +74,114 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             crate::daemon::scheduled_pairs(cfg).len()
         );
     }
-    for t in &cfg.targets {
-        let key = match t.key_header() {
-            Some(h) if h == "x-api-key" => "key in x-api-key, with anthropic-version".to_string(),
-            Some(h) if h == reqwest::header::AUTHORIZATION => {
-                "key as a bearer token in authorization".to_string()
-            }
-            Some(h) => format!("key in {h}"),
-            None => match (&t.aws, &t.entra) {
-                (Some(aws), _) => format!(
-                    "requests signed with AWS SigV4 for {}, {}",
-                    aws.region,
-                    aws.credentials.describe()
-                ),
-                (None, Some(entra)) => entra.describe(),
-                (None, None) => "no key".to_string(),
-            },
-        };
-        let _ = writeln!(s, "target {}: {key}", t.name);
-        if let Some(v) = &t.api_version {
-            let _ = writeln!(s, "  api-version {v}");
-        }
-        if let Some(p) = t.priority {
-            let _ = writeln!(s, "  {}", p.describe());
-        }
+}
+
+/// A target: how its requests are authorised, its API version and its priority.
+fn target(s: &mut String, t: &Target) {
+    let _ = writeln!(s, "target {}: {}", t.name, key(t));
+    if let Some(v) = &t.api_version {
+        let _ = writeln!(s, "  api-version {v}");
     }
-    for p in &cfg.probes {
+    if let Some(p) = t.priority {
+        let _ = writeln!(s, "  {}", p.describe());
+    }
+}
+
+/// Where a target's key goes (as its provider's own server takes it, as a bearer token, or in
+/// its API's header), or what signs or authorises its requests in place of a key.
+fn key(t: &Target) -> String {
+    match (t.key_header(), t.provider_auth()) {
+        (Some(h), Some(own)) if h == own.key_header => own.describe(),
+        (Some(h), _) if h == reqwest::header::AUTHORIZATION => {
+            "key as a bearer token in authorization".to_string()
+        }
+        (Some(h), _) => format!("key in {h}"),
+        (None, _) => match (&t.aws, &t.entra) {
+            (Some(aws), _) => format!(
+                "requests signed with AWS SigV4 for {}, {}",
+                aws.region,
+                aws.credentials.describe()
+            ),
+            (None, Some(entra)) => entra.describe(),
+            (None, None) => "no key".to_string(),
+        },
+    }
+}
+
+/// A probe: its file and targets, its ladder, and its schedule (or that it has none).
+fn probe(s: &mut String, p: &Probe, now: &jiff::Timestamp) {
+    let _ = writeln!(
+        s,
+        "probe {} ({}) -> {}",
+        p.name,
+        p.file.display(),
+        p.targets.join(", ")
+    );
+    if let Some(l) = &p.ladder {
+        let sizes: Vec<String> = l.sizes.iter().map(u32::to_string).collect();
         let _ = writeln!(
             s,
-            "probe {} ({}) -> {}",
-            p.name,
-            p.file.display(),
-            p.targets.join(", ")
+            "  ladder: a run per rung each firing, of about {} tokens{}",
+            sizes.join(", "),
+            if l.needle {
+                ", each asked for a fact hidden in it"
+            } else {
+                ", the prompt padded"
+            }
         );
-        if let Some(l) = &p.ladder {
-            let sizes: Vec<String> = l.sizes.iter().map(u32::to_string).collect();
+    }
+    match &p.schedule {
+        Some(schedule) => scheduled(s, p, schedule, now),
+        None => {
             let _ = writeln!(
                 s,
-                "  ladder: a run per rung each firing, of about {} tokens{}",
-                sizes.join(", "),
-                if l.needle {
-                    ", each asked for a fact hidden in it"
-                } else {
-                    ", the prompt padded"
-                }
+                "  no schedule: runs only with `once`, `gate` and the daemon's /probe"
             );
         }
-        match &p.schedule {
-            Some(schedule) => {
-                let written = match schedule {
-                    Schedule::Every { text, .. } if !text.starts_with('@') => {
-                        format!("every {text}")
-                    }
-                    _ => format!("schedule {:?}", schedule.as_str()),
-                };
-                let jitter = match p.jitter {
-                    j if j.is_zero() => String::new(),
-                    j => format!(
-                        "; each target at its own fixed share of the {} jitter after these",
-                        crate::util::human_duration(j)
-                    ),
-                };
-                let _ = writeln!(
-                    s,
-                    "  {written}{}: next {}{jitter}",
-                    in_words(schedule),
-                    next_fires(schedule, &p.timezone, now, 3)
-                );
-                let confirm = match p.confirm {
-                    c if c.is_on() => format!(
-                        "a failed run is re-run up to {} time(s), {} after each failure, before its next scheduled run",
-                        c.runs,
-                        crate::util::human_duration(c.after)
-                    ),
-                    _ => "off".to_string(),
-                };
-                let _ = writeln!(s, "  confirm: {confirm}");
-                if let Some(c) = p.cache_check {
-                    let _ = writeln!(
-                        s,
-                        "  cache_check: each firing is two runs (cold, then warm) with a {}-character prefix",
-                        c.prefix_chars
-                    );
-                }
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "  no schedule: runs only with `once`, `gate` and the daemon's /probe"
-                );
-            }
-        }
     }
-    s.push_str(&super::cost::describe(cfg, now));
+}
+
+/// A scheduled probe's cadence and next fire times, its confirmation runs and its cache check.
+fn scheduled(s: &mut String, p: &Probe, schedule: &Schedule, now: &jiff::Timestamp) {
+    let written = match schedule {
+        Schedule::Every { text, .. } if !text.starts_with('@') => {
+            format!("every {text}")
+        }
+        _ => format!("schedule {:?}", schedule.as_str()),
+    };
+    let jitter = match p.jitter {
+        j if j.is_zero() => String::new(),
+        j => format!(
+            "; each target at its own fixed share of the {} jitter after these",
+            crate::util::human_duration(j)
+        ),
+    };
+    let _ = writeln!(
+        s,
+        "  {written}{}: next {}{jitter}",
+        in_words(schedule),
+        next_fires(schedule, &p.timezone, now, 3)
+    );
+    let confirm = match p.confirm {
+        c if c.is_on() => format!(
+            "a failed run is re-run up to {} time(s), {} after each failure, before its next scheduled run",
+            c.runs,
+            crate::util::human_duration(c.after)
+        ),
+        _ => "off".to_string(),
+    };
+    let _ = writeln!(s, "  confirm: {confirm}");
+    if let Some(c) = p.cache_check {
+        let _ = writeln!(
+            s,
+            "  cache_check: each firing is two runs (cold, then warm) with a {}-character prefix",
+            c.prefix_chars
+        );
+    }
+}
+
+/// Each maintenance window and when it next opens.
+fn maintenance(s: &mut String, cfg: &Config, now: &jiff::Timestamp) {
     for w in &cfg.maintenance {
         let _ = writeln!(
             s,
@@ -161,10 +193,18 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
             next_fires(&w.schedule, &w.timezone, now, 2)
         );
     }
+}
+
+/// Whether the admin endpoints are off, when that may surprise.
+fn admin(s: &mut String, cfg: &Config) {
     if cfg.agent.admin_token.is_none() && cfg.agent.listen.is_some_and(|a| !a.ip().is_loopback()) {
         // Not a warning: a scrape-only agent needs no admin endpoint; said so it is no surprise.
         let _ = writeln!(s, "admin endpoints (POST /-/reload, /-/maintenance): off, as agent.listen is not loopback-only and no admin token is set (agent.admin_token_env or admin_token_file); SIGHUP still reloads");
     }
+}
+
+/// The config's own warnings, the clock's, and what `run` could not export.
+fn warnings(s: &mut String, cfg: &Config, now: &jiff::Timestamp) {
     for w in &cfg.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
@@ -174,7 +214,6 @@ pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     if let Some(why) = crate::daemon::unexported(cfg) {
         let _ = writeln!(s, "warning: `run` with this config: {why}");
     }
-    s
 }
 
 /// A schedule's cadence in words, in parentheses, when it has a simple one.

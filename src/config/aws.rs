@@ -14,7 +14,7 @@ use serde_saphyr::{Location, Spanned};
 
 use super::{read_secret, Api, ConfigError, FieldPath, Source};
 pub use crate::probe::flavor::AwsAuth;
-use crate::probe::flavor::{AwsCredentials, AwsKeys};
+use crate::probe::flavor::{apis_where, AwsCredentials, AwsKeys};
 use crate::secret::Secret;
 
 #[derive(Debug, Default, Deserialize)]
@@ -61,7 +61,8 @@ pub(super) fn for_target(
             &at.key("aws"),
             a.referenced,
             format!(
-                "aws: applies to api bedrock only, and this target speaks {}",
+                "aws: applies to api {} only, and this target speaks {}",
+                apis_where(|f| f.aws_signer().is_some()),
                 api.as_str()
             ),
         )),

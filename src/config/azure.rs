@@ -11,6 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::{read_secret, Api, ConfigError, FieldPath, Source};
 use crate::cloud::entra::{Entra, EntraSource};
+use crate::probe::flavor::apis_where;
 
 /// `entra:` as written.
 #[derive(Debug, Deserialize)]
@@ -49,7 +50,8 @@ pub(super) fn api_version(
             &field,
             v.referenced,
             format!(
-                "api_version applies to api azure-openai only, and this target speaks {}",
+                "api_version applies to api {} only, and this target speaks {}",
+                apis_where(|f| f.api_version().is_some()),
                 api.as_str()
             ),
         )),
@@ -84,7 +86,8 @@ pub(super) fn entra(
             &field,
             raw.referenced,
             format!(
-                "entra: applies to api azure-openai only, and this target speaks {}",
+                "entra: applies to api {} only, and this target speaks {}",
+                apis_where(|f| f.takes_entra()),
                 api.as_str()
             ),
         ));

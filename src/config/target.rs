@@ -1,6 +1,6 @@
 //! A target of `llm-canary.yaml`, validated: its address parsed into a `Url`, and the headers
-//! every request to it carries (configured ones, the key, Anthropic's version) into a
-//! `HeaderMap`, once at load.
+//! every request to it carries (configured ones, the key, those its provider's own server asks
+//! for) into a `HeaderMap`, once at load.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,11 +12,8 @@ use serde_saphyr::Spanned;
 use super::{
     check_labels, check_name, raw, read_secret, Api, ConfigError, FieldPath, ServerKind, Source,
 };
-use crate::probe::flavor::TargetField;
+use crate::probe::flavor::{ProviderAuth, TargetField};
 use crate::secret::Secret;
-
-/// The `anthropic-version` header a server kind `anthropic` is sent.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -60,6 +57,12 @@ impl Target {
             .iter()
             .find(|(_, v)| v.is_sensitive())
             .map(|(k, _)| k)
+    }
+
+    /// How its provider's own server takes its key, when the target is on it: its `server:`
+    /// names the provider, or its `base_url` is on the API's provider's own host.
+    pub fn provider_auth(&self) -> Option<ProviderAuth> {
+        provider_auth(self.api, self.server, &self.base_url)
     }
 
     /// `base_url` with `path` (`/chat/completions`, `/models` ...) appended.
@@ -122,17 +125,15 @@ pub(super) fn load_target(
         Some(h) => configured_headers(src, &at.key("headers"), h)?,
         None => HeaderMap::new(),
     };
-    // Anthropic's own host takes its key Anthropic's way whatever `server:` says; any other
-    // server speaking the same API (vLLM, llama.cpp) takes a bearer token unless told.
-    let anthropic_way = server == ServerKind::Anthropic || api.flavor().provider_host(&base_url);
-    if anthropic_way {
-        headers.insert(
-            "anthropic-version",
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
+    // The provider's own server takes the key its way (and the headers it asks for) whatever
+    // `server:` says on its own host; any other server speaking the same API (vLLM, llama.cpp)
+    // takes a bearer token unless told.
+    let provider = provider_auth(api, server, &base_url);
+    for (name, value) in provider.iter().flat_map(|p| p.headers) {
+        headers.insert(*name, HeaderValue::from_static(value));
     }
     if let (Some(key), Some((field, referenced))) = (&api_key, key_at) {
-        let (name, value) = key_header(api, anthropic_way, key).ok_or_else(|| {
+        let (name, value) = key_header(api, provider, key).ok_or_else(|| {
             src.err(
                 &field,
                 referenced,
@@ -222,22 +223,32 @@ fn configured_headers(
     Ok(headers)
 }
 
+/// How the provider's own server takes a key, for a target on it: the API's provider on its
+/// own host, or the provider whose server `server:` names, whatever the API.
+fn provider_auth(api: Api, server: ServerKind, base_url: &reqwest::Url) -> Option<ProviderAuth> {
+    let flavor = api.flavor();
+    flavor
+        .provider_auth()
+        .filter(|_| flavor.provider_host(base_url))
+        .or_else(|| crate::probe::flavor::server_auth(server.as_str()))
+}
+
 /// The header that carries `key`, marked sensitive: the API's own header when its flavor names
-/// one (Azure OpenAI's api-key, Gemini's x-goog-api-key), else Anthropic's own API takes it in
-/// x-api-key (with a version header) when `anthropic_way`, and every other server (vLLM and llama.cpp serving
-/// /v1/messages too, and Bedrock with an API key in place of SigV4) takes a bearer token. `None`
-/// when the key cannot be a header value.
-fn key_header(api: Api, anthropic_way: bool, key: &Secret) -> Option<(HeaderName, HeaderValue)> {
-    let (name, value) = match (api.flavor().key_header(), anthropic_way) {
-        (Some(name), _) => (
+/// one for every server, else the provider's own on its own server (`provider`), else a bearer
+/// token (vLLM and llama.cpp serving a provider's API too, and Bedrock with an API key in place
+/// of SigV4). `None` when the key cannot be a header value.
+fn key_header(
+    api: Api,
+    provider: Option<ProviderAuth>,
+    key: &Secret,
+) -> Option<(HeaderName, HeaderValue)> {
+    let own = api.flavor().key_header().or(provider.map(|p| p.key_header));
+    let (name, value) = match own {
+        Some(name) => (
             HeaderName::from_static(name),
             HeaderValue::from_str(key.expose()),
         ),
-        (None, true) => (
-            HeaderName::from_static("x-api-key"),
-            HeaderValue::from_str(key.expose()),
-        ),
-        (None, _) => (
+        None => (
             reqwest::header::AUTHORIZATION,
             HeaderValue::from_str(&format!("Bearer {}", key.expose())),
         ),
@@ -293,18 +304,26 @@ mod tests {
         load_target(&src, &FieldPath::root(), raw, dir.path(), &BTreeMap::new()).unwrap()
     }
 
+    /// The provider's own host takes the key its provider's way, as does a server `server:`
+    /// names as the provider's; any other a bearer token.
     #[test]
-    fn anthropics_own_host_takes_its_key_its_own_way_and_any_other_a_bearer_token() {
+    fn the_providers_own_server_takes_its_key_its_own_way_and_any_other_a_bearer_token() {
         let own = load_text("base_url: https://api.anthropic.com/v1");
-        assert_eq!(own.key_header().map(HeaderName::as_str), Some("x-api-key"));
-        assert_eq!(own.headers["anthropic-version"], ANTHROPIC_VERSION);
+        let auth = own.provider_auth().expect("the provider's host");
+        let key = own.key_header().map(HeaderName::as_str);
+        assert_eq!(key, Some(auth.key_header));
+        for (name, value) in auth.headers {
+            assert_eq!(own.headers[*name], *value);
+        }
         let told = load_text("base_url: http://127.0.0.1:9/v1, server: anthropic");
-        assert_eq!(told.key_header().map(HeaderName::as_str), Some("x-api-key"));
+        assert_eq!(told.provider_auth(), Some(auth));
+        assert_eq!(told.key_header().map(HeaderName::as_str), key);
         let vllm = load_text("base_url: http://127.0.0.1:9/v1, server: vllm");
+        assert_eq!(vllm.provider_auth(), None);
         assert_eq!(
             vllm.key_header().map(HeaderName::as_str),
             Some("authorization")
         );
-        assert!(!vllm.headers.contains_key("anthropic-version"));
+        assert_eq!(vllm.headers.len(), 1, "the key alone");
     }
 }

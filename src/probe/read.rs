@@ -297,26 +297,19 @@ impl Reader {
             self.seen.rate_limit = super::http_reason::rate_limit_headers(resp.headers());
             let resp_headers = resp.headers().clone();
             let text = self.head(resp).await;
-            let json = serde_json::from_str::<Value>(&text).ok();
+            let json = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
             self.seen.http_reason = Some(super::http_reason::classify(
                 status.as_u16(),
-                json.as_ref(),
-                &resp_headers,
+                self.flavor.error_signs(&json, &resp_headers),
             ));
-            if let Some(delay) = json.as_ref().and_then(|v| self.flavor.retry_delay(v)) {
+            if let Some(delay) = self.flavor.retry_delay(&json) {
                 let kept = self.seen.rate_limit.get_or_insert_with(BTreeMap::new);
                 kept.insert("retryDelay".into(), delay);
             }
-            let msg = json
-                .as_ref()
-                .and_then(|v| {
-                    v["error"]["message"]
-                        .as_str()
-                        .or(v["message"].as_str())
-                        .or(v["error"].as_str())
-                        .map(str::to_string)
-                })
-                .unwrap_or_else(|| text.trim().to_string());
+            let msg = match self.flavor.error_message(&json) {
+                Some(m) => m.to_string(),
+                None => text.trim().to_string(),
+            };
             let reason = status.canonical_reason().unwrap_or("");
             let error = if msg.is_empty() {
                 format!("HTTP {} {reason}", status.as_u16())

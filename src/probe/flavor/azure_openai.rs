@@ -7,14 +7,31 @@
 //! prompt's `prompt_filter_results`, and `content_filter_results` on each choice; a stop by the
 //! content filter is `finish_reason: content_filter`, read as every flavor reads it.
 
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::errors::{self, Words};
+use super::helpers::path_segment;
 use super::{Flavor, PrefixCache, TargetError, TargetField};
+
+/// Azure's error codes (`{"error": {"code"}}`).
+const WORDS: Words = Words {
+    overloaded: &["ServiceUnavailable"],
+    rate_limited: &[],
+    auth: &[],
+    not_found: &["DeploymentNotFound"],
+    context_codes: &[],
+    context_phrases: &[],
+};
 
 /// OpenAI chat on Azure's path, with Azure's key header.
 pub struct AzureOpenai;
 
 impl Flavor for AzureOpenai {
-    fn path(&self, model: &str) -> String {
-        path(model)
+    /// The path after `base_url` (the resource's endpoint, `https://NAME.openai.azure.com`); the
+    /// request adds `?api-version=` with the target's version.
+    fn path(&self, deployment: &str) -> String {
+        format!("/openai/deployments/{deployment}/chat/completions")
     }
 
     fn key_header(&self) -> Option<&'static str> {
@@ -31,7 +48,7 @@ impl Flavor for AzureOpenai {
 
     /// The deployment is the path's own segment.
     fn check_target(&self, model: &str, _base_url: &reqwest::Url) -> Result<(), TargetError> {
-        if valid_deployment(model) {
+        if path_segment(model) {
             return Ok(());
         }
         Err(TargetError {
@@ -47,26 +64,24 @@ impl Flavor for AzureOpenai {
     fn prefix_cache(&self) -> PrefixCache {
         PrefixCache::Provider
     }
+
+    fn error_words(&self) -> &'static Words {
+        &WORDS
+    }
+
+    /// Azure's `{"error": {"code"}}`, and the `innererror` its content filter names.
+    fn error_fields(&self, body: &Value, _headers: &HeaderMap) -> Vec<String> {
+        let err = errors::error_object(body);
+        [&err["code"], &err["innererror"]["code"]]
+            .into_iter()
+            .filter_map(errors::word)
+            .collect()
+    }
 }
 
 /// The GA API version a target names unless its `api_version` says otherwise: it has
 /// `stream_options.include_usage`.
 pub const API_VERSION: &str = "2024-10-21";
-
-/// The path after `base_url` (the resource's endpoint, `https://NAME.openai.azure.com`); the
-/// request adds `?api-version=` with the target's version.
-pub fn path(deployment: &str) -> String {
-    format!("/openai/deployments/{deployment}/chat/completions")
-}
-
-/// Azure's deployment names: letters, digits, `-`, `_` and `.`, so the name is its own path
-/// segment.
-pub fn valid_deployment(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
 
 #[cfg(test)]
 mod tests {
@@ -105,12 +120,14 @@ mod tests {
     #[test]
     fn path_and_deployment_names() {
         assert_eq!(
-            path("gpt-4o"),
+            AzureOpenai.path("gpt-4o"),
             "/openai/deployments/gpt-4o/chat/completions"
         );
-        assert!(valid_deployment("gpt-4o_mini.2"));
+        let url = reqwest::Url::parse("https://x.openai.azure.com").unwrap();
+        assert!(AzureOpenai.check_target("gpt-4o_mini.2", &url).is_ok());
         for bad in ["", "a/b", "a b", "a?x", "ü"] {
-            assert!(!valid_deployment(bad), "{bad}");
+            let e = AzureOpenai.check_target(bad, &url).unwrap_err();
+            assert_eq!(e.field, TargetField::Model, "{bad}");
         }
     }
 
@@ -127,5 +144,17 @@ mod tests {
             d.finish_reason.as_deref(),
             Some(crate::checks::CONTENT_FILTER)
         );
+    }
+
+    #[test]
+    fn an_unknown_deployment_is_not_found() {
+        use crate::outcome::HttpReason::NotFound;
+        use crate::probe::http_reason::reason_of;
+        use reqwest::header::HeaderMap;
+        for status in [400, 404] {
+            let body = json!({"error":{"code":"DeploymentNotFound"}});
+            let got = reason_of(Api::AzureOpenai, status, &body, &HeaderMap::new());
+            assert_eq!(got, NotFound, "{status}");
+        }
     }
 }

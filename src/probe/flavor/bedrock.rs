@@ -8,16 +8,58 @@
 //! and the server's own latency). An exception frame inside the 200 is an error in the stream.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use reqwest::header::HeaderMap;
 use serde_json::{json, Map, Value};
 
-pub(crate) use super::sigv4::sign_request;
-use super::{chat_messages, text_of, Ask, Delta, Flavor, Framing, PrefixCache, Signer};
+use super::errors::{self, Words};
+use super::sigv4::SignError;
+use super::{chat_messages, text_of, Ask, AwsKeys, Delta, Flavor, Framing, PrefixCache, Signer};
+
+/// The service Bedrock's requests are signed for.
+const SERVICE: &str = "bedrock";
+
+/// Signs a Bedrock request with SigV4 at `time` (the flavor's [`Signer`]).
+pub(crate) fn sign_request(
+    headers: &mut HeaderMap,
+    url: &str,
+    body: &[u8],
+    region: &str,
+    keys: &AwsKeys,
+    time: std::time::SystemTime,
+) -> Result<(), SignError> {
+    super::sigv4::sign_for(SERVICE, headers, url, body, region, keys, time)
+}
+
+/// The header AWS names an error's type in.
+const ERROR_TYPE: &str = "x-amzn-errortype";
+
+/// Bedrock's error types: a model being loaded is an overload, not the caller's quota spent.
+const WORDS: Words = Words {
+    overloaded: &["ServiceUnavailableException", "ModelNotReadyException"],
+    rate_limited: &["ThrottlingException", "ServiceQuotaExceededException"],
+    auth: &[
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "ExpiredTokenException",
+        "InvalidSignatureException",
+        "IncompleteSignatureException",
+        "MissingAuthenticationTokenException",
+    ],
+    not_found: &["ResourceNotFoundException"],
+    context_codes: &[],
+    context_phrases: &["input is too long"],
+};
 
 pub struct Bedrock;
 
 impl Flavor for Bedrock {
+    /// The path after `base_url` (the runtime endpoint,
+    /// `https://bedrock-runtime.REGION.amazonaws.com`).
     fn path(&self, model: &str) -> String {
-        path(model)
+        format!(
+            "/model/{}/converse-stream",
+            utf8_percent_encode(model, SEGMENT)
+        )
     }
 
     /// The path names the model, and the body refuses unknown keys.
@@ -26,19 +68,117 @@ impl Flavor for Bedrock {
     }
 
     fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-        body(ask, nonce)
+        let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(ask, nonce)
+            .into_iter()
+            .partition(|m| m["role"] == "system");
+        let text_block = |m: &Value| json!([{"text": text_of(&m["content"])}]);
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m["role"], "content": text_block(m)}))
+            .collect();
+        let mut body = Map::new();
+        body.insert("messages".into(), Value::Array(messages));
+        if !system.is_empty() {
+            let system: Vec<Value> = system
+                .iter()
+                .map(|m| json!({"text": text_of(&m["content"])}))
+                .collect();
+            body.insert("system".into(), Value::Array(system));
+        }
+        let mut inference = Map::new();
+        inference.insert("maxTokens".into(), json!(ask.max_tokens));
+        if let Some(t) = ask.temperature {
+            inference.insert("temperature".into(), json!(t));
+        }
+        body.insert("inferenceConfig".into(), Value::Object(inference));
+        if let Some(tools) = ask.tools {
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    let mut spec = super::tool_fields(t, "inputSchema");
+                    spec.insert("inputSchema".into(), json!({"json": t.parameters}));
+                    json!({"toolSpec": spec})
+                })
+                .collect();
+            body.insert("toolConfig".into(), json!({"tools": tools}));
+        }
+        body
     }
 
     fn framing(&self) -> Framing {
         Framing::EventStream
     }
 
+    /// What one frame carried; `kind` is its event type (`exception:<type>` for an exception).
     fn event(&self, kind: &str, v: &Value) -> Delta {
-        event(kind, v)
+        let mut d = Delta::default();
+        let slot = v["contentBlockIndex"].as_u64();
+        match kind {
+            "contentBlockStart" => {
+                if let Some(tool) = v["start"]["toolUse"].as_object() {
+                    d.push_call(slot, tool.get("name").and_then(Value::as_str), "");
+                }
+            }
+            "contentBlockDelta" => {
+                let delta = &v["delta"];
+                if let Some(text) = delta["text"].as_str() {
+                    d.text = text.to_string();
+                } else if let Some(input) = delta["toolUse"]["input"].as_str() {
+                    d.push_call(slot, None, input);
+                } else if let Some(r) = delta["reasoningContent"].as_object() {
+                    let text = r.get("text").and_then(Value::as_str).unwrap_or_default();
+                    d.reasoning_chars = text.chars().count();
+                }
+            }
+            "messageStop" => d.finish_reason = v["stopReason"].as_str().map(finish_reason),
+            // The last event: usage, and the server's own end-to-end figure.
+            "metadata" => {
+                d.output_tokens = v["usage"]["outputTokens"].as_u64();
+                d.input_tokens = v["usage"]["inputTokens"].as_u64();
+                d.server_timings = v["metrics"]["latencyMs"]
+                    .as_f64()
+                    .map(|ms| json!({"latencyMs": ms}));
+                d.done = true;
+            }
+            _ => {
+                if let Some(kind) = kind
+                    .strip_prefix("exception:")
+                    .or(kind.strip_prefix("error:"))
+                {
+                    let message = self.error_message(v).unwrap_or_default();
+                    d.error = Some(format!("{kind}: {message}"));
+                }
+            }
+        }
+        d
     }
 
+    /// A whole Converse answer (a server that answered with JSON): its content blocks, stop
+    /// reason and usage.
     fn whole(&self, v: &Value) -> Delta {
-        whole(v)
+        let mut d = Delta {
+            finish_reason: v["stopReason"].as_str().map(finish_reason),
+            output_tokens: v["usage"]["outputTokens"].as_u64(),
+            input_tokens: v["usage"]["inputTokens"].as_u64(),
+            done: true,
+            ..Delta::default()
+        };
+        let blocks = v["output"]["message"]["content"].as_array();
+        for (i, block) in blocks.into_iter().flatten().enumerate() {
+            if let Some(text) = block["text"].as_str() {
+                d.text.push_str(text);
+            } else if let Some(tool) = block["toolUse"].as_object() {
+                let input = tool.get("input").map(Value::to_string).unwrap_or_default();
+                d.push_call(
+                    Some(i as u64),
+                    tool.get("name").and_then(Value::as_str),
+                    &input,
+                );
+            } else if let Some(r) = block["reasoningContent"]["reasoningText"]["text"].as_str() {
+                d.reasoning_chars += r.chars().count();
+            }
+        }
+        d
     }
 
     fn aws_signer(&self) -> Option<Signer> {
@@ -60,6 +200,31 @@ impl Flavor for Bedrock {
     fn models_path(&self) -> Option<&'static str> {
         None
     }
+
+    /// AWS's `{"message"}`, or `{"Message"}`.
+    fn error_message<'v>(&self, v: &'v Value) -> Option<&'v str> {
+        errors::error_message(v).or(v["Message"].as_str())
+    }
+
+    fn error_words(&self) -> &'static Words {
+        &WORDS
+    }
+
+    /// AWS names the error's type in `x-amzn-ErrorType` (and some bodies in `__type`).
+    fn error_fields(&self, body: &Value, headers: &HeaderMap) -> Vec<String> {
+        errors::word(&body["__type"])
+            .into_iter()
+            .chain(amzn_error_type(headers))
+            .collect()
+    }
+}
+
+/// AWS's `x-amzn-ErrorType` header: the error's type, before any `:` and the namespace URL
+/// after it (`ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/`).
+fn amzn_error_type(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(ERROR_TYPE)?.to_str().ok()?;
+    let ty = v.split(':').next().unwrap_or(v).trim();
+    (!ty.is_empty()).then(|| ty.to_string())
 }
 
 /// What stays as it is in a path segment: RFC 3986's unreserved characters, as AWS's SDKs
@@ -69,52 +234,6 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'.')
     .remove(b'~');
-
-/// The path after `base_url` (the runtime endpoint, `https://bedrock-runtime.REGION.amazonaws.com`).
-pub fn path(model: &str) -> String {
-    format!(
-        "/model/{}/converse-stream",
-        utf8_percent_encode(model, SEGMENT)
-    )
-}
-
-pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-    let (system, messages): (Vec<Value>, Vec<Value>) = chat_messages(ask, nonce)
-        .into_iter()
-        .partition(|m| m["role"] == "system");
-    let text_block = |m: &Value| json!([{"text": text_of(&m["content"])}]);
-    let messages: Vec<Value> = messages
-        .iter()
-        .map(|m| json!({"role": m["role"], "content": text_block(m)}))
-        .collect();
-    let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(messages));
-    if !system.is_empty() {
-        let system: Vec<Value> = system
-            .iter()
-            .map(|m| json!({"text": text_of(&m["content"])}))
-            .collect();
-        body.insert("system".into(), Value::Array(system));
-    }
-    let mut inference = Map::new();
-    inference.insert("maxTokens".into(), json!(ask.max_tokens));
-    if let Some(t) = ask.temperature {
-        inference.insert("temperature".into(), json!(t));
-    }
-    body.insert("inferenceConfig".into(), Value::Object(inference));
-    if let Some(tools) = ask.tools {
-        let tools: Vec<Value> = tools
-            .iter()
-            .map(|t| {
-                let mut spec = super::tool_fields(t, "inputSchema");
-                spec.insert("inputSchema".into(), json!({"json": t.parameters}));
-                json!({"toolSpec": spec})
-            })
-            .collect();
-        body.insert("toolConfig".into(), json!({"tools": tools}));
-    }
-    body
-}
 
 /// Bedrock's stop reasons in OpenAI's words, so `truncated` and `content_filtered` mean the
 /// same everywhere.
@@ -127,81 +246,6 @@ fn finish_reason(stop: &str) -> String {
         other => other,
     }
     .to_string()
-}
-
-/// What one frame carried; `kind` is its event type (`exception:<type>` for an exception).
-pub fn event(kind: &str, v: &Value) -> Delta {
-    let mut d = Delta::default();
-    let slot = v["contentBlockIndex"].as_u64();
-    match kind {
-        "contentBlockStart" => {
-            if let Some(tool) = v["start"]["toolUse"].as_object() {
-                d.push_call(slot, tool.get("name").and_then(Value::as_str), "");
-            }
-        }
-        "contentBlockDelta" => {
-            let delta = &v["delta"];
-            if let Some(text) = delta["text"].as_str() {
-                d.text = text.to_string();
-            } else if let Some(input) = delta["toolUse"]["input"].as_str() {
-                d.push_call(slot, None, input);
-            } else if let Some(r) = delta["reasoningContent"].as_object() {
-                let text = r.get("text").and_then(Value::as_str).unwrap_or_default();
-                d.reasoning_chars = text.chars().count();
-            }
-        }
-        "messageStop" => d.finish_reason = v["stopReason"].as_str().map(finish_reason),
-        // The last event: usage, and the server's own end-to-end figure.
-        "metadata" => {
-            d.output_tokens = v["usage"]["outputTokens"].as_u64();
-            d.input_tokens = v["usage"]["inputTokens"].as_u64();
-            d.server_timings = v["metrics"]["latencyMs"]
-                .as_f64()
-                .map(|ms| json!({"latencyMs": ms}));
-            d.done = true;
-        }
-        _ => {
-            if let Some(kind) = kind
-                .strip_prefix("exception:")
-                .or(kind.strip_prefix("error:"))
-            {
-                let message = v["message"]
-                    .as_str()
-                    .or(v["Message"].as_str())
-                    .unwrap_or_default();
-                d.error = Some(format!("{kind}: {message}"));
-            }
-        }
-    }
-    d
-}
-
-/// A whole Converse answer (a server that answered with JSON): its content blocks, stop
-/// reason and usage.
-pub fn whole(v: &Value) -> Delta {
-    let mut d = Delta {
-        finish_reason: v["stopReason"].as_str().map(finish_reason),
-        output_tokens: v["usage"]["outputTokens"].as_u64(),
-        input_tokens: v["usage"]["inputTokens"].as_u64(),
-        done: true,
-        ..Delta::default()
-    };
-    let blocks = v["output"]["message"]["content"].as_array();
-    for (i, block) in blocks.into_iter().flatten().enumerate() {
-        if let Some(text) = block["text"].as_str() {
-            d.text.push_str(text);
-        } else if let Some(tool) = block["toolUse"].as_object() {
-            let input = tool.get("input").map(Value::to_string).unwrap_or_default();
-            d.push_call(
-                Some(i as u64),
-                tool.get("name").and_then(Value::as_str),
-                &input,
-            );
-        } else if let Some(r) = block["reasoningContent"]["reasoningText"]["text"].as_str() {
-            d.reasoning_chars += r.chars().count();
-        }
-    }
-    d
 }
 
 #[cfg(test)]
@@ -239,7 +283,7 @@ mod tests {
             (None, None, None, None, false);
         for ev in &events {
             assert!(!done, "nothing after the last event");
-            let d = event(&ev.event, &serde_json::from_str(&ev.data).unwrap());
+            let d = Bedrock.event(&ev.event, &serde_json::from_str(&ev.data).unwrap());
             assert_eq!(d.error, None);
             generated += usize::from(d.is_generated());
             text.push_str(&d.text);
@@ -266,11 +310,11 @@ mod tests {
     #[test]
     fn model_ids_are_one_segment() {
         assert_eq!(
-            path("anthropic.claude-3-haiku-20240307-v1:0"),
+            Bedrock.path("anthropic.claude-3-haiku-20240307-v1:0"),
             "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream"
         );
         assert_eq!(
-            path("arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.x"),
+            Bedrock.path("arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.x"),
             "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.x/converse-stream"
         );
     }
@@ -285,11 +329,11 @@ mod tests {
             ("guardrail_intervened", "content_filter"),
             ("content_filtered", "content_filter"),
         ] {
-            let d = event("messageStop", &json!({"stopReason": stop}));
+            let d = Bedrock.event("messageStop", &json!({"stopReason": stop}));
             assert_eq!(d.finish_reason.as_deref(), Some(want), "{stop}");
             assert!(!d.done, "metadata comes after messageStop");
         }
-        let d = event(
+        let d = Bedrock.event(
             "contentBlockStart",
             &json!({"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "t1", "name": "get_weather"}}}),
         );
@@ -297,17 +341,17 @@ mod tests {
             (d.text.as_str(), d.tool_calls[0].slot),
             ("get_weather", Some(1))
         );
-        let d = event(
+        let d = Bedrock.event(
             "contentBlockDelta",
             &json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\"city\""}}}),
         );
         assert_eq!(d.tool_calls[0].arguments, "{\"city\"");
-        let d = event(
+        let d = Bedrock.event(
             "contentBlockDelta",
             &json!({"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "hmm"}}}),
         );
         assert_eq!((d.text.as_str(), d.reasoning_chars), ("", 3));
-        let d = event(
+        let d = Bedrock.event(
             "exception:throttlingException",
             &json!({"message": "Too many requests, please wait before trying again."}),
         );
@@ -321,7 +365,7 @@ mod tests {
     fn body_shape() {
         use crate::probe::flavor::{ask_of, messages, Role};
         let m = messages(&[(Role::System, "Be brief."), (Role::User, "Hi")]);
-        let b = body(&ask_of(&m), None);
+        let b = Bedrock.body(&ask_of(&m), None);
         assert_eq!(
             Value::Object(b),
             json!({"messages": [{"role": "user", "content": [{"text": "Hi"}]}],
@@ -362,5 +406,107 @@ mod tests {
         other.insert("content-type", HeaderValue::from_static("application/json"));
         sign_request(&mut other, url, b"{\"x\":1}", "us-east-1", &auth, time).unwrap();
         assert_ne!(other["authorization"], headers["authorization"]);
+    }
+
+    /// Bedrock's error answers: a `{"message"}` body and the type in `x-amzn-ErrorType`.
+    #[test]
+    fn error_types_from_the_header() {
+        use crate::outcome::HttpReason::{self, *};
+        use crate::probe::flavor::Api;
+        use crate::probe::http_reason::reason_of;
+        let cases: &[(u16, &str, &str, HttpReason)] = &[
+            (
+                429,
+                "ThrottlingException",
+                "Too many requests, please wait before trying again.",
+                RateLimited,
+            ),
+            (
+                429,
+                "ModelNotReadyException",
+                "Model is not ready for inference.",
+                Overloaded,
+            ),
+            (
+                503,
+                "ServiceUnavailableException",
+                "Service unavailable.",
+                Overloaded,
+            ),
+            (
+                403,
+                "AccessDeniedException",
+                "You don't have access to the model with the specified model ID.",
+                Auth,
+            ),
+            (
+                403,
+                "UnrecognizedClientException",
+                "The security token included in the request is invalid.",
+                Auth,
+            ),
+            (
+                403,
+                "ExpiredTokenException",
+                "The security token included in the request is expired",
+                Auth,
+            ),
+            (
+                404,
+                "ResourceNotFoundException",
+                "Could not resolve the foundation model from the provided model identifier.",
+                NotFound,
+            ),
+            (
+                400,
+                "ValidationException",
+                "Input is too long for requested model.",
+                ContextLength,
+            ),
+            (
+                400,
+                "ValidationException",
+                "The provided model identifier is invalid.",
+                BadRequest,
+            ),
+            (
+                400,
+                "ServiceQuotaExceededException",
+                "Your request exceeds the service quota for your account.",
+                RateLimited,
+            ),
+            (
+                500,
+                "InternalServerException",
+                "The server encountered an internal error.",
+                ServerError,
+            ),
+        ];
+        for (status, ty, message, want) in cases {
+            let mut h = HeaderMap::new();
+            let header = format!("{ty}:http://internal.amazon.com/coral/com.amazon.bedrock/");
+            h.insert(ERROR_TYPE, header.parse().unwrap());
+            let body = json!({ "message": message });
+            assert_eq!(
+                reason_of(Api::Bedrock, *status, &body, &h),
+                *want,
+                "{status} {ty}"
+            );
+        }
+        // Without the header, the message alone; AWS's capitalised `Message` too.
+        let body = json!({"message": "Input is too long for requested model."});
+        assert_eq!(
+            reason_of(Api::Bedrock, 400, &body, &HeaderMap::new()),
+            ContextLength
+        );
+        let body = json!({"Message": "Input is too long for requested model."});
+        assert_eq!(
+            reason_of(Api::Bedrock, 400, &body, &HeaderMap::new()),
+            ContextLength
+        );
+        assert_eq!(
+            Bedrock.error_message(&body),
+            Some("Input is too long for requested model.")
+        );
     }
 }

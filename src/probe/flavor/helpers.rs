@@ -1,8 +1,9 @@
 //! What several flavors read and write alike: OpenAI's chunk and tool definitions, the chat
-//! messages, llama.cpp's timings, error objects.
+//! messages, llama.cpp's timings, a name that must be one path segment.
 
 use serde_json::{Map, Value};
 
+use super::errors::stream_error;
 use super::{Ask, Delta};
 use crate::checks::tool_call::Tool;
 
@@ -31,7 +32,7 @@ pub fn openai_tools(tools: &[Tool]) -> Value {
 pub fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         return Delta {
-            error: Some(error_message(err)),
+            error: Some(stream_error(err)),
             ..Delta::default()
         };
     }
@@ -70,14 +71,14 @@ pub fn server_ttft_ms(timings: &Value) -> Option<f64> {
     Some(ns / 1e6)
 }
 
-/// An error object's message (`{"message": ...}`), or the object itself as text.
-pub fn error_message(err: &Value) -> String {
-    err["message"]
-        .as_str()
-        .or(err["error"]["message"].as_str())
-        .or(err.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| err.to_string())
+/// A name the path carries as its own segment (Gemini's model ids, Azure's deployment names):
+/// letters, digits, `-`, `_` and `.`, never empty, so no `/`, `:`, `?` or space changes the
+/// path.
+pub fn path_segment(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The prompt's messages as `{role, content}` objects, the nonce line first in the first one.
@@ -118,5 +119,28 @@ pub fn model_entry<'v>(entries: &'v [Value], key: &str, model: &str) -> Option<&
         Some(e) => Some(e),
         None if entries.len() == 1 => Some(&entries[0]),
         None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_segment_is_letters_digits_and_three_marks() {
+        for good in ["gemini-2.0-flash-001", "gpt-4o_mini.2"] {
+            assert!(path_segment(good), "{good}");
+        }
+        for bad in [
+            "",
+            "models/gemini-2.5-flash",
+            "a/b",
+            "a:b",
+            "a b",
+            "a?x",
+            "ü",
+        ] {
+            assert!(!path_segment(bad), "{bad}");
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! What every API flavor is: the `Flavor` trait, whose defaults are OpenAI chat's, and the
 //! values it speaks (a prompt's messages, an ask, a framing, what a target must carry).
 
+use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
 
 use super::ask::Ask;
 use super::delta::Delta;
-use super::helpers::{model_entry, openai_chunk};
-use super::openai;
+use super::errors::{self, ErrorSigns, Words};
+use super::helpers::{chat_messages, model_entry, openai_chunk, openai_tools};
+use super::openai::{self, openai_generation};
 use super::sigv4::{AwsKeys, SignError};
 
 /// The content type of AWS's event stream.
@@ -82,6 +84,30 @@ pub struct PromptCounts {
     pub cached: Option<u64>,
 }
 
+/// How an API's provider takes a key on its own server, where that is neither a bearer token
+/// nor a header its API names for every server ([`Flavor::key_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderAuth {
+    /// The `server:` kind that names the provider's own server, which takes its key this way
+    /// whatever API it is asked in.
+    pub server: &'static str,
+    /// The header the key goes in, as it is.
+    pub key_header: &'static str,
+    /// The headers every request to it carries beside the key: (name, value).
+    pub headers: &'static [(&'static str, &'static str)],
+}
+
+impl ProviderAuth {
+    /// Where the key goes and what goes with it, for `check`.
+    pub fn describe(&self) -> String {
+        let with: Vec<&str> = self.headers.iter().map(|(name, _)| *name).collect();
+        match with.is_empty() {
+            true => format!("key in {}", self.key_header),
+            false => format!("key in {}, with {}", self.key_header, with.join(", ")),
+        }
+    }
+}
+
 /// Signs a request with SigV4 at a time, over its headers and body.
 pub type Signer = fn(
     &mut reqwest::header::HeaderMap,
@@ -109,7 +135,13 @@ pub trait Flavor: Sync {
     /// The flavor's part of the body: the prompt (with `nonce` first when caches are busted by
     /// prefix), streaming on, the token limit and the temperature.
     fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-        openai::body(ask, nonce)
+        let mut body = Map::new();
+        body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
+        if let Some(tools) = ask.tools {
+            body.insert("tools".into(), openai_tools(tools));
+        }
+        openai_generation(&mut body, ask);
+        body
     }
 
     /// Marks a cache check's `prefix`, which the prompt starts with, for the server to cache,
@@ -131,14 +163,20 @@ pub trait Flavor: Sync {
         self.event("message", v)
     }
 
-    /// The header the API key goes in, as it is; `None`: the server's own way (a bearer
-    /// token, or Anthropic's `x-api-key` for a server kind `anthropic`).
+    /// The header the API key goes in, as it is, on every server; `None`: the server's own
+    /// way (a bearer token, or the provider's own on its own server: [`Flavor::provider_auth`]).
     fn key_header(&self) -> Option<&'static str> {
         None
     }
 
+    /// How the API's provider takes a key on its own server, when not as a bearer token: on
+    /// its own host ([`Flavor::provider_host`]), or on a target whose `server:` names it.
+    fn provider_auth(&self) -> Option<ProviderAuth> {
+        None
+    }
+
     /// Whether `base_url` is on the API's provider's own host, whose key goes the provider's
-    /// own way (Anthropic's `x-api-key` and version header) with no `server:` to say so.
+    /// own way ([`Flavor::provider_auth`]) with no `server:` to say so.
     fn provider_host(&self, _base_url: &reqwest::Url) -> bool {
         false
     }
@@ -212,6 +250,41 @@ pub trait Flavor: Sync {
     /// When a refused run's body says to come back, where the API says it in no header.
     fn retry_delay(&self, _body: &Value) -> Option<String> {
         None
+    }
+
+    /// The message of an error: a refused run's body, an error event, or an error object
+    /// inside one. `None` when it has none.
+    fn error_message<'v>(&self, v: &'v Value) -> Option<&'v str> {
+        errors::error_message(v)
+    }
+
+    /// The API's own error words, beside OpenAI's, which every flavor reads (every API is
+    /// served by some OpenAI-compatible server too).
+    fn error_words(&self) -> &'static Words {
+        &Words::NONE
+    }
+
+    /// The fields of a refused run's body and headers the API's own error words are looked for
+    /// in (its error's type, code or status).
+    fn error_fields(&self, _body: &Value, _headers: &HeaderMap) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What a refused run's body (`Null` when it is not JSON) and headers show of why: OpenAI's
+    /// words in OpenAI's fields, and the API's own in its own; the status decides with them
+    /// (`probe::http_reason`).
+    fn error_signs(&self, body: &Value, headers: &HeaderMap) -> ErrorSigns {
+        let message = self.error_message(body).unwrap_or_default();
+        let own = self
+            .error_words()
+            .signs(&self.error_fields(body, headers), message);
+        errors::openai_signs(body, message) | own
+    }
+
+    /// The prefixes of the rate-limit headers the API's provider sends beside `Retry-After`,
+    /// kept in a refused run's record.
+    fn rate_limit_prefixes(&self) -> &'static [&'static str] {
+        &["x-ratelimit-"]
     }
 
     /// `gen_ai.operation.name`.

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::errors::stream_error;
 use super::{
     chat_messages, model_entry, text_of, Ask, Delta, Flavor, Framing, PrefixCache, PromptCounts,
 };
@@ -18,7 +19,19 @@ impl Flavor for Ollama {
     }
 
     fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-        body(ask, nonce)
+        let mut options = Map::new();
+        options.insert("num_predict".into(), json!(ask.max_tokens));
+        if let Some(t) = ask.temperature {
+            options.insert("temperature".into(), json!(t));
+        }
+        let mut body = Map::new();
+        body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
+        if let Some(tools) = ask.tools {
+            body.insert("tools".into(), super::openai_tools(tools));
+        }
+        body.insert("stream".into(), json!(true));
+        body.insert("options".into(), Value::Object(options));
+        body
     }
 
     fn framing(&self) -> Framing {
@@ -26,7 +39,40 @@ impl Flavor for Ollama {
     }
 
     fn event(&self, _kind: &str, v: &Value) -> Delta {
-        event(v)
+        if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+            return Delta {
+                error: Some(stream_error(e)),
+                ..Delta::default()
+            };
+        }
+        let mut d = Delta {
+            text: text_of(&v["message"]["content"]).to_string(),
+            reasoning_chars: text_of(&v["message"]["thinking"]).chars().count(),
+            model: super::non_empty(&v["model"]),
+            ..Delta::default()
+        };
+        // Ollama sends each call whole, its arguments an object.
+        for c in v["message"]["tool_calls"].as_array().into_iter().flatten() {
+            let args = &c["function"]["arguments"];
+            let args = match args.as_str() {
+                Some(s) => s.to_string(),
+                None => args.to_string(),
+            };
+            d.push_call(None, c["function"]["name"].as_str(), &args);
+        }
+        if v["done"] == true {
+            d.done = true;
+            d.finish_reason =
+                Some(text_of(&v["done_reason"]).to_string()).filter(|r| !r.is_empty());
+            d.output_tokens = v["eval_count"].as_u64();
+            d.input_tokens = v["prompt_eval_count"].as_u64();
+            let timings: Map<String, Value> = TIMINGS
+                .iter()
+                .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
+                .collect();
+            d.server_timings = Some(Value::Object(timings)).filter(|t| t != &json!({}));
+        }
+        d
     }
 
     fn prefix_cache(&self) -> PrefixCache {
@@ -73,74 +119,24 @@ const TIMINGS: [&str; 6] = [
     "eval_duration",
 ];
 
-pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-    let mut options = Map::new();
-    options.insert("num_predict".into(), json!(ask.max_tokens));
-    if let Some(t) = ask.temperature {
-        options.insert("temperature".into(), json!(t));
-    }
-    let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
-    if let Some(tools) = ask.tools {
-        body.insert("tools".into(), super::openai_tools(tools));
-    }
-    body.insert("stream".into(), json!(true));
-    body.insert("options".into(), Value::Object(options));
-    body
-}
-
-pub fn event(v: &Value) -> Delta {
-    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-        return Delta {
-            error: Some(super::error_message(e)),
-            ..Delta::default()
-        };
-    }
-    let mut d = Delta {
-        text: text_of(&v["message"]["content"]).to_string(),
-        reasoning_chars: text_of(&v["message"]["thinking"]).chars().count(),
-        model: super::non_empty(&v["model"]),
-        ..Delta::default()
-    };
-    // Ollama sends each call whole, its arguments an object.
-    for c in v["message"]["tool_calls"].as_array().into_iter().flatten() {
-        let args = &c["function"]["arguments"];
-        let args = match args.as_str() {
-            Some(s) => s.to_string(),
-            None => args.to_string(),
-        };
-        d.push_call(None, c["function"]["name"].as_str(), &args);
-    }
-    if v["done"] == true {
-        d.done = true;
-        d.finish_reason = Some(text_of(&v["done_reason"]).to_string()).filter(|r| !r.is_empty());
-        d.output_tokens = v["eval_count"].as_u64();
-        d.input_tokens = v["prompt_eval_count"].as_u64();
-        let timings: Map<String, Value> = TIMINGS
-            .iter()
-            .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
-            .collect();
-        d.server_timings = Some(Value::Object(timings)).filter(|t| t != &json!({}));
-    }
-    d
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn lines_of_a_chat() {
-        let d = event(
+        let d = Ollama.event(
+            "message",
             &json!({"model":"m","message":{"role":"assistant","content":"Par"},"done":false}),
         );
         assert_eq!((d.text.as_str(), d.done), ("Par", false));
-        let d = event(
+        let d = Ollama.event(
+            "message",
             &json!({"message":{"role":"assistant","content":"","thinking":"hmm"},"done":false}),
         );
         assert!(d.is_generated());
         assert_eq!(d.reasoning_chars, 3);
-        let d = event(
+        let d = Ollama.event("message", 
             &json!({"message":{"role":"assistant","content":""},"done":true,"done_reason":"length","eval_count":64,"eval_duration":1000000,"prompt_eval_count":12,"prompt_eval_duration":5000}),
         );
         assert!(d.done);
@@ -154,18 +150,18 @@ mod tests {
                 json!({"eval_count":64,"eval_duration":1000000,"prompt_eval_count":12,"prompt_eval_duration":5000})
             )
         );
-        let d = event(
+        let d = Ollama.event("message", 
             &json!({"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Paris"}}}]},"done":false}),
         );
         assert_eq!(d.text, "get_weather{\"city\":\"Paris\"}");
         assert_eq!(d.tool_calls[0].slot, None);
-        let d = event(&json!({"error":"model not found"}));
+        let d = Ollama.event("message", &json!({"error":"model not found"}));
         assert_eq!(d.error.as_deref(), Some("model not found"));
     }
 
     #[test]
     fn options_carry_the_limits() {
-        let b = body(
+        let b = Ollama.body(
             &super::super::ask_of(&super::super::messages(&[(super::super::Role::User, "Hi")])),
             None,
         );

@@ -1,24 +1,14 @@
 //! OpenAI's chat wire format, `POST {base_url}/chat/completions` with `messages`, whose streamed
-//! deltas carry `content`, `reasoning_content` (or `reasoning`) and `tool_calls`: what the
-//! `Flavor` trait's defaults speak, and what other flavors borrow.
+//! deltas carry `content`, `reasoning_content` (or `reasoning`) and `tool_calls`: the pieces the
+//! `Flavor` trait's defaults speak (they build the body from them), and other flavors borrow.
 
 use serde_json::{json, Map, Value};
 
 use super::ask::Ask;
 use super::delta::Delta;
-use super::helpers::{chat_messages, openai_tools, text_of};
+use super::helpers::text_of;
 
 pub const PATH: &str = "/chat/completions";
-
-pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-    let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(chat_messages(ask, nonce)));
-    if let Some(tools) = ask.tools {
-        body.insert("tools".into(), openai_tools(tools));
-    }
-    openai_generation(&mut body, ask);
-    body
-}
 
 /// Streaming with usage, the token limit and the temperature, as both OpenAI flavors take them.
 pub fn openai_generation(body: &mut Map<String, Value>, ask: &Ask) {

@@ -14,7 +14,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::probe::flavor::openai::body;
     use crate::probe::flavor::{ask_of, messages, Api, Role};
 
     #[test]
@@ -93,7 +92,7 @@ mod tests {
     #[test]
     fn nonce_goes_first() {
         let m = messages(&[(Role::User, "What is the capital of France?")]);
-        let b = body(&ask_of(&m), Some("[canary 1234]"));
+        let b = OpenaiChat.body(&ask_of(&m), Some("[canary 1234]"));
         assert_eq!(
             b["messages"][0]["content"],
             "[canary 1234]\nWhat is the capital of France?"

@@ -16,7 +16,15 @@ impl Flavor for OpenaiCompletions {
     }
 
     fn body(&self, ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-        body(ask, nonce)
+        let text = as_text(ask);
+        let text = match nonce {
+            Some(n) => format!("{n}\n{text}"),
+            None => text,
+        };
+        let mut body = Map::new();
+        body.insert("prompt".into(), Value::String(text));
+        openai_generation(&mut body, ask);
+        body
     }
 
     fn event(&self, _kind: &str, v: &Value) -> Delta {
@@ -30,18 +38,6 @@ impl Flavor for OpenaiCompletions {
     fn otel_operation(&self) -> &'static str {
         "text_completion"
     }
-}
-
-pub fn body(ask: &Ask, nonce: Option<&str>) -> Map<String, Value> {
-    let text = as_text(ask);
-    let text = match nonce {
-        Some(n) => format!("{n}\n{text}"),
-        None => text,
-    };
-    let mut body = Map::new();
-    body.insert("prompt".into(), Value::String(text));
-    openai_generation(&mut body, ask);
-    body
 }
 
 pub fn delta(choice: &Value) -> Delta {
@@ -72,9 +68,9 @@ mod tests {
         let m = crate::probe::flavor::messages(&[(crate::probe::flavor::Role::User, "Say hi.")]);
         let p = crate::probe::flavor::ask_of(&m);
         assert_eq!(
-            body(&p, Some("[canary ab]"))["prompt"],
+            OpenaiCompletions.body(&p, Some("[canary ab]"))["prompt"],
             "[canary ab]\nSay hi."
         );
-        assert_eq!(body(&p, None)["prompt"], "Say hi.");
+        assert_eq!(OpenaiCompletions.body(&p, None)["prompt"], "Say hi.");
     }
 }

@@ -1,5 +1,5 @@
-//! Signing a request with AWS's SigV4 (`aws-sigv4`), for Bedrock: the credentials it signs
-//! with, and the signer every flavor's `signer()` may name.
+//! Signing a request with AWS's SigV4 (`aws-sigv4`) for an AWS service: the credentials it
+//! signs with, and the signing a flavor's `aws_signer()` does for its own service.
 
 use std::time::SystemTime;
 
@@ -10,10 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 pub use crate::cloud::aws::{AwsCredentials, AwsKeys};
 
-/// The service name requests are signed for.
-const SERVICE: &str = "bedrock";
-
-/// What a Bedrock request is signed with: the region, and where the keys come from (the keys
+/// What an AWS service's request is signed with: the region, and where the keys come from (the keys
 /// print as `***`).
 #[derive(Debug, Clone)]
 pub struct AwsAuth {
@@ -26,9 +23,11 @@ pub struct AwsAuth {
 #[error("cannot sign the request: {0}")]
 pub struct SignError(String);
 
-/// Signs a request with SigV4 at `time`: adds `x-amz-date`, the session token when there is
-/// one, and `Authorization` (both marked sensitive), over every header already in `headers`.
-pub fn sign_request(
+/// Signs a request to `service` with SigV4 at `time`: adds `x-amz-date`, the session token
+/// when there is one, and `Authorization` (both marked sensitive), over every header already in
+/// `headers`.
+pub fn sign_for(
+    service: &str,
     headers: &mut HeaderMap,
     url: &str,
     body: &[u8],
@@ -48,7 +47,7 @@ pub fn sign_request(
     let params: aws_sigv4::http_request::SigningParams = v4::SigningParams::builder()
         .identity(&identity)
         .region(region)
-        .name(SERVICE)
+        .name(service)
         .time(time)
         .settings(SigningSettings::default())
         .build()
