@@ -15,7 +15,7 @@ use super::wire::{Call, PieceKind, Usage, Wire};
 
 /// One completion request, decoded: what to answer, in which flavor, and how fast.
 pub(super) struct Generation {
-    pub(super) wire: Wire,
+    pub(super) wire: &'static dyn Wire,
     pub(super) model: String,
     pub(super) prompt: String,
     /// The first tool the request offers, for the tool-call scenarios.
