@@ -1,7 +1,8 @@
 //! One connection of the sim: its requests in turn, each routed to one function (`/health`,
-//! `/metrics`, the model lists, `/_sim/requests`, the completions endpoints). A completion is
-//! admitted by its scenario (loading, `every`, jitter), looked up in the caches a canary must
-//! defeat, logged, and handed to [`Generation`] for the answer.
+//! `/metrics`, the model lists, `/_sim/requests`, the completions endpoints, whose route picks
+//! its flavor in `wire`'s registry). A completion is let in at its flavor's door, admitted by
+//! its scenario (loading, `every`, jitter), looked up in the caches a canary must defeat,
+//! logged, and handed to [`Generation`] for the answer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
