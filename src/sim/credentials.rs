@@ -152,6 +152,9 @@ async fn text(sock: &mut Tracked, status: u16, body: String) -> std::io::Result<
     http::respond(sock, status, "text/plain", &[], body.as_bytes()).await
 }
 
+/// Where IMDS lists the instance's role, and under it serves the role's keys.
+const IMDS_CREDENTIALS: &str = "/latest/meta-data/iam/security-credentials/";
+
 /// Serves `req` if it is for a stand-in: `Ok(true)` when it was.
 pub(super) async fn serve(
     sock: &mut Tracked,
@@ -160,84 +163,116 @@ pub(super) async fn serve(
 ) -> std::io::Result<bool> {
     let (path, query) = req.path.split_once('?').unwrap_or((&req.path, ""));
     match (req.method.as_str(), path) {
-        ("PUT", "/latest/api/token") => {
-            let Some(ttl) = req.header("x-aws-ec2-metadata-token-ttl-seconds") else {
-                text(sock, 400, "missing the token TTL header".into()).await?;
-                return Ok(true);
-            };
-            let token = format!("sim-imds-token-{}", issued.next());
-            issued
-                .imds_tokens
-                .lock()
-                .expect("sim issued lock")
-                .push(token.clone());
-            let ttl = ("x-aws-ec2-metadata-token-ttl-seconds", ttl.to_string());
-            http::respond(sock, 200, "text/plain", &[ttl], token.as_bytes()).await?;
+        ("PUT", "/latest/api/token") => imds_token(sock, req, issued).await?,
+        ("GET", p) if p.starts_with(IMDS_CREDENTIALS) => {
+            let role = &p[IMDS_CREDENTIALS.len()..];
+            imds_credentials(sock, req, issued, role).await?;
         }
-        ("GET", p) if p.starts_with("/latest/meta-data/iam/security-credentials/") => {
-            // IMDSv2 only: a request without a token it issued is refused, as with
-            // HttpTokens=required.
-            let token_ok = req.header("x-aws-ec2-metadata-token").is_some_and(|t| {
-                issued
-                    .imds_tokens
-                    .lock()
-                    .expect("sim issued lock")
-                    .iter()
-                    .any(|i| i == t)
-            });
-            if !token_ok {
-                text(sock, 401, String::new()).await?;
-                return Ok(true);
-            }
-            match &p["/latest/meta-data/iam/security-credentials/".len()..] {
-                "" => text(sock, 200, ROLE.to_string()).await?,
-                ROLE => {
-                    let (id, secret, token, expires) = issued.aws_keys("IMDS");
-                    let body = json!({
-                        "Code": "Success",
-                        "LastUpdated": aws_time(SystemTime::now()),
-                        "Type": "AWS-HMAC",
-                        "AccessKeyId": id,
-                        "SecretAccessKey": secret,
-                        "Token": token,
-                        "Expiration": aws_time(expires),
-                    });
-                    respond_json(sock, 200, &[], &body).await?;
-                }
-                _ => text(sock, 404, String::new()).await?,
-            }
+        ("GET", "/container/credentials") => container_credentials(sock, req, issued).await?,
+        ("POST", "/") => web_identity(sock, req, issued).await?,
+        ("POST", p) if p.ends_with("/oauth2/v2.0/token") => entra(sock, req, issued).await?,
+        ("GET", "/metadata/identity/oauth2/token") => {
+            managed_identity(sock, req, issued, query).await?;
         }
-        ("GET", "/container/credentials") => {
-            issued
-                .container_auth
-                .lock()
-                .expect("sim issued lock")
-                .push(req.header("authorization").map(str::to_string));
-            let (id, secret, token, expires) = issued.aws_keys("ECS");
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// IMDSv2's session token, for as long as the request asks.
+async fn imds_token(sock: &mut Tracked, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
+    let Some(ttl) = req.header("x-aws-ec2-metadata-token-ttl-seconds") else {
+        return text(sock, 400, "missing the token TTL header".into()).await;
+    };
+    let token = format!("sim-imds-token-{}", issued.next());
+    issued
+        .imds_tokens
+        .lock()
+        .expect("sim issued lock")
+        .push(token.clone());
+    let ttl = ("x-aws-ec2-metadata-token-ttl-seconds", ttl.to_string());
+    http::respond(sock, 200, "text/plain", &[ttl], token.as_bytes()).await
+}
+
+/// IMDS's role (`role` empty), or the role's keys. IMDSv2 only: a request without a token it
+/// issued is refused, as with HttpTokens=required.
+async fn imds_credentials(
+    sock: &mut Tracked,
+    req: &HttpRequest,
+    issued: &Issued,
+    role: &str,
+) -> std::io::Result<()> {
+    let token_ok = req.header("x-aws-ec2-metadata-token").is_some_and(|t| {
+        issued
+            .imds_tokens
+            .lock()
+            .expect("sim issued lock")
+            .iter()
+            .any(|i| i == t)
+    });
+    if !token_ok {
+        return text(sock, 401, String::new()).await;
+    }
+    match role {
+        "" => text(sock, 200, ROLE.to_string()).await,
+        ROLE => {
+            let (id, secret, token, expires) = issued.aws_keys("IMDS");
             let body = json!({
-                "RoleArn": "arn:aws:iam::123456789012:role/sim-task-role",
+                "Code": "Success",
+                "LastUpdated": aws_time(SystemTime::now()),
+                "Type": "AWS-HMAC",
                 "AccessKeyId": id,
                 "SecretAccessKey": secret,
                 "Token": token,
                 "Expiration": aws_time(expires),
             });
-            respond_json(sock, 200, &[], &body).await?;
+            respond_json(sock, 200, &[], &body).await
         }
-        ("POST", "/") => {
-            let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
-                .into_owned()
-                .collect();
-            let web_identity = form.get("Action").map(String::as_str)
-                == Some("AssumeRoleWithWebIdentity")
-                && form.get("WebIdentityToken").is_some_and(|t| !t.is_empty())
-                && form.contains_key("RoleArn");
-            if !web_identity {
-                text(sock, 400, "only AssumeRoleWithWebIdentity is served".into()).await?;
-                return Ok(true);
-            }
-            let (id, secret, token, expires) = issued.aws_keys("STS");
-            let xml = format!(
-                r#"<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+        _ => text(sock, 404, String::new()).await,
+    }
+}
+
+/// ECS's and EKS Pod Identity's container credentials; the `Authorization` sent (Pod
+/// Identity's token) is kept for tests.
+async fn container_credentials(
+    sock: &mut Tracked,
+    req: &HttpRequest,
+    issued: &Issued,
+) -> std::io::Result<()> {
+    issued
+        .container_auth
+        .lock()
+        .expect("sim issued lock")
+        .push(req.header("authorization").map(str::to_string));
+    let (id, secret, token, expires) = issued.aws_keys("ECS");
+    let body = json!({
+        "RoleArn": "arn:aws:iam::123456789012:role/sim-task-role",
+        "AccessKeyId": id,
+        "SecretAccessKey": secret,
+        "Token": token,
+        "Expiration": aws_time(expires),
+    });
+    respond_json(sock, 200, &[], &body).await
+}
+
+/// STS `AssumeRoleWithWebIdentity`, in STS's XML.
+async fn web_identity(
+    sock: &mut Tracked,
+    req: &HttpRequest,
+    issued: &Issued,
+) -> std::io::Result<()> {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
+        .into_owned()
+        .collect();
+    let web_identity = form.get("Action").map(String::as_str) == Some("AssumeRoleWithWebIdentity")
+        && form.get("WebIdentityToken").is_some_and(|t| !t.is_empty())
+        && form.contains_key("RoleArn");
+    if !web_identity {
+        return text(sock, 400, "only AssumeRoleWithWebIdentity is served".into()).await;
+    }
+    let (id, secret, token, expires) = issued.aws_keys("STS");
+    let xml = format!(
+        r#"<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
     <Credentials>
       <AccessKeyId>{id}</AccessKeyId>
@@ -253,56 +288,61 @@ pub(super) async fn serve(
   </AssumeRoleWithWebIdentityResult>
   <ResponseMetadata><RequestId>00000000-0000-4000-8000-000000000000</RequestId></ResponseMetadata>
 </AssumeRoleWithWebIdentityResponse>"#,
-                aws_time(expires)
-            );
-            http::respond(sock, 200, "text/xml", &[], xml.as_bytes()).await?;
-        }
-        ("POST", p) if p.ends_with("/oauth2/v2.0/token") => {
-            let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
-                .into_owned()
-                .collect();
-            let field = |k: &str| form.get(k).map(String::as_str);
-            if field("grant_type") != Some("client_credentials")
-                || field("scope") != Some("https://cognitiveservices.azure.com/.default")
-            {
-                let body = json!({"error": "invalid_request"});
-                respond_json(sock, 400, &[], &body).await?;
-            } else if field("client_secret") != Some(ENTRA_CLIENT_SECRET)
-                || field("client_id").is_none_or(str::is_empty)
-            {
-                let body = json!({"error": "invalid_client"});
-                respond_json(sock, 401, &[], &body).await?;
-            } else {
-                let body = json!({
-                    "token_type": "Bearer",
-                    "expires_in": LIFETIME.as_secs(),
-                    "ext_expires_in": LIFETIME.as_secs(),
-                    "access_token": issued.entra_token(),
-                });
-                respond_json(sock, 200, &[], &body).await?;
-            }
-        }
-        ("GET", "/metadata/identity/oauth2/token") => {
-            let metadata = req
-                .header("metadata")
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-            let resource = url::form_urlencoded::parse(query.as_bytes())
-                .any(|(k, v)| k == "resource" && v == "https://cognitiveservices.azure.com");
-            if !metadata || !resource {
-                let body = json!({"error": "invalid_request"});
-                respond_json(sock, 400, &[], &body).await?;
-            } else {
-                // The metadata service writes its numbers as strings.
-                let body = json!({
-                    "token_type": "Bearer",
-                    "expires_in": LIFETIME.as_secs().to_string(),
-                    "resource": "https://cognitiveservices.azure.com",
-                    "access_token": issued.entra_token(),
-                });
-                respond_json(sock, 200, &[], &body).await?;
-            }
-        }
-        _ => return Ok(false),
+        aws_time(expires)
+    );
+    http::respond(sock, 200, "text/xml", &[], xml.as_bytes()).await
+}
+
+/// Entra ID's token endpoint: client credentials with [`ENTRA_CLIENT_SECRET`], for Azure
+/// OpenAI's scope.
+async fn entra(sock: &mut Tracked, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
+        .into_owned()
+        .collect();
+    let field = |k: &str| form.get(k).map(String::as_str);
+    if field("grant_type") != Some("client_credentials")
+        || field("scope") != Some("https://cognitiveservices.azure.com/.default")
+    {
+        let body = json!({"error": "invalid_request"});
+        respond_json(sock, 400, &[], &body).await
+    } else if field("client_secret") != Some(ENTRA_CLIENT_SECRET)
+        || field("client_id").is_none_or(str::is_empty)
+    {
+        let body = json!({"error": "invalid_client"});
+        respond_json(sock, 401, &[], &body).await
+    } else {
+        let body = json!({
+            "token_type": "Bearer",
+            "expires_in": LIFETIME.as_secs(),
+            "ext_expires_in": LIFETIME.as_secs(),
+            "access_token": issued.entra_token(),
+        });
+        respond_json(sock, 200, &[], &body).await
     }
-    Ok(true)
+}
+
+/// Azure's managed identity endpoint: `Metadata: true`, for Azure OpenAI's resource.
+async fn managed_identity(
+    sock: &mut Tracked,
+    req: &HttpRequest,
+    issued: &Issued,
+    query: &str,
+) -> std::io::Result<()> {
+    let metadata = req
+        .header("metadata")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let resource = url::form_urlencoded::parse(query.as_bytes())
+        .any(|(k, v)| k == "resource" && v == "https://cognitiveservices.azure.com");
+    if !metadata || !resource {
+        let body = json!({"error": "invalid_request"});
+        return respond_json(sock, 400, &[], &body).await;
+    }
+    // The metadata service writes its numbers as strings.
+    let body = json!({
+        "token_type": "Bearer",
+        "expires_in": LIFETIME.as_secs().to_string(),
+        "resource": "https://cognitiveservices.azure.com",
+        "access_token": issued.entra_token(),
+    });
+    respond_json(sock, 200, &[], &body).await
 }

@@ -15,7 +15,7 @@ use super::wire::{Call, PieceKind, Usage, Wire};
 
 /// One completion request, decoded: what to answer, in which flavor, and how fast.
 pub(super) struct Generation {
-    pub(super) wire: Wire,
+    pub(super) wire: &'static dyn Wire,
     pub(super) model: String,
     pub(super) prompt: String,
     /// The first tool the request offers, for the tool-call scenarios.
@@ -87,25 +87,18 @@ impl Generation {
         })
     }
 
-    /// The tokens to send and the finish reason, by scenario and `max_tokens`.
+    /// The tokens to send and the finish reason, by scenario and `max_tokens`: the tool call's
+    /// arguments, or the scenario's text.
     pub(super) fn script(&self) -> (Vec<Piece>, &'static str) {
         let max = self.max_tokens.max(1);
-        if let Some(call) = self.call() {
-            let mut pieces: Vec<Piece> = answers::tokenize(&call.arguments)
-                .into_iter()
-                .map(|text| Piece {
-                    kind: PieceKind::Tool,
-                    text,
-                })
-                .collect();
-            let finish = if pieces.len() > max {
-                pieces.truncate(max);
-                "length"
-            } else {
-                "tool_calls"
-            };
-            return (pieces, finish);
+        match self.call() {
+            Some(call) => call_script(&call, max),
+            None => self.text_script(max),
         }
+    }
+
+    /// The scenario's text, cut where it ends, after the reasoning of a scenario that reasons.
+    fn text_script(&self, max: usize) -> (Vec<Piece>, &'static str) {
         let text: String = match self.scenario.kind {
             Kind::HealthyZh => answers::CHINESE.into(),
             Kind::Repetition => answers::looping(false, max),
@@ -230,4 +223,22 @@ impl Generation {
             "total_duration": ns(ttft + itl * pieces as u32),
         })
     }
+}
+
+/// A tool call's arguments in pieces, cut at `max` tokens.
+fn call_script(call: &Call, max: usize) -> (Vec<Piece>, &'static str) {
+    let mut pieces: Vec<Piece> = answers::tokenize(&call.arguments)
+        .into_iter()
+        .map(|text| Piece {
+            kind: PieceKind::Tool,
+            text,
+        })
+        .collect();
+    let finish = if pieces.len() > max {
+        pieces.truncate(max);
+        "length"
+    } else {
+        "tool_calls"
+    };
+    (pieces, finish)
 }

@@ -10,20 +10,19 @@
 //! - `cache`: the HTTP and prefix caches a canary must defeat;
 //! - `generate`: the answer each scenario gives; `respond`: how it is written, by a plan
 //!   chosen before the first byte, and its faults;
-//! - [`wire`]: each flavor's framing of an answer, and `gemini`: Gemini's shapes of it;
+//! - `wire`: each API flavor as the sim speaks it, one file each behind one trait (what its
+//!   request asks, its door, its framing, its events, errors and refusals), and the one
+//!   registry from a request's route to its flavor; `piece`: what an answer is made of,
+//!   whatever flavor frames it;
 //! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
-//! - [`bedrock`]: Bedrock's event-stream frames, error answers and SigV4 check;
 //! - `queue`: a busy server's slots (`slots=N`), waited for in vLLM's priority order;
 //! - [`credentials`]: stand-ins for where clouds hand credentials out (IMDSv2, container
 //!   credentials, STS web identity, Entra ID), issuing short-lived ones the doors check;
 //! - [`scenarios`] and `answers`: what can go wrong, and the texts.
 
 mod answers;
-mod asks;
-pub mod bedrock;
 mod cache;
 pub mod credentials;
-mod gemini;
 mod generate;
 pub mod http;
 mod metrics;
@@ -33,7 +32,7 @@ mod respond;
 pub mod scenarios;
 mod serve;
 mod state;
-pub mod wire;
+mod wire;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -47,6 +46,7 @@ use self::scenarios::CATALOG;
 use crate::listener::{Door, Limits};
 pub use state::Seen;
 use state::State;
+pub use wire::bedrock;
 
 /// Connections open at most: far above what a test or a soak keeps in flight, low enough that a
 /// leak shows as refusals rather than as the test process running out of descriptors.
@@ -192,11 +192,7 @@ pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
         "base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)",
         sim.addr()
     );
-    let _ = writeln!(
-        out,
-        "every flavor: POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, Gemini's /v1beta/models/<model>:streamGenerateContent (base_url .../v1beta, or .../v1), Azure OpenAI's /v1/openai/deployments/<deployment>/chat/completions, Bedrock's /v1/model/<model id>/converse-stream (signed with the sim's test key, access key id {}), and Ollama's /api/chat (its base_url has no /v1)",
-        bedrock::ACCESS_KEY_ID
-    );
+    let _ = writeln!(out, "every flavor: POST {}", wire::routes());
     let _ = writeln!(
         out,
         "credential stand-ins (credentials good for {}s): EC2 IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT=http://{addr}), container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI=http://{addr}/container/credentials), STS web identity (AWS_ENDPOINT_URL_STS=http://{addr}), Entra ID (AZURE_AUTHORITY_HOST=http://{addr}, client secret {}), Azure managed identity (AZURE_POD_IDENTITY_AUTHORITY_HOST=http://{addr})",

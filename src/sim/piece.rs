@@ -1,5 +1,5 @@
 //! What an answer is made of, whatever flavor frames it: its pieces, its tool call, its usage
-//! and its ending; the vocabulary `wire` and each flavor's shapes (`gemini`) share.
+//! and its ending; the vocabulary `generate` and every flavor in `wire` share.
 
 use serde_json::{json, Value};
 

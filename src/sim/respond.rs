@@ -14,13 +14,13 @@ use super::generate::{Generation, Pace, Piece};
 use super::http::{self, json_bytes, Chunked};
 use super::scenarios::Kind;
 use super::state::State;
-use super::wire::{Call, Ending, Out, PieceKind, Wire};
+use super::wire::{Call, Ending, Event, Oversized, PieceKind, Style};
 use crate::listener::Tracked;
 
 /// The longest a scenario keeps a connection open on purpose (no answer, or keep-alives only).
 pub(super) const HOLD: Duration = Duration::from_secs(120);
 
-/// How often a Messages stream pings while it stalls.
+/// How often a stream pings while it stalls, where its flavor's servers ping.
 const PING_EVERY: Duration = Duration::from_millis(250);
 
 /// What a broken proxy splices into a stream: a line of its own error page.
@@ -56,40 +56,7 @@ impl Generation {
             body: json_bytes(&body),
         };
         match self.scenario.kind {
-            Kind::Http(code) if self.wire == Wire::Bedrock => {
-                refuse(code, super::bedrock::error_body(code))
-            }
-            Kind::Http(code) => {
-                if let Some(body) = self.wire.refusal(code, &self.model) {
-                    return refuse(code, body);
-                }
-                let (msg, ty, code_field) = match code {
-                    400 => (
-                        "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens.",
-                        "invalid_request_error",
-                        json!("context_length_exceeded"),
-                    ),
-                    404 => (
-                        "The model does not exist or you do not have access to it.",
-                        "invalid_request_error",
-                        json!("model_not_found"),
-                    ),
-                    429 => ("Rate limit exceeded, retry later", "rate_limit_error", json!(code)),
-                    503 => ("The model is overloaded", "server_error", json!(code)),
-                    // Anthropic's shape for its own overload status.
-                    529 => {
-                        return refuse(
-                            code,
-                            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-                        )
-                    }
-                    _ => ("Internal server error", "server_error", json!(code)),
-                };
-                refuse(
-                    code,
-                    json!({"error": {"message": msg, "type": ty, "code": code_field}}),
-                )
-            }
+            Kind::Http(code) => refuse(code, self.wire.refusal(code, &self.model)),
             // vLLM's own words and error shape (`ErrorResponse`), for any priority but 0.
             Kind::VllmDefault if self.priority.is_some_and(|p| p != 0) => refuse(
                 400,
@@ -113,7 +80,7 @@ impl Generation {
             Kind::Garbage => Plan::Refuse {
                 status: 200,
                 content_type: "text/html",
-                body: b"<html><body><h1>502 Bad Gateway</h1></body></html>\n".to_vec(),
+                body: HTML_LINE.to_vec(),
             },
             Kind::NoHeaders => Plan::Hold,
             kind if !self.stream || kind == Kind::NonStream => Plan::Whole,
@@ -132,14 +99,7 @@ impl Generation {
                 body,
             } => {
                 let mut extra = extra.to_vec();
-                if self.wire == Wire::Bedrock && status >= 400 {
-                    extra.push(super::bedrock::error_type_header(status));
-                } else if status == 429 {
-                    // What OpenAI sends with it: when to come back, and what is left.
-                    extra.push(("retry-after", "2".into()));
-                    extra.push(("x-ratelimit-remaining-requests", "0".into()));
-                    extra.push(("x-ratelimit-reset-requests", "2s".into()));
-                }
+                extra.extend(self.wire.refusal_headers(status));
                 http::respond(sock, status, content_type, &extra, &body).await?;
                 return Ok(true);
             }
@@ -210,99 +170,85 @@ impl Generation {
     }
 
     /// The streams that break before any token; the connection is not reused.
-    async fn break_stream(&self, mut w: Chunked<'_>, pace: Pace) -> std::io::Result<()> {
+    async fn break_stream(&self, w: Chunked<'_>, pace: Pace) -> std::io::Result<()> {
         match self.scenario.kind {
-            Kind::HugeLine if self.wire == Wire::Bedrock => {
-                for piece in super::bedrock::huge_frame().chunks(64 * 1024) {
+            Kind::HugeLine => self.oversized(w).await,
+            Kind::RoleOnly => self.keep_alives_only(w).await,
+            Kind::Malformed => self.cut_event(w, pace).await,
+            Kind::Endless => self.endless(w, pace).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// One event larger than any cap: a line that never ends, or a frame that claims too much.
+    async fn oversized(&self, mut w: Chunked<'_>) -> std::io::Result<()> {
+        match self.wire.oversized() {
+            Oversized::Frame(frame) => {
+                for piece in frame.chunks(64 * 1024) {
                     w.write(piece).await?;
                 }
             }
-            Kind::HugeLine => {
-                let head: &[u8] = if self.wire.ndjson() {
-                    b"{\"message\":{\"content\":\""
-                } else {
-                    b"data: {\"choices\":[{\"delta\":{\"content\":\""
-                };
+            Oversized::Line(head) => {
                 w.write(head).await?;
                 let block = vec![b'x'; 64 * 1024];
                 for _ in 0..4096 {
                     w.write(&block).await?;
                 }
             }
-            Kind::RoleOnly => {
-                let until = Instant::now() + HOLD;
-                while Instant::now() < until {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    w.write(self.keep_alive()).await?;
-                }
-            }
-            Kind::Malformed => {
-                sleep_until((self.t0 + pace.ttft).into()).await;
-                w.write(&self.frame_raw(None, "{\"choices\": [{\"delta\": {\"content\": \"Par"))
-                    .await?;
-                w.finish().await?;
-            }
-            Kind::Endless => {
-                let start = self.t0 + pace.ttft;
-                let mut block = None;
-                for i in 0..=1_000_000u32 {
-                    sleep_until((start + pace.itl * i).into()).await;
-                    let mut events = self.wire.block_change(block, PieceKind::Answer, 0);
-                    block = Some(PieceKind::Answer);
-                    events.push(self.wire.piece(
-                        &self.model,
-                        PieceKind::Answer,
-                        &format!(" word{i}"),
-                        0,
-                    ));
-                    for ev in &events {
-                        w.write(&self.frame(ev)).await?;
-                    }
-                }
-            }
-            _ => {}
         }
         Ok(())
     }
 
-    /// Serialises one event the way this scenario's server would: SSE (named or not, CRLF or
-    /// LF, with or without the space after `data:`), or one NDJSON line.
-    fn frame(&self, ev: &Out) -> Vec<u8> {
-        self.frame_raw(ev.name, &ev.data.to_string())
+    /// Keep-alives and nothing else, for as long as the sim holds a connection.
+    async fn keep_alives_only(&self, mut w: Chunked<'_>) -> std::io::Result<()> {
+        let until = Instant::now() + HOLD;
+        while Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            w.write(self.wire.keep_alive()).await?;
+        }
+        Ok(())
     }
 
-    fn frame_raw(&self, name: Option<&str>, data: &str) -> Vec<u8> {
-        let nl = if self.scenario.kind == Kind::Crlf {
-            "\r\n"
-        } else {
-            "\n"
-        };
-        if self.wire.ndjson() {
-            return format!("{data}{nl}").into_bytes();
-        }
-        if self.wire == Wire::Bedrock {
-            return super::bedrock::frame(name.unwrap_or_default(), data.as_bytes());
-        }
-        let prefix = if self.scenario.kind == Kind::NoSpace {
-            "data:"
-        } else {
-            "data: "
-        };
-        let event = name.map(|n| format!("event: {n}{nl}")).unwrap_or_default();
-        format!("{event}{prefix}{data}{nl}{nl}").into_bytes()
+    /// Half an event, that is not JSON, and the end of the stream.
+    async fn cut_event(&self, mut w: Chunked<'_>, pace: Pace) -> std::io::Result<()> {
+        sleep_until((self.t0 + pace.ttft).into()).await;
+        let half = "{\"choices\": [{\"delta\": {\"content\": \"Par";
+        w.write(&self.wire.encode(None, half, self.style())).await?;
+        w.finish().await
     }
 
-    /// A keep-alive in this flavor: an SSE comment, a blank NDJSON line, or an empty Bedrock
-    /// text delta.
-    fn keep_alive(&self) -> &'static [u8] {
-        if self.wire == Wire::Bedrock {
-            return &super::bedrock::KEEP_ALIVE;
+    /// Words at the scenario's pace, whatever `max_tokens` says, until the client gives up.
+    async fn endless(&self, mut w: Chunked<'_>, pace: Pace) -> std::io::Result<()> {
+        let start = self.t0 + pace.ttft;
+        let mut block = None;
+        for i in 0..=1_000_000u32 {
+            sleep_until((start + pace.itl * i).into()).await;
+            let mut events = self.wire.block_change(block, PieceKind::Answer, 0);
+            block = Some(PieceKind::Answer);
+            events.push(
+                self.wire
+                    .piece(&self.model, PieceKind::Answer, &format!(" word{i}"), 0),
+            );
+            for ev in &events {
+                w.write(&self.bytes(ev)).await?;
+            }
         }
-        if self.wire.ndjson() {
-            b"\n"
-        } else {
-            b": keep-alive\n\n"
+        Ok(())
+    }
+
+    /// How this scenario's server lays out its lines: CRLF or LF, with or without the space
+    /// after `data:`.
+    fn style(&self) -> Style {
+        Style {
+            crlf: self.scenario.kind == Kind::Crlf,
+            space: self.scenario.kind != Kind::NoSpace,
         }
+    }
+
+    /// Serialises one event the way this scenario's server would, in its flavor's framing.
+    fn bytes(&self, ev: &Event) -> Vec<u8> {
+        self.wire
+            .encode(ev.name, &ev.data.to_string(), self.style())
     }
 
     async fn send(
@@ -324,7 +270,7 @@ impl Generation {
                 Ok(at)
             }
             Kind::Comments => {
-                w.write(self.keep_alive()).await?;
+                w.write(self.wire.keep_alive()).await?;
                 w.write(bytes).await
             }
             _ => w.write(bytes).await,
@@ -334,11 +280,11 @@ impl Generation {
     async fn send_all(
         &self,
         w: &mut Chunked<'_>,
-        events: &[Out],
+        events: &[Event],
         rng: &mut fastrand::Rng,
     ) -> std::io::Result<()> {
         for ev in events {
-            self.send(w, &self.frame(ev), rng).await?;
+            self.send(w, &self.bytes(ev), rng).await?;
         }
         Ok(())
     }
@@ -364,7 +310,10 @@ impl Streamer<'_, '_> {
         let kind = gen.scenario.kind;
         let (pieces, finish) = gen.script();
         let call = gen.call();
-        let usage = gen.usage(&pieces);
+        // The whole call in one event, in place of its pieces, where the flavor sends it so.
+        let whole_call = call
+            .as_ref()
+            .and_then(|c| gen.wire.whole_call(&gen.model, c));
         let mut offset = Duration::ZERO;
         for (i, piece) in pieces.iter().enumerate() {
             if i == FAULT_AT {
@@ -373,12 +322,7 @@ impl Streamer<'_, '_> {
                         self.w.reset();
                         return Ok(false);
                     }
-                    Kind::MidStreamError => {
-                        let err = gen.wire.error("CUDA error: out of memory");
-                        self.w.write(&gen.frame(&err)).await?;
-                        self.w.finish().await?;
-                        return Ok(false);
-                    }
+                    Kind::MidStreamError => return self.fail().await,
                     Kind::HtmlSplice => {
                         self.send(HTML_LINE).await?;
                     }
@@ -387,44 +331,50 @@ impl Streamer<'_, '_> {
                 }
             }
             let due = gen.t0 + pace.ttft + offset + pace.itl * i as u32;
-            if kind == Kind::Stall && i == FAULT_AT && gen.wire == Wire::Messages {
-                // Anthropic's servers keep a quiet stream alive with pings: they are not chunks,
-                // so the gap is still a stall.
-                while Instant::now() + PING_EVERY < due {
-                    sleep_until((Instant::now() + PING_EVERY).into()).await;
-                    self.send(&gen.frame_raw(Some("ping"), PING)).await?;
-                }
+            if kind == Kind::Stall && i == FAULT_AT {
+                self.ping_until(due).await?;
             }
             sleep_until(due.into()).await;
-            self.piece(i, piece, call.as_ref()).await?;
+            let tool = (call.as_ref(), whole_call.as_ref());
+            self.piece(i, piece, tool).await?;
         }
         if kind == Kind::NoDone {
             self.w.finish().await?;
             return Ok(false);
         }
-        let timings =
-            (kind == Kind::LlamaCpp).then(|| gen.server_timings(pace, pieces.len(), &usage));
-        gen.report(self.st, &self.writes, &usage);
-        let end = Ending {
-            finish,
-            usage: (gen.include_usage && kind != Kind::NoUsage).then_some(&usage),
-            timings,
-            block: self.index,
-            call: call.as_ref(),
-        };
-        for ev in gen.wire.closing(&gen.model, end) {
-            let bytes = match &ev {
-                Some(ev) => gen.frame(ev),
-                None => gen.frame_raw(None, "[DONE]"),
-            };
-            self.send(&bytes).await?;
-        }
-        self.w.finish().await?;
-        Ok(true)
+        self.close(pace, &pieces, finish, call.as_ref()).await
     }
 
-    /// One token, with the block and tool-call events its flavor puts before it.
-    async fn piece(&mut self, i: usize, piece: &Piece, call: Option<&Call>) -> std::io::Result<()> {
+    /// An error in the stream in place of the next token, and the end.
+    async fn fail(mut self) -> std::io::Result<bool> {
+        let gen = self.gen;
+        let err = gen.wire.error("CUDA error: out of memory");
+        self.w.write(&gen.bytes(&err)).await?;
+        self.w.finish().await?;
+        Ok(false)
+    }
+
+    /// Keeps a stalled stream alive until `due` where the flavor's servers do (Anthropic's
+    /// ping): pings are not chunks, so the gap is still a stall.
+    async fn ping_until(&mut self, due: Instant) -> std::io::Result<()> {
+        let Some(ping) = self.gen.wire.ping(self.gen.style()) else {
+            return Ok(());
+        };
+        while Instant::now() + PING_EVERY < due {
+            sleep_until((Instant::now() + PING_EVERY).into()).await;
+            self.send(&ping).await?;
+        }
+        Ok(())
+    }
+
+    /// One token, with the block and tool-call events its flavor puts before it. `tool`: the
+    /// call the answer makes, and the whole call in one event where the flavor sends it so.
+    async fn piece(
+        &mut self,
+        i: usize,
+        piece: &Piece,
+        (call, whole_call): (Option<&Call>, Option<&Event>),
+    ) -> std::io::Result<()> {
         let gen = self.gen;
         // A new kind of content opens the next content block (Anthropic's framing).
         if self.block.is_some_and(|b| b != piece.kind) {
@@ -433,29 +383,58 @@ impl Streamer<'_, '_> {
         let mut changes = gen.wire.block_change(self.block, piece.kind, self.index);
         let call_starts = piece.kind == PieceKind::Tool && self.block != Some(PieceKind::Tool);
         self.block = Some(piece.kind);
-        let whole_calls = !gen.wire.streams_tool_arguments();
         if let (true, Some(c)) = (call_starts, call) {
-            if whole_calls {
-                // The whole call in one event, in place of its pieces.
-                self.content(&gen.frame(&gen.wire.whole_call(&gen.model, c)))
-                    .await?;
+            if let Some(whole) = whole_call {
+                self.content(&gen.bytes(whole)).await?;
             }
             changes.extend(gen.wire.tool_call_start(&gen.model, &c.name, self.index));
         }
-        if piece.kind == PieceKind::Tool && whole_calls {
+        if piece.kind == PieceKind::Tool && whole_call.is_some() {
             return Ok(());
         }
         for ev in &changes {
-            self.send(&gen.frame(ev)).await?;
+            self.send(&gen.bytes(ev)).await?;
         }
-        // Anthropic's servers send pings between deltas; they are not tokens.
-        if gen.wire == Wire::Messages && i % 4 == 2 {
-            self.send(&gen.frame_raw(Some("ping"), PING)).await?;
+        // Where the flavor's servers ping between deltas (Anthropic's); they are not tokens.
+        if i % 4 == 2 {
+            if let Some(ping) = gen.wire.ping(gen.style()) {
+                self.send(&ping).await?;
+            }
         }
         let ev = gen
             .wire
             .piece(&gen.model, piece.kind, &piece.text, self.index);
-        self.content(&gen.frame(&ev)).await
+        self.content(&gen.bytes(&ev)).await
+    }
+
+    /// The end, after the last token: what was served is reported on /metrics, then the
+    /// closing events go out with the usage (when sent) and the server's timings (llama.cpp's).
+    async fn close(
+        mut self,
+        pace: Pace,
+        pieces: &[Piece],
+        finish: &str,
+        call: Option<&Call>,
+    ) -> std::io::Result<bool> {
+        let gen = self.gen;
+        let kind = gen.scenario.kind;
+        let usage = gen.usage(pieces);
+        let timings =
+            (kind == Kind::LlamaCpp).then(|| gen.server_timings(pace, pieces.len(), &usage));
+        gen.report(self.st, &self.writes, &usage);
+        let end = Ending {
+            finish,
+            usage: (gen.include_usage && kind != Kind::NoUsage).then_some(&usage),
+            timings,
+            block: self.index,
+            call,
+        };
+        for frame in gen.wire.closing(&gen.model, end) {
+            let bytes = gen.wire.write(&frame, gen.style());
+            self.send(&bytes).await?;
+        }
+        self.w.finish().await?;
+        Ok(true)
     }
 
     async fn send(&mut self, bytes: &[u8]) -> std::io::Result<Instant> {
@@ -474,9 +453,6 @@ impl Streamer<'_, '_> {
         Ok(())
     }
 }
-
-/// An Anthropic ping event's data.
-const PING: &str = "{\"type\": \"ping\"}";
 
 /// Holds a connection open without answering, until the client gives up (bounded).
 async fn hold(sock: &mut Tracked) {

@@ -344,13 +344,24 @@ impl Scenario {
     /// `healthy`, or `slow-decode,itl=100ms,ttft=20ms`.
     pub fn parse(spec: &str) -> Result<Scenario, String> {
         let mut parts = spec.split(',');
-        let name = parts.next().unwrap_or_default();
+        let mut s = Scenario::named(parts.next().unwrap_or_default())?;
+        for p in parts {
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
+            s.set(k, v)?;
+        }
+        Ok(s)
+    }
+
+    /// The scenario `name` with its kind's own timings and exposition, before any parameter.
+    fn named(name: &str) -> Result<Scenario, String> {
         let kind = CATALOG
             .iter()
             .find(|(n, _, _)| *n == name)
             .map(|(_, k, _)| *k)
             .ok_or_else(|| format!("unknown scenario {name:?}"))?;
-        let mut s = Scenario {
+        Ok(Scenario {
             name: name.to_string(),
             kind,
             ttft: Duration::from_millis(match kind {
@@ -377,81 +388,81 @@ impl Scenario {
             corrupt_above: None,
             prefill: None,
             slots: None,
-        };
-        for p in parts {
-            let (k, v) = p
-                .split_once('=')
-                .ok_or_else(|| format!("scenario parameter {p:?} is not key=value"))?;
-            if k == "skew" {
-                s.skew = v
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite() && *x > 0.0)
-                    .ok_or_else(|| format!("skew={v}: a positive number"))?;
-                continue;
+        })
+    }
+
+    /// One `key=value` parameter: a number, a word, or else a duration.
+    fn set(&mut self, k: &str, v: &str) -> Result<(), String> {
+        match k {
+            "skew" => {
+                self.skew = positive(v).ok_or_else(|| format!("skew={v}: a positive number"))?;
             }
-            if k == "build" {
-                s.build = v.to_string();
-                continue;
-            }
-            if k == "metrics" {
-                s.metrics = match v {
-                    "vllm" => Exposition::Vllm,
-                    "sglang" => Exposition::Sglang,
-                    "llama-cpp" => Exposition::LlamaCpp,
-                    "none" => Exposition::None,
-                    _ => return Err(format!("metrics={v}: vllm, sglang, llama-cpp or none")),
-                };
-                continue;
-            }
-            if k == "corrupt_above" {
-                s.corrupt_above = Some(
+            "build" => self.build = v.to_string(),
+            "metrics" => self.metrics = Exposition::parse(v)?,
+            "corrupt_above" => {
+                self.corrupt_above = Some(
                     v.parse()
                         .map_err(|_| format!("corrupt_above={v}: a whole number of tokens"))?,
                 );
-                continue;
             }
-            if k == "prefill" {
-                s.prefill = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|x: &f64| x.is_finite() && *x > 0.0)
-                        .ok_or_else(|| format!("prefill={v}: tokens a second, above 0"))?,
+            "prefill" => {
+                self.prefill = Some(
+                    positive(v).ok_or_else(|| format!("prefill={v}: tokens a second, above 0"))?,
                 );
-                continue;
             }
-            if k == "slots" {
-                s.slots = Some(
+            "slots" => {
+                self.slots = Some(
                     v.parse()
                         .ok()
                         .filter(|&n| n > 0)
                         .ok_or_else(|| format!("slots={v}: a positive whole number"))?,
                 );
-                continue;
             }
-            if k == "every" {
-                s.every = v
+            "every" => {
+                self.every = v
                     .parse()
                     .ok()
                     .filter(|&n| n > 0)
                     .ok_or_else(|| format!("every={v}: a positive whole number"))?;
-                continue;
             }
-            let d = parse_duration(v)?;
-            match k {
-                "ttft" => s.ttft = d,
-                "itl" => s.itl = d,
-                "stall" => s.stall = d,
-                "jitter" => s.jitter = d,
-                "warm" => s.warm = d,
-                _ => {
-                    return Err(format!(
-                        "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics, corrupt_above, prefill, slots)"
-                    ))
-                }
+            _ => self.set_duration(k, parse_duration(v)?)?,
+        }
+        Ok(())
+    }
+
+    /// One duration parameter; any other key is unknown.
+    fn set_duration(&mut self, k: &str, d: Duration) -> Result<(), String> {
+        match k {
+            "ttft" => self.ttft = d,
+            "itl" => self.itl = d,
+            "stall" => self.stall = d,
+            "jitter" => self.jitter = d,
+            "warm" => self.warm = d,
+            _ => {
+                return Err(format!(
+                    "unknown scenario parameter {k:?} (ttft, itl, stall, jitter, every, warm, skew, build, metrics, corrupt_above, prefill, slots)"
+                ))
             }
         }
-        Ok(s)
+        Ok(())
+    }
+}
+
+/// A finite number above 0.
+fn positive(v: &str) -> Option<f64> {
+    v.parse().ok().filter(|x: &f64| x.is_finite() && *x > 0.0)
+}
+
+impl Exposition {
+    /// `metrics=`'s word.
+    fn parse(v: &str) -> Result<Exposition, String> {
+        Ok(match v {
+            "vllm" => Exposition::Vllm,
+            "sglang" => Exposition::Sglang,
+            "llama-cpp" => Exposition::LlamaCpp,
+            "none" => Exposition::None,
+            _ => return Err(format!("metrics={v}: vllm, sglang, llama-cpp or none")),
+        })
     }
 }
 

@@ -1,7 +1,8 @@
 //! One connection of the sim: its requests in turn, each routed to one function (`/health`,
-//! `/metrics`, the model lists, `/_sim/requests`, the completions endpoints). A completion is
-//! admitted by its scenario (loading, `every`, jitter), looked up in the caches a canary must
-//! defeat, logged, and handed to [`Generation`] for the answer.
+//! `/metrics`, the model lists, `/_sim/requests`, the completions endpoints, whose route picks
+//! its flavor in `wire`'s registry). A completion is let in at its flavor's door, admitted by
+//! its scenario (loading, `every`, jitter), looked up in the caches a canary must defeat,
+//! logged, and handed to [`Generation`] for the answer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,9 +11,10 @@ use serde_json::{json, Value};
 
 use super::generate::Generation;
 use super::http::{self, respond_error, respond_json, HttpRequest};
+use super::queue::Slot;
 use super::scenarios::{Kind, Scenario, CATALOG};
 use super::state::{Seen, State};
-use super::wire::Wire;
+use super::wire::{self, Wire};
 use crate::listener::{Door, Tracked};
 
 /// Accepts connections for as long as the sim runs, each on its own task.
@@ -56,7 +58,7 @@ enum Route {
     Tags,
     /// The sim's request log.
     Requests,
-    Completion(Wire),
+    Completion(&'static dyn Wire),
     NotFound,
 }
 
@@ -68,7 +70,7 @@ impl Route {
             ("GET", "/v1/models") => Route::Models,
             ("GET", "/api/tags") => Route::Tags,
             ("GET", "/_sim/requests") => Route::Requests,
-            ("POST", p) => Wire::from_route(p).map_or(Route::NotFound, Route::Completion),
+            ("POST", p) => wire::of_route(p).map_or(Route::NotFound, Route::Completion),
             _ => Route::NotFound,
         }
     }
@@ -189,13 +191,13 @@ async fn requests(sock: &mut Tracked, st: &State) -> std::io::Result<()> {
     respond_json(sock, 200, &[], &Value::Array(seen)).await
 }
 
-/// A completion request in any flavor (and the route it came by): admitted, looked up in the
-/// caches, logged, answered.
+/// A completion request in any flavor (and the route it came by): let in at its flavor's door,
+/// admitted by its scenario, looked up in the caches, logged, answered once it has a slot.
 async fn completion(
     sock: &mut Tracked,
     req: &HttpRequest,
     st: &State,
-    (wire, route): (Wire, &str),
+    (wire, route): (&'static dyn Wire, &str),
     scenario: Option<&str>,
     t0: Instant,
 ) -> std::io::Result<bool> {
@@ -207,43 +209,14 @@ async fn completion(
             return Ok(true);
         }
     };
-    if wire == Wire::Bedrock {
-        if let Err(r) = super::bedrock::check_auth(req, &st.issued) {
-            respond_json(sock, r.status, &[r.header], &r.body).await?;
-            return Ok(true);
-        }
-    }
-    // Azure OpenAI: an Entra ID token the stand-ins issued must still be good.
-    let bearer = req
-        .header("authorization")
-        .and_then(|a| a.strip_prefix("Bearer "));
-    if route.contains("/openai/deployments/")
-        && bearer.and_then(|t| st.issued.entra_token_good(t)) == Some(false)
-    {
-        let body = json!({"error": {"code": "401", "message": "Unauthorized. Access token is missing, invalid, audience is incorrect, or have expired."}});
-        respond_json(sock, 401, &[], &body).await?;
+    if let Err(r) = wire.admit(req, &st.issued) {
+        respond_json(sock, r.status, &r.headers, &r.body).await?;
         return Ok(true);
     }
-    // Bedrock and Gemini name the model in the route, every other flavor in the body.
-    let model = match wire {
-        Wire::Bedrock => super::bedrock::model_of(&req.path),
-        _ => body["model"]
-            .as_str()
-            .or_else(|| super::gemini::model_of(route))
-            .map(str::to_string),
-    }
-    .unwrap_or_else(|| "sim".to_string());
-    let spec = scenario.map_or_else(
-        || {
-            let named = CATALOG.iter().any(|c| c.0 == model);
-            if named {
-                model.clone()
-            } else {
-                "healthy".into()
-            }
-        },
-        str::to_string,
-    );
+    let model = wire
+        .model(req, route, &body)
+        .unwrap_or_else(|| "sim".to_string());
+    let spec = scenario.map_or_else(|| spec_named_by(&model), str::to_string);
     let scenario = match admit(st, &spec, t0) {
         Ok(Some(s)) => s,
         Ok(None) => {
@@ -256,8 +229,46 @@ async fn completion(
             return Ok(true);
         }
     };
+    let mut gen = generation(wire, req, st, body, model, scenario, t0);
+    let _slot = match gen.scenario.slots {
+        Some(n) => Some(take_slot(st, &spec, n, &mut gen).await),
+        None => None,
+    };
+    // What was served is reported on /metrics by the generation, before its last bytes go out.
+    let request_id = gen.request_id.clone();
+    let served = gen.respond(sock, st).await;
+    if let (Err(e), Some(id)) = (&served, request_id) {
+        use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+        if matches!(e.kind(), BrokenPipe | ConnectionReset | ConnectionAborted) {
+            st.record_abandoned(&id);
+        }
+    }
+    served
+}
+
+/// The scenario a request without `/s/<scenario>` plays: the one its model names, or healthy.
+fn spec_named_by(model: &str) -> String {
+    let named = CATALOG.iter().any(|c| c.0 == model);
+    if named {
+        model.to_string()
+    } else {
+        "healthy".into()
+    }
+}
+
+/// What the request asks, read in its flavor's words: looked up in the caches a canary must
+/// defeat, logged with what it hit, and its arrival recorded.
+fn generation(
+    wire: &'static dyn Wire,
+    req: &HttpRequest,
+    st: &State,
+    body: Value,
+    model: String,
+    scenario: Scenario,
+    t0: Instant,
+) -> Generation {
     let prompt = wire.prompt(&body);
-    let prefix_cache = scenario.kind != super::scenarios::Kind::PrefixCacheBroken;
+    let prefix_cache = scenario.kind != Kind::PrefixCacheBroken;
     let found = st.caches.look_up(req, &body, &model, &prompt, prefix_cache);
     st.log(Seen {
         method: req.method.clone(),
@@ -272,7 +283,7 @@ async fn completion(
     if let Some(id) = &request_id {
         st.record_received(id, t0);
     }
-    let mut gen = Generation {
+    Generation {
         wire,
         model,
         prompt,
@@ -281,7 +292,7 @@ async fn completion(
         max_tokens: wire.max_tokens(&body).unwrap_or(256) as usize,
         stream: wire.stream(&body),
         include_usage: wire.sends_usage(&body),
-        request_id: request_id.clone(),
+        request_id,
         // The credential header a leaky proxy would echo: a bearer token, or Gemini's key.
         authorization: req
             .header("authorization")
@@ -290,30 +301,22 @@ async fn completion(
         priority: body["priority"].as_i64(),
         cache: found.hit(),
         t0,
-    };
-    // A busy server: the request waits for a slot, in priority order, before any byte of its
-    // answer; the slot is held until the answer is written.
-    let _slot = match gen.scenario.slots {
-        Some(n) => {
-            let slot = st.queues.enter(&spec, n, gen.priority.unwrap_or(0)).await;
-            // Its first token comes a prefill after it is served, not after it arrived.
-            gen.t0 = Instant::now();
-            if let Some(id) = &request_id {
-                st.record_slot(id, gen.t0);
-            }
-            Some(slot)
-        }
-        None => None,
-    };
-    // What was served is reported on /metrics by the generation, before its last bytes go out.
-    let served = gen.respond(sock, st).await;
-    if let (Err(e), Some(id)) = (&served, request_id) {
-        use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
-        if matches!(e.kind(), BrokenPipe | ConnectionReset | ConnectionAborted) {
-            st.record_abandoned(&id);
-        }
     }
-    served
+}
+
+/// A busy server: the request waits for one of its `slots`, in priority order, before any
+/// byte of its answer; the slot is held until the answer is written. Its first token comes a
+/// prefill after it is served, not after it arrived.
+async fn take_slot(st: &State, spec: &str, slots: usize, gen: &mut Generation) -> Slot {
+    let slot = st
+        .queues
+        .enter(spec, slots, gen.priority.unwrap_or(0))
+        .await;
+    gen.t0 = Instant::now();
+    if let Some(id) = &gen.request_id {
+        st.record_slot(id, gen.t0);
+    }
+    slot
 }
 
 /// The scenario this request plays, counted: `Ok(None)` while a `warm=` scenario still

@@ -6,12 +6,88 @@
 
 use serde_json::{json, Value};
 
-use super::piece::{Call, Ending, PieceKind, Usage};
+use super::{openai, plain, Call, Ending, Event, Frame, PieceKind, Usage, Wire};
+use crate::sim::http::HttpRequest;
 
 const METHOD: &str = ":streamGenerateContent";
 
+/// Gemini's `streamGenerateContent`.
+pub struct Gemini;
+
+impl Wire for Gemini {
+    fn serves(&self, route: &str) -> bool {
+        model_of(route).is_some()
+    }
+
+    fn route(&self) -> String {
+        format!("Gemini's /v1beta/models/<model>{METHOD} (base_url .../v1beta, or .../v1)")
+    }
+
+    fn prompt(&self, body: &Value) -> String {
+        prompt(body)
+    }
+
+    fn max_tokens(&self, body: &Value) -> Option<u64> {
+        max_tokens(body)
+    }
+
+    /// Its route is the streaming method.
+    fn stream(&self, body: &Value) -> bool {
+        body["stream"].as_bool().unwrap_or(true)
+    }
+
+    fn tool_name(&self, body: &Value) -> Option<String> {
+        tool_name(body)
+    }
+
+    fn sends_usage(&self, _body: &Value) -> bool {
+        true
+    }
+
+    /// The body's, or the route's.
+    fn model(&self, _req: &HttpRequest, route: &str, body: &Value) -> Option<String> {
+        body["model"]
+            .as_str()
+            .or_else(|| model_of(route))
+            .map(str::to_string)
+    }
+
+    /// Google's body where it has one for the status, else OpenAI's.
+    fn refusal(&self, status: u16, model: &str) -> Value {
+        refusal(status, model).unwrap_or_else(|| openai::refusal(status))
+    }
+
+    fn opening(&self, _model: &str, _role_chunk: bool) -> Vec<Event> {
+        vec![]
+    }
+
+    fn tool_call_start(&self, _model: &str, _name: &str, _block: usize) -> Vec<Event> {
+        vec![]
+    }
+
+    fn whole_call(&self, model: &str, call: &Call) -> Option<Event> {
+        Some(plain(whole_call(model, call)))
+    }
+
+    fn piece(&self, model: &str, kind: PieceKind, text: &str, _block: usize) -> Event {
+        plain(piece(model, kind, text))
+    }
+
+    fn closing(&self, model: &str, end: Ending) -> Vec<Frame> {
+        vec![Frame::Event(plain(closing(model, end.finish, end.usage)))]
+    }
+
+    fn error(&self, message: &str) -> Event {
+        plain(error(message))
+    }
+
+    fn whole(&self, model: &str, text: &str, end: &Ending) -> Value {
+        whole(model, text, end)
+    }
+}
+
 /// The model a Gemini route names, when `route` is one (`/v1beta/models/M:streamGenerateContent`).
-pub fn model_of(route: &str) -> Option<&str> {
+fn model_of(route: &str) -> Option<&str> {
     let rest = route
         .strip_prefix("/v1beta/models/")
         .or_else(|| route.strip_prefix("/v1/models/"))?;
@@ -20,7 +96,7 @@ pub fn model_of(route: &str) -> Option<&str> {
 }
 
 /// The prompt's text: the system instruction, then every part of every turn.
-pub fn prompt(body: &Value) -> String {
+fn prompt(body: &Value) -> String {
     let texts = |parts: &Value| -> Vec<String> {
         parts
             .as_array()
@@ -36,11 +112,11 @@ pub fn prompt(body: &Value) -> String {
     all.join("\n")
 }
 
-pub fn max_tokens(body: &Value) -> Option<u64> {
+fn max_tokens(body: &Value) -> Option<u64> {
     body["generationConfig"]["maxOutputTokens"].as_u64()
 }
 
-pub fn tool_name(body: &Value) -> Option<String> {
+fn tool_name(body: &Value) -> Option<String> {
     body["tools"][0]["functionDeclarations"][0]["name"]
         .as_str()
         .map(str::to_string)
@@ -53,7 +129,7 @@ fn chunk(model: &str, parts: Value) -> Value {
 }
 
 /// One token of the answer or of the thoughts.
-pub fn piece(model: &str, kind: PieceKind, text: &str) -> Value {
+fn piece(model: &str, kind: PieceKind, text: &str) -> Value {
     match kind {
         PieceKind::Reasoning => chunk(model, json!([{"text": text, "thought": true}])),
         _ => chunk(model, json!([{"text": text}])),
@@ -61,7 +137,7 @@ pub fn piece(model: &str, kind: PieceKind, text: &str) -> Value {
 }
 
 /// A whole function call: Gemini never streams its arguments.
-pub fn whole_call(model: &str, call: &Call) -> Value {
+fn whole_call(model: &str, call: &Call) -> Value {
     let args = serde_json::from_str::<Value>(&call.arguments).unwrap_or_else(|_| json!({}));
     chunk(
         model,
@@ -90,7 +166,7 @@ fn usage(u: Option<&Usage>) -> Option<Value> {
 }
 
 /// The last chunk: an empty part with the finish reason and the final counts.
-pub fn closing(model: &str, finish: &str, counts: Option<&Usage>) -> Value {
+fn closing(model: &str, finish: &str, counts: Option<&Usage>) -> Value {
     let mut last = chunk(model, json!([{"text": ""}]));
     last["candidates"][0]["finishReason"] = json!(finish_reason(finish));
     if let Some(u) = usage(counts) {
@@ -100,7 +176,7 @@ pub fn closing(model: &str, finish: &str, counts: Option<&Usage>) -> Value {
 }
 
 /// A whole answer, for the scenario that does not stream.
-pub fn whole(model: &str, text: &str, end: &Ending) -> Value {
+fn whole(model: &str, text: &str, end: &Ending) -> Value {
     let mut v = match end.call {
         Some(c) => whole_call(model, c),
         None => chunk(model, json!([{"text": text}])),
@@ -113,13 +189,13 @@ pub fn whole(model: &str, text: &str, end: &Ending) -> Value {
 }
 
 /// An error inside a stream that began with a 200.
-pub fn error(message: &str) -> Value {
+fn error(message: &str) -> Value {
     json!({"error": {"code": 500, "message": message, "status": "INTERNAL"}})
 }
 
 /// Google's error body for a refused request, with its status word (`None`: no shape of
 /// Google's for that status; the sim's default answers).
-pub fn refusal(status: u16, model: &str) -> Option<Value> {
+fn refusal(status: u16, model: &str) -> Option<Value> {
     let (message, word) = match status {
         400 => (
             "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).".to_string(),
