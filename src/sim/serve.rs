@@ -293,11 +293,7 @@ fn generation(
         stream: wire.stream(&body),
         include_usage: wire.sends_usage(&body),
         request_id,
-        // The credential header a leaky proxy would echo: a bearer token, or Gemini's key.
-        authorization: req
-            .header("authorization")
-            .or_else(|| req.header("x-goog-api-key"))
-            .map(str::to_string),
+        authorization: wire.credential(req).map(str::to_string),
         priority: body["priority"].as_i64(),
         cache: found.hit(),
         t0,

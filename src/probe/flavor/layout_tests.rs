@@ -2,20 +2,20 @@
 //! registry and the flavors themselves, not listed here: its name as `api:` spells it and its
 //! [`Api`] variant, the headers its provider takes (its key's, those sent beside it, its
 //! rate-limit prefixes) and the error words it adds to OpenAI's. Each may be written, as code,
-//! only in that flavor's own file, the registry (`mod.rs`), or the simulated replica
-//! (`src/sim/`, which speaks every flavor by design, and is being reorganised into a file per
-//! flavor: this check lets it all through for now). A new `match api` elsewhere, or a
-//! provider's header written in config, fails here, naming the file and line.
+//! only in that flavor's own file, the registry (`mod.rs`), or the simulated replica's flavor
+//! files (`src/sim/wire/`, one per API, where the sim speaks each wire). A new `match api`
+//! elsewhere, or a provider's header written in config or the sim's router, fails here, naming
+//! the file and line.
 
 use std::path::{Path, PathBuf};
 
 use super::{Api, Flavor};
 
-/// Files and folders that may name every API: the registry, this test, the simulated replica.
+/// Files and folders that may name every API: the registry, this test, the sim's flavor files.
 const ANYONE: [&str; 3] = [
     "src/probe/flavor/mod.rs",
     "src/probe/flavor/layout_tests.rs",
-    "src/sim",
+    "src/sim/wire",
 ];
 
 /// A flavor's own file.

@@ -27,6 +27,12 @@ impl Wire for Gemini {
         prompt(body)
     }
 
+    /// A bearer token, or Gemini's own key header.
+    fn credential<'r>(&self, req: &'r HttpRequest) -> Option<&'r str> {
+        req.header("authorization")
+            .or_else(|| req.header("x-goog-api-key"))
+    }
+
     fn max_tokens(&self, body: &Value) -> Option<u64> {
         max_tokens(body)
     }

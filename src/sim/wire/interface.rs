@@ -71,6 +71,11 @@ pub trait Wire: Sync {
         body["model"].as_str().map(str::to_string)
     }
 
+    /// The credential a leaky proxy would echo (the `echo-auth` scenario): a bearer token.
+    fn credential<'r>(&self, req: &'r HttpRequest) -> Option<&'r str> {
+        req.header("authorization")
+    }
+
     /// The flavor's door: whether the request's credentials let it in.
     fn admit(&self, _req: &HttpRequest, _issued: &Issued) -> Result<(), Refusal> {
         Ok(())
