@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+mod detectors;
 mod report;
 mod sentences;
 mod shapes;
@@ -21,7 +22,7 @@ mod shapes;
 use super::lists::{self, Item};
 pub use super::units::units;
 use super::units::{intern, periodic_run, repeats};
-use report::share;
+use detectors::Reading;
 pub use report::{Detector, Finding, Measures, Report, Tail};
 
 /// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
@@ -266,155 +267,50 @@ fn taking_turns(
     best
 }
 
-/// The share of an answer's lines one template must make up to be a loop: two in five, so that
-/// a template taking turns with empty labels (`Day 3:`, `• Wednesday:`, `Day 4:`...) or coming
-/// after a few lines that differ counts. A label with content under it heads that content and
-/// is not counted ([`shapes::template_lines`]): a plan by week is no loop.
-const TEMPLATE_SHARE: f64 = 0.4;
-
-/// The fewest lines one template with a climbing counter must take for a loop: eight, where
-/// a list needs six items to cycle (`千二年 (1922-1923)` on eight lines).
-const TEMPLATE_MIN_LINES: usize = 8;
-
-/// How far into a third saying a long passage must be to count as a loop.
-const PASSAGE_RESTART: usize = 4;
-
+/// Runs every detector over `text` ([`detectors`]) and reports their measures and findings.
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
-    let plain = lists::without_markers(text);
-    let words = units(&plain);
-    let ids = intern(&words);
-    let prose = lists::prose(text);
-    let prose_units = units(&prose);
-    let prose_ids = intern(&prose_units);
-    let items = lists::items(text, false);
-    let n = ids.len();
-    let cycle = item_cycle(&items, t);
-    let looping = |p: usize, covered: usize| {
-        // A long passage said twice and begun a third time is a loop cut short; a few units
-        // into the third, so a shared last word or full stop does not count as its start.
-        let passage = p >= t.tail_min_units && covered >= 2 * p + PASSAGE_RESTART;
-        covered >= t.tail_min_units && (covered / p >= t.tail_min_repeats || passage)
-    };
-    // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
-    let tail = periodic_run(&ids, true, looping)
-        .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
-    // A text that ends in marks alone (`；；；`, `－－！－！！`, emoji) says nothing more, in
-    // whatever order they come. Its prose: a table drawn in a code block is no such end.
-    let marks = prose_units
-        .iter()
-        .rev()
-        .take_while(|u| !u.chars().any(char::is_alphanumeric))
-        .count();
-    let marks = (marks >= t.tail_min_units).then_some(marks);
-    let m = prose_ids.len();
-    let long_enough = m >= t.min_units;
-    let seq_rep_4 = if long_enough {
-        seq_rep_4(&prose_ids)
-    } else {
-        0.0
-    };
-    let late_seq_rep_4 = if long_enough {
-        self::seq_rep_4(&prose_ids[m / 2..])
-    } else {
-        0.0
-    };
-    let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
-    let compression_ratio = compression_ratio(&prose);
-    let tail = tail
-        .map(|(period, _, units)| Tail::Repeated { period, units })
-        .or(marks.map(|units| Tail::Marks { units }));
-    let ngrams = seq_rep_4.max(late_seq_rep_4);
-    let templates = shapes::templates(&items);
-    let (template_lines, _) = shapes::template_lines(&items, &templates);
-    // A counter needs three lines at least to be seen climbing.
-    let template_line_ratio = if template_lines >= 3 {
-        share(template_lines, items.len())
-    } else {
-        0.0
-    };
-    let (repeated_rows, table_rows) = shapes::repeated_rows(&prose);
-    let (clause_ending_ratio, clauses) = shapes::clause_endings(&prose);
-    let (repeated_sentences, sentence_count) =
-        sentences::repeated_sentences(text, t.sentence_min_units);
-    let (alike, ended) = sentences::endings(text);
-    // Words alone, whatever marks lie between them (`B2B！B2B：B2B；`): one repeat more than a
-    // tail loop of units needs, over two fifths of its units.
-    let word_tail = shapes::word_tail(
-        &words,
-        t.tail_min_repeats + 1,
-        (2 * t.tail_min_units).div_ceil(5),
-    );
-    let (passage_ratio, phrase_repeats) = shapes::passages(&prose, &prose_units, t.min_units);
-    let turn_items = taking_turns(&items, &templates, t.list_min_repeats, t.list_min_items);
-    let (enumeration_repeats, enumerated) = shapes::enumerations(&prose, t.list_min_repeats);
-    // One sentence ends alike with itself: the share says something from two on.
-    let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
-    let findings = [
-        cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
-        (turn_items > 0).then_some(Finding::TakingTurns { items: turn_items }),
-        tail.map(Finding::TailLoop),
-        word_tail.map(|(period, words)| Finding::WordTail { period, words }),
-        (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
-            ratio: recurring_item_ratio,
-        }),
-        // A template said on eight lines or more, and on two in five of the answer's.
-        (template_lines >= TEMPLATE_MIN_LINES && template_line_ratio >= TEMPLATE_SHARE).then_some(
-            Finding::TemplateLines {
-                lines: template_lines,
-                items: items.len(),
-            },
-        ),
-        // One row said again once is a slip, as one list item said twice is.
-        (repeated_rows >= 2).then_some(Finding::RepeatedRows {
-            repeated: repeated_rows,
-            rows: table_rows,
-        }),
-        // Items named again and again on their line, as many mentions as a list needs items
-        // to cycle.
-        (enumeration_repeats >= t.list_min_items).then_some(Finding::EnumerationRepeats {
-            mentions: enumeration_repeats,
-            items: enumerated,
-        }),
-        (long_enough && ngrams - compression_ratio >= t.ngram_margin).then_some(Finding::Ngrams {
-            seq_rep_4: ngrams,
-            compression_ratio,
-        }),
-        (passage_ratio >= t.passage_ratio || phrase_repeats >= t.phrase_min_repeats).then_some(
-            Finding::Passages {
-                ratio: passage_ratio,
-                // Named when it alone fired.
-                phrase: (passage_ratio < t.passage_ratio).then_some(phrase_repeats),
-            },
-        ),
-        // A sentence of prose said word for word a second time.
-        (repeated_sentences >= 1).then_some(Finding::RepeatedSentences {
-            repeated: repeated_sentences,
-            sentences: sentence_count,
-        }),
-        (clauses >= shapes::MIN_CLAUSES && clause_ending_ratio >= t.recurring_item_ratio)
-            .then_some(Finding::ClauseEndings {
-                ratio: clause_ending_ratio,
-                clauses,
-            }),
-        (alike >= t.ending_min_sentences && sentence_ending_ratio >= sentences::ENDING_SHARE)
-            .then_some(Finding::SentenceEndings {
-                alike,
-                sentences: ended,
-            }),
-    ];
-    let findings: Vec<Finding> = findings.into_iter().flatten().collect();
+    let (plain, prose) = (lists::without_markers(text), lists::prose(text));
+    let r = Reading::new(text, &plain, &prose);
+    let (turn_items, taking_turns) = detectors::taking_turns(&r, t);
+    let (recurring_item_ratio, recurring_items) = detectors::recurring_items(&r, t);
+    let (template_line_ratio, template_lines) = detectors::template_lines(&r);
+    let (repeated_rows, rows) = detectors::repeated_rows(&r);
+    let (enumeration_repeats, enumerations) = detectors::enumerations(&r, t);
+    let (ngrams, ngram_finding) = detectors::ngrams(&r, t);
+    let (repeated_sentences, sentences) = detectors::repeated_sentences(&r, t);
+    let (clause_ending_ratio, clause_endings) = detectors::clause_endings(&r, t);
+    let (sentence_ending_ratio, sentence_endings) = detectors::sentence_endings(&r, t);
+    let findings: Vec<Finding> = [
+        detectors::item_cycle(&r, t),
+        taking_turns,
+        detectors::tail_loop(&r, t),
+        detectors::word_tail(&r, t),
+        recurring_items,
+        template_lines,
+        rows,
+        enumerations,
+        ngram_finding,
+        detectors::passages(&r, t),
+        sentences,
+        clause_endings,
+        sentence_endings,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let (n, items) = (r.ids.len(), r.items.len());
     Report {
         measures: Measures {
             score: findings
                 .iter()
-                .map(|f| f.share(n, items.len()))
-                .fold(seq_rep_4.max(recurring_item_ratio), f64::max),
+                .map(|f| f.share(n, items))
+                .fold(ngrams.seq_rep_4.max(recurring_item_ratio), f64::max),
             units: n,
-            items: items.len(),
-            seq_rep_4,
-            late_seq_rep_4,
+            items,
+            seq_rep_4: ngrams.seq_rep_4,
+            late_seq_rep_4: ngrams.late_seq_rep_4,
             recurring_item_ratio,
-            compression_ratio,
+            compression_ratio: ngrams.compression_ratio,
             template_line_ratio,
             repeated_rows,
             clause_ending_ratio,
