@@ -62,8 +62,8 @@ async fn route(
     let shared = runs.shared();
     let path = req.uri().path().to_string();
     if req.method() == Method::POST {
-        if let Err(refused) = handlers::authorize(shared, &path, req.headers()) {
-            return refused;
+        if let Some(refusal) = handlers::refusal(shared, &path, req.headers()) {
+            return refusal;
         }
     }
     let query = req.uri().query();

@@ -27,17 +27,16 @@ const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 type Reply = Response<Full<Bytes>>;
 
-/// The admin guard in front of every POST: the refusal to send, if it refuses.
-pub(super) fn authorize(shared: &Shared, path: &str, headers: &HeaderMap) -> Result<(), Reply> {
+/// The admin guard in front of every POST: the refusal to answer with, when it refuses.
+pub(super) fn refusal(shared: &Shared, path: &str, headers: &HeaderMap) -> Option<Reply> {
     let cfg = shared.cfg();
     let token = cfg.agent.admin_token.as_ref();
-    admin::authorize(shared.loopback_only(), token, headers).map_err(|refused| {
-        tracing::warn!(%path, reason = %refused, "admin request refused");
-        let mut r = reply(StatusCode::UNAUTHORIZED, TEXT, format!("{refused}\n"));
-        r.headers_mut()
-            .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        r
-    })
+    let refused = admin::authorize(shared.loopback_only(), token, headers).err()?;
+    tracing::warn!(%path, reason = %refused, "admin request refused");
+    let mut r = reply(StatusCode::UNAUTHORIZED, TEXT, format!("{refused}\n"));
+    r.headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    Some(r)
 }
 
 /// `GET /`: the status page.
