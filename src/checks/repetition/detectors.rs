@@ -2,12 +2,15 @@
 //! when the measure passes its threshold. [`super::analyze`] runs them all and keeps their
 //! findings in this order.
 
+use super::items::{self, recurring_ratio};
 use super::report::share;
+use super::report::{Finding, Tail};
 use super::sentences::{self, ENDING_SHARE};
 use super::shapes::{self, MIN_CLAUSES};
-use super::{compression_ratio, recurring_ratio, seq_rep_4};
-use super::{Finding, Tail, Thresholds};
+use super::thresholds::Thresholds;
 use crate::checks::lists::{self, Item};
+use std::collections::HashSet;
+
 use crate::checks::units::{intern, periodic_run, units};
 
 /// The share of an answer's lines one template must make up to be a loop: two in five, so that
@@ -62,12 +65,12 @@ impl<'a> Reading<'a> {
 
 /// List items that cycle: a period of items back to back.
 pub(super) fn item_cycle(r: &Reading, t: &Thresholds) -> Option<Finding> {
-    super::item_cycle(&r.items, t).map(|(period, items)| Finding::ItemCycle { period, items })
+    items::item_cycle(&r.items, t).map(|(period, items)| Finding::ItemCycle { period, items })
 }
 
 /// Items taking turns (two alternating, or at the end): how many take part.
 pub(super) fn taking_turns(r: &Reading, t: &Thresholds) -> (usize, Option<Finding>) {
-    let items = super::taking_turns(&r.items, &r.templates, t.list_min_repeats, t.list_min_items);
+    let items = items::taking_turns(&r.items, &r.templates, t.list_min_repeats, t.list_min_items);
     (items, (items > 0).then_some(Finding::TakingTurns { items }))
 }
 
@@ -226,4 +229,23 @@ pub(super) fn sentence_endings(r: &Reading, t: &Thresholds) -> (f64, Option<Find
         },
     );
     (ratio, found)
+}
+
+/// The share of 4-grams that repeat an earlier one.
+fn seq_rep_4(ids: &[u32]) -> f64 {
+    if ids.len() < 4 {
+        return 0.0;
+    }
+    let grams: Vec<&[u32]> = ids.windows(4).collect();
+    let unique: HashSet<&[u32]> = grams.iter().copied().collect();
+    1.0 - unique.len() as f64 / grams.len() as f64
+}
+
+/// How much zlib packs the text: packed bytes over plain bytes (1 for an empty text).
+pub fn compression_ratio(text: &str) -> f64 {
+    if text.is_empty() {
+        return 1.0;
+    }
+    let packed = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 6);
+    packed.len() as f64 / text.len() as f64
 }

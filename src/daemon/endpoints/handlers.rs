@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, WWW_AUTHENTICATE};
+use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
@@ -14,7 +14,6 @@ use super::super::admin::{self, ReloadError, ReloadReply};
 use super::super::firing::Runs;
 use super::super::state::{Maintenance, Shared};
 use super::super::{feed, history, on_demand, status, status_page};
-use super::reply;
 use crate::config::Config;
 
 /// `POST /-/maintenance`'s body at most: a target name, a duration and a short reason.
@@ -209,4 +208,13 @@ pub(super) fn not_found() -> Reply {
         TEXT,
         "not found: try /, /api/v1/status, /api/v1/incidents, /api/v1/history?target=T&window=90d&metric=uptime, /feed.atom, /feed/<target>.atom, /badge/<target>.svg, /metrics, /healthz, /probe?target=T&probe=P, POST /-/reload, POST /-/maintenance\n",
     )
+}
+
+/// A response with its status, content type and body.
+fn reply(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Reply {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
 }
