@@ -53,7 +53,8 @@ pub use price::{Budget, Price};
 pub use priority::Priority;
 #[cfg(test)]
 pub(crate) use probe::GateSpec;
-pub use probe::{Probe, Prompt, Timeouts};
+pub use probe::{Probe, Timeouts};
+pub use prompt::Prompt;
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
 pub use select::{Pair, Selection, UnknownName};

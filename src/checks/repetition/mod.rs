@@ -20,8 +20,7 @@ mod shapes;
 mod thresholds;
 
 use super::lists;
-pub use super::units::units;
-use super::units::{intern, periodic_run, repeats};
+use super::units::{intern, periodic_run, repeats, units};
 pub use detectors::compression_ratio;
 use detectors::Reading;
 use items::item_ids;

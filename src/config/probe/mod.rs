@@ -14,7 +14,7 @@ use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::ladder::{self, Ladder};
-pub use super::prompt::Prompt;
+use super::prompt::Prompt;
 use super::raw::{self, CacheBust, EverySpec, Inconclusive, Message, RawProbe, Role, ScheduleSpec};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::tool_call::Tool;
