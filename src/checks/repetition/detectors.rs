@@ -2,15 +2,14 @@
 //! when the measure passes its threshold. [`super::analyze`] runs them all and keeps their
 //! findings in this order.
 
+use std::collections::HashSet;
+
 use super::items::{self, recurring_ratio};
-use super::report::share;
-use super::report::{Finding, Tail};
+use super::report::{share, Finding, Tail};
 use super::sentences::{self, ENDING_SHARE};
 use super::shapes::{self, MIN_CLAUSES};
 use super::thresholds::Thresholds;
 use crate::checks::lists::{self, Item};
-use std::collections::HashSet;
-
 use crate::checks::units::{intern, periodic_run, units};
 
 /// The share of an answer's lines one template must make up to be a loop: two in five, so that
