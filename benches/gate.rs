@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use llm_canary::testing::config::gate::parse_relative;
 use llm_canary::testing::gate::decide::{self, State};
-use llm_canary::testing::gate::stats::{self, Sample, Verdict};
+use llm_canary::testing::gate::sample::Sample;
+use llm_canary::testing::gate::stats::{self, Verdict};
 use llm_canary::testing::gate::{GateOptions, GateReport, BATCH, DEFAULT_MAX_SAMPLES};
 use llm_canary::testing::sim::Sim;
 

@@ -144,7 +144,7 @@ pub mod testing {
     }
     pub mod gate {
         pub use crate::gate::{
-            decide, run, stats, GateOptions, GateReport, BATCH, DEFAULT_MAX_SAMPLES,
+            decide, run, sample, stats, GateOptions, GateReport, BATCH, DEFAULT_MAX_SAMPLES,
         };
     }
     pub mod listener {

@@ -80,40 +80,12 @@ fn load(
     base: &Path,
     target_at: Location,
 ) -> Result<AwsAuth, ConfigError> {
-    let (raw, aws_loc) = match raw {
+    let (mut raw, aws_loc) = match raw {
         Some(r) => (r.value, r.referenced),
         None => (RawAws::default(), target_at),
     };
     let aws = at.key("aws");
-    let from_host = base_url.host_str().and_then(region_of_host);
-    let region = match (raw.region, from_host) {
-        (Some(r), host) => {
-            let field = aws.key("region");
-            if !valid_region(&r.value) {
-                return Err(src.err(
-                    &field,
-                    r.referenced,
-                    format!("{:?} is not an AWS region (like us-east-1)", r.value),
-                ));
-            }
-            if let Some(h) = host.filter(|h| *h != r.value) {
-                return Err(src.err(
-                    &field,
-                    r.referenced,
-                    format!("region {} differs from base_url's, {h}: requests signed for one region are refused by another", r.value),
-                ));
-            }
-            r.value
-        }
-        (None, Some(h)) => h.to_string(),
-        (None, None) => {
-            return Err(src.err(
-                &aws.key("region"),
-                aws_loc,
-                "api bedrock needs aws.region: base_url's host names none (bedrock-runtime.<region>.amazonaws.com)",
-            ))
-        }
-    };
+    let region = region(src, &aws, raw.region.take(), base_url, aws_loc)?;
     let named_keys = [
         &raw.access_key_id_env,
         &raw.access_key_id_file,
@@ -124,7 +96,7 @@ fn load(
     ]
     .iter()
     .any(|k| k.is_some());
-    if let Some(p) = raw.profile {
+    if let Some(p) = raw.profile.take() {
         let field = aws.key("profile");
         if named_keys {
             return Err(src.err(
@@ -149,7 +121,62 @@ fn load(
     if !named_keys {
         return Ok(chain(region, None));
     }
-    // Both keys are required: with neither of its keys set, each is read from AWS's variable.
+    let keys = named(src, at, &aws, raw, base, aws_loc)?;
+    Ok(AwsAuth {
+        region,
+        credentials: AwsCredentials::Fixed(keys),
+    })
+}
+
+/// `aws.region`, which must agree with base_url's host; else the host's. `aws_loc` is where
+/// `aws:` (or the target, without one) starts.
+fn region(
+    src: &Source,
+    aws: &FieldPath,
+    region: Option<Spanned<String>>,
+    base_url: &reqwest::Url,
+    aws_loc: Location,
+) -> Result<String, ConfigError> {
+    let from_host = base_url.host_str().and_then(region_of_host);
+    match (region, from_host) {
+        (Some(r), host) => {
+            let field = aws.key("region");
+            if !valid_region(&r.value) {
+                return Err(src.err(
+                    &field,
+                    r.referenced,
+                    format!("{:?} is not an AWS region (like us-east-1)", r.value),
+                ));
+            }
+            if let Some(h) = host.filter(|h| *h != r.value) {
+                return Err(src.err(
+                    &field,
+                    r.referenced,
+                    format!("region {} differs from base_url's, {h}: requests signed for one region are refused by another", r.value),
+                ));
+            }
+            Ok(r.value)
+        }
+        (None, Some(h)) => Ok(h.to_string()),
+        (None, None) => Err(src.err(
+            &aws.key("region"),
+            aws_loc,
+            "api bedrock needs aws.region: base_url's host names none (bedrock-runtime.<region>.amazonaws.com)",
+        )),
+    }
+}
+
+/// The keys named under `aws:` (`*_env`, `*_file`), each read from AWS's own variable when
+/// neither of its keys is set. The session token is optional: only temporary credentials have
+/// one.
+fn named(
+    src: &Source,
+    at: &FieldPath,
+    aws: &FieldPath,
+    raw: RawAws,
+    base: &Path,
+    aws_loc: Location,
+) -> Result<AwsKeys, ConfigError> {
     let required = |env: Option<Spanned<String>>,
                     file: Option<Spanned<String>>,
                     default: &str,
@@ -160,7 +187,7 @@ fn load(
                 _ => Err(src.err(at, aws_loc, format!("api bedrock signs with AWS credentials and {default} is not set: set {ACCESS_KEY_ID} and {SECRET_ACCESS_KEY}, name other variables or files under aws: ({what}_env, {what}_file), or give a Bedrock API key in api_key_env"))),
             };
         }
-        read_secret(src, &aws, env, file, base, what)?.ok_or_else(|| {
+        read_secret(src, aws, env, file, base, what)?.ok_or_else(|| {
             src.err(
                 &aws.key(&format!("{what}_env")),
                 aws_loc,
@@ -180,21 +207,17 @@ fn load(
         SECRET_ACCESS_KEY,
         "secret_access_key",
     )?;
-    // The session token is optional: only temporary credentials have one.
     let session_token = match (raw.session_token_env, raw.session_token_file) {
         (None, None) => std::env::var(SESSION_TOKEN)
             .ok()
             .filter(|v| !v.trim().is_empty())
             .map(|v| Secret::new(v.trim().to_string())),
-        (env, file) => read_secret(src, &aws, env, file, base, "session_token")?,
+        (env, file) => read_secret(src, aws, env, file, base, "session_token")?,
     };
-    Ok(AwsAuth {
-        region,
-        credentials: AwsCredentials::Fixed(AwsKeys {
-            access_key_id,
-            secret_access_key,
-            session_token,
-        }),
+    Ok(AwsKeys {
+        access_key_id,
+        secret_access_key,
+        session_token,
     })
 }
 

@@ -100,41 +100,52 @@ pub(super) fn entra(
         ));
     }
     let (loc, r) = (raw.referenced, raw.value);
-    let text = |v: Option<Spanned<String>>, name: &str| -> Result<Option<String>, ConfigError> {
-        match v {
-            Some(s) if s.value.trim().is_empty() => Err(src.err(
-                &field.key(name),
-                s.referenced,
-                format!("{name} must not be empty"),
-            )),
-            Some(s) => Ok(Some(s.value.trim().to_string())),
-            None => Ok(None),
-        }
+    let source = if r.managed_identity.as_ref().is_some_and(|m| m.value) {
+        managed_identity(src, &field, r)?
+    } else {
+        client_credentials(src, &field, loc, r, base)?
     };
-    if r.managed_identity.as_ref().is_some_and(|m| m.value) {
-        let stray = [
-            ("tenant_id", r.tenant_id.as_ref().map(|s| s.referenced)),
-            (
-                "client_secret_env",
-                r.client_secret_env.as_ref().map(|s| s.referenced),
-            ),
-            (
-                "client_secret_file",
-                r.client_secret_file.as_ref().map(|s| s.referenced),
-            ),
-        ];
-        if let Some((name, Some(at))) = stray.into_iter().find(|(_, l)| l.is_some()) {
-            return Err(src.err(
-                &field.key(name),
-                at,
-                format!("{name} is for client credentials; a managed identity takes client_id at most (a user-assigned identity)"),
-            ));
-        }
-        let client_id = text(r.client_id, "client_id")?;
-        return Ok(Some(Arc::new(Entra::new(EntraSource::ManagedIdentity {
-            client_id,
-        }))));
+    Ok(Some(Arc::new(Entra::new(source))))
+}
+
+/// `managed_identity: true`: the resource's identity, a user-assigned one by `client_id`; the
+/// client credentials' keys are errors.
+fn managed_identity(
+    src: &Source,
+    field: &FieldPath,
+    r: RawEntra,
+) -> Result<EntraSource, ConfigError> {
+    let stray = [
+        ("tenant_id", r.tenant_id.as_ref().map(|s| s.referenced)),
+        (
+            "client_secret_env",
+            r.client_secret_env.as_ref().map(|s| s.referenced),
+        ),
+        (
+            "client_secret_file",
+            r.client_secret_file.as_ref().map(|s| s.referenced),
+        ),
+    ];
+    if let Some((name, Some(at))) = stray.into_iter().find(|(_, l)| l.is_some()) {
+        return Err(src.err(
+            &field.key(name),
+            at,
+            format!("{name} is for client credentials; a managed identity takes client_id at most (a user-assigned identity)"),
+        ));
     }
+    let client_id = text(src, field, r.client_id, "client_id")?;
+    Ok(EntraSource::ManagedIdentity { client_id })
+}
+
+/// Client credentials: a tenant, an application's client id and its secret (named under
+/// `entra:`, else [`CLIENT_SECRET`]). `loc` is where `entra:` starts.
+fn client_credentials(
+    src: &Source,
+    field: &FieldPath,
+    loc: serde_saphyr::Location,
+    r: RawEntra,
+    base: &Path,
+) -> Result<EntraSource, ConfigError> {
     let need = |v: Option<String>, name: &str| {
         v.ok_or_else(|| {
             src.err(
@@ -144,25 +155,43 @@ pub(super) fn entra(
             )
         })
     };
-    let tenant_id = need(text(r.tenant_id, "tenant_id")?, "tenant_id")?;
-    let client_id = need(text(r.client_id, "client_id")?, "client_id")?;
+    let tenant_id = need(text(src, field, r.tenant_id, "tenant_id")?, "tenant_id")?;
+    let client_id = need(text(src, field, r.client_id, "client_id")?, "client_id")?;
     let client_secret = match (r.client_secret_env, r.client_secret_file) {
         (None, None) => match std::env::var(CLIENT_SECRET) {
             Ok(v) if !v.trim().is_empty() => crate::secret::Secret::new(v.trim().to_string()),
             _ => return Err(src.err(
-                &field,
+                field,
                 loc,
                 format!("entra: client credentials need a secret and {CLIENT_SECRET} is not set: set it, name another variable or a file (client_secret_env, client_secret_file), or use managed_identity: true"),
             )),
         },
-        (env, file) => read_secret(src, &field, env, file, base, "client_secret")?
-            .ok_or_else(|| src.err(&field, loc, "entra: needs client_secret_env or client_secret_file"))?,
+        (env, file) => read_secret(src, field, env, file, base, "client_secret")?
+            .ok_or_else(|| src.err(field, loc, "entra: needs client_secret_env or client_secret_file"))?,
     };
-    Ok(Some(Arc::new(Entra::new(EntraSource::ClientCredentials {
+    Ok(EntraSource::ClientCredentials {
         tenant_id,
         client_id,
         client_secret,
-    }))))
+    })
+}
+
+/// A text key of `entra:` (`field`), trimmed; written empty, an error.
+fn text(
+    src: &Source,
+    field: &FieldPath,
+    v: Option<Spanned<String>>,
+    name: &str,
+) -> Result<Option<String>, ConfigError> {
+    match v {
+        Some(s) if s.value.trim().is_empty() => Err(src.err(
+            &field.key(name),
+            s.referenced,
+            format!("{name} must not be empty"),
+        )),
+        Some(s) => Ok(Some(s.value.trim().to_string())),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]

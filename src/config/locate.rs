@@ -50,15 +50,8 @@ pub(super) fn field_at(text: &str, loc: Pos, about: About) -> FieldPath {
             }
             break;
         };
-        let node = match event {
-            Event::Scalar(text, ..) => Node::Scalar(Some(text.into_owned())),
-            Event::Alias(..) | Event::UnresolvedAlias(..) => Node::Scalar(None),
-            Event::MappingStart(style, ..) => Node::Opens(Kind::Mapping, style),
-            Event::SequenceStart(style, ..) => Node::Opens(Kind::Sequence, style),
-            Event::MappingEnd | Event::SequenceEnd => Node::Ends,
-            Event::DocumentStart(..) => Node::Document,
-            // Comments and the stream's own events are no nodes.
-            _ => continue,
+        let Some(node) = Node::of(event) else {
+            continue;
         };
         let at = (
             u64::try_from(span.start.line()).unwrap_or(u64::MAX),
@@ -68,64 +61,26 @@ pub(super) fn field_at(text: &str, loc: Pos, about: About) -> FieldPath {
             break;
         }
         after_key = false;
-        let kind = match node {
+        let goes_on = match node {
             Node::Document => {
                 documents += 1;
                 // The first document was read whole: the error comes after it.
                 if documents > 1 {
                     return FieldPath::root();
                 }
-                continue;
+                true
             }
-            Node::Ends => {
-                // The error is about a node at the position that has begun, or serde met the
-                // closing bracket at the position from inside.
-                let inside = at == loc && matches!(about, About::Value { .. });
-                if inside && (walk.matched || walk.stack.last().is_some_and(|f| f.flow)) {
-                    break;
+            Node::Ends => walk.close(at == loc, about),
+            node => match walk.read(node, (at, span.len()), loc, about) {
+                Some(key) => {
+                    after_key = key;
+                    true
                 }
-                walk.end();
-                continue;
-            }
-            Node::Scalar(_) => Kind::Scalar,
-            Node::Opens(kind, _) => kind,
+                None => false,
+            },
         };
-        let is_key = walk.at_key();
-        if at == loc {
-            if let About::Value { len, expected } = about {
-                let candidate = !is_key && span.len() == len && Some(kind) != expected;
-                if is_key || (walk.matched && !candidate) {
-                    break;
-                }
-                walk.matched |= candidate;
-            }
-        }
-        match node {
-            Node::Scalar(key) => {
-                walk.begin(key, at);
-                // A scalar ends where it begins, unless the walk ends with it.
-                if at < loc {
-                    walk.node_done();
-                    after_key = is_key;
-                }
-            }
-            Node::Opens(kind, style) => {
-                walk.begin(None, at);
-                walk.stack.push(Frame {
-                    flow: style == StructureStyle::Flow,
-                    place: match kind {
-                        Kind::Mapping => Place::Mapping {
-                            entry: None,
-                            in_value: false,
-                        },
-                        _ => Place::Sequence {
-                            begun: 0,
-                            open: false,
-                        },
-                    },
-                });
-            }
-            _ => {}
+        if !goes_on {
+            break;
         }
     }
     walk.path(loc, about == About::Mapping)
@@ -137,6 +92,21 @@ enum Node {
     Opens(Kind, StructureStyle),
     Ends,
     Document,
+}
+
+impl Node {
+    /// The node a parser event is, if it is one: comments and the stream's own events are not.
+    fn of(event: Event<'_>) -> Option<Node> {
+        Some(match event {
+            Event::Scalar(text, ..) => Node::Scalar(Some(text.into_owned())),
+            Event::Alias(..) | Event::UnresolvedAlias(..) => Node::Scalar(None),
+            Event::MappingStart(style, ..) => Node::Opens(Kind::Mapping, style),
+            Event::SequenceStart(style, ..) => Node::Opens(Kind::Sequence, style),
+            Event::MappingEnd | Event::SequenceEnd => Node::Ends,
+            Event::DocumentStart(..) => Node::Document,
+            _ => return None,
+        })
+    }
 }
 
 /// The collections being read, outermost first.
@@ -153,6 +123,25 @@ struct Frame {
     /// ends where the next node begins.
     flow: bool,
     place: Place,
+}
+
+impl Frame {
+    /// A collection of `kind` written in `style` opens.
+    fn opening(kind: Kind, style: StructureStyle) -> Frame {
+        Frame {
+            flow: style == StructureStyle::Flow,
+            place: match kind {
+                Kind::Mapping => Place::Mapping {
+                    entry: None,
+                    in_value: false,
+                },
+                _ => Place::Sequence {
+                    begun: 0,
+                    open: false,
+                },
+            },
+        }
+    }
 }
 
 enum Place {
@@ -199,6 +188,65 @@ impl Walk {
             }
             _ => {}
         }
+    }
+
+    /// A scalar or a collection begins at `at`, `len` long. `None`: the error at `loc` is
+    /// about what the walk has read, and the walk ends before this node. Else whether the node
+    /// was a key read whole.
+    fn read(
+        &mut self,
+        node: Node,
+        (at, len): (Pos, usize),
+        loc: Pos,
+        about: About,
+    ) -> Option<bool> {
+        let kind = match node {
+            Node::Scalar(_) => Kind::Scalar,
+            Node::Opens(kind, _) => kind,
+            Node::Ends | Node::Document => return Some(false),
+        };
+        let is_key = self.at_key();
+        if at == loc {
+            if let About::Value {
+                len: want,
+                expected,
+            } = about
+            {
+                let candidate = !is_key && len == want && Some(kind) != expected;
+                if is_key || (self.matched && !candidate) {
+                    return None;
+                }
+                self.matched |= candidate;
+            }
+        }
+        match node {
+            Node::Scalar(key) => {
+                self.begin(key, at);
+                // A scalar ends where it begins, unless the walk ends with it.
+                if at < loc {
+                    self.node_done();
+                    return Some(is_key);
+                }
+            }
+            Node::Opens(kind, style) => {
+                self.begin(None, at);
+                self.stack.push(Frame::opening(kind, style));
+            }
+            Node::Ends | Node::Document => {}
+        }
+        Some(false)
+    }
+
+    /// The innermost collection ends, at the error's position (`at_loc`) or before it. False:
+    /// the error is about a node at the position that has begun, or serde met the closing
+    /// bracket at the position from inside, and the walk ends here.
+    fn close(&mut self, at_loc: bool, about: About) -> bool {
+        let inside = at_loc && matches!(about, About::Value { .. });
+        if inside && (self.matched || self.stack.last().is_some_and(|f| f.flow)) {
+            return false;
+        }
+        self.end();
+        true
     }
 
     /// The innermost collection ends, which ends the node it is in.

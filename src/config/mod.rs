@@ -33,7 +33,7 @@ mod target;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,7 +53,8 @@ pub use price::{Budget, Price};
 pub use priority::Priority;
 #[cfg(test)]
 pub(crate) use probe::GateSpec;
-pub use probe::{Probe, Prompt, Timeouts};
+pub use probe::{Probe, Timeouts};
+pub use prompt::Prompt;
 pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
 pub use remote_write::RemoteWriteSettings;
 pub use select::{Pair, Selection, UnknownName};
@@ -111,32 +112,7 @@ fn load_with(path: &Path, unrecorded_ok: bool) -> Result<Config, ConfigError> {
         .map(|o| otlp::load(&src, &root.key("otlp"), o, base))
         .transpose()?;
 
-    let at = root.key("targets");
-    if raw.targets.value.is_empty() {
-        return Err(src.err(
-            &at,
-            raw.targets.referenced,
-            "at least one target is required",
-        ));
-    }
-    let mut targets: Vec<Arc<Target>> = Vec::new();
-    for (i, t) in raw.targets.value.into_iter().enumerate() {
-        let at = at.index(i);
-        if targets.iter().any(|o| o.name == t.name.value) {
-            return Err(src.err(
-                &at.key("name"),
-                t.name.referenced,
-                format!("duplicate target name {:?}", t.name.value),
-            ));
-        }
-        targets.push(Arc::new(target::load_target(
-            &src,
-            &at,
-            t,
-            base,
-            &agent.labels,
-        )?));
-    }
+    let targets = load_targets(&src, &root.key("targets"), raw.targets, base, &agent.labels)?;
 
     let dir = |d: Option<String>, default: &str| base.join(d.unwrap_or_else(|| default.into()));
     let probes_dir = dir(raw.probes_dir, "probes");
@@ -167,22 +143,7 @@ fn load_with(path: &Path, unrecorded_ok: bool) -> Result<Config, ConfigError> {
         raw.maintenance.unwrap_or_default(),
         &targets,
     )?;
-    let (status_history, status_store) = match raw.status {
-        Some(s) => (s.history, s.store),
-        None => (None, None),
-    };
-    let status_store = status_store.map(|p| base.join(p));
-    let status_history = match status_history {
-        Some(h) if h.value.0 < STATUS_HISTORY_MIN || h.value.0 > STATUS_HISTORY_MAX => {
-            return Err(src.err(
-                &root.key("status").key("history"),
-                h.referenced,
-                "history must be between 1d and 90d",
-            ))
-        }
-        Some(h) => h.value.0,
-        None => STATUS_HISTORY_MAX,
-    };
+    let (status_history, status_store) = load_status(&src, &root.key("status"), raw.status, base)?;
     Ok(Config {
         path: path.to_path_buf(),
         agent,
@@ -196,6 +157,65 @@ fn load_with(path: &Path, unrecorded_ok: bool) -> Result<Config, ConfigError> {
         status_store,
         warnings,
     })
+}
+
+/// `targets:`: at least one, each name once.
+fn load_targets(
+    src: &Source,
+    at: &FieldPath,
+    raw: Spanned<Vec<raw::RawTarget>>,
+    base: &Path,
+    agent_labels: &BTreeMap<String, String>,
+) -> Result<Vec<Arc<Target>>, ConfigError> {
+    if raw.value.is_empty() {
+        return Err(src.err(at, raw.referenced, "at least one target is required"));
+    }
+    let mut targets: Vec<Arc<Target>> = Vec::new();
+    for (i, t) in raw.value.into_iter().enumerate() {
+        let at = at.index(i);
+        if targets.iter().any(|o| o.name == t.name.value) {
+            return Err(src.err(
+                &at.key("name"),
+                t.name.referenced,
+                format!("duplicate target name {:?}", t.name.value),
+            ));
+        }
+        targets.push(Arc::new(target::load_target(
+            src,
+            &at,
+            t,
+            base,
+            agent_labels,
+        )?));
+    }
+    Ok(targets)
+}
+
+/// `status:`: how long the status page remembers (1 to 90 days, 90 unless written), and the
+/// store it keeps it in, relative to the agent file's folder.
+fn load_status(
+    src: &Source,
+    at: &FieldPath,
+    raw: Option<raw::RawStatus>,
+    base: &Path,
+) -> Result<(Duration, Option<PathBuf>), ConfigError> {
+    let (history, store) = match raw {
+        Some(s) => (s.history, s.store),
+        None => (None, None),
+    };
+    let store = store.map(|p| base.join(p));
+    let history = match history {
+        Some(h) if h.value.0 < STATUS_HISTORY_MIN || h.value.0 > STATUS_HISTORY_MAX => {
+            return Err(src.err(
+                &at.key("history"),
+                h.referenced,
+                "history must be between 1d and 90d",
+            ))
+        }
+        Some(h) => h.value.0,
+        None => STATUS_HISTORY_MAX,
+    };
+    Ok((history, store))
 }
 
 fn load_agent(

@@ -3,8 +3,9 @@
 //! wholly within the limit; until then it is open and sampling goes on. Each limit gets its
 //! own share of the gate's error rate (see [`alpha_per_limit`]).
 
+use super::sample::{self, Sample};
 use super::sequence;
-use super::stats::{self, LimitReport, Sample, Stopped, Verdict};
+use super::stats::{self, LimitReport, Stopped, Verdict};
 use crate::config::gate::{Figure, Op, Relative, Similarity, Slo};
 
 /// The gate's error rate: the chance that any of its verdicts is wrong, all limits together.
@@ -34,7 +35,7 @@ pub enum State {
 pub fn interval(figure: Figure, samples: &[&Sample], alpha: f64, centre: f64) -> (f64, f64) {
     match figure {
         Figure::Quantile(metric, q) => {
-            let v = stats::values(metric, samples);
+            let v = sample::values(metric, samples);
             let (lo, hi) = sequence::quantile(&v, f64::from(q) / 100.0, alpha);
             (lo.unwrap_or(0.0), hi.unwrap_or(f64::INFINITY))
         }
@@ -90,7 +91,7 @@ pub fn slo(slo: &Slo, cand: &[&Sample], alpha: f64, fails: bool) -> (LimitReport
         );
     }
     let mut r = stats::blank(&slo.name, "slo", stats::slo_limit(slo), cand);
-    r.candidate = stats::value(slo.figure, cand);
+    r.candidate = sample::value(slo.figure, cand);
     if cand.is_empty() {
         r.message = format!("{}: nothing measured on the candidate yet", slo.name);
         return (open(r, fails), State::Open);
@@ -115,8 +116,8 @@ pub fn relative(
 ) -> (LimitReport, State) {
     let mut r = stats::blank(&rel.name, "vs_baseline", rel.text.clone(), cand);
     let (c, b) = (
-        stats::value(rel.figure, cand),
-        stats::value(rel.figure, base),
+        sample::value(rel.figure, cand),
+        sample::value(rel.figure, base),
     );
     (r.candidate, r.baseline) = (c, b);
     r.ratio = c.zip(b).filter(|&(_, b)| b != 0.0).map(|(c, b)| c / b);
@@ -157,7 +158,7 @@ pub fn similarity(
 ) -> (LimitReport, State) {
     let figure = l.figure();
     let mut r = stats::blank(&l.name, "vs_baseline", stats::slo_text(l.op, &l.text), cand);
-    let mut pairs = super::sample::similarities(cand, base);
+    let mut pairs = sample::similarities(cand, base);
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let sorted: Vec<f64> = pairs.iter().map(|(s, _)| *s).collect();
     let q = f64::from(l.quantile) / 100.0;

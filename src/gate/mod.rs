@@ -10,8 +10,8 @@
 pub mod decide;
 mod plan;
 pub mod report;
-mod sample;
-mod sampling;
+mod rounds;
+pub mod sample;
 pub mod sequence;
 pub mod stats;
 
@@ -27,8 +27,9 @@ use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
 use plan::Setup;
 pub use plan::{Event, GateOptions, Plan, BATCH, DEFAULT_MAX_SAMPLES};
-use sampling::{sample, verdicts, Sides};
-use stats::{LimitReport, Sample, Stopped, Verdict};
+use rounds::{sample, verdicts, Sides};
+use sample::Sample;
+use stats::{LimitReport, Stopped, Verdict};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeGate {

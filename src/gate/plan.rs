@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::stats::Sample;
+use super::sample::Sample;
 use crate::config::{Probe, Target};
 
 /// The sequential gate's cap per side when neither the command line nor the probe sets one.

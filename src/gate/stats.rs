@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-pub use super::sample::{value, values, Sample};
+use super::sample::{run_value, value, Sample};
 use crate::config::gate::{Figure, Metric, Op, Relative, Similarity, Slo};
 
 use crate::timeline::nearest_rank;
@@ -150,7 +150,7 @@ impl LimitReport {
             Figure::Quantile(metric, _) => {
                 let mut worst: Vec<(f64, &Sample)> = cand
                     .iter()
-                    .filter_map(|s| super::sample::run_value(metric, s).map(|v| (v, *s)))
+                    .filter_map(|s| run_value(metric, s).map(|v| (v, *s)))
                     .collect();
                 // Worst first: the longest latency, the slowest decode.
                 match metric {

@@ -326,91 +326,138 @@ impl Aggregator {
         if self.series.is_empty() {
             return None;
         }
-        let start = self.start_ns;
-        let (series, temp) = match temporality {
-            Temporality::Cumulative => (
-                self.series.clone(),
-                AggregationTemporality::Cumulative as i32,
-            ),
-            Temporality::Delta => {
-                self.start_ns = now_ns;
-                (
-                    std::mem::take(&mut self.series),
-                    AggregationTemporality::Delta as i32,
-                )
-            }
+        let window = Window {
+            start_ns: self.start_ns,
+            now_ns,
+            temporality: match temporality {
+                Temporality::Cumulative => AggregationTemporality::Cumulative as i32,
+                Temporality::Delta => AggregationTemporality::Delta as i32,
+            },
         };
+        let series = self.take(now_ns, temporality);
         let mut by_instrument: Vec<((Instrument, Attrs), State)> = series.into_iter().collect();
         by_instrument.sort_by(|a, b| a.0.cmp(&b.0));
         let points = by_instrument.len();
-        let mut metrics = Vec::new();
-        for i in Instrument::ALL {
-            let mine = by_instrument.iter().filter(|((j, _), _)| *j == i);
-            let data = match i.bounds() {
-                Some(bounds) => metric::Data::Histogram(Histogram {
-                    data_points: mine
-                        .filter_map(|((_, attrs), st)| match st {
-                            State::Hist(h) => Some(HistogramDataPoint {
-                                attributes: key_values(attrs),
-                                start_time_unix_nano: start,
-                                time_unix_nano: now_ns,
-                                count: h.counts.iter().sum(),
-                                sum: Some(h.sum),
-                                bucket_counts: h.counts.clone(),
-                                explicit_bounds: bounds.to_vec(),
-                                min: Some(h.min),
-                                max: Some(h.max),
-                                ..Default::default()
-                            }),
-                            State::Count(_) => None,
-                        })
-                        .collect(),
-                    aggregation_temporality: temp,
-                }),
-                None => metric::Data::Sum(Sum {
-                    data_points: mine
-                        .filter_map(|((_, attrs), st)| match st {
-                            State::Count(n) => Some(NumberDataPoint {
-                                attributes: key_values(attrs),
-                                start_time_unix_nano: start,
-                                time_unix_nano: now_ns,
-                                value: Some(number_data_point::Value::AsInt(*n as i64)),
-                                ..Default::default()
-                            }),
-                            State::Hist(_) => None,
-                        })
-                        .collect(),
-                    aggregation_temporality: temp,
-                    is_monotonic: true,
-                }),
-            };
-            let empty = match &data {
-                metric::Data::Histogram(h) => h.data_points.is_empty(),
-                metric::Data::Sum(s) => s.data_points.is_empty(),
-                _ => true,
-            };
-            if !empty {
-                metrics.push(Metric {
-                    name: i.name().into(),
-                    description: i.description().into(),
-                    unit: i.unit().into(),
-                    data: Some(data),
-                    ..Default::default()
-                });
+        let metrics = Instrument::ALL
+            .into_iter()
+            .filter_map(|i| instrument_metric(i, &by_instrument, window))
+            .collect();
+        Some((request(resource, metrics), points))
+    }
+
+    /// The series to export: cumulative, a copy; delta, taken, and the next delta starts at
+    /// `now_ns`.
+    fn take(
+        &mut self,
+        now_ns: u64,
+        temporality: Temporality,
+    ) -> HashMap<(Instrument, Attrs), State> {
+        match temporality {
+            Temporality::Cumulative => self.series.clone(),
+            Temporality::Delta => {
+                self.start_ns = now_ns;
+                std::mem::take(&mut self.series)
             }
         }
-        let req = ExportMetricsServiceRequest {
-            resource_metrics: vec![ResourceMetrics {
-                resource: Some(resource),
-                scope_metrics: vec![ScopeMetrics {
-                    scope: Some(scope()),
-                    metrics,
+    }
+}
+
+/// What an export's points span, and how they add up (`AggregationTemporality`).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start_ns: u64,
+    now_ns: u64,
+    temporality: i32,
+}
+
+/// One instrument's metric from the series (sorted by instrument), `None` without points.
+fn instrument_metric(
+    i: Instrument,
+    series: &[((Instrument, Attrs), State)],
+    window: Window,
+) -> Option<Metric> {
+    let mine = series
+        .iter()
+        .filter(|((j, _), _)| *j == i)
+        .map(|((_, attrs), st)| (attrs, st));
+    let data = match i.bounds() {
+        Some(bounds) => histogram(mine, bounds, window),
+        None => sum(mine, window),
+    };
+    let empty = match &data {
+        metric::Data::Histogram(h) => h.data_points.is_empty(),
+        metric::Data::Sum(s) => s.data_points.is_empty(),
+        _ => true,
+    };
+    (!empty).then(|| Metric {
+        name: i.name().into(),
+        description: i.description().into(),
+        unit: i.unit().into(),
+        data: Some(data),
+        ..Default::default()
+    })
+}
+
+/// A histogram instrument's points.
+fn histogram<'a>(
+    series: impl Iterator<Item = (&'a Attrs, &'a State)>,
+    bounds: &[f64],
+    window: Window,
+) -> metric::Data {
+    metric::Data::Histogram(Histogram {
+        data_points: series
+            .filter_map(|(attrs, st)| match st {
+                State::Hist(h) => Some(HistogramDataPoint {
+                    attributes: key_values(attrs),
+                    start_time_unix_nano: window.start_ns,
+                    time_unix_nano: window.now_ns,
+                    count: h.counts.iter().sum(),
+                    sum: Some(h.sum),
+                    bucket_counts: h.counts.clone(),
+                    explicit_bounds: bounds.to_vec(),
+                    min: Some(h.min),
+                    max: Some(h.max),
                     ..Default::default()
-                }],
+                }),
+                State::Count(_) => None,
+            })
+            .collect(),
+        aggregation_temporality: window.temporality,
+    })
+}
+
+/// A counter's points: a monotonic sum.
+fn sum<'a>(series: impl Iterator<Item = (&'a Attrs, &'a State)>, window: Window) -> metric::Data {
+    metric::Data::Sum(Sum {
+        data_points: series
+            .filter_map(|(attrs, st)| match st {
+                State::Count(n) => Some(NumberDataPoint {
+                    attributes: key_values(attrs),
+                    start_time_unix_nano: window.start_ns,
+                    time_unix_nano: window.now_ns,
+                    value: Some(number_data_point::Value::AsInt(*n as i64)),
+                    ..Default::default()
+                }),
+                State::Hist(_) => None,
+            })
+            .collect(),
+        aggregation_temporality: window.temporality,
+        is_monotonic: true,
+    })
+}
+
+/// The request that carries the metrics, under the resource and our scope.
+fn request(resource: Resource, metrics: Vec<Metric>) -> ExportMetricsServiceRequest {
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(scope()),
+                metrics,
                 ..Default::default()
             }],
-        };
-        Some((req, points))
+            ..Default::default()
+        }],
     }
 }
 

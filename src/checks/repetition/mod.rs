@@ -6,415 +6,71 @@
 //! within their section, and the n-gram repetition ratio seq-rep-4 of the prose with the zlib
 //! compression ratio as corroboration;
 //! and the shapes that hide from exact comparison of units (`shapes.rs`, `sentences.rs`).
+//! `analyze` reads the answer once and runs one function per detector (`detectors.rs`); the
+//! list items' detectors are in `items.rs`, the thresholds in `thresholds.rs`.
 //! Answers from a fixed set (`True`, `No`, `B`) are no list items to these: an answer key
 //! repeats them. Pure functions; the thresholds come from the probe. tests/it/corpus.rs measures
 //! them on real answers, and what each detector adds.
 
-use std::collections::{HashMap, HashSet};
-
-use serde::{Deserialize, Serialize};
-
+mod detectors;
+mod items;
 mod report;
 mod sentences;
 mod shapes;
+mod thresholds;
 
-use super::lists::{self, Item};
-pub use super::units::units;
-use super::units::{intern, periodic_run, repeats};
-use report::share;
+use super::lists;
+use super::units::{intern, periodic_run, repeats, units};
+pub use detectors::compression_ratio;
+use detectors::Reading;
+use items::item_ids;
 pub use report::{Detector, Finding, Measures, Report, Tail};
+pub use thresholds::Thresholds;
 
-/// Thresholds of the repetition check. The defaults flag real loops and leave normal answers,
-/// lists whose items differ, counting, tables, code and refrains alone (tests/it/corpus.rs).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Thresholds {
-    /// A tail loop needs at least this many back-to-back repeats of its period (a period at
-    /// least `tail_min_units` long, a passage said again, needs two and the start of a third)...
-    pub tail_min_repeats: usize,
-    /// ...covering at least this many units. A text that ends in this many units of
-    /// punctuation and symbols alone (`；；；`, `－！－－！`, emoji), in any order, loops too.
-    pub tail_min_units: usize,
-    /// List items cycle when a period of one or more items comes back to back this often...
-    pub list_min_repeats: usize,
-    /// ...over at least this many items (short items count: `Apple` is one).
-    pub list_min_items: usize,
-    /// The n-gram detector fires when seq-rep-4 (the share of 4-grams that repeat an earlier
-    /// one, over the whole text or its second half, whichever is higher) exceeds the zlib
-    /// compression ratio by this much: the text repeats itself more than it carries news.
-    /// Refrains and structured text (JSON, tables) compress well but repeat less.
-    pub ngram_margin: f64,
-    /// Share of a list's items (lines with a marker, at least `list_min_items` of them) that
-    /// come back `list_min_repeats` times or more within their section, in any order
-    /// (`line_ratio` in the probe file).
-    #[serde(rename = "line_ratio")]
-    pub recurring_item_ratio: f64,
-    /// The n-gram measures apply only to texts whose prose (code blocks left out) has at least
-    /// this many units.
-    pub min_units: usize,
-    /// A sentence of prose with at least this many words (or CJK characters), ended by a full
-    /// stop of its own and said word for word again, is a loop: a refrain or a chorus line is
-    /// shorter, and repeats without a full stop.
-    pub sentence_min_units: usize,
-    /// Sentences that end in the same last four words, at least this many and at least two
-    /// fifths of the answer's sentences, are a loop (`..., which is a must-do in Paris.`).
-    pub ending_min_sentences: usize,
-    /// In paragraphs of prose (lines of 40 words or CJK characters on average), runs of four
-    /// words said three times or more that cover this share of the words are a loop: a model
-    /// stuck on a phrase says it again in every new sentence.
-    pub passage_ratio: f64,
-    /// In paragraphs of prose (lines of 30 words or more on average), a phrase of six words
-    /// said this many times is a loop.
-    pub phrase_min_repeats: usize,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Self {
-            tail_min_repeats: 3,
-            tail_min_units: 20,
-            list_min_repeats: 3,
-            list_min_items: 6,
-            ngram_margin: 0.12,
-            recurring_item_ratio: 0.5,
-            min_units: 40,
-            sentence_min_units: 8,
-            ending_min_sentences: 4,
-            passage_ratio: 0.5,
-            phrase_min_repeats: 4,
-        }
-    }
-}
-
-fn seq_rep_4(ids: &[u32]) -> f64 {
-    if ids.len() < 4 {
-        return 0.0;
-    }
-    let grams: Vec<&[u32]> = ids.windows(4).collect();
-    let unique: HashSet<&[u32]> = grams.iter().copied().collect();
-    1.0 - unique.len() as f64 / grams.len() as f64
-}
-
-/// The share of list items whose text comes back at least `times` times within its section
-/// (the lines between two lines without a marker, such as `Monday` or `Ingredients:`), over
-/// lists of at least `min_items`. A schedule or a checklist may give each day the same tasks;
-/// a model stuck on a few items repeats them where it is. Refrains and choruses are lines, not
-/// list items: they do not count, nor do answers (`True`, `No`), which an answer key repeats by
-/// nature.
-fn recurring_ratio(items: &[Item], times: usize, min_items: usize) -> f64 {
-    let mut section = 0;
-    let listed: Vec<(usize, &str)> = items
-        .iter()
-        .filter_map(|i| {
-            // A line without a marker, or a heading (`### Monday`), starts a section.
-            section += usize::from(!i.listed || i.heading);
-            (i.listed && !i.heading && !i.is_answer()).then_some((section, i.text.as_str()))
-        })
-        .collect();
-    if listed.len() < min_items.max(1) {
-        return 0.0;
-    }
-    let mut counts: HashMap<(usize, &str), usize> = HashMap::new();
-    for &i in &listed {
-        *counts.entry(i).or_default() += 1;
-    }
-    let recurring = listed.iter().filter(|i| counts[*i] >= times).count();
-    recurring as f64 / listed.len() as f64
-}
-
-pub fn compression_ratio(text: &str) -> f64 {
-    if text.is_empty() {
-        return 1.0;
-    }
-    let packed = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 6);
-    packed.len() as f64 / text.len() as f64
-}
-
-/// Each item as a small number, in order of first appearance, for the items `counts` keeps;
-/// every other item gets a number of its own, so it never comes back.
-fn item_ids(items: &[Item], counts: impl Fn(&Item) -> bool) -> Vec<u32> {
-    let mut ids: HashMap<&str, u32> = HashMap::new();
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            if counts(item) {
-                let next = ids.len() as u32;
-                *ids.entry(item.text.as_str()).or_insert(next)
-            } else {
-                u32::MAX - i as u32
-            }
-        })
-        .collect()
-}
-
-/// How many items at the end of `ids` take turns between two values, in any order, each at
-/// least `min_repeats` times: a list stuck on two items (`Zimbabwe`, `Yemen`, `Zimbabwe`...).
-fn two_at_the_end(ids: &[u32], min_repeats: usize) -> Option<usize> {
-    let mut seen: Vec<(u32, usize)> = Vec::with_capacity(2);
-    let mut len = 0;
-    for &id in ids.iter().rev() {
-        if let Some((_, n)) = seen.iter_mut().find(|(s, _)| *s == id) {
-            *n += 1;
-        } else if seen.len() < 2 {
-            seen.push((id, 1));
-        } else {
-            break;
-        }
-        len += 1;
-    }
-    (seen.len() == 2 && seen.iter().all(|&(_, n)| n >= min_repeats)).then_some(len)
-}
-
-/// A cycle of items, as `(period, items covered)`. Anywhere among list items (lines with a
-/// marker: the counter climbs while the items come back); among other lines only where it
-/// ends the text, since lines without markers that repeat and then stop are code or a refrain,
-/// and a model stuck in a loop does not get out of it. At the end, two items coming back in any
-/// order count as a cycle of two. Answers (`True`, `B`) never count: an answer key repeats them.
-fn item_cycle(items: &[Item], t: &Thresholds) -> Option<(usize, usize)> {
-    let accept = repeats(t.list_min_repeats, t.list_min_items);
-    let listed = item_ids(items, |i| i.listed && !i.is_answer());
-    if let Some((p, _, c)) = periodic_run(&listed, false, &accept) {
-        return Some((p, c));
-    }
-    let mut all = item_ids(items, |i| !i.is_answer());
-    // A last line that begins one said before is being cut off by `max_tokens`: left out.
-    if let Some((last, before)) = items.split_last() {
-        if before
-            .iter()
-            .any(|i| i.text.len() > last.text.len() && i.text.starts_with(&last.text))
-        {
-            all.pop();
-        }
-    }
-    if let Some((p, _, c)) = periodic_run(&all, true, &accept) {
-        return Some((p, c));
-    }
-    two_at_the_end(&all, t.list_min_repeats)
-        .filter(|&c| c >= t.list_min_items)
-        .map(|c| (2, c))
-}
-
-/// Words a line must say besides its numbers to take turns in [`taking_turns`]: a line of one
-/// or two words and a number (`Flip 3: Heads`, `7 is odd`, `Test 2: PASS`) is data, one of two
-/// values on purpose.
-const TURN_WORDS: usize = 3;
-
-/// The most items in a row, anywhere in the answer, that take turns between two texts with
-/// their numbers masked, each at least `min_repeats` times and switching from one to the other
-/// at least `min_repeats` times, over at least `min_items` items: a list stuck on two entries
-/// while its counter climbs (`River 3: The Amazon`, `River 4: The Nile`, `River 5: The
-/// Amazon`...). Only lines of a list or with a number in them count (a song's two lines taking
-/// turns are a refrain), with [`TURN_WORDS`] words or more (rows of figures and two-valued
-/// data are no loop), and never table rows or answers (`True`, `B`). Two blocks one after the
-/// other (three sets of push-ups, then three of squats) switch once: a plan, not turns.
-/// `templates` are the items' own, from [`shapes::templates`].
-fn taking_turns(
-    items: &[Item],
-    templates: &[String],
-    min_repeats: usize,
-    min_items: usize,
-) -> usize {
-    let texts: Vec<Option<&str>> = items
-        .iter()
-        .zip(templates)
-        .map(|(i, t)| {
-            let counted = !i.heading
-                && !i.text.starts_with('|')
-                && (i.listed || t.contains('#'))
-                && !i.is_answer()
-                && shapes::words(t) >= TURN_WORDS;
-            counted.then_some(t.as_str())
-        })
-        .collect();
-    // The widest windows of at most two texts, slid over the items, with the number of
-    // switches between neighbours inside each.
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    let (mut best, mut start, mut switches) = (0, 0, 0);
-    for (end, text) in texts.iter().enumerate() {
-        let Some(text) = text else {
-            counts.clear();
-            (start, switches) = (end + 1, 0);
-            continue;
-        };
-        if end > start && texts[end - 1] != Some(text) {
-            switches += 1;
-        }
-        *counts.entry(text).or_default() += 1;
-        while counts.len() > 2 {
-            let first = texts[start].unwrap_or_default();
-            if let Some(n) = counts.get_mut(first) {
-                *n -= 1;
-                if *n == 0 {
-                    counts.remove(first);
-                }
-            }
-            if texts[start + 1] != texts[start] {
-                switches -= 1;
-            }
-            start += 1;
-        }
-        let len = end + 1 - start;
-        if counts.len() == 2
-            && counts.values().all(|&n| n >= min_repeats)
-            && switches >= min_repeats
-            && len >= min_items
-        {
-            best = best.max(len);
-        }
-    }
-    best
-}
-
-/// The share of an answer's lines one template must make up to be a loop: two in five, so that
-/// a template taking turns with empty labels (`Day 3:`, `• Wednesday:`, `Day 4:`...) or coming
-/// after a few lines that differ counts. A label with content under it heads that content and
-/// is not counted ([`shapes::template_lines`]): a plan by week is no loop.
-const TEMPLATE_SHARE: f64 = 0.4;
-
-/// The fewest lines one template with a climbing counter must take for a loop: eight, where
-/// a list needs six items to cycle (`千二年 (1922-1923)` on eight lines).
-const TEMPLATE_MIN_LINES: usize = 8;
-
-/// How far into a third saying a long passage must be to count as a loop.
-const PASSAGE_RESTART: usize = 4;
-
+/// Runs every detector over `text` ([`detectors`]) and reports their measures and findings.
 pub fn analyze(text: &str, t: &Thresholds) -> Report {
-    let plain = lists::without_markers(text);
-    let words = units(&plain);
-    let ids = intern(&words);
-    let prose = lists::prose(text);
-    let prose_units = units(&prose);
-    let prose_ids = intern(&prose_units);
-    let items = lists::items(text, false);
-    let n = ids.len();
-    let cycle = item_cycle(&items, t);
-    let looping = |p: usize, covered: usize| {
-        // A long passage said twice and begun a third time is a loop cut short; a few units
-        // into the third, so a shared last word or full stop does not count as its start.
-        let passage = p >= t.tail_min_units && covered >= 2 * p + PASSAGE_RESTART;
-        covered >= t.tail_min_units && (covered / p >= t.tail_min_repeats || passage)
-    };
-    // `max_tokens` may cut the last word in half: the loop then ends one unit earlier.
-    let tail = periodic_run(&ids, true, looping)
-        .or_else(|| periodic_run(&ids[..n.saturating_sub(1)], true, looping));
-    // A text that ends in marks alone (`；；；`, `－－！－！！`, emoji) says nothing more, in
-    // whatever order they come. Its prose: a table drawn in a code block is no such end.
-    let marks = prose_units
-        .iter()
-        .rev()
-        .take_while(|u| !u.chars().any(char::is_alphanumeric))
-        .count();
-    let marks = (marks >= t.tail_min_units).then_some(marks);
-    let m = prose_ids.len();
-    let long_enough = m >= t.min_units;
-    let seq_rep_4 = if long_enough {
-        seq_rep_4(&prose_ids)
-    } else {
-        0.0
-    };
-    let late_seq_rep_4 = if long_enough {
-        self::seq_rep_4(&prose_ids[m / 2..])
-    } else {
-        0.0
-    };
-    let recurring_item_ratio = recurring_ratio(&items, t.list_min_repeats, t.list_min_items);
-    let compression_ratio = compression_ratio(&prose);
-    let tail = tail
-        .map(|(period, _, units)| Tail::Repeated { period, units })
-        .or(marks.map(|units| Tail::Marks { units }));
-    let ngrams = seq_rep_4.max(late_seq_rep_4);
-    let templates = shapes::templates(&items);
-    let (template_lines, _) = shapes::template_lines(&items, &templates);
-    // A counter needs three lines at least to be seen climbing.
-    let template_line_ratio = if template_lines >= 3 {
-        share(template_lines, items.len())
-    } else {
-        0.0
-    };
-    let (repeated_rows, table_rows) = shapes::repeated_rows(&prose);
-    let (clause_ending_ratio, clauses) = shapes::clause_endings(&prose);
-    let (repeated_sentences, sentence_count) =
-        sentences::repeated_sentences(text, t.sentence_min_units);
-    let (alike, ended) = sentences::endings(text);
-    // Words alone, whatever marks lie between them (`B2B！B2B：B2B；`): one repeat more than a
-    // tail loop of units needs, over two fifths of its units.
-    let word_tail = shapes::word_tail(
-        &words,
-        t.tail_min_repeats + 1,
-        (2 * t.tail_min_units).div_ceil(5),
-    );
-    let (passage_ratio, phrase_repeats) = shapes::passages(&prose, &prose_units, t.min_units);
-    let turn_items = taking_turns(&items, &templates, t.list_min_repeats, t.list_min_items);
-    let (enumeration_repeats, enumerated) = shapes::enumerations(&prose, t.list_min_repeats);
-    // One sentence ends alike with itself: the share says something from two on.
-    let sentence_ending_ratio = if alike >= 2 { share(alike, ended) } else { 0.0 };
-    let findings = [
-        cycle.map(|(period, items)| Finding::ItemCycle { period, items }),
-        (turn_items > 0).then_some(Finding::TakingTurns { items: turn_items }),
-        tail.map(Finding::TailLoop),
-        word_tail.map(|(period, words)| Finding::WordTail { period, words }),
-        (recurring_item_ratio >= t.recurring_item_ratio).then_some(Finding::RecurringItems {
-            ratio: recurring_item_ratio,
-        }),
-        // A template said on eight lines or more, and on two in five of the answer's.
-        (template_lines >= TEMPLATE_MIN_LINES && template_line_ratio >= TEMPLATE_SHARE).then_some(
-            Finding::TemplateLines {
-                lines: template_lines,
-                items: items.len(),
-            },
-        ),
-        // One row said again once is a slip, as one list item said twice is.
-        (repeated_rows >= 2).then_some(Finding::RepeatedRows {
-            repeated: repeated_rows,
-            rows: table_rows,
-        }),
-        // Items named again and again on their line, as many mentions as a list needs items
-        // to cycle.
-        (enumeration_repeats >= t.list_min_items).then_some(Finding::EnumerationRepeats {
-            mentions: enumeration_repeats,
-            items: enumerated,
-        }),
-        (long_enough && ngrams - compression_ratio >= t.ngram_margin).then_some(Finding::Ngrams {
-            seq_rep_4: ngrams,
-            compression_ratio,
-        }),
-        (passage_ratio >= t.passage_ratio || phrase_repeats >= t.phrase_min_repeats).then_some(
-            Finding::Passages {
-                ratio: passage_ratio,
-                // Named when it alone fired.
-                phrase: (passage_ratio < t.passage_ratio).then_some(phrase_repeats),
-            },
-        ),
-        // A sentence of prose said word for word a second time.
-        (repeated_sentences >= 1).then_some(Finding::RepeatedSentences {
-            repeated: repeated_sentences,
-            sentences: sentence_count,
-        }),
-        (clauses >= shapes::MIN_CLAUSES && clause_ending_ratio >= t.recurring_item_ratio)
-            .then_some(Finding::ClauseEndings {
-                ratio: clause_ending_ratio,
-                clauses,
-            }),
-        (alike >= t.ending_min_sentences && sentence_ending_ratio >= sentences::ENDING_SHARE)
-            .then_some(Finding::SentenceEndings {
-                alike,
-                sentences: ended,
-            }),
-    ];
-    let findings: Vec<Finding> = findings.into_iter().flatten().collect();
+    let (plain, prose) = (lists::without_markers(text), lists::prose(text));
+    let r = Reading::new(text, &plain, &prose);
+    let (turn_items, taking_turns) = detectors::taking_turns(&r, t);
+    let (recurring_item_ratio, recurring_items) = detectors::recurring_items(&r, t);
+    let (template_line_ratio, template_lines) = detectors::template_lines(&r);
+    let (repeated_rows, rows) = detectors::repeated_rows(&r);
+    let (enumeration_repeats, enumerations) = detectors::enumerations(&r, t);
+    let (ngrams, ngram_finding) = detectors::ngrams(&r, t);
+    let (repeated_sentences, sentences) = detectors::repeated_sentences(&r, t);
+    let (clause_ending_ratio, clause_endings) = detectors::clause_endings(&r, t);
+    let (sentence_ending_ratio, sentence_endings) = detectors::sentence_endings(&r, t);
+    let findings: Vec<Finding> = [
+        detectors::item_cycle(&r, t),
+        taking_turns,
+        detectors::tail_loop(&r, t),
+        detectors::word_tail(&r, t),
+        recurring_items,
+        template_lines,
+        rows,
+        enumerations,
+        ngram_finding,
+        detectors::passages(&r, t),
+        sentences,
+        clause_endings,
+        sentence_endings,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let (n, items) = (r.ids.len(), r.items.len());
     Report {
         measures: Measures {
             score: findings
                 .iter()
-                .map(|f| f.share(n, items.len()))
-                .fold(seq_rep_4.max(recurring_item_ratio), f64::max),
+                .map(|f| f.share(n, items))
+                .fold(ngrams.seq_rep_4.max(recurring_item_ratio), f64::max),
             units: n,
-            items: items.len(),
-            seq_rep_4,
-            late_seq_rep_4,
+            items,
+            seq_rep_4: ngrams.seq_rep_4,
+            late_seq_rep_4: ngrams.late_seq_rep_4,
             recurring_item_ratio,
-            compression_ratio,
+            compression_ratio: ngrams.compression_ratio,
             template_line_ratio,
             repeated_rows,
             clause_ending_ratio,

@@ -7,6 +7,7 @@ use serde_saphyr::Spanned;
 
 use super::super::raw;
 use super::super::{probe_files, ConfigError, FieldPath, Source};
+use crate::checks::repetition::Thresholds;
 use crate::checks::tool_call::{self, Tool};
 use crate::checks::{CheckSpec, Reference, DEFAULT_MIN_SIMILARITY};
 
@@ -17,6 +18,54 @@ pub(super) fn load_checks(
     (base, unrecorded_ok): (&Path, bool),
     tools: Option<&[Tool]>,
 ) -> Result<CheckSpec, ConfigError> {
+    let Lengths {
+        min_chars,
+        max_chars,
+        max_lines,
+    } = lengths(src, at, &c)?;
+    let (repetition, stop_on_repetition) = repetition(src, at, c.repetition, c.stop_on_repetition)?;
+    let json_schema = match &c.json_schema {
+        Some(file) => Some(Arc::new(
+            probe_files::schema(&base.join(&file.value))
+                .map_err(|e| src.err(&at.key("json_schema"), file.referenced, e))?,
+        )),
+        None => None,
+    };
+    let tool_call = match &c.tool_call {
+        Some(name) => Some(required_tool(src, &at.key("tool_call"), name, tools)?),
+        None => None,
+    };
+    Ok(CheckSpec {
+        min_chars,
+        max_chars,
+        max_lines,
+        expect: c.expect.map(|r| r.0),
+        forbid: c.forbid.map(|r| r.0),
+        repetition,
+        stop_on_repetition,
+        allow_truncation: c.allow_truncation.unwrap_or(false),
+        // A schema is a JSON check with more to say.
+        json: c.json.unwrap_or(false) || json_schema.is_some(),
+        json_schema,
+        tool_call,
+        needle: None,
+        reference: c
+            .reference
+            .map(|r| reference(src, &at.key("reference"), r, base, unrecorded_ok))
+            .transpose()?,
+    })
+}
+
+/// The length checks: characters at least and at most, lines at most.
+struct Lengths {
+    min_chars: Option<usize>,
+    max_chars: Option<usize>,
+    max_lines: Option<usize>,
+}
+
+/// `min_chars` and `max_chars` (0 or more, the least no more than the most) and `max_lines`
+/// (1 or more).
+fn lengths(src: &Source, at: &FieldPath, c: &raw::RawChecks) -> Result<Lengths, ConfigError> {
     let chars = |v: &Option<Spanned<i64>>, what: &str| -> Result<Option<usize>, ConfigError> {
         match v {
             Some(s) if s.value < 0 => Err(src.err(
@@ -50,12 +99,27 @@ pub(super) fn load_checks(
         Some(s) => Some(s.value as usize),
         None => None,
     };
-    let repetition = match c.repetition.unwrap_or(raw::Repetition::Default) {
+    Ok(Lengths {
+        min_chars,
+        max_chars,
+        max_lines,
+    })
+}
+
+/// `repetition:` (the default thresholds unless `off` or written) and `stop_on_repetition`,
+/// which needs the check on.
+fn repetition(
+    src: &Source,
+    at: &FieldPath,
+    written: Option<raw::Repetition>,
+    stop: Option<Spanned<bool>>,
+) -> Result<(Option<Thresholds>, bool), ConfigError> {
+    let repetition = match written.unwrap_or(raw::Repetition::Default) {
         raw::Repetition::Default => Some(Default::default()),
         raw::Repetition::Off => None,
         raw::Repetition::Custom(t) => Some(t),
     };
-    let stop_on_repetition = match c.stop_on_repetition {
+    let stop = match stop {
         Some(s) if s.value && repetition.is_none() => {
             return Err(src.err(
                 &at.key("stop_on_repetition"),
@@ -66,36 +130,7 @@ pub(super) fn load_checks(
         Some(s) => s.value,
         None => false,
     };
-    let json_schema = match &c.json_schema {
-        Some(file) => Some(Arc::new(
-            probe_files::schema(&base.join(&file.value))
-                .map_err(|e| src.err(&at.key("json_schema"), file.referenced, e))?,
-        )),
-        None => None,
-    };
-    let tool_call = match &c.tool_call {
-        Some(name) => Some(required_tool(src, &at.key("tool_call"), name, tools)?),
-        None => None,
-    };
-    Ok(CheckSpec {
-        min_chars,
-        max_chars,
-        max_lines,
-        expect: c.expect.map(|r| r.0),
-        forbid: c.forbid.map(|r| r.0),
-        repetition,
-        stop_on_repetition,
-        allow_truncation: c.allow_truncation.unwrap_or(false),
-        // A schema is a JSON check with more to say.
-        json: c.json.unwrap_or(false) || json_schema.is_some(),
-        json_schema,
-        tool_call,
-        needle: None,
-        reference: c
-            .reference
-            .map(|r| reference(src, &at.key("reference"), r, base, unrecorded_ok))
-            .transpose()?,
-    })
+    Ok((repetition, stop))
 }
 
 /// `checks.reference`: its file read now. A file not written yet is an error that says how to

@@ -14,8 +14,8 @@ use super::cache_check::{self, CacheCheck};
 use super::confirm::{self, Confirm};
 use super::duration::Dur;
 use super::ladder::{self, Ladder};
-pub use super::prompt::Prompt;
-use super::raw::{self, CacheBust, Inconclusive, Message, RawProbe, Role};
+use super::prompt::Prompt;
+use super::raw::{self, CacheBust, EverySpec, Inconclusive, Message, RawProbe, Role, ScheduleSpec};
 use super::{positive, probe_files, read, ConfigError, FieldPath, Source, Target};
 use crate::checks::tool_call::Tool;
 use crate::checks::CheckSpec;
@@ -215,6 +215,7 @@ struct Dirs<'a> {
     unrecorded_ok: bool,
 }
 
+/// One probe of a probe file, its sections read in the order their errors are reported.
 fn load_probe(
     src: &Source,
     at: &FieldPath,
@@ -227,46 +228,23 @@ fn load_probe(
     super::check_name(src, &at.key("name"), &r.name, "probe")?;
     let name = r.name.value.clone();
     let timezone = super::time_zone(src, &at.key("timezone"), r.timezone.as_ref())?;
-    let target_names: Vec<String> = match &r.targets {
-        Some(list) => super::target_names(src, &at.key("targets"), list, targets)?,
-        None => targets.iter().map(|t| t.name.clone()).collect(),
-    };
-    // The targets the probe runs on.
-    let on: Vec<&Arc<Target>> = targets
-        .iter()
-        .filter(|t| target_names.contains(&t.name))
-        .collect();
-    let prompt = match &r.prompt {
-        Some(name) => Some(match prompts.get(&name.value) {
-            Some(p) => p.clone(),
-            None => {
-                let p = Arc::new(load_prompt(src, &at.key("prompt"), name, dirs.prompts)?);
-                prompts.insert(name.value.clone(), p.clone());
-                p
-            }
-        }),
-        None => None,
-    };
+    let (target_names, on) = runs_on(src, at, r.targets.as_deref(), targets)?;
+    let prompt = r
+        .prompt
+        .as_ref()
+        .map(|p| named_prompt(src, &at.key("prompt"), p, dirs.prompts, prompts))
+        .transpose()?;
     let max_tokens = match &r.max_tokens {
         Some(m) => positive(src, at, "max_tokens", m, 1 << 20)? as u32,
         None => 128,
     };
-    let temperature = match &r.temperature {
-        Some(t) if !(0.0..=2.0).contains(&t.value) => {
-            return Err(src.err(
-                &at.key("temperature"),
-                t.referenced,
-                format!("temperature must be between 0 and 2, found {}", t.value),
-            ))
-        }
-        Some(t) => Some(t.value),
-        None => None,
-    };
+    let temperature = temperature(src, at, r.temperature.as_ref())?;
     let timeouts = load_timeouts(src, &at.key("timeouts"), r.timeouts.unwrap_or_default())?;
-    let tools = match &r.tools {
-        Some(file) => Some(load_tools(src, &at.key("tools"), file, dirs.base, &on)?),
-        None => None,
-    };
+    let tools = r
+        .tools
+        .as_ref()
+        .map(|file| load_tools(src, &at.key("tools"), file, dirs.base, &on))
+        .transpose()?;
     let checks = load_checks(
         src,
         &at.key("checks"),
@@ -281,70 +259,21 @@ fn load_probe(
         .slo
         .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
         .transpose()?;
-    let schedule = match (r.schedule, r.every) {
-        (Some(_), Some(every)) => {
-            return Err(src.err(
-                &at.key("every"),
-                every.referenced,
-                "schedule and every both say when the probe runs: keep one",
-            ))
-        }
-        (Some(s), None) => Some(s.value.0),
-        (None, e) => e.map(|e| e.value.0),
-    };
+    let schedule = schedule(src, at, r.schedule, r.every)?;
     let cache_check = cache_check::load(
         src,
         &at.key("cache_check"),
         r.cache_check,
         r.cache_bust.is_some(),
     )?;
-    if let (Some(_), Some(l)) = (&cache_check, &r.ladder) {
-        return Err(src.err(
-            &at.key("ladder"),
-            l.referenced,
-            "a probe takes cache_check or ladder, not both: each turns a firing into runs of its own",
-        ));
-    }
-    if let (Some(_), Some(l)) = (&checks.reference, &r.ladder) {
-        return Err(src.err(
-            &at.key("ladder"),
-            l.referenced,
-            "a probe takes ladder or checks.reference, not both: a ladder's prompts change each firing, so no one answer is right",
-        ));
-    }
     let ladder = match &r.ladder {
         Some(l) => {
-            let answer_shape = if checks.tool_call.is_some() {
-                Some("tool_call")
-            } else if checks.json {
-                Some("json")
-            } else {
-                None
-            };
-            let around = ladder::Around {
-                prompt: prompt.as_deref(),
-                answer_shape,
-                gated,
-            };
-            Some(ladder::load(src, &at.key("ladder"), l, around)?)
+            let around = (prompt.as_deref(), gated, cache_check.is_some());
+            Some(load_ladder(src, &at.key("ladder"), l, &checks, around)?)
         }
         None => None,
     };
-    // A needle ladder writes its own prompt, after the probe's messages when it has some.
-    let prompt = match prompt {
-        Some(p) => p,
-        None if ladder.as_ref().is_some_and(|l| l.needle) => Arc::new(Prompt {
-            name: String::new(),
-            messages: Vec::new(),
-        }),
-        None => {
-            return Err(src.err(
-                &at.key("prompt"),
-                r.name.referenced,
-                "a probe needs a prompt (only a ladder with a needle writes its own)",
-            ))
-        }
-    };
+    let prompt = prompt_or_needle(src, &at.key("prompt"), prompt, ladder.as_ref(), &r.name)?;
     let cache_bust = r.cache_bust.unwrap_or_default();
     if cache_bust == CacheBust::Auto && cache_check.is_none() {
         warnings.extend(on.iter().filter_map(|t| uncached(&name, t)));
@@ -369,6 +298,135 @@ fn load_probe(
         cache_check,
         ladder,
     })
+}
+
+/// `targets:`: the names the probe runs on (every target's when it names none), and those
+/// targets.
+fn runs_on<'t>(
+    src: &Source,
+    at: &FieldPath,
+    list: Option<&[Spanned<String>]>,
+    targets: &'t [Arc<Target>],
+) -> Result<(Vec<String>, Vec<&'t Arc<Target>>), ConfigError> {
+    let names: Vec<String> = match list {
+        Some(list) => super::target_names(src, &at.key("targets"), list, targets)?,
+        None => targets.iter().map(|t| t.name.clone()).collect(),
+    };
+    let on = targets.iter().filter(|t| names.contains(&t.name)).collect();
+    Ok((names, on))
+}
+
+/// `prompt:`: the prompt file, read once however many probes name it.
+fn named_prompt(
+    src: &Source,
+    field: &FieldPath,
+    name: &Spanned<String>,
+    dir: &Path,
+    prompts: &mut HashMap<String, Arc<Prompt>>,
+) -> Result<Arc<Prompt>, ConfigError> {
+    if let Some(p) = prompts.get(&name.value) {
+        return Ok(p.clone());
+    }
+    let p = Arc::new(load_prompt(src, field, name, dir)?);
+    prompts.insert(name.value.clone(), p.clone());
+    Ok(p)
+}
+
+/// `temperature:`, between 0 and 2.
+fn temperature(
+    src: &Source,
+    at: &FieldPath,
+    t: Option<&Spanned<f64>>,
+) -> Result<Option<f64>, ConfigError> {
+    match t {
+        Some(t) if !(0.0..=2.0).contains(&t.value) => Err(src.err(
+            &at.key("temperature"),
+            t.referenced,
+            format!("temperature must be between 0 and 2, found {}", t.value),
+        )),
+        Some(t) => Ok(Some(t.value)),
+        None => Ok(None),
+    }
+}
+
+/// `schedule:` (cron) or `every:` (an interval), not both; neither: the probe runs when asked.
+fn schedule(
+    src: &Source,
+    at: &FieldPath,
+    schedule: Option<Spanned<ScheduleSpec>>,
+    every: Option<Spanned<EverySpec>>,
+) -> Result<Option<Schedule>, ConfigError> {
+    match (schedule, every) {
+        (Some(_), Some(every)) => Err(src.err(
+            &at.key("every"),
+            every.referenced,
+            "schedule and every both say when the probe runs: keep one",
+        )),
+        (Some(s), None) => Ok(Some(s.value.0)),
+        (None, e) => Ok(e.map(|e| e.value.0)),
+    }
+}
+
+/// `ladder:` at `field`, around the probe's prompt, whether it is gated and whether it checks
+/// the cache: a ladder takes neither `cache_check` nor `checks.reference`, and its needle's
+/// answer is no JSON nor tool call.
+fn load_ladder(
+    src: &Source,
+    field: &FieldPath,
+    l: &Spanned<ladder::RawLadder>,
+    checks: &CheckSpec,
+    (prompt, gated, cache_checked): (Option<&Prompt>, bool, bool),
+) -> Result<Ladder, ConfigError> {
+    if cache_checked {
+        return Err(src.err(
+            field,
+            l.referenced,
+            "a probe takes cache_check or ladder, not both: each turns a firing into runs of its own",
+        ));
+    }
+    if checks.reference.is_some() {
+        return Err(src.err(
+            field,
+            l.referenced,
+            "a probe takes ladder or checks.reference, not both: a ladder's prompts change each firing, so no one answer is right",
+        ));
+    }
+    let answer_shape = if checks.tool_call.is_some() {
+        Some("tool_call")
+    } else if checks.json {
+        Some("json")
+    } else {
+        None
+    };
+    let around = ladder::Around {
+        prompt,
+        answer_shape,
+        gated,
+    };
+    ladder::load(src, field, l, around)
+}
+
+/// The probe's prompt. Without one, only a needle ladder will do: it writes its own prompt
+/// (after the probe's messages when it has some), so the probe's is empty.
+fn prompt_or_needle(
+    src: &Source,
+    field: &FieldPath,
+    prompt: Option<Arc<Prompt>>,
+    ladder: Option<&Ladder>,
+    name: &Spanned<String>,
+) -> Result<Arc<Prompt>, ConfigError> {
+    match prompt {
+        Some(p) => Ok(p),
+        None if ladder.is_some_and(|l| l.needle) => Ok(Arc::new(Prompt {
+            name: String::new(),
+            messages: Vec::new(),
+        })),
+        None => Err(src.err(
+            field,
+            name.referenced,
+            "a probe needs a prompt (only a ladder with a needle writes its own)",
+        )),
+    }
 }
 
 /// `tools:`, the OpenAI function definitions offered to the model: a completions target takes

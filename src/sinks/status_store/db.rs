@@ -162,6 +162,14 @@ impl Db {
     }
 
     fn read(&self) -> rusqlite::Result<(Vec<SavedPair>, SavedIncidents)> {
+        let mut pairs = self.read_pairs()?;
+        self.read_slots(&mut pairs)?;
+        let incidents = self.read_incidents()?;
+        Ok((pairs.into_values().collect(), incidents))
+    }
+
+    /// The pairs by their row id, each with its tail and no slots yet.
+    fn read_pairs(&self) -> rusqlite::Result<HashMap<i64, SavedPair>> {
         let c = &self.conn;
         let mut pairs: HashMap<i64, SavedPair> = HashMap::new();
         let mut st = c.prepare("SELECT id, probe, target, tail FROM pair")?;
@@ -184,10 +192,16 @@ impl Db {
                 }
             }
         }
+        Ok(pairs)
+    }
+
+    /// The pairs' slots, fine, coarse and daily, each table in its key order (time first).
+    fn read_slots(&self, pairs: &mut HashMap<i64, SavedPair>) -> rusqlite::Result<()> {
+        let c = &self.conn;
         each_slot(
             c,
             "SELECT pair, bucket, runs, failed, maintenance, ttft_p50, ttft_p95, tps FROM fine ORDER BY bucket, pair",
-            &mut pairs,
+            pairs,
             |p, r| {
                 p.fine.push(FineRow {
                     bucket: r.get(1)?,
@@ -204,7 +218,7 @@ impl Db {
         each_slot(
             c,
             "SELECT pair, bucket, runs, failed, maintenance FROM coarse ORDER BY bucket, pair",
-            &mut pairs,
+            pairs,
             |p, r| {
                 p.coarse.push(CoarseRow {
                     bucket: r.get(1)?,
@@ -218,7 +232,7 @@ impl Db {
         each_slot(
             c,
             "SELECT pair, day, runs, failed, maintenance, ttft_p50, ttft_p95, tps_p50 FROM day ORDER BY day, pair",
-            &mut pairs,
+            pairs,
             |p, r| {
                 p.days.push(DayRow {
                     day: r.get(1)?,
@@ -231,7 +245,12 @@ impl Db {
                 });
                 Ok(())
             },
-        )?;
+        )
+    }
+
+    /// The incident detector's last runs of each pair, and the incidents.
+    fn read_incidents(&self) -> rusqlite::Result<SavedIncidents> {
+        let c = &self.conn;
         let mut incidents = SavedIncidents::default();
         let mut st = c.prepare("SELECT probe, target, runs FROM recent")?;
         let mut rows = st.query([])?;
@@ -252,7 +271,7 @@ impl Db {
                 }
             }
         }
-        Ok((pairs.into_values().collect(), incidents))
+        Ok(incidents)
     }
 
     /// Runs' changes, in one transaction: each is whole in the store or not at all.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::decide::{self, State};
 use super::plan::{Event, GateOptions, Plan, Setup};
-use super::stats::{self, LimitReport, Sample, Stopped};
+use super::sample::Sample;
+use super::stats::{self, LimitReport, Stopped};
 use crate::config::gate::Figure;
 use crate::config::{Inconclusive, Probe, Target};
 use crate::runner::Runner;
