@@ -89,6 +89,10 @@
 //! - [`buckets`]: the histograms' bucket bounds (docs/design.md), which the metrics registry and
 //!   config's latency objectives share.
 
+// What only this crate uses is `pub(crate)`; `pub` means the binary, the benches or the tests
+// reach it through `cli`, `run` or `testing`.
+#![warn(unreachable_pub)]
+
 mod buckets;
 mod calibrate;
 mod checks;

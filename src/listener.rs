@@ -66,7 +66,7 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 const GIVE_WAY_WAIT: Duration = Duration::from_millis(200);
 
 /// A listener with its cap and timeouts.
-pub struct Door {
+pub(crate) struct Door {
     listener: TcpListener,
     limits: Limits,
     slots: Arc<Slots>,
@@ -106,7 +106,7 @@ fn micros(epoch: Instant) -> u64 {
 }
 
 impl Door {
-    pub fn new(listener: TcpListener, limits: Limits) -> Door {
+    pub(crate) fn new(listener: TcpListener, limits: Limits) -> Door {
         let cap = limits.max_connections.max(1);
         Door {
             listener,
@@ -124,18 +124,18 @@ impl Door {
         }
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         self.limits
     }
 
     /// The next connection with its slot. Never fails: accept errors (out of descriptors, a
     /// connection reset before it was accepted) are logged and retried after a pause that
     /// doubles while they go on, so a failing accept never spins the thread.
-    pub async fn accept(&self) -> (Tracked, Slot) {
+    pub(crate) async fn accept(&self) -> (Tracked, Slot) {
         let mut pause = FIRST_PAUSE;
         loop {
             match self.listener.accept().await {
@@ -227,7 +227,7 @@ impl Slots {
 }
 
 /// A connection's place under the cap; dropping it frees the place.
-pub struct Slot {
+pub(crate) struct Slot {
     id: u64,
     peer: SocketAddr,
     watch: Arc<Watch>,
@@ -247,13 +247,13 @@ impl Drop for Slot {
 }
 
 impl Slot {
-    pub fn peer(&self) -> SocketAddr {
+    pub(crate) fn peer(&self) -> SocketAddr {
         self.peer
     }
 
     /// Drives a connection until it ends by itself (`Some`), or is cut (`None`): silent past
     /// the idle timeout, or asked to give way at the cap. The slot is freed on return.
-    pub async fn run<F: Future>(self, conn: F) -> Option<F::Output> {
+    pub(crate) async fn run<F: Future>(self, conn: F) -> Option<F::Output> {
         tokio::pin!(conn);
         loop {
             let quiet_until = self.watch.last() + self.idle_timeout;
@@ -345,7 +345,7 @@ impl AsyncWrite for Tracked {
 
 /// How a process's descriptors are shared between a listener and everything else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DescriptorBudget {
+pub(crate) struct DescriptorBudget {
     /// The soft limit in force (after raising it).
     pub soft: u64,
     pub hard: u64,
@@ -359,7 +359,7 @@ pub struct DescriptorBudget {
 /// else, and gives the listener half of the rest, at most `most` (at least 1). Half, not all:
 /// what the reserve does not foresee (a slow disk's blocking threads, a DNS lookup) still finds
 /// a descriptor.
-pub fn descriptor_budget(most: usize, reserve: u64) -> DescriptorBudget {
+pub(crate) fn descriptor_budget(most: usize, reserve: u64) -> DescriptorBudget {
     let (soft, hard) = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(soft) => (
             soft,

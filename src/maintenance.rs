@@ -72,11 +72,11 @@ impl MaintenanceWindow {
 /// The windows announced at run time, one per target (a new announcement replaces the old;
 /// a zero duration ends it). Kept in memory: a restart forgets them.
 #[derive(Debug, Default)]
-pub struct Announced(Mutex<HashMap<String, Window>>);
+pub(crate) struct Announced(Mutex<HashMap<String, Window>>);
 
 impl Announced {
     /// Opens (or with a zero duration, closes) `target`'s announced window from `now`.
-    pub fn announce(
+    pub(crate) fn announce(
         &self,
         target: &str,
         duration: Duration,
@@ -103,7 +103,7 @@ impl Announced {
     }
 
     /// Forgets windows that ended, and those of targets that left the config.
-    pub fn prune(&self, cfg: &Config, at: Timestamp) {
+    pub(crate) fn prune(&self, cfg: &Config, at: Timestamp) {
         let mut map = self.0.lock().expect("maintenance lock");
         map.retain(|t, w| w.until > at && cfg.target(t).is_some());
     }
@@ -116,7 +116,12 @@ impl Announced {
 
 /// The window `target` is in at `at`: of the configured and announced ones covering it, the
 /// one that ends last.
-pub fn active(cfg: &Config, announced: &Announced, target: &str, at: Timestamp) -> Option<Window> {
+pub(crate) fn active(
+    cfg: &Config,
+    announced: &Announced,
+    target: &str,
+    at: Timestamp,
+) -> Option<Window> {
     cfg.maintenance
         .iter()
         .filter(|w| w.targets.iter().any(|t| t == target))
@@ -126,7 +131,7 @@ pub fn active(cfg: &Config, announced: &Announced, target: &str, at: Timestamp) 
 }
 
 /// The first instant after `at` when some target may enter or leave a window.
-pub fn next_change(cfg: &Config, announced: &Announced, at: Timestamp) -> Option<Timestamp> {
+pub(crate) fn next_change(cfg: &Config, announced: &Announced, at: Timestamp) -> Option<Timestamp> {
     let configured = cfg.maintenance.iter().flat_map(|w| {
         let end = w.covering(at).map(|c| c.until);
         end.into_iter().chain(w.next_start(at))

@@ -8,13 +8,13 @@ use std::borrow::Cow;
 pub struct Secret(String);
 
 /// Where systemd puts a service's `LoadCredential=` files, in the service's environment.
-pub const CREDENTIALS_DIRECTORY: &str = "CREDENTIALS_DIRECTORY";
+pub(crate) const CREDENTIALS_DIRECTORY: &str = "CREDENTIALS_DIRECTORY";
 
 /// A secret file's path as written, with a leading `$CREDENTIALS_DIRECTORY` (or
 /// `${CREDENTIALS_DIRECTORY}`) replaced by that variable. systemd hands credentials to the
 /// running service only, under a path it chooses; naming the folder by the variable lets the
 /// same config be checked before the service exists, with the variable pointing at the key files.
-pub fn credential_path(written: &str) -> Result<Cow<'_, str>, String> {
+pub(crate) fn credential_path(written: &str) -> Result<Cow<'_, str>, String> {
     let Some(rest) = ["${CREDENTIALS_DIRECTORY}", "$CREDENTIALS_DIRECTORY"]
         .iter()
         .find_map(|v| written.strip_prefix(v))

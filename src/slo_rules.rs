@@ -253,7 +253,7 @@ struct Scoped<'a> {
 }
 
 /// The rules file for every target and probe with an `slo:`; `None` when none has one.
-pub fn generate(cfg: &Config) -> Option<String> {
+pub(crate) fn generate(cfg: &Config) -> Option<String> {
     let scoped = scoped(cfg);
     if scoped.is_empty() {
         return None;

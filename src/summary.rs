@@ -31,7 +31,7 @@ struct Line {
 
 /// The summary of a results log.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Runs that started at or after this instant were read (`--since`); `None`: all of them.
     pub since: Option<Timestamp>,
     /// The first and last run read.
@@ -49,11 +49,11 @@ pub struct Summary {
 }
 
 /// How many failed runs the summary lists.
-pub const LATEST_FAILURES: usize = 10;
+pub(crate) const LATEST_FAILURES: usize = 10;
 
 /// A failed run of a pair.
 #[derive(Debug, Clone, Serialize)]
-pub struct PairFailure {
+pub(crate) struct PairFailure {
     pub probe: String,
     pub target: String,
     #[serde(flatten)]
@@ -64,7 +64,7 @@ pub struct PairFailure {
 /// not warm-ups (cold starts are reported on their own, as in the metrics) and carry the
 /// figure; `None` when there are none.
 #[derive(Debug, Clone, Serialize)]
-pub struct PairSummary {
+pub(crate) struct PairSummary {
     pub probe: String,
     pub target: String,
     /// A context ladder's rung (`"2048"`); absent for a probe without a ladder.
@@ -136,7 +136,7 @@ fn open_log(path: &Path) -> std::io::Result<Vec<File>> {
 
 /// Reads `path` and its rotated files and summarises the runs that started at or after `since`.
 /// An error only when no file can be read at all.
-pub fn summarise(path: &Path, since: Option<Timestamp>) -> std::io::Result<Summary> {
+pub(crate) fn summarise(path: &Path, since: Option<Timestamp>) -> std::io::Result<Summary> {
     let files = open_log(path)?;
     let mut lines = Vec::new();
     let mut skipped = 0;

@@ -43,7 +43,7 @@ pub struct Figures {
     pub itl_max_ms: Option<f64>,
 }
 
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 

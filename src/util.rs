@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 /// `1.5s`, `250ms`, `2m` — durations as a person writes them.
-pub fn human_duration(d: Duration) -> String {
+pub(crate) fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms == 0 {
         format!("{}µs", d.as_micros())
@@ -22,7 +22,7 @@ pub fn human_duration(d: Duration) -> String {
 
 /// A stable hash of a (probe, target) pair (FNV-1a), the same on every agent and every start:
 /// it picks a pair's shard and its share of the probe's jitter.
-pub fn pair_hash(probe: &str, target: &str) -> u64 {
+pub(crate) fn pair_hash(probe: &str, target: &str) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for b in probe.bytes().chain([0u8]).chain(target.bytes()) {
         h ^= u64::from(b);
@@ -32,7 +32,7 @@ pub fn pair_hash(probe: &str, target: &str) -> u64 {
 }
 
 /// An error with its causes, one line (`{:#}` style), as the user should read it.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut cur = e.source();
     while let Some(s) = cur {
@@ -48,7 +48,7 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// Why a connection could not be made, in a few words: the innermost cause of `e` (the HTTP
 /// stack wraps it three deep), an OS error by its kind ("connection refused") rather than its
 /// number, and the address tried: `connection refused (127.0.0.1:9)`.
-pub fn connect_failure(e: &reqwest::Error) -> String {
+pub(crate) fn connect_failure(e: &reqwest::Error) -> String {
     let mut root: &(dyn std::error::Error + 'static) = e;
     while let Some(next) = root.source() {
         root = next;
@@ -79,7 +79,7 @@ pub fn clip(s: &str) -> String {
 
 /// `s` on one line (runs of whitespace as one space, control characters dropped), at most `n`
 /// characters, with `…` when cut.
-pub fn one_line(s: &str, n: usize) -> String {
+pub(crate) fn one_line(s: &str, n: usize) -> String {
     let mut out = String::new();
     let mut taken = 0;
     for word in s.split_whitespace() {
@@ -103,7 +103,7 @@ pub fn one_line(s: &str, n: usize) -> String {
 }
 
 /// The sentence for a name the config does not have, with the ones it has: a typo shows.
-pub fn unknown_name<'a>(
+pub(crate) fn unknown_name<'a>(
     what: &str,
     name: &str,
     known: impl IntoIterator<Item = &'a str>,
@@ -113,14 +113,14 @@ pub fn unknown_name<'a>(
 }
 
 /// A short, printable excerpt of foreign bytes for an error message.
-pub fn snippet(bytes: &[u8]) -> String {
+pub(crate) fn snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]);
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
 /// SIGTERM or SIGINT. The handlers are installed by this call, not at the first await, so a
 /// signal sent once the caller has said it is ready is never met by the default action.
-pub fn terminate_signal() -> impl std::future::Future<Output = ()> {
+pub(crate) fn terminate_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     let handlers = {
         use tokio::signal::unix::{signal, SignalKind};

@@ -39,7 +39,7 @@ use crate::util::error_chain;
 pub use figure::Figure;
 use server::{settle, Alone, Source};
 use summary::{left_out, median, verdict, Collected, Tally};
-pub use summary::{Comparison, ServerOnly};
+pub(crate) use summary::{Comparison, ServerOnly};
 
 /// How each side is summarised over the samples.
 const STATISTIC: &str = "median (nearest rank)";

@@ -236,7 +236,7 @@ pub(super) fn root(target: &Target) -> &str {
 /// `_count`), from the text exposition format. Written here rather than taken from a parser
 /// crate: the one maintained parser (prometheus-parse) brings chrono and itertools for what is a
 /// match on a line's first word.
-pub fn total(text: &str, name: &str) -> Option<f64> {
+pub(super) fn total(text: &str, name: &str) -> Option<f64> {
     let mut found = None;
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let Some(rest) = line.strip_prefix(name) else {

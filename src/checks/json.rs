@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::schema::Schema;
 
 /// The answer without a surrounding Markdown code fence (```` ``` ```` or ```` ```json ````).
-pub fn unfenced(text: &str) -> &str {
+pub(crate) fn unfenced(text: &str) -> &str {
     let t = text.trim();
     let Some(rest) = t.strip_prefix("```") else {
         return t;
@@ -22,7 +22,7 @@ pub fn unfenced(text: &str) -> &str {
 }
 
 /// Why the answer fails the JSON checks, in one sentence; `None` when it passes.
-pub fn check(text: &str, schema: Option<&Schema>) -> Option<String> {
+pub(crate) fn check(text: &str, schema: Option<&Schema>) -> Option<String> {
     let doc = unfenced(text);
     let value: Value = match serde_json::from_str(doc) {
         Ok(v) => v,

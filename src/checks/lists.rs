@@ -38,13 +38,13 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
 /// Compiles the marker pattern now. Its first use would otherwise compile it inside a run's
 /// judging, on a runtime thread, while other threads wanting it wait: a few milliseconds in
 /// which the arrival stamps of other runs in flight are late.
-pub fn compile_now() {
+pub(crate) fn compile_now() {
     LazyLock::force(&MARKER);
 }
 
 /// `line` without its enumeration marker, or the line itself when the marker is all it holds
 /// (`1.` alone, or a bare number while counting).
-pub fn strip_marker(line: &str) -> &str {
+pub(crate) fn strip_marker(line: &str) -> &str {
     let mut rest = line.trim();
     // A marker may stack on another (`- 1. `, `### 2) `): take off two at most.
     for _ in 0..2 {
@@ -74,7 +74,7 @@ pub fn strip_marker(line: &str) -> &str {
 
 /// One line of the answer as a reader compares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
+pub(crate) struct Item {
     /// The line without its marker, in a normal form (lower case, emphasis and trailing
     /// punctuation off, spaces collapsed).
     pub text: String,
@@ -109,13 +109,13 @@ impl Item {
     /// The item is one answer from a fixed set (`True`, `No`, a choice letter, `对`): an answer
     /// key repeats these by nature (`1. True 2. False 3. True...`), so they are no sign of a
     /// loop among items.
-    pub fn is_answer(&self) -> bool {
+    pub(crate) fn is_answer(&self) -> bool {
         is_answer(&self.text)
     }
 }
 
 /// `text` is one answer from a fixed set (`True`, `(B)`, `对`), brackets aside.
-pub fn is_answer(text: &str) -> bool {
+pub(crate) fn is_answer(text: &str) -> bool {
     let t = text.trim_matches(|c| matches!(c, '(' | ')' | '[' | ']' | '（' | '）'));
     let mut chars = t.chars();
     let one_letter =
@@ -161,7 +161,7 @@ fn lines_placed(text: &str) -> impl Iterator<Item = (&str, Place)> {
 
 /// The answer's items: every line outside code blocks, marker off. Blank lines and lines of
 /// punctuation alone are skipped. `complete_only` leaves out a last line still being written.
-pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
+pub(crate) fn items(text: &str, complete_only: bool) -> Vec<Item> {
     let unfinished = complete_only && !text.is_empty() && !text.ends_with('\n');
     let complete = text.lines().count() - usize::from(unfinished);
     let mut out = Vec::new();
@@ -185,7 +185,7 @@ pub fn items(text: &str, complete_only: bool) -> Vec<Item> {
 
 /// The text with every list marker off (code blocks as written), for the unit detectors: a
 /// numbered list whose items cycle is then a plain loop.
-pub fn without_markers(text: &str) -> String {
+pub(crate) fn without_markers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (line, place) in lines_placed(text) {
         out.push_str(match place {
@@ -200,7 +200,7 @@ pub fn without_markers(text: &str) -> String {
 /// The prose of the answer: markers off as in [`without_markers`], code blocks left out. Code
 /// repeats itself by nature (tags, keywords, the same call on line after line); a loop inside
 /// code is still a loop at the text's end.
-pub fn prose(text: &str) -> String {
+pub(crate) fn prose(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (line, place) in lines_placed(text) {
         if place == Place::Text {
@@ -213,7 +213,7 @@ pub fn prose(text: &str) -> String {
 
 /// The answer's lines outside code blocks, marker off, each with whether it had one (an item of
 /// a list). Blank lines are kept: they end a paragraph.
-pub fn text_lines(text: &str) -> impl Iterator<Item = (&str, bool)> {
+pub(crate) fn text_lines(text: &str) -> impl Iterator<Item = (&str, bool)> {
     lines_placed(text)
         .filter(|&(_, place)| place == Place::Text)
         .map(|(line, _)| {

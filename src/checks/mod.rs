@@ -7,14 +7,14 @@
 //! - [`tool_call`]: the tools a probe offers and the call it requires;
 //! - [`needle`]: the fact a context ladder's rung hid in its prompt, to be given back.
 
-pub mod json;
-pub mod lists;
-pub mod needle;
+pub(crate) mod json;
+pub(crate) mod lists;
+pub(crate) mod needle;
 pub mod repetition;
-pub mod schema;
+pub(crate) mod schema;
 pub mod similarity;
-pub mod tool_call;
-pub mod units;
+pub(crate) mod tool_call;
+pub(crate) mod units;
 
 use std::sync::Arc;
 
@@ -61,11 +61,11 @@ pub struct Reference {
 }
 
 /// `checks.reference.min_similarity` when the probe does not say.
-pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
+pub(crate) const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
 
 /// The finish reason, in OpenAI's words, of a refusal or a content-filter stop; the flavors map
 /// their own (Anthropic's `refusal`, Gemini's `SAFETY`) to it.
-pub const CONTENT_FILTER: &str = "content_filter";
+pub(crate) const CONTENT_FILTER: &str = "content_filter";
 
 /// What a run generated, as the checks see it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -142,7 +142,7 @@ impl Judgement {
 
 /// Whitespace and characters that render as nothing (zero-width spaces and joiners, the BOM,
 /// soft hyphens, control characters): an answer made only of these is empty to its reader.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
         || matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')

@@ -35,7 +35,7 @@ pub struct Required {
 
 /// Why the run's tool calls fail the check, in one sentence; `None` when the last call is to
 /// the required tool with arguments that parse and validate.
-pub fn check(calls: &[ToolCall], want: &Required) -> Option<String> {
+pub(crate) fn check(calls: &[ToolCall], want: &Required) -> Option<String> {
     let Some(last) = calls.last() else {
         return Some(format!("no tool call: {} was to be called", want.name));
     };

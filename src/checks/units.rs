@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-pub fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF     // Hiragana, Katakana
         | 0x3400..=0x4DBF   // CJK Extension A
@@ -17,7 +17,7 @@ pub fn is_cjk(c: char) -> bool {
 
 /// A unit of ASCII digits alone (`3`, `1922`): a counter or a figure, which loops and data
 /// both hold.
-pub fn is_number(unit: &str) -> bool {
+pub(crate) fn is_number(unit: &str) -> bool {
     unit.chars().all(|c| c.is_ascii_digit())
 }
 
@@ -56,7 +56,7 @@ const CARDINALS: &[&str] = &[
 
 /// A word (lower case) that is a number written out, as a count (`three`) or an ordinal
 /// (`third`).
-pub fn is_number_word(word: &str) -> bool {
+pub(crate) fn is_number_word(word: &str) -> bool {
     CARDINALS.contains(&word) || is_ordinal_word(word)
 }
 
@@ -87,7 +87,7 @@ const ORDINALS: &[&str] = &[
 /// A word (lower case) that is an ordinal written out: `second`, `third` (`On the second
 /// day...`, `On the third day...`: a counter in words). Cardinals (`five`, `four`) are not:
 /// a counting song's verses (`Five little ducks went out one day...`) differ by them.
-pub fn is_ordinal_word(word: &str) -> bool {
+pub(crate) fn is_ordinal_word(word: &str) -> bool {
     ORDINALS.contains(&word)
 }
 
@@ -106,7 +106,7 @@ const LONGEST_WORD: usize = 24;
 
 /// Splits text into units: a word (a run of letters and digits), one CJK character, or a run of
 /// one repeated punctuation mark (so `----` in a table rule is one unit, not a loop).
-pub fn units(text: &str) -> Vec<&str> {
+pub(crate) fn units(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut iter = text.char_indices().peekable();
     while let Some((i, c)) = iter.next() {
@@ -170,7 +170,7 @@ fn push_word<'a>(out: &mut Vec<&'a str>, word: &'a str) {
 
 /// Each distinct value as a small number, in order of first appearance, so sequences compare
 /// by integers.
-pub fn intern<'a, T: AsRef<str> + ?Sized + 'a>(
+pub(crate) fn intern<'a, T: AsRef<str> + ?Sized + 'a>(
     values: impl IntoIterator<Item = &'a T>,
 ) -> Vec<u32> {
     let mut ids: HashMap<&str, u32> = HashMap::new();
@@ -187,7 +187,7 @@ pub fn intern<'a, T: AsRef<str> + ?Sized + 'a>(
 /// of `ids` that is one sequence said again and again. `at_tail` looks only at the stretch that
 /// ends the sequence; otherwise the longest stretch for each period counts. Returns
 /// `(period, start, covered)`.
-pub fn periodic_run(
+pub(crate) fn periodic_run(
     ids: &[u32],
     at_tail: bool,
     accept: impl Fn(usize, usize) -> bool,
@@ -226,7 +226,7 @@ pub fn periodic_run(
 }
 
 /// `periodic_run`'s usual test: at least `repeats` whole repeats over at least `len` ids.
-pub fn repeats(repeats: usize, len: usize) -> impl Fn(usize, usize) -> bool {
+pub(crate) fn repeats(repeats: usize, len: usize) -> impl Fn(usize, usize) -> bool {
     move |p, covered| covered / p >= repeats && covered >= len
 }
 

@@ -22,8 +22,8 @@ const RESOURCE: &str = "https://cognitiveservices.azure.com";
 const AUTHORITY: &str = "https://login.microsoftonline.com";
 const IMDS: &str = "http://169.254.169.254";
 /// The variables the Azure SDKs read for other hosts.
-pub const AUTHORITY_HOST_ENV: &str = "AZURE_AUTHORITY_HOST";
-pub const IMDS_HOST_ENV: &str = "AZURE_POD_IDENTITY_AUTHORITY_HOST";
+pub(crate) const AUTHORITY_HOST_ENV: &str = "AZURE_AUTHORITY_HOST";
+pub(crate) const IMDS_HOST_ENV: &str = "AZURE_POD_IDENTITY_AUTHORITY_HOST";
 /// How long one token request may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -3,8 +3,8 @@
 //! by one rule ([`refresh`]). A credential is fetched when a request needs it, before the run's
 //! clock starts, so its fetch is never part of a measurement.
 
-pub mod aws;
-pub mod entra;
+pub(crate) mod aws;
+pub(crate) mod entra;
 mod refresh;
 
 /// Why no credential could be had; the text names the source, never a secret.

@@ -48,7 +48,7 @@ impl<T: Clone> Refreshing<T> {
     /// The credential held, or a fresh one from `fetch` (the value and its expiry) when none is
     /// held or it is due for refresh. A failed refresh keeps serving the held credential until
     /// it expires: `Err` only when there is none still good.
-    pub async fn get<F, Fut, E>(&self, fetch: F) -> Result<T, E>
+    pub(super) async fn get<F, Fut, E>(&self, fetch: F) -> Result<T, E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<(T, Option<SystemTime>), E>>,

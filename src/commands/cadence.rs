@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::schedule::{Item, Schedule, Spec};
 
 /// The cadence of `schedule` in words, or `None` for cron shapes [`describe`] leaves alone.
-pub fn of(schedule: &Schedule) -> Option<String> {
+pub(super) fn of(schedule: &Schedule) -> Option<String> {
     match schedule {
         Schedule::Cron(c) => describe(c.spec()),
         Schedule::Every { every, .. } => Some(interval(every.interval())),
@@ -100,7 +100,7 @@ fn every(n: u32, unit: &str, range: u32, restart: &str) -> String {
 }
 
 /// The cadence of `spec` in words, or `None` for shapes it does not describe.
-pub fn describe(spec: &Spec) -> Option<String> {
+pub(super) fn describe(spec: &Spec) -> Option<String> {
     let [sec, min, hour, dom, month, dow] = spec.fields();
     if shape(month) != Shape::Any {
         return None;

@@ -8,7 +8,7 @@ use crate::calibrate::{self, Calibration, Options, Progress};
 use crate::cli::{CalibrateArgs, Format};
 use crate::config::Config;
 
-pub async fn calibrate(
+pub(super) async fn calibrate(
     cfg: &Config,
     args: &CalibrateArgs,
     out: &mut dyn Write,

@@ -31,7 +31,7 @@ fn rfc3339(z: &jiff::Zoned) -> String {
 }
 
 /// What `check` prints of a valid config: a section each, in this order.
-pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
+pub(super) fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut s = String::new();
     agent(&mut s, cfg);
     for t in &cfg.targets {

@@ -9,7 +9,7 @@ use crate::config::Config;
 
 /// Characters per token for the estimate: about right for English with today's tokenizers;
 /// Chinese and Japanese text runs nearer 1-1.5 characters a token, so it is estimated low.
-pub const CHARS_PER_TOKEN: f64 = 4.0;
+pub(super) const CHARS_PER_TOKEN: f64 = 4.0;
 
 /// Days in the monthly estimate.
 const MONTH_DAYS: f64 = 30.0;
@@ -37,7 +37,7 @@ fn runs_per_day(
 }
 
 /// The lines `check` prints: one per scheduled (probe, target) pair, then a total per currency.
-pub fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
+pub(super) fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     let mut s = String::new();
     let mut monthly: BTreeMap<&str, f64> = BTreeMap::new();
     for p in cfg.probes.iter() {

@@ -59,7 +59,7 @@ const PROMPTS: [(&str, &str); 4] = [
 ];
 
 /// Writes the demo config into a fresh folder and returns the agent file's path.
-pub fn write_demo_config(
+pub(crate) fn write_demo_config(
     dir: &std::path::Path,
     sim_url: &str,
 ) -> std::io::Result<std::path::PathBuf> {
@@ -74,7 +74,7 @@ pub fn write_demo_config(
     Ok(agent)
 }
 
-pub async fn demo() -> anyhow::Result<ExitCode> {
+pub(crate) async fn demo() -> anyhow::Result<ExitCode> {
     let sim = Sim::start("127.0.0.1:0")
         .await
         .context("demo: cannot start the simulated replica")?;

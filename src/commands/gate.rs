@@ -102,7 +102,11 @@ impl Progress {
     }
 }
 
-pub async fn gate(cfg: &Config, outs: &GateArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub(super) async fn gate(
+    cfg: &Config,
+    outs: &GateArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let mut progress = Progress {
         tty: std::io::stderr().is_terminal(),
         last_tenth: 0,

@@ -171,7 +171,11 @@ fn render(verdicts: &[Verdict]) -> String {
     s
 }
 
-pub fn judge(cfg: &Config, args: &JudgeArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub(super) fn judge(
+    cfg: &Config,
+    args: &JudgeArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let Some(probe) = cfg.probes.iter().find(|p| p.name == args.probe) else {
         bail!(crate::util::unknown_name(
             "probe",

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::cli::McpArgs;
 use crate::config::Config;
 
-pub async fn mcp(cfg: Config, args: &McpArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn mcp(cfg: Config, args: &McpArgs) -> anyhow::Result<ExitCode> {
     let from = match &args.from {
         Some(u) => Some(
             reqwest::Url::parse(u)

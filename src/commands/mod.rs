@@ -5,11 +5,11 @@ mod cadence;
 mod calibrate;
 mod check;
 mod cost;
-pub mod demo;
+pub(crate) mod demo;
 mod gate;
 mod judge;
 mod mcp;
-pub mod once;
+pub(crate) mod once;
 mod p0_clock;
 mod record;
 mod report;
@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 
-pub async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Once(args) => {
             let cfg = crate::config::load(&args.config)?;

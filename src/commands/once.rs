@@ -12,7 +12,7 @@ use crate::report;
 use crate::runner::Runner;
 
 /// The pairs a command line selects; an unknown name is an error, not an empty run.
-pub fn select_pairs(
+pub(crate) fn select_pairs(
     cfg: &Config,
     probes: &[String],
     targets: &[String],
@@ -30,7 +30,7 @@ pub fn select_pairs(
 
 /// A runner for runs outside the daemon, which knows the config's maintenance windows (announced
 /// ones live in a daemon).
-pub fn runner(cfg: &Config, concurrency: usize) -> Runner {
+pub(crate) fn runner(cfg: &Config, concurrency: usize) -> Runner {
     let mut runner = Runner::new(concurrency);
     let (windows, announced) = (
         Arc::new(cfg.clone()),
@@ -42,7 +42,11 @@ pub fn runner(cfg: &Config, concurrency: usize) -> Runner {
     runner
 }
 
-pub async fn once(cfg: &Config, opts: &OnceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub(crate) async fn once(
+    cfg: &Config,
+    opts: &OnceArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let pairs = select_pairs(cfg, &opts.probes, &opts.targets)?;
     let push = match (opts.push, &cfg.push) {
         (true, None) => bail!("--push needs a `push:` section in {}", cfg.path.display()),

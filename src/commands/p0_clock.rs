@@ -14,7 +14,7 @@ use crate::config::{Config, Confirm, Probe};
 use crate::util::human_duration;
 
 /// The P0 clock: a hard-down target pages within this of the fault.
-pub const P0_CLOCK: Duration = Duration::from_secs(180);
+pub(super) const P0_CLOCK: Duration = Duration::from_secs(180);
 /// Push, scrape and evaluation with the deploy kit's Prometheus settings (a push within
 /// seconds, a 15 s scrape, a 30 s evaluation).
 const ALERTING: Duration = Duration::from_secs(45);
@@ -22,7 +22,7 @@ const ALERTING: Duration = Duration::from_secs(45);
 const UNCONFIRMED_PERIOD: Duration = Duration::from_secs(90);
 
 /// From the fault to a confirmed failure at worst: a period, then `runs` confirmation runs.
-pub fn confirmed_after(period: Duration, confirm: Confirm) -> Duration {
+pub(super) fn confirmed_after(period: Duration, confirm: Confirm) -> Duration {
     period + confirm.runs * confirm.after.min(period)
 }
 
@@ -69,7 +69,7 @@ fn time_to_page(probe: &Probe, now: &jiff::Timestamp) -> Option<(Duration, Strin
 
 /// For each target none of whose probes can page a hard-down within the P0 clock (the page is
 /// per target: one probe that can is enough), why not.
-pub fn warnings(cfg: &Config, now: &jiff::Timestamp) -> Vec<String> {
+pub(super) fn warnings(cfg: &Config, now: &jiff::Timestamp) -> Vec<String> {
     let mut out = Vec::new();
     for t in &cfg.targets {
         let best = cfg

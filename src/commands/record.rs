@@ -11,7 +11,7 @@ use anyhow::Context;
 use crate::cli::RecordArgs;
 use crate::config::{Config, Pair, Probe};
 
-pub async fn record(
+pub(super) async fn record(
     cfg: &Config,
     args: &RecordArgs,
     out: &mut dyn Write,

@@ -10,7 +10,7 @@ use anyhow::Context;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::summary::{summarise, PairSummary, Summary};
 
-pub fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub(super) fn report(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let since = match args.since {
         Some(d) => Some(
             jiff::Timestamp::now()

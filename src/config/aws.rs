@@ -13,13 +13,13 @@ use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
 use super::{read_secret, Api, ConfigError, FieldPath, Source};
-pub use crate::probe::flavor::AwsAuth;
+pub(crate) use crate::probe::flavor::AwsAuth;
 use crate::probe::flavor::{apis_where, AwsCredentials, AwsKeys};
 use crate::secret::Secret;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAws {
+pub(crate) struct RawAws {
     pub region: Option<Spanned<String>>,
     pub profile: Option<Spanned<String>>,
     pub access_key_id_env: Option<Spanned<String>>,

@@ -16,7 +16,7 @@ use crate::probe::flavor::apis_where;
 /// `entra:` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawEntra {
+pub(crate) struct RawEntra {
     pub tenant_id: Option<Spanned<String>>,
     pub client_id: Option<Spanned<String>>,
     pub client_secret_env: Option<Spanned<String>>,

@@ -12,9 +12,9 @@ use super::{ConfigError, FieldPath, Source};
 
 /// The shortest prefix worth checking: below about 250 tokens a cache hit saves too little
 /// time to see, and servers cache in blocks (vLLM: 16 tokens; Anthropic: from 1,024).
-pub const FEWEST_CHARS: i64 = 1_000;
+pub(super) const FEWEST_CHARS: i64 = 1_000;
 /// The longest: about 50,000 tokens of filler, more than most servers' context.
-pub const MOST_CHARS: i64 = 200_000;
+pub(super) const MOST_CHARS: i64 = 200_000;
 
 /// How a probe checks the target's prefix cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct CacheCheck {
 /// `cache_check:` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCacheCheck {
+pub(crate) struct RawCacheCheck {
     pub prefix_chars: Spanned<i64>,
 }
 

@@ -48,14 +48,14 @@ impl Confirm {
 
 /// `confirm:` as written: `off`, or a map of `runs` and `after`.
 #[derive(Debug)]
-pub enum RawConfirm {
+pub(crate) enum RawConfirm {
     Off,
     Map(RawConfirmMap),
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawConfirmMap {
+pub(crate) struct RawConfirmMap {
     pub runs: Option<Spanned<i64>>,
     pub after: Option<Dur>,
 }

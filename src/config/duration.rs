@@ -14,7 +14,7 @@ const LONGEST: Duration = Duration::from_secs(365 * 86_400);
 
 const PARSER: SpanParser = SpanParser::new();
 
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let s = text.trim();
     if s.is_empty() {
         return Err("a duration must not be empty (write e.g. 500ms, 5s, 2m)".into());
@@ -38,7 +38,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A config duration, checked while the file is parsed so the error carries its position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dur(pub Duration);
+pub(crate) struct Dur(pub Duration);
 
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -11,14 +11,14 @@ use super::{ConfigError, FieldPath, Source};
 
 /// Why a value could not be expanded.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ExpandError {
+pub(crate) enum ExpandError {
     Unset(String),
     Malformed,
 }
 
 /// Expands `${NAME}` and `${NAME:-default}` with `lookup`; an unset or empty variable without
 /// a default is an error, not "".
-pub fn expand_with(
+pub(crate) fn expand_with(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<String, ExpandError> {

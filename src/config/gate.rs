@@ -146,12 +146,12 @@ impl Similarity {
 
 /// A `vs_baseline:` entry: a change beside the baseline's figure, or the answers' similarity.
 #[derive(Debug, Clone, PartialEq)]
-pub enum VsBaseline {
+pub(crate) enum VsBaseline {
     Relative(Relative),
     Similarity(Similarity),
 }
 
-pub fn parse_vs_baseline(name: &str, text: &str) -> Result<VsBaseline, String> {
+pub(crate) fn parse_vs_baseline(name: &str, text: &str) -> Result<VsBaseline, String> {
     let Figure::AnswerSimilarity(quantile) = Figure::parse(name)? else {
         return parse_relative(name, text).map(VsBaseline::Relative);
     };
@@ -176,7 +176,7 @@ pub fn parse_vs_baseline(name: &str, text: &str) -> Result<VsBaseline, String> {
     }))
 }
 
-pub fn parse_slo(name: &str, text: &str) -> Result<Slo, String> {
+pub(crate) fn parse_slo(name: &str, text: &str) -> Result<Slo, String> {
     let figure = Figure::parse(name)?;
     if let Figure::AnswerSimilarity(_) = figure {
         return Err(format!(

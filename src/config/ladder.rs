@@ -14,17 +14,17 @@ use super::{ConfigError, FieldPath, Prompt, Source};
 /// Characters a token, for the rungs' sizes: about right for English prose with today's
 /// tokenizers (the ladder's filler is English); the server's own count, where it reports one,
 /// is recorded beside the estimate.
-pub const CHARS_PER_TOKEN: usize = 4;
+pub(crate) const CHARS_PER_TOKEN: usize = 4;
 
 /// The most rungs a ladder may have: each one is a run per firing and a set of series.
-pub const MOST_RUNGS: usize = 8;
+pub(crate) const MOST_RUNGS: usize = 8;
 
 /// The smallest rung: room for the needle, the question and some text around them.
-pub const SMALLEST: i64 = 64;
+pub(crate) const SMALLEST: i64 = 64;
 
 /// The largest rung, 128 Ki tokens (about 512 KiB of prompt): beyond today's usual context
 /// windows, and as much as one request of the agent should carry.
-pub const LARGEST: i64 = 131_072;
+pub(crate) const LARGEST: i64 = 131_072;
 
 /// The ladder a probe climbs each firing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -37,7 +37,7 @@ pub struct Ladder {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLadder {
+pub(crate) struct RawLadder {
     pub sizes: Spanned<Vec<Spanned<i64>>>,
     pub needle: Option<Spanned<bool>>,
 }

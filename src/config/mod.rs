@@ -8,12 +8,12 @@ mod aws;
 mod azure;
 mod cache_check;
 mod confirm;
-pub mod duration;
-pub mod env;
-pub mod error;
+pub(crate) mod duration;
+pub(crate) mod env;
+pub(crate) mod error;
 mod field;
-pub mod gate;
-pub mod ladder;
+pub(crate) mod gate;
+pub(crate) mod ladder;
 mod locate;
 mod maintenance;
 mod names;
@@ -23,11 +23,11 @@ mod priority;
 mod probe;
 mod probe_files;
 mod prompt;
-pub mod raw;
+pub(crate) mod raw;
 mod remote_write;
 mod select;
 mod settings;
-pub mod slo;
+pub(crate) mod slo;
 mod source;
 mod target;
 
@@ -39,31 +39,34 @@ use std::time::Duration;
 
 use serde_saphyr::Spanned;
 
-pub use auth::PushAuth;
-pub use aws::AwsAuth;
-pub use cache_check::CacheCheck;
-pub use confirm::Confirm;
-pub use error::ConfigError;
-pub use field::FieldPath;
-pub use ladder::Ladder;
-pub use maintenance::MaintenanceWindow;
+pub(crate) use auth::PushAuth;
+pub(crate) use aws::AwsAuth;
+pub(crate) use cache_check::CacheCheck;
+pub(crate) use confirm::Confirm;
+pub(crate) use error::ConfigError;
+pub(crate) use field::FieldPath;
+pub(crate) use ladder::Ladder;
+pub(crate) use maintenance::MaintenanceWindow;
 use names::{check_labels, check_name};
-pub use otlp::{OtlpSettings, Temporality};
-pub use price::{Budget, Price};
-pub use priority::Priority;
+pub(crate) use otlp::{OtlpSettings, Temporality};
+pub(crate) use price::{Budget, Price};
+pub(crate) use priority::Priority;
 #[cfg(test)]
 pub(crate) use probe::GateSpec;
-pub use probe::{Probe, Timeouts};
-pub use prompt::Prompt;
-pub use raw::{Api, CacheBust, CacheBustValue, Inconclusive, Message, Role, ServerKind};
-pub use remote_write::RemoteWriteSettings;
-pub use select::{Pair, Selection, UnknownName};
-pub use settings::{AgentSettings, Config, Push, ResultsLogSettings};
-pub use slo::{LatencyObjective, Slo};
+pub(crate) use probe::{Probe, Timeouts};
+pub(crate) use prompt::Prompt;
+// Reached from outside through `testing`.
+pub use raw::CacheBust;
+pub(crate) use raw::{Api, CacheBustValue, Inconclusive, Message, Role, ServerKind};
+pub(crate) use remote_write::RemoteWriteSettings;
+pub(crate) use select::{Pair, Selection, UnknownName};
+pub use settings::Config;
+pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings};
+pub(crate) use slo::{LatencyObjective, Slo};
 pub(crate) use source::read;
 use source::{positive, read_secret, time_zone, Source};
 use target::target_names;
-pub use target::Target;
+pub(crate) use target::Target;
 
 /// `status.history`'s bounds: the daily rollups hold 90 days.
 const STATUS_HISTORY_MIN: Duration = Duration::from_secs(86_400);
@@ -85,7 +88,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// [`load`] for `record`: a `checks.reference` file not written yet is no error (its text is
 /// `None`), since `record` is what writes it.
-pub fn load_unrecorded(path: &Path) -> Result<Config, ConfigError> {
+pub(crate) fn load_unrecorded(path: &Path) -> Result<Config, ConfigError> {
     load_with(path, true)
 }
 

@@ -13,7 +13,7 @@ use super::source::Source;
 /// a summary's `quantile`, a ladder's `rung`, `target_info`'s, `build_info`'s, the remote-write drops' and the OTLP queues'); static
 /// labels may not take them: a series with a label twice is refused by Prometheus and by every
 /// remote-write store.
-pub const RESERVED_LABELS: [&str; 14] = [
+pub(super) const RESERVED_LABELS: [&str; 14] = [
     "probe",
     "target",
     "model",

@@ -15,7 +15,7 @@ use super::{positive, ConfigError, FieldPath, PushAuth, Source};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawOtlp {
+pub(crate) struct RawOtlp {
     pub endpoint: Spanned<String>,
     pub traces: Option<bool>,
     pub temporality: Option<Temporality>,
@@ -32,7 +32,7 @@ pub struct RawOtlp {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawOtlpQueue {
+pub(crate) struct RawOtlpQueue {
     pub max_points: Option<Spanned<i64>>,
     pub max_spans: Option<Spanned<i64>>,
     pub max_backoff: Option<Spanned<Dur>>,

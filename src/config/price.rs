@@ -9,7 +9,7 @@ use super::{ConfigError, FieldPath, Source};
 /// `price:` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPrice {
+pub(crate) struct RawPrice {
     /// Per million input (prompt) tokens.
     pub input: Spanned<f64>,
     /// Per million output (generated) tokens.
@@ -78,7 +78,7 @@ pub(super) fn load_price(
 /// price currency.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawBudget {
+pub(crate) struct RawBudget {
     pub daily: Option<Spanned<f64>>,
     pub monthly: Option<Spanned<f64>>,
 }

@@ -20,7 +20,7 @@ fn read_json(path: &Path, what: &str) -> Result<Value, String> {
 }
 
 /// A JSON Schema file, compiled.
-pub fn schema(path: &Path) -> Result<Schema, String> {
+pub(super) fn schema(path: &Path) -> Result<Schema, String> {
     let doc = read_json(path, "schema file")?;
     Schema::compile(path, doc, "").map_err(|e| {
         format!(
@@ -32,7 +32,7 @@ pub fn schema(path: &Path) -> Result<Schema, String> {
 
 /// A tools file: a JSON array of `{"type": "function", "function": {"name", "description",
 /// "parameters"}}`, each function's parameters compiled as a schema.
-pub fn tools(path: &Path) -> Result<Vec<Tool>, String> {
+pub(super) fn tools(path: &Path) -> Result<Vec<Tool>, String> {
     let doc = read_json(path, "tools file")?;
     let shape = || {
         format!(

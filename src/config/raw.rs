@@ -11,12 +11,12 @@ use serde_saphyr::Spanned;
 use super::duration::Dur;
 use crate::checks::repetition::Thresholds;
 use crate::probe::flavor::PrefixCache;
-pub use crate::probe::flavor::{Api, Message, Role};
+pub(crate) use crate::probe::flavor::{Api, Message, Role};
 use crate::schedule::{Cron, Every, Schedule};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawMain {
+pub(crate) struct RawMain {
     #[serde(default)]
     pub agent: RawAgent,
     pub push: Option<RawPush>,
@@ -32,7 +32,7 @@ pub struct RawMain {
 /// The status page's memory.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawStatus {
+pub(crate) struct RawStatus {
     pub history: Option<Spanned<Dur>>,
     pub store: Option<String>,
 }
@@ -41,7 +41,7 @@ pub struct RawStatus {
 /// `duration`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawMaintenance {
+pub(crate) struct RawMaintenance {
     pub targets: Spanned<Vec<Spanned<String>>>,
     pub schedule: ScheduleSpec,
     pub timezone: Option<Spanned<String>>,
@@ -51,7 +51,7 @@ pub struct RawMaintenance {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAgent {
+pub(crate) struct RawAgent {
     pub name: Option<Spanned<String>>,
     pub labels: Option<Spanned<BTreeMap<String, String>>>,
     pub concurrency: Option<Spanned<i64>>,
@@ -68,7 +68,7 @@ pub struct RawAgent {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPush {
+pub(crate) struct RawPush {
     pub url: Spanned<String>,
     pub job: Option<Spanned<String>>,
     pub min_interval: Option<Dur>,
@@ -83,7 +83,7 @@ pub struct RawPush {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRemoteWrite {
+pub(crate) struct RawRemoteWrite {
     pub url: Spanned<String>,
     pub job: Option<Spanned<String>>,
     pub interval: Option<Spanned<Dur>>,
@@ -98,7 +98,7 @@ pub struct RawRemoteWrite {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawQueue {
+pub(crate) struct RawQueue {
     pub max_samples: Option<Spanned<i64>>,
     pub max_samples_per_send: Option<Spanned<i64>>,
     pub max_backoff: Option<Spanned<Dur>>,
@@ -162,14 +162,14 @@ pub enum CacheBustValue {
 /// [`super::priority`].
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum RawPriority {
+pub(crate) enum RawPriority {
     Value(i64),
     Word(String),
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTarget {
+pub(crate) struct RawTarget {
     pub name: Spanned<String>,
     pub base_url: Spanned<String>,
     pub api: Option<Api>,
@@ -200,7 +200,7 @@ pub enum CacheBust {
 /// A probe file holds one probe or a list of them.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawProbe {
+pub(crate) struct RawProbe {
     pub name: Spanned<String>,
     /// A cron expression, or `@every 5m`; not with `every`.
     pub schedule: Option<Spanned<ScheduleSpec>>,
@@ -231,7 +231,7 @@ pub struct RawProbe {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTimeouts {
+pub(crate) struct RawTimeouts {
     pub connect: Option<Spanned<Dur>>,
     pub ttft: Option<Spanned<Dur>>,
     pub stall: Option<Spanned<Dur>>,
@@ -240,7 +240,7 @@ pub struct RawTimeouts {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawChecks {
+pub(crate) struct RawChecks {
     pub min_chars: Option<Spanned<i64>>,
     pub max_chars: Option<Spanned<i64>>,
     /// Most non-blank lines an answer may have: a count or a list that runs on past what the
@@ -263,7 +263,7 @@ pub struct RawChecks {
 /// `checks.reference: {file, min_similarity}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawReference {
+pub(crate) struct RawReference {
     /// The known-good answer's file, relative to the agent file's folder.
     pub file: Spanned<String>,
     pub min_similarity: Option<Spanned<f64>>,
@@ -271,7 +271,7 @@ pub struct RawReference {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGate {
+pub(crate) struct RawGate {
     pub samples: Option<Spanned<i64>>,
     pub max_samples: Option<Spanned<i64>>,
     pub slo: Option<BTreeMap<String, Spanned<Scalar>>>,
@@ -290,7 +290,7 @@ pub enum Inconclusive {
 /// `schedule:`: a cron expression (or macro) compiled while parsing, or the descriptor
 /// `@every 5m`, an interval.
 #[derive(Debug, Clone)]
-pub struct ScheduleSpec(pub Schedule);
+pub(crate) struct ScheduleSpec(pub Schedule);
 
 impl<'de> Deserialize<'de> for ScheduleSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -317,7 +317,7 @@ impl<'de> Deserialize<'de> for ScheduleSpec {
 
 /// `every:`: an interval, checked while parsing.
 #[derive(Debug, Clone)]
-pub struct EverySpec(pub Schedule);
+pub(crate) struct EverySpec(pub Schedule);
 
 impl<'de> Deserialize<'de> for EverySpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -340,7 +340,7 @@ fn interval_of(text: &str) -> Result<Every, String> {
 
 /// A regex, compiled while parsing (size-limited, so a hostile pattern cannot eat memory).
 #[derive(Debug, Clone)]
-pub struct Re(pub Regex);
+pub(crate) struct Re(pub Regex);
 
 impl<'de> Deserialize<'de> for Re {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -366,7 +366,7 @@ impl<'de> Deserialize<'de> for Re {
 
 /// `repetition: default`, `repetition: off`, or a map of thresholds.
 #[derive(Debug, Clone)]
-pub enum Repetition {
+pub(crate) enum Repetition {
     Default,
     Off,
     Custom(Thresholds),
@@ -411,7 +411,7 @@ impl<'de> Deserialize<'de> for Repetition {
 
 /// A YAML scalar read as text, whether written as a string or a number.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scalar(pub String);
+pub(crate) struct Scalar(pub String);
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -7,7 +7,7 @@ use super::{Config, Probe, Target};
 use crate::util::unknown_name;
 
 /// A probe and one of its targets.
-pub type Pair = (Arc<Probe>, Arc<Target>);
+pub(crate) type Pair = (Arc<Probe>, Arc<Target>);
 
 /// Named probes and targets (none named: all of them), within this agent's shard or not.
 #[derive(Debug, Default, Clone, Copy)]
@@ -88,7 +88,7 @@ impl Config {
 
 /// Whether shard `i/n` owns the pair (`None`: one agent owns everything), by the pair's stable
 /// hash, so every agent of a fleet agrees on the shards.
-pub fn in_shard(probe: &str, target: &str, shard: Option<(u32, u32)>) -> bool {
+pub(super) fn in_shard(probe: &str, target: &str, shard: Option<(u32, u32)>) -> bool {
     match shard {
         Some((i, n)) => crate::util::pair_hash(probe, target) % u64::from(n) == u64::from(i - 1),
         None => true,

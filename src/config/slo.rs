@@ -14,7 +14,7 @@ use crate::buckets::LATENCY_BUCKETS;
 /// `slo:` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSlo {
+pub(crate) struct RawSlo {
     /// The share of runs that must succeed, e.g. `99.5%`.
     pub availability: Option<Spanned<String>>,
     /// The window the objectives hold over (default 30d).
@@ -25,7 +25,7 @@ pub struct RawSlo {
 /// One latency objective: `{figure: ttft, at_most: 1s, share: 95%}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLatencyObjective {
+pub(crate) struct RawLatencyObjective {
     pub figure: Spanned<String>,
     pub at_most: Spanned<Dur>,
     pub share: Spanned<String>,

@@ -18,11 +18,16 @@ pub(crate) struct Source<'a> {
 }
 
 impl Source<'_> {
-    pub fn err(&self, field: &FieldPath, loc: Location, message: impl Into<String>) -> ConfigError {
+    pub(super) fn err(
+        &self,
+        field: &FieldPath,
+        loc: Location,
+        message: impl Into<String>,
+    ) -> ConfigError {
         ConfigError::at(self.path, field, loc, message)
     }
 
-    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
+    pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
         let has_content = self
             .text
             .lines()

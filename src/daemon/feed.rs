@@ -14,7 +14,7 @@ use super::status_page::{lasted, when};
 use crate::sinks::incidents::Incident;
 
 /// Entries in a feed at most, the most recently updated.
-pub const ENTRIES: usize = 50;
+pub(crate) const ENTRIES: usize = 50;
 
 /// `s` as XML character data or a quoted attribute value.
 fn xml(out: &mut String, s: &str) {
@@ -33,7 +33,12 @@ fn tag(agent: &str, what: &str) -> String {
 }
 
 /// The feed of `incidents` (newest first), of one target when `target` is given.
-pub fn atom(agent: &str, target: Option<&str>, incidents: &[Incident], now: Timestamp) -> String {
+pub(crate) fn atom(
+    agent: &str,
+    target: Option<&str>,
+    incidents: &[Incident],
+    now: Timestamp,
+) -> String {
     let mut entries: Vec<&Incident> = incidents.iter().collect();
     entries.sort_by(|a, b| b.updated_at().cmp(&a.updated_at()).then(a.id.cmp(&b.id)));
     entries.truncate(ENTRIES);

@@ -15,7 +15,7 @@ use crate::util::unknown_name;
 
 /// A target's last `DAYS` UTC days, oldest first.
 #[derive(Debug, Clone, Default)]
-pub struct TargetDays {
+pub(crate) struct TargetDays {
     /// Midnight (UTC) of the first day.
     pub start: Timestamp,
     pub days: Vec<Day>,
@@ -23,14 +23,14 @@ pub struct TargetDays {
 
 impl TargetDays {
     /// The day `i` as `YYYY-MM-DD`.
-    pub fn date(&self, i: usize) -> String {
+    pub(crate) fn date(&self, i: usize) -> String {
         let t = self.start + jiff::SignedDuration::from_secs(DAY_SECONDS * i as i64);
         t.to_zoned(jiff::tz::TimeZone::UTC).date().to_string()
     }
 }
 
 /// The probes' days pooled into the target's.
-pub fn pool(pairs: &[PairDays]) -> TargetDays {
+pub(crate) fn pool(pairs: &[PairDays]) -> TargetDays {
     let Some(first) = pairs.first() else {
         return TargetDays::default();
     };
@@ -66,7 +66,7 @@ fn max(a: Option<f32>, b: Option<f32>) -> Option<f32> {
 
 /// Why a history request names nothing to answer: the status code and the sentence.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Refused(pub u16, pub String);
+pub(crate) struct Refused(pub u16, pub String);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Metric {

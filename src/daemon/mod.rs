@@ -10,9 +10,9 @@
 mod admin;
 mod confirm;
 mod endpoints;
-pub mod feed;
+pub(crate) mod feed;
 mod firing;
-pub mod history;
+pub(crate) mod history;
 mod on_demand;
 mod otlp_exporter;
 mod outbox;
@@ -21,8 +21,8 @@ mod pusher;
 mod remote_writer;
 mod schedules;
 mod state;
-pub mod status;
-pub mod status_page;
+pub(crate) mod status;
+pub(crate) mod status_page;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -59,7 +59,7 @@ fn descriptor_reserve(concurrency: usize) -> u64 {
 }
 
 /// The pairs this agent schedules: every probe's targets, within its shard.
-pub fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
+pub(crate) fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
     cfg.pairs(&Selection::SCHEDULED)
         .expect("a selection that names nothing names nothing unknown")
 }
@@ -67,7 +67,7 @@ pub fn scheduled_pairs(cfg: &Config) -> Vec<Pair> {
 /// Why results of this config would reach no Prometheus: no `agent.listen` to scrape and no
 /// `push:` to push to. A daemon like that probes and keeps what it learns to itself, which
 /// nobody notices until an outage goes unseen, so `check` and `run` both say so.
-pub fn unexported(cfg: &Config) -> Option<String> {
+pub(crate) fn unexported(cfg: &Config) -> Option<String> {
     if cfg.agent.listen.is_some()
         || cfg.push.is_some()
         || cfg.remote_write.is_some()
@@ -86,7 +86,7 @@ pub fn unexported(cfg: &Config) -> Option<String> {
 
 /// Runs the daemon until `shutdown` completes: start, serve until then, drain within the
 /// grace period.
-pub async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+pub(crate) async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let mut daemon = Daemon::start(path).await?;
     daemon.serve_until(shutdown).await;
     let grace = daemon.shared.cfg().agent.shutdown_grace;
@@ -305,12 +305,12 @@ fn carried_metrics(old: &Config, metrics: Arc<Metrics>, new: &Config) -> Arc<Met
 /// to the results log: a terminal view started with a production agent's file would otherwise
 /// replace that agent's Pushgateway group (one PUT holds an agent's whole registry), take its
 /// port and write into its log.
-pub struct Quiet {
+pub(crate) struct Quiet {
     daemon: Daemon,
 }
 
 impl Quiet {
-    pub async fn start(mut cfg: Config) -> anyhow::Result<Quiet> {
+    pub(crate) async fn start(mut cfg: Config) -> anyhow::Result<Quiet> {
         cfg.agent.listen = None;
         cfg.agent.results_log = None;
         cfg.status_store = None;
@@ -323,17 +323,17 @@ impl Quiet {
     }
 
     /// The running agent's state, for [`status`] to judge.
-    pub fn agent(&self) -> &Shared {
+    pub(crate) fn agent(&self) -> &Shared {
         &self.daemon.shared
     }
 
     /// Completes when the next run finishes (and is recorded).
-    pub fn run_finished(&self) -> tokio::sync::futures::Notified<'_> {
+    pub(crate) fn run_finished(&self) -> tokio::sync::futures::Notified<'_> {
         self.daemon.shared.run_ended()
     }
 
     /// Ends every loop; runs in flight are dropped with the runtime.
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         self.daemon.schedules.stop();
     }
 }

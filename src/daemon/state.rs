@@ -207,7 +207,7 @@ impl SinkClient {
 }
 
 /// The daemon's state, shared by the scheduling loops, the runs and the endpoints.
-pub struct Shared {
+pub(crate) struct Shared {
     running: Running,
     in_flight: InFlight,
     /// The page's memory of runs (it locks itself).

@@ -10,11 +10,11 @@ use super::state::Shared;
 use crate::config::{Config, Target};
 use crate::maintenance::Window;
 use crate::sinks::state::RECENT_RUNS;
-pub use crate::sinks::state::{target_state, State};
+pub(crate) use crate::sinks::state::{target_state, State};
 use crate::sinks::status_history::PairSnapshot;
 
 /// The rule, as the page states it. `pair_state` and `target_state` are its code.
-pub const RULES: [(&str, &str); 5] = [
+pub(crate) const RULES: [(&str, &str); 5] = [
     ("up", "none of the last 5 runs failed"),
     ("degraded", "some, but not all, of the last 5 runs failed (for a target: some of its probes are degraded or down)"),
     ("down", "every one of the last 5 runs failed (a target: all its probes are down)"),
@@ -24,15 +24,15 @@ pub const RULES: [(&str, &str); 5] = [
 
 /// Uptime is successful runs over runs outside maintenance windows, in whole slots: 1 h is
 /// the last twelve 5-minute slots, 24 h the last 288, 7 d the last 168 hourly slots.
-pub const UPTIME_RULE: &str = "Uptime: successful runs over runs outside maintenance windows, counted in whole slots (1 h and 24 h: 5-minute slots; 7 d: hourly slots). TTFT leaves warm-up runs out.";
+pub(crate) const UPTIME_RULE: &str = "Uptime: successful runs over runs outside maintenance windows, counted in whole slots (1 h and 24 h: 5-minute slots; 7 d: hourly slots). TTFT leaves warm-up runs out.";
 
 /// A pair's state from its last runs (at most `RECENT_RUNS`).
-pub fn pair_state(s: &PairSnapshot, in_maintenance: bool) -> State {
+pub(crate) fn pair_state(s: &PairSnapshot, in_maintenance: bool) -> State {
     crate::sinks::state::pair_state(s.recent_runs, s.recent_failed, in_maintenance)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct ProbeStatus {
+pub(crate) struct ProbeStatus {
     pub state: State,
     pub uptime_1h: Option<f64>,
     pub uptime_24h: Option<f64>,
@@ -43,7 +43,7 @@ pub struct ProbeStatus {
 
 /// A target as `/api/v1/status` has it; `watch --from` reads it back with the same type.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct TargetStatus {
+pub(crate) struct TargetStatus {
     pub target: String,
     pub model: String,
     pub state: State,
@@ -81,13 +81,13 @@ fn target_status(shared: &Shared, cfg: &Config, t: &Target, now: Timestamp) -> T
 
 /// Every configured target (in config order) as of `now`, built as it is taken: a renderer
 /// holds one target's series at a time, not 100 pairs' worth.
-pub fn targets(shared: &Shared, now: Timestamp) -> impl Iterator<Item = TargetStatus> + '_ {
+pub(crate) fn targets(shared: &Shared, now: Timestamp) -> impl Iterator<Item = TargetStatus> + '_ {
     let cfg = shared.cfg();
     (0..cfg.targets.len()).map(move |i| target_status(shared, &cfg, &cfg.targets[i], now))
 }
 
 /// One target as of `now` (for its badge).
-pub fn target(shared: &Shared, name: &str, now: Timestamp) -> Option<TargetStatus> {
+pub(crate) fn target(shared: &Shared, name: &str, now: Timestamp) -> Option<TargetStatus> {
     let cfg = shared.cfg();
     let t = cfg.target(name)?;
     Some(target_status(shared, &cfg, t, now))
@@ -95,14 +95,14 @@ pub fn target(shared: &Shared, name: &str, now: Timestamp) -> Option<TargetStatu
 
 /// What the page and the JSON say above the targets.
 #[derive(Debug, Clone)]
-pub struct Head {
+pub(crate) struct Head {
     pub agent: String,
     pub generated_at: Timestamp,
     /// Pairs on the page, to size its buffer.
     pub pairs: usize,
 }
 
-pub fn head(shared: &Shared, now: Timestamp) -> Head {
+pub(crate) fn head(shared: &Shared, now: Timestamp) -> Head {
     Head {
         agent: shared.cfg().agent.name.clone(),
         generated_at: now,
@@ -112,7 +112,7 @@ pub fn head(shared: &Shared, now: Timestamp) -> Head {
 
 /// `/api/v1/status`: `{agent, generated_at, recent_runs, targets: [...]}`, written one target
 /// at a time.
-pub fn json(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> Vec<u8> {
+pub(crate) fn json(head: &Head, targets: impl Iterator<Item = TargetStatus>) -> Vec<u8> {
     let mut out = Vec::with_capacity(4096 + head.pairs * 8 * 1024);
     let top = serde_json::json!({
         "agent": head.agent,

@@ -7,7 +7,7 @@
 //! the same hardened listener as the agent's endpoints; answers are kept for [`CACHE_FOR`], so a
 //! crowd of readers costs the store one set of queries every few seconds.
 
-pub mod model;
+pub(crate) mod model;
 mod page;
 mod query;
 
@@ -31,9 +31,9 @@ use model::Fleet;
 use query::Client;
 
 /// How long one reading of the store is served before the next request reads it again.
-pub const CACHE_FOR: Duration = Duration::from_secs(5);
+pub(crate) const CACHE_FOR: Duration = Duration::from_secs(5);
 /// The paths served (docs/design.md's Fleet page).
-pub const PATHS: [&str; 3] = ["/", "/api/v1/fleet", "/healthz"];
+pub(crate) const PATHS: [&str; 3] = ["/", "/api/v1/fleet", "/healthz"];
 /// Open connections at most: a public page behind a proxy needs few.
 const MAX_CONNECTIONS: usize = 256;
 
@@ -74,7 +74,7 @@ impl Page {
 
 /// Serves the page on `listen`, reading the store at `prometheus` with queries of at most
 /// `query_timeout`, until `shutdown` completes.
-pub async fn serve(
+pub(crate) async fn serve(
     prometheus: &str,
     listen: &str,
     query_timeout: Duration,

@@ -17,11 +17,11 @@ use super::query::{Client, QueryError, Sample};
 use crate::sinks::state::State;
 
 /// The label that names a location.
-pub const LOCATION: &str = "region";
+pub(crate) const LOCATION: &str = "region";
 /// Under this success ratio over 3 minutes a location fails the target: the alerts' threshold.
-pub const FAILING_BELOW: f64 = 0.5;
+pub(crate) const FAILING_BELOW: f64 = 0.5;
 /// From this many failing locations a target is down (fewer: degraded): the alerts' N.
-pub const DOWN_FROM: usize = 2;
+pub(crate) const DOWN_FROM: usize = 2;
 
 /// Each location's success ratio over the last 3 minutes (the recorded
 /// `llm_canary:target_location_success:ratio_rate3m`, evaluated here from the raw counters).
@@ -35,7 +35,7 @@ const MAINTENANCE: &str = r#"max by (target) (llm_canary_maintenance) == 1"#;
 const FAILURES_24H: &str = r#"sum by (target, region, probe, outcome) (increase(llm_canary_probe_runs_total{outcome!="ok",region!=""}[24h])) > 0"#;
 
 /// The uptime windows the page shows, with the range each reads the recorded series over.
-pub const WINDOWS: [(&str, &str); 3] = [("24h", "24h"), ("7d", "7d"), ("90d", "90d")];
+pub(crate) const WINDOWS: [(&str, &str); 3] = [("24h", "24h"), ("7d", "7d"), ("90d", "90d")];
 
 /// Uptime over `range`: failed runs over runs, both from the recorded 5-minute increases.
 /// Every evaluation counts the runs of its 5 minutes, so each run is counted as many times as
@@ -49,7 +49,7 @@ fn uptime_query(range: &str) -> String {
 
 /// One location's view of one target.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Location {
+pub(crate) struct Location {
     pub location: String,
     pub state: State,
     /// Runs that succeeded over the last 3 minutes, 0..1; none without runs in them.
@@ -65,7 +65,7 @@ pub struct Location {
 
 /// Failed runs of one (location, probe, outcome) over the last 24 hours.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Failures {
+pub(crate) struct Failures {
     pub location: String,
     pub probe: String,
     pub outcome: String,
@@ -75,7 +75,7 @@ pub struct Failures {
 
 /// One target as seen from every location.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Target {
+pub(crate) struct Target {
     pub target: String,
     pub model: String,
     pub state: State,
@@ -86,14 +86,14 @@ pub struct Target {
 
 /// What the page shows.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Fleet {
+pub(crate) struct Fleet {
     pub generated_at: Timestamp,
     pub source: String,
     pub targets: Vec<Target>,
 }
 
 /// A location's state from its success ratio over 3 minutes.
-pub fn location_state(ratio: Option<f64>, in_maintenance: bool) -> State {
+pub(crate) fn location_state(ratio: Option<f64>, in_maintenance: bool) -> State {
     match ratio {
         _ if in_maintenance => State::Maintenance,
         None => State::Pending,
@@ -106,7 +106,7 @@ pub fn location_state(ratio: Option<f64>, in_maintenance: bool) -> State {
 /// A target's state from its locations' states, the N-of-M rule of the shipped alerts: down
 /// when at least [`DOWN_FROM`] locations fail it (or its only location does), degraded when one
 /// of several does or some location sees some runs fail, up when every location sees all succeed.
-pub fn target_state(locations: &[State], in_maintenance: bool) -> State {
+pub(crate) fn target_state(locations: &[State], in_maintenance: bool) -> State {
     let judged: Vec<State> = locations
         .iter()
         .copied()
@@ -127,7 +127,7 @@ pub fn target_state(locations: &[State], in_maintenance: bool) -> State {
 }
 
 /// The rules the page lists under "How states are decided".
-pub const RULES: [(&str, &str); 5] = [
+pub(crate) const RULES: [(&str, &str); 5] = [
     ("up", "every location's runs of the target succeeded over the last 3 minutes"),
     ("degraded", "one location fails the target (under 50% of its runs ok over 3 minutes) while others reach it, or some location sees some runs fail"),
     ("down", "two or more locations fail the target, or its only location does: the rule of the LLMCanaryTargetFailingFromLocations alert"),
@@ -136,7 +136,7 @@ pub const RULES: [(&str, &str); 5] = [
 ];
 
 /// Reads every figure from the store at once and folds them into the fleet.
-pub async fn read(client: &Client, now: Timestamp) -> Result<Fleet, QueryError> {
+pub(crate) async fn read(client: &Client, now: Timestamp) -> Result<Fleet, QueryError> {
     let uptime: Vec<String> = WINDOWS
         .iter()
         .map(|(_, range)| uptime_query(range))
@@ -166,7 +166,7 @@ pub async fn read(client: &Client, now: Timestamp) -> Result<Fleet, QueryError> 
 }
 
 /// The store's answers, one vector a query.
-pub struct Answers {
+pub(crate) struct Answers {
     pub success: Vec<Sample>,
     pub last_run: Vec<Sample>,
     pub last_success: Vec<Sample>,
@@ -197,7 +197,7 @@ fn timestamp(v: Option<&f64>) -> Option<Timestamp> {
 }
 
 /// The answers as targets (by name) with their locations (by name) and failures (most first).
-pub fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
+pub(crate) fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
     let success = by_location(&a.success);
     let last_run = by_location(&a.last_run);
     let last_success = by_location(&a.last_success);
@@ -270,7 +270,7 @@ pub fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
 
 /// A fleet with one of everything, for the contract test.
 #[cfg(test)]
-pub fn example() -> Fleet {
+pub(crate) fn example() -> Fleet {
     Fleet {
         generated_at: Timestamp::UNIX_EPOCH,
         source: "http://prometheus:9090".into(),

@@ -13,7 +13,7 @@ use crate::daemon::status_page::{esc, ms, percent, summary, when, REFRESH_SECOND
 const FLEET_STYLE: &str = "td.loc{padding-left:20px}";
 
 /// The whole page.
-pub fn render(f: &Fleet) -> String {
+pub(super) fn render(f: &Fleet) -> String {
     let mut o = String::with_capacity(8 * 1024 + f.targets.len() * 2048);
     let _ = write!(
         o,

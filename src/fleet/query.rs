@@ -8,21 +8,21 @@ use serde::Deserialize;
 
 /// One sample of an instant vector: its labels and its value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub labels: BTreeMap<String, String>,
     pub value: f64,
 }
 
 impl Sample {
     /// The value of `label`, or "" when the sample has none (as PromQL reads a missing label).
-    pub fn label(&self, label: &str) -> &str {
+    pub(crate) fn label(&self, label: &str) -> &str {
         self.labels.get(label).map_or("", String::as_str)
     }
 }
 
 /// Why a query gave no vector.
 #[derive(Debug, thiserror::Error)]
-pub enum QueryError {
+pub(crate) enum QueryError {
     #[error("the store at {url} did not answer: {reason}")]
     Unreachable { url: String, reason: String },
     #[error("the store at {url} answered HTTP {status}: {error}")]
@@ -65,7 +65,7 @@ struct VectorSample {
 
 /// A client for one store's query API.
 #[derive(Debug, Clone)]
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     /// The base URL, without a trailing slash: the API is `<base>/api/v1/query`.
     base: String,
@@ -74,7 +74,7 @@ pub struct Client {
 
 impl Client {
     /// A client for the store at `base` (http or https, no credentials in it).
-    pub fn new(base: &str, timeout: Duration) -> Result<Client, String> {
+    pub(crate) fn new(base: &str, timeout: Duration) -> Result<Client, String> {
         let url = url::Url::parse(base).map_err(|e| format!("--prometheus {base:?}: {e}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
@@ -98,13 +98,13 @@ impl Client {
     }
 
     /// The store's base URL, as the page names it.
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.base
     }
 
     /// The instant vector `query` evaluates to now. A scalar comes back as one sample without
     /// labels; a range vector or a string is an error (no query of the page asks for one).
-    pub async fn vector(&self, query: &str) -> Result<Vec<Sample>, QueryError> {
+    pub(crate) async fn vector(&self, query: &str) -> Result<Vec<Sample>, QueryError> {
         let url = format!("{}/api/v1/query", self.base);
         let timeout = format!("{}ms", self.timeout.as_millis());
         let response = self

@@ -9,10 +9,10 @@
 
 pub mod decide;
 mod plan;
-pub mod report;
+pub(crate) mod report;
 mod rounds;
 pub mod sample;
-pub mod sequence;
+pub(crate) mod sequence;
 pub mod stats;
 
 use std::collections::HashMap;
@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
 use plan::Setup;
-pub use plan::{Event, GateOptions, Plan, BATCH, DEFAULT_MAX_SAMPLES};
+// Reached from outside through `testing`.
+pub(crate) use plan::{Event, Plan};
+pub use plan::{GateOptions, BATCH, DEFAULT_MAX_SAMPLES};
 use rounds::{sample, verdicts, Sides};
 use sample::Sample;
 use stats::{LimitReport, Stopped, Verdict};

@@ -137,7 +137,7 @@ fn failed_runs(l: &LimitReport, indent: &str) -> String {
         .collect()
 }
 
-pub fn table(r: &GateReport) -> String {
+pub(crate) fn table(r: &GateReport) -> String {
     let header = [
         "PROBE",
         "LIMIT",
@@ -172,7 +172,7 @@ pub fn table(r: &GateReport) -> String {
     out
 }
 
-pub fn markdown(r: &GateReport) -> String {
+pub(crate) fn markdown(r: &GateReport) -> String {
     let mut out = format!(
         "## {} llm-canary gate\n\n{}\n\n{}\n\n",
         if r.pass { "✅" } else { "❌" },
@@ -234,7 +234,7 @@ fn stopped(p: &ProbeGate, l: &LimitReport) -> &'static str {
     }
 }
 
-pub fn junit(r: &GateReport) -> String {
+pub(crate) fn junit(r: &GateReport) -> String {
     let tests = r.limits().count();
     let failures = r.limits().filter(|(_, l)| l.failing).count();
     let skipped = r.count(Verdict::Skipped);
@@ -298,7 +298,7 @@ pub fn junit(r: &GateReport) -> String {
 }
 
 /// JUnit for a gate that could not start sampling: one failing testcase.
-pub fn junit_not_ready(message: &str) -> String {
+pub(crate) fn junit_not_ready(message: &str) -> String {
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"llm-canary gate\" tests=\"1\" failures=\"1\">\n  <testsuite name=\"gate\" tests=\"1\" failures=\"1\">\n    <testcase classname=\"gate\" name=\"wait-ready\">\n      <failure type=\"not-ready\" message=\"{}\"/>\n    </testcase>\n  </testsuite>\n</testsuites>\n",
         xml(message)

@@ -64,7 +64,7 @@ fn against(numerator: f64, s: u64, f: u64, p0: f64) -> f64 {
 /// The confidence sequence for a share after `s` successes in `t` trials, at level `alpha`
 /// (the probability that the true share ever leaves it), with the prior centred on `centre`
 /// (the limit under test, where telling above from below matters). `(0, 1)` before any trial.
-pub fn share(s: u64, t: u64, alpha: f64, centre: f64) -> (f64, f64) {
+pub(crate) fn share(s: u64, t: u64, alpha: f64, centre: f64) -> (f64, f64) {
     if t == 0 {
         return (0.0, 1.0);
     }
@@ -95,7 +95,7 @@ pub fn share(s: u64, t: u64, alpha: f64, centre: f64) -> (f64, f64) {
 
 /// The confidence sequence for the `p` quantile of the distribution behind `sorted` (ascending),
 /// at level `alpha`: `(lower, upper)`, either `None` where the samples cannot bound it yet.
-pub fn quantile(sorted: &[f64], p: f64, alpha: f64) -> (Option<f64>, Option<f64>) {
+pub(crate) fn quantile(sorted: &[f64], p: f64, alpha: f64) -> (Option<f64>, Option<f64>) {
     let t = sorted.len() as u64;
     let (a, b) = prior(p);
     let bar = (1.0 / alpha).ln();

@@ -8,12 +8,12 @@ use super::request::build_with_prefix;
 use crate::config::{Api, CacheCheck, Probe, Target};
 use crate::probe::flavor::PromptCounts;
 use crate::result::Measurement;
-pub use crate::result::{CacheFigures, CachePhase, CacheRun};
+pub(crate) use crate::result::{CacheFigures, CachePhase, CacheRun};
 
 /// A prefix of `chars` characters (at most): a line unique to this firing, so no cache holds
 /// it yet, then the same filler prose every firing (the context ladder's sentences, which every
 /// tokenizer splits into ordinary words), then the prompt.
-pub fn prefix(chars: usize) -> String {
+pub(crate) fn prefix(chars: usize) -> String {
     const END: &str = "\n\nEnd of the notes.";
     let mut s = format!(
         "[canary {:016x}] Background notes, not needed for the answer:\n",
@@ -28,7 +28,7 @@ pub fn prefix(chars: usize) -> String {
 }
 
 /// One firing of a cache check: the cold run, then the warm one, each as any run is measured.
-pub async fn run(
+pub(crate) async fn run(
     client: &reqwest::Client,
     probe: &Probe,
     target: &Target,
@@ -43,7 +43,7 @@ pub async fn run(
 }
 
 /// The warm run beside the cold one, on `api`.
-pub fn compare(api: Api, cold: &Measurement, warm: &Measurement) -> CacheFigures {
+pub(crate) fn compare(api: Api, cold: &Measurement, warm: &Measurement) -> CacheFigures {
     let ttft_speedup = match (cold.measured.figures.ttft_ms, warm.measured.figures.ttft_ms) {
         (Some(c), Some(w)) if w > 0.0 => Some(c / w),
         _ => None,
@@ -90,7 +90,7 @@ pub(crate) mod tests {
     }
 
     /// A run with these figures, for the flavors' cache-count tests too.
-    pub fn run(ttft: Option<f64>, input: Option<u64>, cached: Option<u64>) -> Measurement {
+    pub(crate) fn run(ttft: Option<f64>, input: Option<u64>, cached: Option<u64>) -> Measurement {
         let mut m = Measurement::example();
         m.measured.figures.ttft_ms = ttft;
         let reading = &mut m.measured.reading;

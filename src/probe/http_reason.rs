@@ -13,7 +13,7 @@ use crate::outcome::HttpReason;
 /// The reason of an error status, from the status and what the flavor read in the body and
 /// headers. An overloaded service is said so whatever the status; then the status decides,
 /// and the words only where it leaves room (a 4xx that is not its own reason).
-pub fn classify(status: u16, said: ErrorSigns) -> HttpReason {
+pub(crate) fn classify(status: u16, said: ErrorSigns) -> HttpReason {
     if said.overloaded {
         return HttpReason::Overloaded;
     }
@@ -48,7 +48,7 @@ pub fn classify(status: u16, said: ErrorSigns) -> HttpReason {
 /// ([`Flavor::rate_limit_prefixes`](super::flavor::Flavor::rate_limit_prefixes)), kept in the
 /// record of a rate-limited run: when the quota comes back is what its reader asks next. Any
 /// provider's, whatever the target's API: a provider's gateway answers other APIs too.
-pub fn rate_limit_headers(headers: &HeaderMap) -> Option<BTreeMap<String, String>> {
+pub(crate) fn rate_limit_headers(headers: &HeaderMap) -> Option<BTreeMap<String, String>> {
     let prefixes = Api::ALL
         .iter()
         .flat_map(|api| api.flavor().rate_limit_prefixes());
@@ -70,7 +70,7 @@ pub fn rate_limit_headers(headers: &HeaderMap) -> Option<BTreeMap<String, String
 
 /// The reason `api`'s flavor and the status give a refused run, for the flavors' tests.
 #[cfg(test)]
-pub fn reason_of(
+pub(crate) fn reason_of(
     api: Api,
     status: u16,
     body: &serde_json::Value,

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::config::{Api, Target};
 
 /// How often a target's description is asked for.
-pub const EVERY: Duration = Duration::from_secs(300);
+pub(crate) const EVERY: Duration = Duration::from_secs(300);
 /// The whole GET, connect to last byte.
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// A model list larger than this is not read.
@@ -25,7 +25,7 @@ const MAX_BODY: usize = 1 << 20;
 
 /// Asks the target what it serves: a short hash of its entry for the target's model, or `None`
 /// when the server has no such list, does not name the model, or does not answer in time.
-pub async fn ask(client: &reqwest::Client, target: &Target) -> Option<String> {
+pub(crate) async fn ask(client: &reqwest::Client, target: &Target) -> Option<String> {
     let url = target.endpoint(target.api.flavor().models_path()?);
     let mut resp = client
         .get(url)
@@ -52,7 +52,7 @@ pub async fn ask(client: &reqwest::Client, target: &Target) -> Option<String> {
 }
 
 /// The hash of what identifies `model` in a model list, as the API's flavor reads the list.
-pub fn describe(api: Api, model: &str, list: &Value) -> Option<String> {
+pub(crate) fn describe(api: Api, model: &str, list: &Value) -> Option<String> {
     let kept = api.flavor().model_identity(model, list)?;
     // serde_json's map is ordered by key: the same entry always hashes the same.
     let text = serde_json::to_string(&kept).ok()?;

@@ -14,7 +14,7 @@ use crate::result::{Measurement, Prefill, ProbeResult, PromptTokens, Rung};
 
 /// One rung as it is sent: the probe with the rung's prompt, and the needle in its checks.
 #[derive(Debug, Clone)]
-pub struct RungPlan {
+pub(crate) struct RungPlan {
     pub rung: Rung,
     pub probe: Probe,
 }
@@ -122,11 +122,11 @@ const OPEN: &str = "Read the document below, then answer the question after it.\
 const CLOSE: &str = "\n</document>\n\n";
 
 /// The sentence that hides the fact, and the question that asks for it.
-pub fn fact(name: &str, code: &str) -> String {
+pub(crate) fn fact(name: &str, code: &str) -> String {
     format!("The access code for {name} is {code}.")
 }
 
-pub fn question(name: &str) -> String {
+pub(crate) fn question(name: &str) -> String {
     format!("What is the access code for {name}? Answer with the six-digit code only.")
 }
 
@@ -152,11 +152,11 @@ pub(super) fn filler(rng: &mut fastrand::Rng, chars: usize) -> Vec<String> {
 }
 
 /// The rungs of one firing of `probe`, smallest first, each with a fresh fact and filler.
-pub fn rungs(probe: &Probe, ladder: &Ladder) -> Vec<RungPlan> {
+pub(crate) fn rungs(probe: &Probe, ladder: &Ladder) -> Vec<RungPlan> {
     rungs_with(probe, ladder, &mut fastrand::Rng::new())
 }
 
-pub fn rungs_with(probe: &Probe, ladder: &Ladder, rng: &mut fastrand::Rng) -> Vec<RungPlan> {
+pub(crate) fn rungs_with(probe: &Probe, ladder: &Ladder, rng: &mut fastrand::Rng) -> Vec<RungPlan> {
     ladder
         .sizes
         .iter()
@@ -223,7 +223,7 @@ fn rung(probe: &Probe, needle: bool, size: u32, rng: &mut fastrand::Rng) -> Rung
 /// both runs report them, else in the estimates. None for the smallest rung itself, when either
 /// run saw no first token, when the baseline was a cold start, or when the bigger prompt was
 /// not slower.
-pub fn prefill(base: &ProbeResult, m: &Measurement) -> Option<Prefill> {
+pub(crate) fn prefill(base: &ProbeResult, m: &Measurement) -> Option<Prefill> {
     let (Some(base_rung), Some(rung)) = (base.id.rung, m.id.rung) else {
         return None;
     };

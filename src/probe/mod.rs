@@ -4,31 +4,31 @@
 //! shares lives here and in those two files; a flavor ([`flavor`]) only knows its path, body
 //! and event shape. A run never touches metrics or output.
 
-pub mod cache_check;
-pub mod flavor;
-pub mod http_reason;
-pub mod identity;
-pub mod ladder;
-pub mod read;
-pub mod request;
+pub(crate) mod cache_check;
+pub(crate) mod flavor;
+pub(crate) mod http_reason;
+pub(crate) mod identity;
+pub(crate) mod ladder;
+pub(crate) mod read;
+pub(crate) mod request;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use request::{build_request, Clients, Request};
+pub(crate) use request::{build_request, Clients, Request};
 
 use crate::checks;
 use crate::config::{Probe, Target};
 use crate::result::{Judged, Measured, Measurement, RunId, Rung, TokensSource};
 
 /// SHA-256 of `text`, hex.
-pub fn sha256_hex(text: &str) -> String {
+pub(crate) fn sha256_hex(text: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Runs `probe` once against `target`.
-pub async fn run(
+pub(crate) async fn run(
     client: &reqwest::Client,
     probe: &Probe,
     target: &Target,
@@ -46,7 +46,7 @@ pub async fn run(
 }
 
 /// Runs one rung of a context ladder against `target`: its error, if any, names the rung.
-pub async fn run_rung(
+pub(crate) async fn run_rung(
     client: &reqwest::Client,
     plan: &ladder::RungPlan,
     target: &Target,
@@ -169,7 +169,7 @@ async fn measure(
 
 /// A probe with defaults around `prompt`, for the probes' tests.
 #[cfg(test)]
-pub fn probe_for(prompt: crate::config::Prompt) -> Probe {
+pub(crate) fn probe_for(prompt: crate::config::Prompt) -> Probe {
     Probe {
         name: "p".into(),
         file: "p.yaml".into(),

@@ -26,7 +26,7 @@ use crate::util::{clip, connect_failure, error_chain, human_duration, snippet};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
 #[derive(Debug, Clone, Copy)]
-pub struct Caps {
+pub(crate) struct Caps {
     pub max_line: usize,
     pub max_body: usize,
     pub max_tokens: u64,
@@ -35,7 +35,7 @@ pub struct Caps {
 impl Caps {
     /// Generous for an honest server (about 1 KiB of stream per token), small enough to keep a
     /// daemon inside its memory budget.
-    pub fn for_probe(probe: &Probe) -> Caps {
+    pub(crate) fn for_probe(probe: &Probe) -> Caps {
         let t = u64::from(probe.max_tokens);
         Caps {
             max_line: 1 << 20,
@@ -48,7 +48,7 @@ impl Caps {
 
 /// Why reading stopped early: the transport outcome and a sentence for the on-call engineer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub outcome: Outcome,
     pub error: String,
 }
@@ -63,7 +63,7 @@ fn fail(outcome: Outcome, error: impl Into<String>) -> Failure {
 /// What reading one response gave: what it showed (the record's [`Reading`]), the text and tool
 /// calls for the checks, and why reading stopped early, if it did.
 #[derive(Debug)]
-pub struct Read {
+pub(crate) struct Read {
     pub reading: Reading,
     pub text: String,
     /// The tool calls, in the order they began, each with its arguments put together.
@@ -73,7 +73,7 @@ pub struct Read {
 
 /// How to read one response: its flavor, deadlines and caps, and whether to stop on a loop.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub api: Api,
     pub timeouts: Timeouts,
     pub caps: Caps,
@@ -82,7 +82,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn for_run(probe: &Probe, target: &Target) -> Plan {
+    pub(crate) fn for_run(probe: &Probe, target: &Target) -> Plan {
         let checks = &probe.checks;
         Plan {
             api: target.api,
@@ -196,7 +196,7 @@ struct Reader {
 impl Read {
     /// A run that never went out: the credential its cloud hands out could not be had
     /// (`http_error`, reason `auth`), with why.
-    pub fn no_credential(start: Instant, why: String) -> Read {
+    pub(crate) fn no_credential(start: Instant, why: String) -> Read {
         let mut reading = Reading::empty(start);
         reading.timeline.end = Some(Instant::now());
         reading.http_reason = Some(HttpReason::Auth);
@@ -210,7 +210,7 @@ impl Read {
 }
 
 /// Sends the request and reads the response.
-pub async fn read(
+pub(crate) async fn read(
     client: &reqwest::Client,
     request: super::Request,
     plan: Plan,

@@ -13,7 +13,7 @@ use crate::cloud::entra::Entra;
 use crate::config::{AwsAuth, CacheBust, CacheBustValue, Probe, Target};
 
 /// A fresh random id in UUID v4 form.
-pub fn request_id() -> String {
+pub(crate) fn request_id() -> String {
     let v = fastrand::u128(..);
     let v = (v & !(0xF << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
     let h = format!("{v:032x}");
@@ -31,14 +31,14 @@ pub fn request_id() -> String {
 /// the serving stack records the probe's spans. The parent id is the trace id's low half: the
 /// record keeps the trace id, and so names the client span (`otlp.traces`) the server's spans
 /// hang under.
-pub fn trace_context() -> (String, String) {
+pub(crate) fn trace_context() -> (String, String) {
     let (high, low) = (fastrand::u64(..), fastrand::u64(1..));
     let trace_id = format!("{high:016x}{low:016x}");
     (format!("00-{trace_id}-{low:016x}-01"), trace_id)
 }
 
 /// The request for one run: URL, headers and JSON body, built from the probe and target.
-pub struct Request {
+pub(crate) struct Request {
     pub url: String,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
@@ -59,7 +59,7 @@ enum CloudAuth {
     Entra(Arc<Entra>),
 }
 
-pub fn build_request(probe: &Probe, target: &Target) -> Request {
+pub(crate) fn build_request(probe: &Probe, target: &Target) -> Request {
     let nonce = match probe.cache_bust {
         CacheBust::Prefix => Some(format!("[canary {:016x}]", fastrand::u64(..))),
         _ => None,
@@ -70,7 +70,7 @@ pub fn build_request(probe: &Probe, target: &Target) -> Request {
 /// The request of a cache check's cold run: `prefix` first in the prompt, and no cache-busting
 /// field, so the same request again ([`Request::again`]) may be served from the prefix cache.
 /// `Cache-Control: no-cache` still keeps an HTTP cache in front from answering for the model.
-pub fn build_with_prefix(probe: &Probe, target: &Target, prefix: &str) -> Request {
+pub(crate) fn build_with_prefix(probe: &Probe, target: &Target, prefix: &str) -> Request {
     build(probe, target, Some(prefix), CacheBust::Prefix)
 }
 
@@ -131,7 +131,7 @@ fn build(probe: &Probe, target: &Target, nonce: Option<&str>, bust: CacheBust) -
 
 impl Request {
     /// The same request (URL, headers, body byte for byte) with its own request id and trace.
-    pub fn again(&self) -> Request {
+    pub(crate) fn again(&self) -> Request {
         let mut headers = self.headers.clone();
         // After the configured headers: every request's id and trace must be its own.
         let request_id = request_id();
@@ -152,7 +152,7 @@ impl Request {
     /// starts: the SigV4 signature, last, over every header and the body; or the Entra ID
     /// token. `Err` (why, naming no secret) when there is none to be had: the request is not
     /// sent, and the run is an `auth` error.
-    pub async fn authorize(&mut self, client: &reqwest::Client) -> Result<(), String> {
+    pub(crate) async fn authorize(&mut self, client: &reqwest::Client) -> Result<(), String> {
         let Some((auth, target)) = &self.auth else {
             return Ok(());
         };
@@ -201,10 +201,10 @@ fn put(headers: &mut HeaderMap, k: &str, v: &str) {
 /// HTTP clients, one per connect timeout. Connections are not pooled: every run opens its own,
 /// so each measurement includes the same connect work, as blackbox_exporter's do.
 #[derive(Default)]
-pub struct Clients(Mutex<HashMap<Duration, reqwest::Client>>);
+pub(crate) struct Clients(Mutex<HashMap<Duration, reqwest::Client>>);
 
 impl Clients {
-    pub fn get(&self, connect: Duration) -> reqwest::Client {
+    pub(crate) fn get(&self, connect: Duration) -> reqwest::Client {
         let mut map = self.0.lock().expect("the client map is never poisoned");
         map.entry(connect)
             .or_insert_with(|| {

@@ -1,4 +1,4 @@
 //! Turning results into text for people (a table) and machines (JSON lines). Knows nothing of
 //! how results were measured.
 
-pub mod table;
+pub(crate) mod table;

@@ -47,7 +47,7 @@ fn cache_detail(r: &ProbeResult) -> String {
     }
 }
 
-pub fn render(results: &[ProbeResult]) -> String {
+pub(crate) fn render(results: &[ProbeResult]) -> String {
     let header = [
         "PROBE", "TARGET", "OUTCOME", "TTFT", "E2E", "TOK/S", "TOKENS", "ITL P99", "FINISH",
         "DETAIL",

@@ -26,10 +26,10 @@ use crate::probe::cache_check::{CachePhase, CacheRun};
 use crate::probe::{self, identity, ladder, Clients};
 use crate::result::{Fingerprint, Measurement, ProbeResult, RunContext};
 
-pub use crate::config::Pair;
+pub(crate) use crate::config::Pair;
 
 /// Whether a target is in a maintenance window at an instant.
-pub type Windows = Arc<dyn Fn(&str, jiff::Timestamp) -> bool + Send + Sync>;
+pub(crate) type Windows = Arc<dyn Fn(&str, jiff::Timestamp) -> bool + Send + Sync>;
 
 pub struct Runner {
     clients: Clients,

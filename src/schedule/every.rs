@@ -9,7 +9,7 @@ use std::time::Duration;
 use jiff::{Timestamp, Zoned};
 
 /// The shortest interval: one second, cron's finest resolution.
-pub const SHORTEST: Duration = Duration::from_secs(1);
+pub(super) const SHORTEST: Duration = Duration::from_secs(1);
 
 /// A validated interval: at least [`SHORTEST`], in whole seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -48,8 +48,8 @@ pub struct Cron {
     spec: Spec,
 }
 
-pub use every::Every;
-pub use spec::{CronError, Item, Spec};
+pub(crate) use every::Every;
+pub(crate) use spec::{CronError, Item, Spec};
 
 /// When a probe (or a maintenance window) fires.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::fmt;
 pub struct CronError(pub(super) String);
 
 /// The `@` macros and the 5-field expressions they stand for.
-pub const MACROS: [(&str, &str); 7] = [
+pub(super) const MACROS: [(&str, &str); 7] = [
     ("@yearly", "0 0 1 1 *"),
     ("@annually", "0 0 1 1 *"),
     ("@monthly", "0 0 1 * *"),

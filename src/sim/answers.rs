@@ -4,7 +4,7 @@
 
 /// Splits text into token-like pieces: a word with its leading space, one CJK character, or one
 /// punctuation mark.
-pub fn tokenize(text: &str) -> Vec<String> {
+pub(super) fn tokenize(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut cur = String::new();
     for c in text.chars() {
@@ -30,30 +30,31 @@ pub fn tokenize(text: &str) -> Vec<String> {
     out
 }
 
-pub const ENGLISH: &str = "The capital of France is Paris. It lies on the Seine in the north of the country and has been its political and cultural centre for centuries.";
-pub const CHINESE: &str =
+pub(super) const ENGLISH: &str = "The capital of France is Paris. It lies on the Seine in the north of the country and has been its political and cultural centre for centuries.";
+pub(super) const CHINESE: &str =
     "法国的首都是巴黎。巴黎位于法国北部的塞纳河畔，是法国的政治、经济和文化中心。";
-pub const JSON: &str =
+pub(super) const JSON: &str =
     "{\"city\": \"Paris\", \"country\": \"France\", \"population_millions\": 2.1}";
-pub const SUMMARY: &str = "The text describes how the Eiffel Tower was built for the 1889 World's Fair, the criticism it first met, and how it became the best-known symbol of Paris.";
-pub const FORBIDDEN: &str =
+pub(super) const SUMMARY: &str = "The text describes how the Eiffel Tower was built for the 1889 World's Fair, the criticism it first met, and how it became the best-known symbol of Paris.";
+pub(super) const FORBIDDEN: &str =
     "As an AI language model, I cannot browse the internet, but the capital of France is Paris.";
-pub const MISMATCH: &str = "I am not sure which country you are asking about; could you say more?";
-pub const SHORT: &str = "Paris.";
+pub(super) const MISMATCH: &str =
+    "I am not sure which country you are asking about; could you say more?";
+pub(super) const SHORT: &str = "Paris.";
 /// JSON as a careless model writes it: a trailing comma.
-pub const JSON_BROKEN: &str = "{\"city\": \"Paris\", \"country\": \"France\",}";
+pub(super) const JSON_BROKEN: &str = "{\"city\": \"Paris\", \"country\": \"France\",}";
 /// A model that answers instead of calling the tool it was offered.
-pub const NO_CALL: &str =
+pub(super) const NO_CALL: &str =
     "I cannot look up live weather, but Paris is usually mild in spring, around 15°C.";
 /// The arguments of a good call, and of one its schema refuses.
-pub const CALL_ARGUMENTS: &str = "{\"city\": \"Paris\", \"unit\": \"celsius\"}";
-pub const BAD_CALL_ARGUMENTS: &str = "{\"city\": 42}";
+pub(super) const CALL_ARGUMENTS: &str = "{\"city\": \"Paris\", \"unit\": \"celsius\"}";
+pub(super) const BAD_CALL_ARGUMENTS: &str = "{\"city\": 42}";
 
 /// The healthy answer to a prompt: Chinese for a Chinese prompt, JSON when asked for JSON, a
 /// summary for a long text it is asked to summarize, otherwise the English one. A long prompt
 /// that asks something else (a cache check's filler before its question) gets that answer: a
 /// healthy server answers the question, and two prompts answered alike are `prompt_ignored`.
-pub fn healthy(prompt: &str) -> &'static str {
+pub(super) fn healthy(prompt: &str) -> &'static str {
     if prompt.chars().any(|c| matches!(c as u32, 0x4E00..=0x9FFF)) {
         CHINESE
     } else if prompt.contains("JSON") {
@@ -67,7 +68,7 @@ pub fn healthy(prompt: &str) -> &'static str {
 
 /// The answer to a context ladder's needle question ("What is the access code for NAME?"):
 /// the code its document gave that name, read back as a model that found it would.
-pub fn recall(prompt: &str) -> Option<String> {
+pub(super) fn recall(prompt: &str) -> Option<String> {
     const ASKED: &str = "What is the access code for ";
     let asked = &prompt[prompt.rfind(ASKED)? + ASKED.len()..];
     let name = &asked[..asked.find('?')?];
@@ -82,7 +83,7 @@ pub fn recall(prompt: &str) -> Option<String> {
 
 /// Text corrupted as a server that mishandles long prompts returns it: every digit shifted by
 /// seven, so the words read right and the facts are wrong.
-pub fn corrupt(text: &str) -> String {
+pub(super) fn corrupt(text: &str) -> String {
     text.chars()
         .map(|c| match c.to_digit(10) {
             Some(d) => char::from_digit((d + 7) % 10, 10).unwrap_or(c),
@@ -93,11 +94,11 @@ pub fn corrupt(text: &str) -> String {
 
 /// What a server with a wrong chat template answered to every prompt: the model never saw the
 /// question.
-pub const SAME_ANSWER: &str = "018. The company has a long-term plan to expand its operations in the region over the next five years, and the board has approved the budget for it.";
+pub(super) const SAME_ANSWER: &str = "018. The company has a long-term plan to expand its operations in the region over the next five years, and the board has approved the budget for it.";
 
 /// Word salad as a model with a wrong RoPE setting writes it: fragments of words and code that
 /// never make a sentence, drawn from a fixed seed so no phrase repeats in order.
-pub fn word_salad(tokens: usize) -> String {
+pub(super) fn word_salad(tokens: usize) -> String {
     const BITS: [&str; 24] = [
         "You", "wis", "-__", "print", "(1,", "L_", "ocr", "ately", "Theth", "ond", "::", "ingly",
         "]]", "Bre", "ynam", "_x", "olt", "seud", "\\n", "quar", "ipt", "4r", "ÃĤ", "cem",
@@ -114,7 +115,7 @@ pub fn word_salad(tokens: usize) -> String {
 }
 
 /// An English loop as small models produce it: a start, then one phrase over and over.
-pub fn looping(chinese: bool, tokens: usize) -> String {
+pub(super) fn looping(chinese: bool, tokens: usize) -> String {
     let (start, phrase) = if chinese {
         ("巴黎是法国的首都。", "我爱巴黎。")
     } else {
@@ -129,7 +130,7 @@ pub fn looping(chinese: bool, tokens: usize) -> String {
 
 /// A numbered list as small models loop in one: the same few items come back in the same
 /// order while the counter keeps climbing.
-pub fn looping_list(tokens: usize) -> String {
+pub(super) fn looping_list(tokens: usize) -> String {
     const ITEMS: [&str; 3] = ["Apple", "Banana", "Cherry"];
     let mut s = String::from("Here are some fruits:\n");
     let mut i = 0;
@@ -141,7 +142,7 @@ pub fn looping_list(tokens: usize) -> String {
 }
 
 /// Varied text that never loops, for `too_long`: words drawn from a fixed seed.
-pub fn rambling(tokens: usize) -> String {
+pub(super) fn rambling(tokens: usize) -> String {
     const WORDS: [&str; 48] = [
         "river", "stone", "bridge", "garden", "market", "window", "autumn", "letter", "harbor",
         "lantern", "meadow", "silver", "candle", "forest", "violin", "paper", "orchard", "thunder",

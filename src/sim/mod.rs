@@ -177,7 +177,7 @@ impl Sim {
 }
 
 /// `llm-canary sim`: serve until Ctrl-C / SIGTERM, then exit 0.
-pub async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
+pub(crate) async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
     // Before the ready line: a stop sent as soon as it is read must not find the default action.
     let stop = crate::util::terminate_signal();
     let sim = Sim::start(listen)

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 /// What one piece of the answer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PieceKind {
+pub(super) enum PieceKind {
     Answer,
     Reasoning,
     /// A stretch of a tool call's arguments.
@@ -13,7 +13,7 @@ pub enum PieceKind {
 }
 
 /// The figures the closing events report.
-pub struct Usage {
+pub(super) struct Usage {
     pub prompt: usize,
     /// Of the prompt tokens, those served from the prefix cache.
     pub cached: usize,
@@ -23,7 +23,7 @@ pub struct Usage {
 
 /// The tool call an answer makes: the tool's name and its arguments (JSON text).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Call {
+pub(super) struct Call {
     pub name: String,
     pub arguments: String,
 }
@@ -38,7 +38,7 @@ impl Call {
 
 /// How an answer ends: its finish reason in OpenAI's words, usage when sent, the server's
 /// timings, the last content block, and the tool call it made.
-pub struct Ending<'a> {
+pub(super) struct Ending<'a> {
     pub finish: &'a str,
     pub usage: Option<&'a Usage>,
     pub timings: Option<Value>,

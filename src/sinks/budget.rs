@@ -4,15 +4,15 @@
 use crate::config::Budget;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Period {
+pub(crate) enum Period {
     Daily,
     Monthly,
 }
 
 impl Period {
-    pub const ALL: [Period; 2] = [Period::Daily, Period::Monthly];
+    pub(crate) const ALL: [Period; 2] = [Period::Daily, Period::Monthly];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Period::Daily => "daily",
             Period::Monthly => "monthly",
@@ -22,7 +22,7 @@ impl Period {
 
 /// The spend of the current day and month, and whether each is over its budget.
 #[derive(Debug, Default)]
-pub struct Spend {
+pub(crate) struct Spend {
     day: Option<jiff::civil::Date>,
     month: Option<(i16, i8)>,
     spent: [f64; 2],
@@ -31,7 +31,7 @@ pub struct Spend {
 
 /// A period's spend crossed its budget, or a new period began with the budget whole again.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Change {
+pub(crate) enum Change {
     Exceeded {
         period: Period,
         spent: f64,
@@ -42,7 +42,7 @@ pub enum Change {
 
 impl Spend {
     /// Adds `cost` spent at `at`; what changed.
-    pub fn add(&mut self, cost: f64, at: jiff::Timestamp, budget: &Budget) -> Vec<Change> {
+    pub(crate) fn add(&mut self, cost: f64, at: jiff::Timestamp, budget: &Budget) -> Vec<Change> {
         let date = at.to_zoned(jiff::tz::TimeZone::UTC).date();
         let mut changes = Vec::new();
         let keys = [

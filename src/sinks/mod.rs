@@ -2,16 +2,16 @@
 //! to a remote-write receiver), the results log, the status page's history and the incidents on it. Sinks turn
 //! results into output; nothing here measures anything.
 
-pub mod budget;
-pub mod incidents;
-pub mod metrics;
-pub mod otlp;
-pub mod otlp_trace;
-pub mod outbound;
-pub mod pair_series;
-pub mod push;
-pub mod remote_write;
-pub mod results_log;
-pub mod state;
-pub mod status_history;
-pub mod status_store;
+pub(crate) mod budget;
+pub(crate) mod incidents;
+pub(crate) mod metrics;
+pub(crate) mod otlp;
+pub(crate) mod otlp_trace;
+pub(crate) mod outbound;
+pub(crate) mod pair_series;
+pub(crate) mod push;
+pub(crate) mod remote_write;
+pub(crate) mod results_log;
+pub(crate) mod state;
+pub(crate) mod status_history;
+pub(crate) mod status_store;

@@ -20,23 +20,23 @@ use crate::result::ProbeResult;
 use crate::timeline::TokensSource;
 
 /// The conventions' boundaries for every GenAI duration, in seconds.
-pub const GEN_AI_SECONDS: [f64; 14] = [
+pub(crate) const GEN_AI_SECONDS: [f64; 14] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 ];
 /// The conventions' boundaries for token counts.
-pub const GEN_AI_TOKENS: [f64; 14] = [
+pub(crate) const GEN_AI_TOKENS: [f64; 14] = [
     1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
     16777216.0, 67108864.0,
 ];
 /// Ours, for decode speed: from a stalled CPU replica to a speculative-decoding GPU one.
-pub const TOKENS_PER_SECOND: [f64; 16] = [
+pub(crate) const TOKENS_PER_SECOND: [f64; 16] = [
     1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0,
     1000.0,
 ];
 
 /// What the agent measures, under its OpenTelemetry name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Instrument {
+pub(crate) enum Instrument {
     /// Request start to the end of the stream, or to the failure.
     Duration,
     TimeToFirstChunk,
@@ -51,7 +51,7 @@ pub enum Instrument {
 }
 
 impl Instrument {
-    pub const ALL: [Instrument; 6] = [
+    pub(crate) const ALL: [Instrument; 6] = [
         Instrument::Duration,
         Instrument::TimeToFirstChunk,
         Instrument::TimePerOutputChunk,
@@ -60,7 +60,7 @@ impl Instrument {
         Instrument::Runs,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Instrument::Duration => "gen_ai.client.operation.duration",
             Instrument::TimeToFirstChunk => "gen_ai.client.operation.time_to_first_chunk",
@@ -71,7 +71,7 @@ impl Instrument {
         }
     }
 
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Instrument::Duration
             | Instrument::TimeToFirstChunk
@@ -98,7 +98,7 @@ impl Instrument {
     }
 
     /// Histogram boundaries; `None` for the counter.
-    pub fn bounds(self) -> Option<&'static [f64]> {
+    pub(crate) fn bounds(self) -> Option<&'static [f64]> {
         match self {
             Instrument::Duration
             | Instrument::TimeToFirstChunk
@@ -112,14 +112,14 @@ impl Instrument {
 
 /// An attribute value as the agent uses them: text, or a number (a port, a rung).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Value {
+pub(crate) enum Value {
     Str(String),
     Int(i64),
 }
 
-pub type Attrs = Vec<(String, Value)>;
+pub(crate) type Attrs = Vec<(String, Value)>;
 
-pub fn key_values(attrs: &[(String, Value)]) -> Vec<KeyValue> {
+pub(crate) fn key_values(attrs: &[(String, Value)]) -> Vec<KeyValue> {
     attrs
         .iter()
         .map(|(k, v)| KeyValue {
@@ -136,18 +136,18 @@ pub fn key_values(attrs: &[(String, Value)]) -> Vec<KeyValue> {
 }
 
 /// `gen_ai.operation.name`.
-pub fn operation(api: Api) -> &'static str {
+pub(crate) fn operation(api: Api) -> &'static str {
     api.flavor().otel_operation()
 }
 
 /// `gen_ai.provider.name`, as the API's flavor names its provider.
-pub fn provider(api: Api) -> &'static str {
+pub(crate) fn provider(api: Api) -> &'static str {
     api.flavor().otel_provider()
 }
 
 /// What every metric point and span of a run carries: the GenAI attributes, `server.*`,
 /// `error.type` on failure, the probe and target, a ladder's rung, and the target's labels.
-pub fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
+pub(crate) fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
     let s = |v: &str| Value::Str(v.to_string());
     let mut a: Attrs = vec![
         ("gen_ai.operation.name".into(), s(operation(target.api))),
@@ -180,7 +180,7 @@ pub fn run_attributes(r: &ProbeResult, target: &Target) -> Attrs {
 
 /// `service.name`, the agent's name as `service.instance.id`, the version, and the agent's
 /// static labels.
-pub fn resource(cfg: &Config) -> Resource {
+pub(crate) fn resource(cfg: &Config) -> Resource {
     let mut attrs: Attrs = vec![
         ("service.name".into(), Value::Str("llm-canary".into())),
         (
@@ -201,7 +201,7 @@ pub fn resource(cfg: &Config) -> Resource {
     }
 }
 
-pub fn scope() -> InstrumentationScope {
+pub(crate) fn scope() -> InstrumentationScope {
     InstrumentationScope {
         name: "llm-canary".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -229,7 +229,7 @@ fn s(ms: f64) -> f64 {
 }
 
 /// The run's own duration: to the end of the stream, else to where it failed.
-pub fn elapsed_ms(r: &ProbeResult) -> Option<f64> {
+pub(crate) fn elapsed_ms(r: &ProbeResult) -> Option<f64> {
     r.measured.figures.e2e_ms.or_else(|| {
         let t = &r.measured.reading.timeline;
         let end = t.end.or(t.last_content()).or(t.headers)?;
@@ -239,13 +239,13 @@ pub fn elapsed_ms(r: &ProbeResult) -> Option<f64> {
 
 /// The histograms and the counter, per instrument and attribute set, since `start_ns`.
 #[derive(Debug)]
-pub struct Aggregator {
+pub(crate) struct Aggregator {
     series: HashMap<(Instrument, Attrs), State>,
     start_ns: u64,
 }
 
 impl Aggregator {
-    pub fn new(start_ns: u64) -> Aggregator {
+    pub(crate) fn new(start_ns: u64) -> Aggregator {
         Aggregator {
             series: HashMap::new(),
             start_ns,
@@ -275,7 +275,7 @@ impl Aggregator {
     }
 
     /// Adds one run: to the runs counter always, to the histograms unless it was a warm-up.
-    pub fn record(&mut self, r: &ProbeResult, target: &Target) {
+    pub(crate) fn record(&mut self, r: &ProbeResult, target: &Target) {
         let attrs = run_attributes(r, target);
         let mut runs = attrs.clone();
         runs.push((
@@ -317,7 +317,7 @@ impl Aggregator {
 
     /// The points as of `now_ns`, and how many there are; `None` when there is nothing to
     /// say. Delta starts afresh after each export; cumulative keeps counting from the start.
-    pub fn export(
+    pub(crate) fn export(
         &mut self,
         resource: Resource,
         now_ns: u64,

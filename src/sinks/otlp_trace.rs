@@ -27,7 +27,7 @@ fn ids(trace_id: &str) -> Option<([u8; 16], [u8; 8])> {
 
 /// Whether the run's span is sent: always for a failure, else for `ratio` of runs, chosen by
 /// the trace id so that every agent and the server's sampler could agree.
-pub fn sampled(r: &ProbeResult, ratio: f64) -> bool {
+pub(crate) fn sampled(r: &ProbeResult, ratio: f64) -> bool {
     if r.judged.outcome != Outcome::Ok || ratio >= 1.0 {
         return true;
     }
@@ -44,7 +44,7 @@ fn at(start_ns: u64, ms: f64) -> u64 {
 }
 
 /// The run's span; `None` when the run carried no trace id.
-pub fn span(r: &ProbeResult, target: &Target) -> Option<Span> {
+pub(crate) fn span(r: &ProbeResult, target: &Target) -> Option<Span> {
     let (trace_id, span_id) = ids(&r.id.trace_id)?;
     let start = u64::try_from(r.id.started_at.as_nanosecond()).ok()?;
     let mut attrs = run_attributes(r, target);
@@ -105,7 +105,7 @@ pub fn span(r: &ProbeResult, target: &Target) -> Option<Span> {
 }
 
 /// One request holding `spans`.
-pub fn request(resource: Resource, spans: Vec<Span>) -> ExportTraceServiceRequest {
+pub(crate) fn request(resource: Resource, spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(resource),

@@ -9,7 +9,7 @@ use crate::config::PushAuth;
 
 /// Where and how a batch goes.
 #[derive(Debug, Clone)]
-pub struct Route {
+pub(crate) struct Route {
     /// What the logs call this sender (`remote write`, `OTLP metrics`).
     pub what: &'static str,
     pub url: String,
@@ -24,7 +24,7 @@ pub struct Route {
 
 /// Why a request did not land.
 #[derive(Debug, thiserror::Error)]
-pub enum SendError {
+pub(crate) enum SendError {
     /// The receiver is unreachable, overloaded (429) or failing (5xx): send it again later.
     #[error("{what} to {url}: {reason}")]
     Retry {
@@ -42,7 +42,11 @@ pub enum SendError {
 }
 
 /// One POST of a batch.
-pub async fn post(client: &reqwest::Client, route: &Route, body: Bytes) -> Result<(), SendError> {
+pub(crate) async fn post(
+    client: &reqwest::Client,
+    route: &Route,
+    body: Bytes,
+) -> Result<(), SendError> {
     let (what, url) = (route.what, &route.url);
     let mut req = client.post(url).timeout(route.timeout).body(body);
     for (k, v) in route.headers {

@@ -16,11 +16,11 @@ use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricT
 
 /// One series of every pair: a family, or one value of a family's extra label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slot(u8);
+pub(crate) struct Slot(u8);
 
 impl Slot {
     /// The `i`-th value of the extra label of the family this slot starts.
-    pub fn nth(self, i: usize) -> Slot {
+    pub(crate) fn nth(self, i: usize) -> Slot {
         Slot(self.0 + u8::try_from(i).expect("few label values"))
     }
 }
@@ -41,7 +41,7 @@ struct Family {
 }
 
 /// Families are declared in the order they are read.
-pub struct Builder {
+pub(crate) struct Builder {
     labels: Vec<String>,
     families: prometheus::Result<Vec<Family>>,
     slots: usize,
@@ -98,16 +98,16 @@ impl Builder {
         Slot(first)
     }
 
-    pub fn gauge(&mut self, name: String, help: &'static str) -> Slot {
+    pub(crate) fn gauge(&mut self, name: String, help: &'static str) -> Slot {
         self.add(name, help, MetricType::GAUGE, Vec::new())
     }
 
-    pub fn counter(&mut self, name: String, help: &'static str) -> Slot {
+    pub(crate) fn counter(&mut self, name: String, help: &'static str) -> Slot {
         self.add(name, help, MetricType::COUNTER, Vec::new())
     }
 
     /// A counter with one series per value of one extra label (`direction`: input, output).
-    pub fn counter_by(
+    pub(crate) fn counter_by(
         &mut self,
         name: String,
         help: &'static str,
@@ -120,7 +120,7 @@ impl Builder {
 
     /// A counter whose series each carry their own extra labels (not all the same ones: an
     /// `http_error` has a `reason`, other outcomes none): the slot of the first set.
-    pub fn counter_by_sets(
+    pub(crate) fn counter_by_sets(
         &mut self,
         name: String,
         help: &'static str,
@@ -134,7 +134,7 @@ impl Builder {
     }
 
     /// The collector, or the first family whose description was invalid.
-    pub fn build(self) -> prometheus::Result<PairSeries> {
+    pub(crate) fn build(self) -> prometheus::Result<PairSeries> {
         Ok(PairSeries(Arc::new(Inner {
             families: self.families?,
             slots: self.slots,
@@ -144,7 +144,7 @@ impl Builder {
 }
 
 #[derive(Clone)]
-pub struct PairSeries(Arc<Inner>);
+pub(crate) struct PairSeries(Arc<Inner>);
 
 struct Inner {
     families: Vec<Family>,
@@ -160,7 +160,7 @@ impl Inner {
 }
 
 /// One pair's numbers.
-pub struct Values {
+pub(crate) struct Values {
     /// Bit i: slot i has a series.
     present: u64,
     v: Box<[f64]>,
@@ -168,28 +168,28 @@ pub struct Values {
 
 impl Values {
     /// Gives the pair this series at zero if it has none yet.
-    pub fn init(&mut self, slot: Slot) {
+    pub(crate) fn init(&mut self, slot: Slot) {
         self.present |= 1 << slot.0;
     }
 
-    pub fn inc(&mut self, slot: Slot) {
+    pub(crate) fn inc(&mut self, slot: Slot) {
         self.init(slot);
         self.v[usize::from(slot.0)] += 1.0;
     }
 
     /// Adds `by` to a counter.
-    pub fn add(&mut self, slot: Slot, by: f64) {
+    pub(crate) fn add(&mut self, slot: Slot, by: f64) {
         self.init(slot);
         self.v[usize::from(slot.0)] += by;
     }
 
-    pub fn set(&mut self, slot: Slot, value: f64) {
+    pub(crate) fn set(&mut self, slot: Slot, value: f64) {
         self.init(slot);
         self.v[usize::from(slot.0)] = value;
     }
 
     /// Drops the pair's series of a gauge: its figure is absent now.
-    pub fn clear(&mut self, slot: Slot) {
+    pub(crate) fn clear(&mut self, slot: Slot) {
         self.present &= !(1 << slot.0);
         self.v[usize::from(slot.0)] = 0.0;
     }
@@ -197,7 +197,7 @@ impl Values {
 
 impl PairSeries {
     /// Pairs labelled with `labels` (the same for every family).
-    pub fn builder(labels: &[&str]) -> Builder {
+    pub(crate) fn builder(labels: &[&str]) -> Builder {
         Builder {
             labels: labels.iter().map(|l| l.to_string()).collect(),
             families: Ok(Vec::new()),
@@ -206,7 +206,7 @@ impl PairSeries {
     }
 
     /// Changes the pair's numbers (under one lock), making its entry if it has none.
-    pub fn update(&self, pair: &[String], f: impl FnOnce(&mut Values)) {
+    pub(crate) fn update(&self, pair: &[String], f: impl FnOnce(&mut Values)) {
         let mut pairs = self.0.pairs();
         if let Some(values) = pairs.get_mut(pair) {
             return f(values);
@@ -221,12 +221,12 @@ impl PairSeries {
 
     /// Drops every series of the pair (it left the config).
     #[cfg(test)]
-    pub fn remove(&self, pair: &[String]) {
+    pub(crate) fn remove(&self, pair: &[String]) {
         self.0.pairs().remove(pair);
     }
 
     /// Drops every entry whose label values begin with `prefix`, and says which they were.
-    pub fn remove_under(&self, prefix: &[String]) -> Vec<Box<[String]>> {
+    pub(crate) fn remove_under(&self, prefix: &[String]) -> Vec<Box<[String]>> {
         let mut pairs = self.0.pairs();
         let gone: Vec<Box<[String]>> = pairs
             .keys()
@@ -244,14 +244,14 @@ impl PairSeries {
 /// to other tasks between collectors, so a family is one step of that work, as a `GaugeVec`
 /// was (16 families of 1,000 pairs read at once held the daemon's thread for the lot).
 #[derive(Clone)]
-pub struct PairFamily {
+pub(crate) struct PairFamily {
     series: Arc<Inner>,
     i: usize,
 }
 
 impl PairSeries {
     /// Each family as its own collector, in the order they were declared.
-    pub fn families(&self) -> impl Iterator<Item = PairFamily> + '_ {
+    pub(crate) fn families(&self) -> impl Iterator<Item = PairFamily> + '_ {
         (0..self.0.families.len()).map(|i| PairFamily {
             series: self.0.clone(),
             i,

@@ -9,7 +9,7 @@ use base64::Engine;
 use crate::config::{Push, PushAuth};
 
 #[derive(Debug, thiserror::Error)]
-pub enum PushError {
+pub(crate) enum PushError {
     #[error("push to {url}: {reason}")]
     Failed { url: String, reason: String },
 }
@@ -33,7 +33,7 @@ fn segment(label: &str, value: &str) -> String {
     }
 }
 
-pub fn group_url(push: &Push, instance: &str) -> String {
+pub(crate) fn group_url(push: &Push, instance: &str) -> String {
     format!(
         "{}/metrics/{}/{}",
         push.url,
@@ -43,7 +43,10 @@ pub fn group_url(push: &Push, instance: &str) -> String {
 }
 
 /// Basic or bearer auth on a request to one of the agent's outputs.
-pub fn authorize(req: reqwest::RequestBuilder, auth: Option<&PushAuth>) -> reqwest::RequestBuilder {
+pub(crate) fn authorize(
+    req: reqwest::RequestBuilder,
+    auth: Option<&PushAuth>,
+) -> reqwest::RequestBuilder {
     match auth {
         Some(PushAuth::Basic { username, password }) => {
             req.basic_auth(username, Some(password.expose()))
@@ -53,7 +56,7 @@ pub fn authorize(req: reqwest::RequestBuilder, auth: Option<&PushAuth>) -> reqwe
     }
 }
 
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))
         .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
@@ -80,7 +83,7 @@ async fn send(req: reqwest::RequestBuilder, url: &str) -> Result<(), PushError> 
 }
 
 /// One PUT of the encoded registry.
-pub async fn put(
+pub(crate) async fn put(
     client: &reqwest::Client,
     push: &Push,
     instance: &str,
@@ -96,7 +99,7 @@ pub async fn put(
 }
 
 /// Deletes this agent's group (on shutdown, when `delete_on_shutdown`).
-pub async fn delete(
+pub(crate) async fn delete(
     client: &reqwest::Client,
     push: &Push,
     instance: &str,
@@ -114,7 +117,7 @@ pub async fn delete(
 
 /// The wait before retry number `attempt` (0-based): 1s, 2s, 4s... up to `max`, with jitter
 /// drawing it from the upper half so a fleet of agents does not retry in step.
-pub fn backoff(attempt: u32, max: Duration) -> Duration {
+pub(crate) fn backoff(attempt: u32, max: Duration) -> Duration {
     let full = Duration::from_secs(1)
         .saturating_mul(1 << attempt.min(16))
         .min(max);

@@ -15,14 +15,14 @@ use crate::config::RemoteWriteSettings;
 /// `prometheus.WriteRequest` (prompb/remote.proto). Field 3 (metadata) is left out: version
 /// 1.0 of the protocol does not define it.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WriteRequest {
+pub(crate) struct WriteRequest {
     #[prost(message, repeated, tag = "1")]
     pub timeseries: Vec<TimeSeries>,
 }
 
 /// `prometheus.TimeSeries`: labels sorted by name, `__name__` among them.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct TimeSeries {
+pub(crate) struct TimeSeries {
     #[prost(message, repeated, tag = "1")]
     pub labels: Vec<Label>,
     #[prost(message, repeated, tag = "2")]
@@ -30,7 +30,7 @@ pub struct TimeSeries {
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Label {
+pub(crate) struct Label {
     #[prost(string, tag = "1")]
     pub name: String,
     #[prost(string, tag = "2")]
@@ -39,7 +39,7 @@ pub struct Label {
 
 /// A value at a time in milliseconds since the Unix epoch.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Sample {
+pub(crate) struct Sample {
     #[prost(double, tag = "1")]
     pub value: f64,
     #[prost(int64, tag = "2")]
@@ -49,7 +49,7 @@ pub struct Sample {
 /// One request's body, ready to send (and to resend as it is), and the items (samples, data
 /// points, spans) it holds.
 #[derive(Debug, Clone)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub seq: u64,
     pub body: Bytes,
     pub items: usize,
@@ -58,7 +58,7 @@ pub struct Batch {
 /// Batches waiting for the receiver, at most `max_items` items in all. Every queued sender of
 /// the daemon uses it.
 #[derive(Debug)]
-pub struct Queue {
+pub(crate) struct Queue {
     batches: VecDeque<Batch>,
     items: usize,
     max_items: usize,
@@ -66,7 +66,7 @@ pub struct Queue {
 }
 
 impl Queue {
-    pub fn new(max_items: usize) -> Queue {
+    pub(crate) fn new(max_items: usize) -> Queue {
         Queue {
             batches: VecDeque::new(),
             items: 0,
@@ -76,12 +76,12 @@ impl Queue {
     }
 
     /// Items queued now.
-    pub fn items(&self) -> usize {
+    pub(crate) fn items(&self) -> usize {
         self.items
     }
 
     /// A new bound (after a reload); returns the items dropped to fit it.
-    pub fn set_max(&mut self, max_items: usize) -> usize {
+    pub(crate) fn set_max(&mut self, max_items: usize) -> usize {
         self.max_items = max_items;
         self.make_room(0)
     }
@@ -102,7 +102,7 @@ impl Queue {
 
     /// Appends a batch; returns the items dropped to make room (the batch itself when it
     /// alone exceeds the bound).
-    pub fn push(&mut self, body: Bytes, items: usize) -> usize {
+    pub(crate) fn push(&mut self, body: Bytes, items: usize) -> usize {
         if items > self.max_items {
             return items;
         }
@@ -118,13 +118,13 @@ impl Queue {
     }
 
     /// The oldest batch, to send (a cheap copy: the body is shared).
-    pub fn front(&self) -> Option<Batch> {
+    pub(crate) fn front(&self) -> Option<Batch> {
         self.batches.front().cloned()
     }
 
     /// Removes batch `seq` if it is still the oldest (an outage may have dropped it meanwhile);
     /// returns its items.
-    pub fn remove(&mut self, seq: u64) -> usize {
+    pub(crate) fn remove(&mut self, seq: u64) -> usize {
         match self.batches.front() {
             Some(b) if b.seq == seq => {
                 let n = b.items;
@@ -137,7 +137,7 @@ impl Queue {
     }
 
     /// Empties the queue (its sender was configured away); returns the items dropped.
-    pub fn clear(&mut self) -> usize {
+    pub(crate) fn clear(&mut self) -> usize {
         let n = self.items;
         self.batches.clear();
         self.items = 0;
@@ -148,7 +148,7 @@ impl Queue {
 /// Turns metric families into batches of at most `per_send` samples, all stamped with one
 /// timestamp, each labelled with `extra` (the agent's static labels, `job`, `instance`) beside
 /// its own labels.
-pub struct Sampler<'a, F: FnMut(Bytes, usize)> {
+pub(crate) struct Sampler<'a, F: FnMut(Bytes, usize)> {
     extra: &'a [(String, String)],
     timestamp_ms: i64,
     per_send: usize,
@@ -167,7 +167,12 @@ fn bound(v: f64) -> String {
 }
 
 impl<'a, F: FnMut(Bytes, usize)> Sampler<'a, F> {
-    pub fn new(extra: &'a [(String, String)], timestamp_ms: i64, per_send: usize, out: F) -> Self {
+    pub(crate) fn new(
+        extra: &'a [(String, String)],
+        timestamp_ms: i64,
+        per_send: usize,
+        out: F,
+    ) -> Self {
         Sampler {
             extra,
             timestamp_ms,
@@ -217,7 +222,7 @@ impl<'a, F: FnMut(Bytes, usize)> Sampler<'a, F> {
         (self.out)(Bytes::from(body), samples);
     }
 
-    pub fn family(&mut self, mf: &MetricFamily) {
+    pub(crate) fn family(&mut self, mf: &MetricFamily) {
         let name = mf.name();
         for m in mf.get_metric() {
             let base: Vec<Label> = m
@@ -266,13 +271,13 @@ impl<'a, F: FnMut(Bytes, usize)> Sampler<'a, F> {
     }
 
     /// Hands over the last, partial batch.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.flush();
     }
 }
 
 /// Where batches go: the receiver, with the protocol's headers.
-pub fn route(settings: &RemoteWriteSettings) -> Route {
+pub(crate) fn route(settings: &RemoteWriteSettings) -> Route {
     Route {
         what: "remote write",
         url: settings.url.clone(),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::config::ResultsLogSettings as Settings;
 use crate::result::ProbeResult;
 
-pub struct ResultsLog {
+pub(crate) struct ResultsLog {
     settings: Settings,
     file: File,
     size: u64,
@@ -52,7 +52,7 @@ pub fn log_files(path: &Path) -> Vec<PathBuf> {
 }
 
 impl ResultsLog {
-    pub fn open(settings: &Settings) -> std::io::Result<ResultsLog> {
+    pub(crate) fn open(settings: &Settings) -> std::io::Result<ResultsLog> {
         if let Some(dir) = settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
@@ -68,7 +68,7 @@ impl ResultsLog {
         })
     }
 
-    pub fn append(&mut self, r: &ProbeResult) -> std::io::Result<()> {
+    pub(crate) fn append(&mut self, r: &ProbeResult) -> std::io::Result<()> {
         let mut line = r.to_json_line();
         line.push('\n');
         if self.size > 0 && self.size + line.len() as u64 > self.settings.max_bytes {

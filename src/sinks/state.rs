@@ -5,12 +5,12 @@
 use serde::{Deserialize, Serialize};
 
 /// The runs a pair's state is judged on.
-pub const RECENT_RUNS: u8 = 5;
+pub(crate) const RECENT_RUNS: u8 = 5;
 
 /// A pair's or a target's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum State {
+pub(crate) enum State {
     Up,
     Degraded,
     Down,
@@ -20,7 +20,7 @@ pub enum State {
 }
 
 impl State {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             State::Up => "up",
             State::Degraded => "degraded",
@@ -34,30 +34,30 @@ impl State {
 /// The outcomes of a pair's last runs (at most `RECENT_RUNS`): bit i set when the i-th most
 /// recent run failed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Recent {
+pub(crate) struct Recent {
     bits: u8,
     n: u8,
 }
 
 impl Recent {
-    pub fn push(&mut self, success: bool) {
+    pub(crate) fn push(&mut self, success: bool) {
         self.bits = ((self.bits << 1) | u8::from(!success)) & ((1u8 << RECENT_RUNS) - 1);
         self.n = (self.n + 1).min(RECENT_RUNS);
     }
 
     /// Runs known, at most `RECENT_RUNS`.
-    pub fn runs(&self) -> u8 {
+    pub(crate) fn runs(&self) -> u8 {
         self.n
     }
 
     /// Of those, how many failed.
-    pub fn failed(&self) -> u8 {
+    pub(crate) fn failed(&self) -> u8 {
         self.bits.count_ones() as u8
     }
 }
 
 /// A pair's state from how many of its last `runs` runs `failed`.
-pub fn pair_state(runs: u8, failed: u8, in_maintenance: bool) -> State {
+pub(crate) fn pair_state(runs: u8, failed: u8, in_maintenance: bool) -> State {
     if in_maintenance {
         State::Maintenance
     } else if runs == 0 {
@@ -72,7 +72,7 @@ pub fn pair_state(runs: u8, failed: u8, in_maintenance: bool) -> State {
 }
 
 /// A target's state from its probes' states.
-pub fn target_state(probes: &[State], in_maintenance: bool) -> State {
+pub(crate) fn target_state(probes: &[State], in_maintenance: bool) -> State {
     let judged = || probes.iter().filter(|s| **s != State::Pending);
     if in_maintenance {
         State::Maintenance

@@ -33,7 +33,7 @@ const PRELUDE: usize = 12;
 const MIN_FRAME: usize = PRELUDE + 4;
 
 /// Frames from a body, in order; ends after the first error.
-pub struct EventStreamReader<S> {
+pub(crate) struct EventStreamReader<S> {
     inner: S,
     caps: StreamCaps,
     progress: Arc<Progress>,
@@ -46,7 +46,7 @@ pub struct EventStreamReader<S> {
 
 impl<S> EventStreamReader<S> {
     /// `caps.max_line` bounds one frame, `caps.max_body` the whole body.
-    pub fn new(inner: S, caps: StreamCaps, origin: Instant) -> Self {
+    pub(crate) fn new(inner: S, caps: StreamCaps, origin: Instant) -> Self {
         EventStreamReader {
             inner,
             caps,
@@ -58,7 +58,7 @@ impl<S> EventStreamReader<S> {
         }
     }
 
-    pub fn bytes_read(&self) -> usize {
+    pub(crate) fn bytes_read(&self) -> usize {
         self.progress.bytes()
     }
 

@@ -6,8 +6,8 @@
 //! ([`eventstream`], on `aws-smithy-eventstream`) has no lines: it shares the stamps and the body
 //! cap, and caps each frame as the others cap a line. Nothing here knows HTTP, JSON or checks.
 
-pub mod eventstream;
-pub mod ndjson;
+pub(crate) mod eventstream;
+pub(crate) mod ndjson;
 pub mod sse;
 
 use std::pin::Pin;
@@ -57,7 +57,7 @@ pub enum BodyError {
 /// What the [`Body`] layer has seen, shared with the reader on top so it can stamp the events
 /// it completes: an event completes when the read that carried its last byte arrives.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     origin: Instant,
     bytes: AtomicUsize,
     /// Arrival of the latest read, in nanoseconds after `origin`.
@@ -77,17 +77,17 @@ impl Progress {
     }
 
     /// Bytes of body read so far.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 
     /// When the latest read arrived (`origin` before any).
-    pub fn last_arrival(&self) -> Instant {
+    pub(crate) fn last_arrival(&self) -> Instant {
         self.origin + Duration::from_nanos(self.last_arrival.load(Ordering::Relaxed))
     }
 
     /// The first bytes of the body, printable.
-    pub fn head(&self) -> &str {
+    pub(crate) fn head(&self) -> &str {
         self.head.get().map_or("", String::as_str)
     }
 
@@ -115,7 +115,7 @@ impl Progress {
 /// What [`Body`] hands on: the server's bytes, whole lines a couple at a time (they keep the
 /// arrival of the read that ended them), or the blank line that closes the body.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Read {
+pub(crate) enum Read {
     Bytes(Bytes),
     End,
 }
@@ -132,7 +132,7 @@ impl AsRef<[u8]> for Read {
 /// The capping, stamping layer over a body's byte stream. At the end of the body it yields one
 /// blank line, so a last event that the server closed without its terminating blank line still
 /// counts (many servers close right after `data: [DONE]`); that line carries no new arrival.
-pub struct Body<S> {
+pub(crate) struct Body<S> {
     inner: S,
     caps: StreamCaps,
     progress: Arc<Progress>,
@@ -163,7 +163,7 @@ fn line_ends(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 }
 
 impl<S> Body<S> {
-    pub fn new(inner: S, caps: StreamCaps, origin: Instant) -> Self {
+    pub(crate) fn new(inner: S, caps: StreamCaps, origin: Instant) -> Self {
         Body {
             inner,
             caps,
@@ -177,7 +177,7 @@ impl<S> Body<S> {
         }
     }
 
-    pub fn progress(&self) -> Arc<Progress> {
+    pub(crate) fn progress(&self) -> Arc<Progress> {
         self.progress.clone()
     }
 

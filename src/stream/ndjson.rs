@@ -15,7 +15,7 @@ use futures_util::Stream;
 use super::{Body, BodyError, Event, Progress, Read, StreamCaps};
 
 /// Lines from a body, in order; ends after the first error.
-pub struct NdjsonReader<S> {
+pub(crate) struct NdjsonReader<S> {
     body: Body<S>,
     progress: Arc<Progress>,
     partial: Vec<u8>,
@@ -24,7 +24,7 @@ pub struct NdjsonReader<S> {
 }
 
 impl<S> NdjsonReader<S> {
-    pub fn new(body: S, caps: StreamCaps, origin: Instant) -> Self {
+    pub(crate) fn new(body: S, caps: StreamCaps, origin: Instant) -> Self {
         let body = Body::new(body, caps, origin);
         let progress = body.progress();
         NdjsonReader {
@@ -36,7 +36,7 @@ impl<S> NdjsonReader<S> {
         }
     }
 
-    pub fn bytes_read(&self) -> usize {
+    pub(crate) fn bytes_read(&self) -> usize {
         self.progress.bytes()
     }
 

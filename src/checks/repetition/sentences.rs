@@ -10,11 +10,11 @@ use super::super::lists;
 use super::super::units::{is_number, is_ordinal_word, units};
 
 /// How many words (or CJK characters) end a sentence in [`endings`].
-pub const ENDING_UNITS: usize = 4;
+pub(super) const ENDING_UNITS: usize = 4;
 
 /// The least share of the sentences that end alike for a loop: most sentences of a paragraph
 /// stuck on a phrase end in it, where a recipe's or a plan's few shared endings are fewer.
-pub const ENDING_SHARE: f64 = 0.4;
+pub(super) const ENDING_SHARE: f64 = 0.4;
 
 fn is_end(c: char) -> bool {
     matches!(c, '.' | '!' | '?' | '。' | '！' | '？')
@@ -78,7 +78,7 @@ fn words(sentence: &str) -> Vec<String> {
 /// word for word what an earlier one said, as `(repeated, sentences)`. A whole line said again
 /// is left to the line detectors (an outline may close on the same line twice), unless the
 /// answer says nothing else: one sentence said twice, and no more, is no answer.
-pub fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
+pub(super) fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
     let mut lines = lists::text_lines(text)
         .map(|(line, _)| line.trim())
         .filter(|l| !l.is_empty())
@@ -115,7 +115,7 @@ pub fn repeated_sentences(text: &str, min_units: usize) -> (usize, usize) {
 /// out of those long enough to have an ending beside it, as `(alike, sentences)`. A model
 /// stuck on a phrase closes sentence after sentence with it (`..., which is a must-do in
 /// Paris.`); an ending with a figure in it is a table's or a checklist's column.
-pub fn endings(text: &str) -> (usize, usize) {
+pub(super) fn endings(text: &str) -> (usize, usize) {
     let mut counts: HashMap<Vec<String>, usize> = HashMap::new();
     let mut counted = 0;
     for (sentence, _, _) in sentences(text) {

@@ -74,7 +74,7 @@ fn counts_on(prev: &[f64], next: &[f64]) -> bool {
 
 /// Each item's [`template`], in order: worked out once for the shapes that compare lines with
 /// their numbers masked ([`template_lines`], and items taking turns).
-pub fn templates(items: &[Item]) -> Vec<String> {
+pub(super) fn templates(items: &[Item]) -> Vec<String> {
     items.iter().map(|i| template(&i.text)).collect()
 }
 
@@ -85,7 +85,7 @@ pub fn templates(items: &[Item]) -> Vec<String> {
 /// (`Week 3:` and then the week's runs) heads its lines, as a Markdown heading does, and does not
 /// count; a label with only another label or nothing under it (`Day 3:`, `Tuesday:`, `Day 4:`)
 /// says nothing but its counter, and counts.
-pub fn template_lines(items: &[Item], templates: &[String]) -> (usize, usize) {
+pub(super) fn template_lines(items: &[Item], templates: &[String]) -> (usize, usize) {
     let mut groups: HashMap<&str, Vec<Vec<f64>>> = HashMap::new();
     for (n, (item, t)) in items.iter().zip(templates).enumerate() {
         let heads = item.label && items.get(n + 1).is_some_and(|next| !next.label);
@@ -119,7 +119,7 @@ pub fn template_lines(items: &[Item], templates: &[String]) -> (usize, usize) {
 /// `(repeated, rows)`. Header rows (the line above a `|---|` rule) are left out: two tables
 /// may share a header. Rows of figures and marks alone repeat by nature (`| Yes | Yes |`), so
 /// a row counts only with a word in it that is not a cell of its own elsewhere.
-pub fn repeated_rows(prose: &str) -> (usize, usize) {
+pub(super) fn repeated_rows(prose: &str) -> (usize, usize) {
     let lines: Vec<&str> = prose.lines().map(str::trim).collect();
     let is_row = |l: &str| l.starts_with('|') && l.matches('|').count() >= 2;
     let is_rule = |l: &str| is_row(l) && !l.chars().any(char::is_alphanumeric);
@@ -161,7 +161,7 @@ const ENUMERATION_ITEM_CHARS: usize = 40;
 /// is a sequence, not a list. A list a person writes names each thing once per line, twice by
 /// a slip (`Tokyo, Shinjuku, Shinjuku`); a model stuck on a few words names them again and
 /// again (`Chicken, Bran, Bran, Banana, Bran, Banana`, `Je, Je, Je`).
-pub fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
+pub(super) fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
     let (mut mentions, mut counted) = (0, 0);
     for line in prose.lines() {
         // Items are separated by a comma and a space, or the Chinese enumeration comma. CSV,
@@ -208,7 +208,7 @@ pub fn enumerations(prose: &str, min_repeats: usize) -> (usize, usize) {
 }
 
 /// The fewest Chinese clauses whose endings say anything about a loop.
-pub const MIN_CLAUSES: usize = 8;
+pub(super) const MIN_CLAUSES: usize = 8;
 
 /// Characters that bind clauses rather than say something: a unit made of them recurs in any
 /// Chinese text.
@@ -230,7 +230,7 @@ fn clauses(prose: &str) -> Vec<Vec<char>> {
 /// [`MIN_CLAUSES`] clauses, too few to say. A model babbling
 /// around one morpheme (`茶文化`, `系统`) ends clause after clause in it; a poem's rhymes share
 /// a final character, its refrain a line in a stanza, not most of its lines.
-pub fn clause_endings(prose: &str) -> (f64, usize) {
+pub(super) fn clause_endings(prose: &str) -> (f64, usize) {
     let clauses = clauses(prose);
     if clauses.len() < MIN_CLAUSES {
         return (0.0, 0);
@@ -258,7 +258,11 @@ pub fn clause_endings(prose: &str) -> (f64, usize) {
 /// `min_repeats` repeats or more over `min_words` words or more. A period of numbers and
 /// answers alone (`0 0 0 0`, `True False True False`) is a table's zeros or an answer key.
 /// `words` are the text's units; the last may be a word `max_tokens` cut in half.
-pub fn word_tail(words: &[&str], min_repeats: usize, min_words: usize) -> Option<(usize, usize)> {
+pub(super) fn word_tail(
+    words: &[&str],
+    min_repeats: usize,
+    min_words: usize,
+) -> Option<(usize, usize)> {
     let kept: Vec<&str> = words
         .iter()
         .copied()
@@ -277,14 +281,14 @@ pub fn word_tail(words: &[&str], min_repeats: usize, min_words: usize) -> Option
 /// Lines of prose must average this many words (or CJK characters) for [`passages`] to read
 /// them as paragraphs: an explanation's, not the lines of a poem, a list or a table, whose
 /// parallel lines and refrains say phrases again by design.
-pub const PARAGRAPH_WORDS: usize = 30;
+pub(super) const PARAGRAPH_WORDS: usize = 30;
 /// ...and this many for the share of words in recurring runs of four, which short repeated
 /// lines (`蒹葭苍苍`) raise fast.
-pub const PASSAGE_LINE_WORDS: usize = 40;
+pub(super) const PASSAGE_LINE_WORDS: usize = 40;
 /// A phrase of this many words said again and again in paragraphs is a loop (how often:
 /// `phrase_min_repeats`). In text mostly in CJK characters, twice as many characters: six
 /// characters are a term (`中国传统乐器`), which an answer names as often as it likes.
-pub const PHRASE_WORDS: usize = 6;
+pub(super) const PHRASE_WORDS: usize = 6;
 
 /// Phrases said again in paragraphs of prose: `(share, repeats)`, the share of words inside a
 /// run of four said three times or more (0 for lines under [`PASSAGE_LINE_WORDS`] on average),
@@ -293,7 +297,7 @@ pub const PHRASE_WORDS: usize = 6;
 /// a new sentence, so no sentence repeats whole (`用来让人们更好地工作`, `we use plants to make
 /// things that are not plants`). Words are compared in lower case, and single letters (the
 /// initials of `A.I.F.K.E`) are no words of a phrase. Both 0 for texts under `min_words`.
-pub fn passages(prose: &str, prose_units: &[&str], min_words: usize) -> (f64, usize) {
+pub(super) fn passages(prose: &str, prose_units: &[&str], min_words: usize) -> (f64, usize) {
     let is_word = |w: &str| w.chars().any(char::is_alphanumeric) && !(w.len() == 1 && w.is_ascii());
     let kept: Vec<&str> = prose_units.iter().copied().filter(|w| is_word(w)).collect();
     let lines = prose.lines().filter(|l| !l.trim().is_empty()).count();

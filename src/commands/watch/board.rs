@@ -46,7 +46,7 @@ pub(super) struct Row {
 }
 
 impl Board {
-    pub fn new(source: String) -> Board {
+    pub(super) fn new(source: String) -> Board {
         Board {
             source,
             ..Board::default()
@@ -54,7 +54,7 @@ impl Board {
     }
 
     /// Takes a fresh judgement: every row is replaced and a past problem is over.
-    pub fn update(&mut self, doc: Document) {
+    pub(super) fn update(&mut self, doc: Document) {
         self.agent = doc.agent;
         self.generated_at = Some(doc.generated_at);
         self.problem = None;
@@ -84,7 +84,7 @@ impl Board {
     }
 
     /// How many pairs are in each state, in the order the header says them.
-    pub fn counts(&self) -> [(State, usize); 5] {
+    pub(super) fn counts(&self) -> [(State, usize); 5] {
         [
             State::Up,
             State::Degraded,

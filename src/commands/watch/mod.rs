@@ -28,7 +28,7 @@ pub(crate) const POLL: Duration = Duration::from_secs(5);
 /// Rows one PgUp / PgDn moves.
 const PAGE: usize = 10;
 
-pub async fn watch(args: &WatchArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn watch(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "watch draws a live view and its output is not a terminal: run it in one (for figures in a pipe or a file, use `once --format json` or a daemon's /api/v1/status)"

@@ -15,14 +15,14 @@ use crate::sinks::incidents::Incident;
 use crate::sinks::status_history::{Failure, Series, Tally, FAILURES_KEPT};
 
 /// How often the page reloads itself, in seconds.
-pub const REFRESH_SECONDS: u32 = 30;
+pub(crate) const REFRESH_SECONDS: u32 = 30;
 /// Failures listed at the bottom, newest first, across every pair.
 const FAILURES_LISTED: usize = 20;
 /// Incidents listed, newest first, across every target.
 const INCIDENTS_LISTED: usize = 20;
 
 /// `s` escaped for HTML text and quoted attribute values.
-pub fn esc(out: &mut String, s: &str) {
+pub(crate) fn esc(out: &mut String, s: &str) {
     // Writing into a String cannot fail.
     let _ = pulldown_cmark_escape::escape_html(&mut *out, s);
 }
@@ -38,7 +38,7 @@ fn color(s: State) -> &'static str {
 }
 
 /// How long an incident lasted (so far), as people write it: `1h 5m`.
-pub fn lasted(i: &Incident) -> String {
+pub(crate) fn lasted(i: &Incident) -> String {
     format!("{:#}", jiff::SignedDuration::from_secs(i.duration_seconds))
 }
 
@@ -52,7 +52,7 @@ pub fn when(t: Timestamp) -> String {
 }
 
 /// Milliseconds as people read them: `0.8 ms`, `312 ms`, `1.25 s`.
-pub fn ms(v: f64) -> String {
+pub(crate) fn ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.2} s", v / 1000.0)
     } else if v >= 10.0 {
@@ -67,7 +67,7 @@ pub fn percent(u: Option<f64>) -> String {
     u.map_or_else(|| "–".into(), |u| format!("{:.2}%", u * 100.0))
 }
 
-pub const STYLE: &str = "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;margin:0 24px 24px;color:#1f2328;background:#fff}\
+pub(crate) const STYLE: &str = "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;margin:0 24px 24px;color:#1f2328;background:#fff}\
 h1{font-size:20px;margin:16px 0 2px}h2{font-size:16px;margin:24px 0 8px}\
 .meta{color:#59636e;margin:0 0 12px}.meta a{color:#0969da}\
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #d1d9e0;vertical-align:middle}\
@@ -84,7 +84,7 @@ code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;word-b
 ul.rules{margin:0;padding-left:20px}";
 
 /// The whole page, taking the targets one at a time, with the incidents (newest first).
-pub fn render(
+pub(crate) fn render(
     head: &Head,
     targets: impl Iterator<Item = TargetStatus>,
     incidents: &[Incident],
@@ -153,7 +153,7 @@ pub fn render(
     o
 }
 
-pub fn summary(states: &[State]) -> String {
+pub(crate) fn summary(states: &[State]) -> String {
     let mut o = String::from("<p class=\"summary\">");
     for s in [
         State::Up,
@@ -511,7 +511,7 @@ fn incident_list(o: &mut String, incidents: &[Incident]) {
 }
 
 /// A shields-style badge: the target's name, and its state with its 24-hour uptime.
-pub fn badge(t: &TargetStatus) -> String {
+pub(crate) fn badge(t: &TargetStatus) -> String {
     let runs: Tally = t.probes.iter().map(|p| p.history.last_24h).sum();
     let right = match (t.state, runs.uptime()) {
         (State::Up | State::Degraded | State::Down, Some(u)) => {

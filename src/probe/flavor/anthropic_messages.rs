@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::errors::{self, stream_error, Words};
 use super::{chat_messages, text_of, Ask, Delta, Flavor, PrefixCache, PromptCounts, ProviderAuth};
 
-pub const PATH: &str = "/messages";
+pub(crate) const PATH: &str = "/messages";
 
 /// Anthropic's own API, which takes its key in `x-api-key`, never as a bearer token.
 const HOST: &str = "api.anthropic.com";
@@ -38,7 +38,7 @@ const WORDS: Words = Words {
     context_phrases: &["prompt is too long"],
 };
 
-pub struct AnthropicMessages;
+pub(crate) struct AnthropicMessages;
 
 impl Flavor for AnthropicMessages {
     fn path(&self, _model: &str) -> String {

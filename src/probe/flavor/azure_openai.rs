@@ -25,7 +25,7 @@ const WORDS: Words = Words {
 };
 
 /// OpenAI chat on Azure's path, with Azure's key header.
-pub struct AzureOpenai;
+pub(crate) struct AzureOpenai;
 
 impl Flavor for AzureOpenai {
     /// The path after `base_url` (the resource's endpoint, `https://NAME.openai.azure.com`); the
@@ -81,7 +81,7 @@ impl Flavor for AzureOpenai {
 
 /// The GA API version a target names unless its `api_version` says otherwise: it has
 /// `stream_options.include_usage`.
-pub const API_VERSION: &str = "2024-10-21";
+pub(crate) const API_VERSION: &str = "2024-10-21";
 
 #[cfg(test)]
 mod tests {

@@ -50,7 +50,7 @@ const WORDS: Words = Words {
     context_phrases: &["input is too long"],
 };
 
-pub struct Bedrock;
+pub(crate) struct Bedrock;
 
 impl Flavor for Bedrock {
     /// The path after `base_url` (the runtime endpoint,

@@ -17,7 +17,7 @@ pub struct ToolCallPiece {
 
 /// Tool calls put together from their pieces, in the order they began.
 #[derive(Debug, Clone, Default)]
-pub struct ToolCalls {
+pub(crate) struct ToolCalls {
     calls: Vec<ToolCall>,
     /// Each call's slot, beside `calls`.
     slots: Vec<Option<u64>>,
@@ -25,7 +25,7 @@ pub struct ToolCalls {
 
 impl ToolCalls {
     /// Adds a piece to the call it continues (the same slot), or starts a call with it.
-    pub fn take(&mut self, piece: ToolCallPiece) {
+    pub(crate) fn take(&mut self, piece: ToolCallPiece) {
         let open = piece
             .slot
             .and_then(|s| self.slots.iter().rposition(|&o| o == Some(s)));
@@ -47,7 +47,7 @@ impl ToolCalls {
         }
     }
 
-    pub fn calls(&self) -> &[ToolCall] {
+    pub(crate) fn calls(&self) -> &[ToolCall] {
         &self.calls
     }
 }

@@ -95,7 +95,7 @@ impl Words {
 
 /// The words of OpenAI's API and of the servers that speak it (vLLM, SGLang, llama.cpp,
 /// Ollama): every flavor's, since every API is served by some of them too.
-pub const OPENAI_WORDS: Words = Words {
+pub(super) const OPENAI_WORDS: Words = Words {
     overloaded: &["overloaded"],
     rate_limited: &[],
     auth: &[],
@@ -112,7 +112,7 @@ pub const OPENAI_WORDS: Words = Words {
 /// The message of an error: a body, an event or an error object, in the shapes OpenAI and the
 /// servers that speak it use (`{"error": {"message"}}`, vLLM's `{"message"}`, Ollama's
 /// `{"error": "..."}`, a bare string). `None` when it has none.
-pub fn error_message(v: &Value) -> Option<&str> {
+pub(super) fn error_message(v: &Value) -> Option<&str> {
     v["error"]["message"]
         .as_str()
         .or(v["message"].as_str())
@@ -121,19 +121,19 @@ pub fn error_message(v: &Value) -> Option<&str> {
 }
 
 /// An error object's message inside a stream, or the object itself as text.
-pub fn stream_error(err: &Value) -> String {
+pub(super) fn stream_error(err: &Value) -> String {
     error_message(err).map_or_else(|| err.to_string(), str::to_string)
 }
 
 /// The error object of a body: its `error` when that is an object, else the body itself
 /// (vLLM's `{"object": "error", "type", "code"}`).
-pub fn error_object(v: &Value) -> &Value {
+pub(super) fn error_object(v: &Value) -> &Value {
     v.get("error").filter(|e| e.is_object()).unwrap_or(v)
 }
 
 /// A type or code field as a word: a string after its last `#` or `:` (a namespace before
 /// it), or a number.
-pub fn word(v: &Value) -> Option<String> {
+pub(super) fn word(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.rsplit(['#', ':']).next().unwrap_or(s).to_string()),
         Value::Number(n) => Some(n.to_string()),
@@ -142,7 +142,7 @@ pub fn word(v: &Value) -> Option<String> {
 }
 
 /// OpenAI's type and code fields (`{"error": {"type", "code"}}`).
-pub fn openai_fields(v: &Value) -> Vec<String> {
+pub(super) fn openai_fields(v: &Value) -> Vec<String> {
     let err = error_object(v);
     [&err["type"], &err["code"]]
         .into_iter()
@@ -151,7 +151,7 @@ pub fn openai_fields(v: &Value) -> Vec<String> {
 }
 
 /// The signs of an OpenAI-compatible error body, with its message as the flavor reads it.
-pub fn openai_signs(body: &Value, message: &str) -> ErrorSigns {
+pub(super) fn openai_signs(body: &Value, message: &str) -> ErrorSigns {
     let mut signs = OPENAI_WORDS.signs(&openai_fields(body), message);
     signs.priority = message.to_lowercase().contains("priority");
     signs

@@ -9,7 +9,7 @@ use crate::checks::tool_call::Tool;
 
 /// A tool's name, description (when it has one) and parameters' schema under `schema_key`,
 /// the fields every flavor sends, each in its own envelope.
-pub fn tool_fields(t: &Tool, schema_key: &str) -> Map<String, Value> {
+pub(crate) fn tool_fields(t: &Tool, schema_key: &str) -> Map<String, Value> {
     let mut f = Map::new();
     f.insert("name".into(), Value::String(t.name.clone()));
     if let Some(d) = &t.description {
@@ -20,7 +20,7 @@ pub fn tool_fields(t: &Tool, schema_key: &str) -> Map<String, Value> {
 }
 
 /// The probe's tools as OpenAI chat (and Ollama) take them: the definitions as written.
-pub fn openai_tools(tools: &[Tool]) -> Value {
+pub(crate) fn openai_tools(tools: &[Tool]) -> Value {
     tools
         .iter()
         .map(|t| serde_json::json!({"type": "function", "function": tool_fields(t, "parameters")}))
@@ -29,7 +29,7 @@ pub fn openai_tools(tools: &[Tool]) -> Value {
 
 /// The chunk both OpenAI chat and completions send: an error object, usage (in the last chunk
 /// with `stream_options.include_usage`), llama.cpp's `timings`, and `choices[0]`.
-pub fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
+pub(crate) fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         return Delta {
             error: Some(stream_error(err)),
@@ -51,18 +51,18 @@ pub fn openai_chunk(v: &Value, choice: fn(&Value) -> Delta) -> Delta {
 
 /// llama.cpp's own `timings` object beside an event (chat, completions, and Responses'
 /// `response.completed`).
-pub fn llama_timings(v: &Value) -> Option<Value> {
+pub(crate) fn llama_timings(v: &Value) -> Option<Value> {
     v.get("timings").filter(|t| t.is_object()).cloned()
 }
 
 /// A non-empty string field, owned.
-pub fn non_empty(v: &Value) -> Option<String> {
+pub(crate) fn non_empty(v: &Value) -> Option<String> {
     v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 /// The server's own time to first token from its timings, in milliseconds: llama.cpp's
 /// `prompt_ms`, or Ollama's `load_duration` + `prompt_eval_duration` (nanoseconds).
-pub fn server_ttft_ms(timings: &Value) -> Option<f64> {
+pub(crate) fn server_ttft_ms(timings: &Value) -> Option<f64> {
     if let Some(ms) = timings["prompt_ms"].as_f64() {
         return Some(ms);
     }
@@ -74,7 +74,7 @@ pub fn server_ttft_ms(timings: &Value) -> Option<f64> {
 /// A name the path carries as its own segment (Gemini's model ids, Azure's deployment names):
 /// letters, digits, `-`, `_` and `.`, never empty, so no `/`, `:`, `?` or space changes the
 /// path.
-pub fn path_segment(name: &str) -> bool {
+pub(super) fn path_segment(name: &str) -> bool {
     !name.is_empty()
         && name
             .chars()
@@ -82,7 +82,7 @@ pub fn path_segment(name: &str) -> bool {
 }
 
 /// The prompt's messages as `{role, content}` objects, the nonce line first in the first one.
-pub fn chat_messages(ask: &Ask, nonce: Option<&str>) -> Vec<Value> {
+pub(crate) fn chat_messages(ask: &Ask, nonce: Option<&str>) -> Vec<Value> {
     let mut messages: Vec<Value> = ask
         .messages
         .iter()
@@ -96,20 +96,20 @@ pub fn chat_messages(ask: &Ask, nonce: Option<&str>) -> Vec<Value> {
 }
 
 /// The messages' contents, one paragraph each: the prompt as one text.
-pub fn as_text(ask: &Ask) -> String {
+pub(crate) fn as_text(ask: &Ask) -> String {
     let parts: Vec<&str> = ask.messages.iter().map(|m| m.content.as_str()).collect();
     parts.join("\n\n")
 }
 
 /// A string field of a JSON value, or "".
-pub fn text_of(v: &Value) -> &str {
+pub(crate) fn text_of(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
 
 /// The entry for `model` in a model list's `entries`, found by its `key` (the id or name, with
 /// or without Ollama's `:latest`), or the only entry of a server that serves one (llama.cpp
 /// lists its file path whatever the request names).
-pub fn model_entry<'v>(entries: &'v [Value], key: &str, model: &str) -> Option<&'v Value> {
+pub(crate) fn model_entry<'v>(entries: &'v [Value], key: &str, model: &str) -> Option<&'v Value> {
     let named = |e: &&Value| {
         e[key]
             .as_str()

@@ -12,7 +12,7 @@ use super::openai::{self, openai_generation};
 use super::sigv4::{AwsKeys, SignError};
 
 /// The content type of AWS's event stream.
-pub const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
+pub(crate) const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
 /// How a flavor frames its events on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl ProviderAuth {
 }
 
 /// Signs a request with SigV4 at a time, over its headers and body.
-pub type Signer = fn(
+pub(crate) type Signer = fn(
     &mut reqwest::header::HeaderMap,
     &str,
     &[u8],

@@ -11,20 +11,20 @@
 //! This module takes plain values ([`Ask`]) and imports nothing from config, so config may
 //! name an API and ask its flavor without closing a cycle.
 
-pub mod anthropic_messages;
+pub(crate) mod anthropic_messages;
 mod ask;
-pub mod azure_openai;
-pub mod bedrock;
+pub(crate) mod azure_openai;
+pub(crate) mod bedrock;
 mod delta;
 mod errors;
-pub mod gemini;
+pub(crate) mod gemini;
 mod helpers;
 mod interface;
-pub mod ollama;
+pub(crate) mod ollama;
 mod openai;
-pub mod openai_chat;
-pub mod openai_completions;
-pub mod openai_responses;
+pub(crate) mod openai_chat;
+pub(crate) mod openai_completions;
+pub(crate) mod openai_responses;
 mod sigv4;
 
 #[cfg(test)]
@@ -32,18 +32,20 @@ mod layout_tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use ask::{Ask, Message, Role};
-pub use delta::{Delta, ToolCalls};
-pub use errors::ErrorSigns;
-pub use helpers::{
+pub(crate) use ask::{Ask, Message, Role};
+pub(crate) use delta::{Delta, ToolCalls};
+pub(crate) use errors::ErrorSigns;
+pub(crate) use helpers::{
     as_text, chat_messages, llama_timings, model_entry, non_empty, openai_chunk, openai_tools,
     server_ttft_ms, text_of, tool_fields,
 };
-pub use interface::{
-    Flavor, Framing, PrefixCache, PromptCounts, ProviderAuth, Signer, TargetError, TargetField,
+// `Flavor` is reached from outside through `testing`.
+pub use interface::Flavor;
+pub(crate) use interface::{
+    Framing, PrefixCache, PromptCounts, ProviderAuth, Signer, TargetError, TargetField,
     EVENT_STREAM,
 };
-pub use sigv4::{AwsAuth, AwsCredentials, AwsKeys};
+pub(crate) use sigv4::{AwsAuth, AwsCredentials, AwsKeys};
 
 /// The registry: each line names an API as `api:` spells it and the flavor that speaks it.
 /// It makes [`Api`] (a variant per line), [`Api::ALL`], [`Api::flavor`] and [`Api::as_str`].
@@ -106,7 +108,7 @@ impl Api {
 
 /// The APIs whose flavor `takes` something (a setting only some APIs have), as `api:` spells
 /// them, for an error that says where the setting applies.
-pub fn apis_where(takes: impl Fn(&dyn Flavor) -> bool) -> String {
+pub(crate) fn apis_where(takes: impl Fn(&dyn Flavor) -> bool) -> String {
     let names: Vec<&str> = Api::ALL
         .iter()
         .filter(|api| takes(api.flavor()))
@@ -117,7 +119,7 @@ pub fn apis_where(takes: impl Fn(&dyn Flavor) -> bool) -> String {
 
 /// How the provider whose own server `server:` names (`anthropic`) takes a key there, whatever
 /// API the target speaks; `None` for a server kind no flavor's provider claims.
-pub fn server_auth(server: &str) -> Option<ProviderAuth> {
+pub(crate) fn server_auth(server: &str) -> Option<ProviderAuth> {
     Api::ALL
         .iter()
         .filter_map(|api| api.flavor().provider_auth())
@@ -126,7 +128,7 @@ pub fn server_auth(server: &str) -> Option<ProviderAuth> {
 
 /// An ask of `messages` with the limits the flavors' tests expect (64 tokens, temperature 0).
 #[cfg(test)]
-pub fn ask_of(messages: &[Message]) -> Ask<'_> {
+pub(crate) fn ask_of(messages: &[Message]) -> Ask<'_> {
     Ask {
         messages,
         max_tokens: 64,
@@ -137,7 +139,7 @@ pub fn ask_of(messages: &[Message]) -> Ask<'_> {
 
 /// Messages of these (role, content) pairs, for the flavors' tests.
 #[cfg(test)]
-pub fn messages(pairs: &[(Role, &str)]) -> Vec<Message> {
+pub(crate) fn messages(pairs: &[(Role, &str)]) -> Vec<Message> {
     pairs
         .iter()
         .map(|&(role, content)| Message {

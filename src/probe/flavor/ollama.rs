@@ -9,9 +9,9 @@ use super::{
     chat_messages, model_entry, text_of, Ask, Delta, Flavor, Framing, PrefixCache, PromptCounts,
 };
 
-pub const PATH: &str = "/api/chat";
+pub(crate) const PATH: &str = "/api/chat";
 
-pub struct Ollama;
+pub(crate) struct Ollama;
 
 impl Flavor for Ollama {
     fn path(&self, _model: &str) -> String {

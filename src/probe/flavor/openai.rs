@@ -8,10 +8,10 @@ use super::ask::Ask;
 use super::delta::Delta;
 use super::helpers::text_of;
 
-pub const PATH: &str = "/chat/completions";
+pub(super) const PATH: &str = "/chat/completions";
 
 /// Streaming with usage, the token limit and the temperature, as both OpenAI flavors take them.
-pub fn openai_generation(body: &mut Map<String, Value>, ask: &Ask) {
+pub(crate) fn openai_generation(body: &mut Map<String, Value>, ask: &Ask) {
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
     body.insert("max_tokens".into(), json!(ask.max_tokens));

@@ -1,11 +1,13 @@
 //! The `openai-chat` flavor: every default of the [`Flavor`] trait, which speaks OpenAI's chat
 //! wire format ([`super::openai`]).
 
-pub use super::openai::{delta, openai_generation};
+// Reached from outside through `testing`.
+pub use super::openai::delta;
+pub(crate) use super::openai::openai_generation;
 use super::Flavor;
 
 /// OpenAI chat: every default of [`Flavor`].
-pub struct OpenaiChat;
+pub(crate) struct OpenaiChat;
 
 impl Flavor for OpenaiChat {}
 

@@ -6,9 +6,9 @@ use serde_json::{Map, Value};
 use super::openai_chat::openai_generation;
 use super::{as_text, openai_chunk, Ask, Delta, Flavor};
 
-pub const PATH: &str = "/completions";
+pub(crate) const PATH: &str = "/completions";
 
-pub struct OpenaiCompletions;
+pub(crate) struct OpenaiCompletions;
 
 impl Flavor for OpenaiCompletions {
     fn path(&self, _model: &str) -> String {

@@ -8,9 +8,9 @@ use serde_json::{json, Map, Value};
 use super::errors::stream_error;
 use super::{chat_messages, text_of, Ask, Delta, Flavor, PrefixCache};
 
-pub const PATH: &str = "/responses";
+pub(crate) const PATH: &str = "/responses";
 
-pub struct OpenaiResponses;
+pub(crate) struct OpenaiResponses;
 
 impl Flavor for OpenaiResponses {
     fn path(&self, _model: &str) -> String {

@@ -8,7 +8,7 @@ use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettin
 use aws_sigv4::sign::v4;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-pub use crate::cloud::aws::{AwsCredentials, AwsKeys};
+pub(crate) use crate::cloud::aws::{AwsCredentials, AwsKeys};
 
 /// What an AWS service's request is signed with: the region, and where the keys come from (the keys
 /// print as `***`).
@@ -26,7 +26,7 @@ pub struct SignError(String);
 /// Signs a request to `service` with SigV4 at `time`: adds `x-amz-date`, the session token
 /// when there is one, and `Authorization` (both marked sensitive), over every header already in
 /// `headers`.
-pub fn sign_for(
+pub(super) fn sign_for(
     service: &str,
     headers: &mut HeaderMap,
     url: &str,

@@ -9,7 +9,7 @@ use crate::sim::credentials::Issued;
 use crate::sim::http::HttpRequest;
 
 /// OpenAI chat on Azure's path, behind Entra ID.
-pub struct Azure;
+pub(super) struct Azure;
 
 impl Wire for Azure {
     fn serves(&self, route: &str) -> bool {

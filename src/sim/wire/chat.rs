@@ -3,10 +3,10 @@
 
 use super::Wire;
 
-pub const ROUTE: &str = "/v1/chat/completions";
+pub(super) const ROUTE: &str = "/v1/chat/completions";
 
 /// OpenAI chat: every default of [`Wire`].
-pub struct Chat;
+pub(super) struct Chat;
 
 impl Wire for Chat {
     fn serves(&self, route: &str) -> bool {

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{openai, plain, Ending, Event, Frame, PieceKind, Wire};
 
 /// OpenAI completions.
-pub struct Completions;
+pub(super) struct Completions;
 
 impl Wire for Completions {
     fn serves(&self, route: &str) -> bool {

@@ -12,7 +12,7 @@ use crate::sim::http::HttpRequest;
 const METHOD: &str = ":streamGenerateContent";
 
 /// Gemini's `streamGenerateContent`.
-pub struct Gemini;
+pub(super) struct Gemini;
 
 impl Wire for Gemini {
     fn serves(&self, route: &str) -> bool {

@@ -11,7 +11,7 @@ use crate::sim::http::HttpRequest;
 use crate::sim::piece::{Call, Ending, PieceKind};
 
 /// What a stream too large for any cap is, in a flavor's framing.
-pub enum Oversized {
+pub(crate) enum Oversized {
     /// A line that never ends: its start, then `x` after `x`.
     Line(&'static [u8]),
     /// One whole frame whose prelude claims more than any cap allows.
@@ -20,7 +20,7 @@ pub enum Oversized {
 
 /// Why a request is refused at its flavor's door: status, the headers the flavor sends with
 /// the refusal, body.
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub status: u16,
     pub headers: Vec<(&'static str, String)>,
     pub body: Value,
@@ -29,7 +29,7 @@ pub struct Refusal {
 /// One API flavor as the sim speaks it. Every default is OpenAI chat's (`POST
 /// /v1/chat/completions`, SSE chunks ending with `[DONE]`); a flavor overrides what its API
 /// does otherwise.
-pub trait Wire: Sync {
+pub(crate) trait Wire: Sync {
     /// Whether this flavor is served at `route` (after any `/s/<scenario>` prefix, without
     /// the query).
     fn serves(&self, route: &str) -> bool;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::{named, openai, Ending, Event, Frame, PieceKind, Style, Wire};
 
 /// Anthropic Messages.
-pub struct Messages;
+pub(super) struct Messages;
 
 /// A ping event's data, as Anthropic's servers write it between deltas.
 const PING: &str = "{\"type\": \"ping\"}";

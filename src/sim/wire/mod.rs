@@ -26,9 +26,9 @@ mod ollama;
 mod openai;
 mod responses;
 
-pub use super::piece::{Call, Ending, PieceKind, Usage};
-pub use event::{named, plain, Event, Frame, Style};
-pub use interface::{Oversized, Refusal, Wire};
+pub(super) use super::piece::{Call, Ending, PieceKind, Usage};
+pub(super) use event::{named, plain, Event, Frame, Style};
+pub(super) use interface::{Oversized, Refusal, Wire};
 
 /// Every flavor the sim speaks: the registry. No route is served by two of them, so their
 /// order is only the order `sim` lists them in.

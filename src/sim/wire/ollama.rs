@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::{plain, Call, Ending, Event, Frame, Oversized, PieceKind, Style, Wire};
 
 /// Ollama.
-pub struct Ollama;
+pub(super) struct Ollama;
 
 impl Wire for Ollama {
     fn serves(&self, route: &str) -> bool {

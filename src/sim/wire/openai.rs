@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::{plain, Ending, Event, Frame, PieceKind, Style};
 
 /// The build the sim reports as its `system_fingerprint`.
-pub const FINGERPRINT: &str = concat!("llm-canary-sim-", env!("CARGO_PKG_VERSION"));
+pub(super) const FINGERPRINT: &str = concat!("llm-canary-sim-", env!("CARGO_PKG_VERSION"));
 
 /// The data of the end marker.
 pub(super) const DONE: &str = "[DONE]";

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{named, openai, Ending, Event, Frame, PieceKind, Wire};
 
 /// OpenAI Responses.
-pub struct Responses;
+pub(super) struct Responses;
 
 /// A tool call as an output item, done.
 fn call_item(c: &super::Call) -> Value {

@@ -19,11 +19,11 @@ use crate::sinks::state::{pair_state, target_state, Recent, State};
 use crate::sinks::status_history::{sentence, Run};
 
 /// Incidents kept at most, open ones included.
-pub const MAX_INCIDENTS: usize = 1000;
+pub(crate) const MAX_INCIDENTS: usize = 1000;
 
 /// One spell of a target being down or degraded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Incident {
+pub(crate) struct Incident {
     /// `<target>-<start in Unix milliseconds>`: the same after a restart, since the start is
     /// the opening run's.
     pub id: String,
@@ -43,19 +43,19 @@ pub struct Incident {
 }
 
 impl Incident {
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.ended_at.is_none()
     }
 
     /// The last time it changed: its end, or its start while open.
-    pub fn updated_at(&self) -> Timestamp {
+    pub(crate) fn updated_at(&self) -> Timestamp {
         self.ended_at.unwrap_or(self.started_at)
     }
 }
 
 /// The incident detector's state as the status store keeps it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SavedIncidents {
+pub(crate) struct SavedIncidents {
     /// (probe, target, the pair's last runs).
     pub recent: Vec<(String, String, Recent)>,
     pub list: Vec<Incident>,
@@ -63,7 +63,7 @@ pub struct SavedIncidents {
 
 /// The incident detector's running state.
 #[derive(Debug)]
-pub struct Incidents {
+pub(crate) struct Incidents {
     retention: SignedDuration,
     /// The pairs that count (the configured ones); `None`: every pair seen.
     pairs_kept: Option<HashSet<(String, String)>>,
@@ -74,7 +74,7 @@ pub struct Incidents {
 }
 
 impl Incidents {
-    pub fn new(retention: std::time::Duration) -> Incidents {
+    pub(crate) fn new(retention: std::time::Duration) -> Incidents {
         Incidents {
             retention: SignedDuration::try_from(retention).unwrap_or(SignedDuration::MAX),
             pairs_kept: None,
@@ -84,13 +84,13 @@ impl Incidents {
     }
 
     /// Keeps incidents that ended within `retention` from now on.
-    pub fn set_retention(&mut self, retention: std::time::Duration) {
+    pub(crate) fn set_retention(&mut self, retention: std::time::Duration) {
         self.retention = SignedDuration::try_from(retention).unwrap_or(SignedDuration::MAX);
     }
 
     /// Counts only these (probe, target) pairs from now on, and forgets the others' runs, as
     /// the status page does.
-    pub fn retain_pairs(&mut self, pairs: &[(String, String)]) {
+    pub(crate) fn retain_pairs(&mut self, pairs: &[(String, String)]) {
         let keep: HashSet<(String, String)> = pairs.iter().cloned().collect();
         for (target, probes) in self.recent.iter_mut() {
             probes.retain(|p, _| keep.contains(&(p.clone(), target.clone())));
@@ -100,13 +100,13 @@ impl Incidents {
     }
 
     /// Takes in one run (runs in the order they started).
-    pub fn record(&mut self, run: &Run) {
+    pub(crate) fn record(&mut self, run: &Run) {
         self.fold(run);
     }
 
     /// Takes in one run and answers what it changed, for the status store: the pair's last
     /// runs and the incident the run opened, extended or closed. `None` for a pair not kept.
-    pub fn record_saved(&mut self, run: &Run) -> Option<(Recent, Option<Incident>)> {
+    pub(crate) fn record_saved(&mut self, run: &Run) -> Option<(Recent, Option<Incident>)> {
         let id = self.fold(run)?;
         let recent = self
             .recent
@@ -119,7 +119,7 @@ impl Incidents {
     }
 
     /// What it holds, for the status store: each pair's last runs and every incident kept.
-    pub fn saved(&self) -> SavedIncidents {
+    pub(crate) fn saved(&self) -> SavedIncidents {
         SavedIncidents {
             recent: (self.recent.iter())
                 .flat_map(|(t, probes)| probes.iter().map(move |(p, r)| (p.clone(), t.clone(), *r)))
@@ -130,7 +130,7 @@ impl Incidents {
 
     /// Puts back what was saved (for the pairs kept), then drops what the retention and the
     /// cap leave out as of `now`.
-    pub fn restore(&mut self, saved: SavedIncidents, now: Timestamp) {
+    pub(crate) fn restore(&mut self, saved: SavedIncidents, now: Timestamp) {
         for (probe, target, r) in saved.recent {
             let kept = (self.pairs_kept.as_ref())
                 .is_none_or(|k| k.contains(&(probe.clone(), target.clone())));
@@ -215,7 +215,7 @@ impl Incidents {
     }
 
     /// The incidents, the latest started first (then by id); only `target`'s when given.
-    pub fn list(&self, target: Option<&str>) -> Vec<Incident> {
+    pub(crate) fn list(&self, target: Option<&str>) -> Vec<Incident> {
         let mut out: Vec<Incident> = self
             .list
             .iter()
@@ -233,7 +233,7 @@ fn seconds(d: SignedDuration) -> i64 {
 }
 
 /// Every incident in `runs` (in the order they started), oldest first, however old.
-pub fn detect<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<Incident> {
+pub(crate) fn detect<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<Incident> {
     let mut inc = Incidents::new(std::time::Duration::MAX);
     for r in runs {
         inc.record(r);

@@ -11,7 +11,7 @@ use prometheus::{
     Opts, Registry,
 };
 
-pub use crate::buckets::LATENCY_BUCKETS;
+pub(crate) use crate::buckets::LATENCY_BUCKETS;
 use crate::config::{Config, Probe, Target};
 use crate::outcome::{HttpReason, Outcome};
 use crate::result::CachePhase;
@@ -19,10 +19,10 @@ use crate::result::ProbeResult;
 use crate::sinks::budget::{Change, Period, Spend};
 use crate::sinks::pair_series::{PairSeries, Slot};
 
-pub const PREFIX: &str = "llm_canary_";
+pub(crate) const PREFIX: &str = "llm_canary_";
 
 /// Per-token gap buckets, in seconds (docs/design.md).
-pub const TOKEN_BUCKETS: [f64; 13] = [
+pub(crate) const TOKEN_BUCKETS: [f64; 13] = [
     0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0,
 ];
 
@@ -116,8 +116,8 @@ pub struct OtlpMetrics {
 }
 
 /// Why remote-write samples were dropped (the `reason` label).
-pub const DROPPED_QUEUE_FULL: &str = "queue_full";
-pub const DROPPED_REJECTED: &str = "rejected";
+pub(crate) const DROPPED_QUEUE_FULL: &str = "queue_full";
+pub(crate) const DROPPED_REJECTED: &str = "rejected";
 
 /// The runs counter's series: one an outcome, and `http_error` once a reason.
 fn runs_label_sets() -> Vec<Vec<(&'static str, &'static str)>> {
@@ -153,7 +153,7 @@ fn name(n: &str) -> String {
 }
 
 /// The label keys the targets of `cfg` use, sorted: every family carries all of them.
-pub fn target_label_keys(cfg: &Config) -> Vec<String> {
+pub(crate) fn target_label_keys(cfg: &Config) -> Vec<String> {
     let keys: BTreeSet<&String> = cfg.targets.iter().flat_map(|t| t.labels.keys()).collect();
     keys.into_iter().cloned().collect()
 }
@@ -615,7 +615,7 @@ fn seconds(t: jiff::Timestamp) -> f64 {
         / 1000.0
 }
 
-pub fn now_seconds() -> f64 {
+pub(crate) fn now_seconds() -> f64 {
     jiff::Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 

@@ -105,7 +105,7 @@ impl Days {
 
 /// One UTC day of a pair, decoded.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct Day {
+pub(crate) struct Day {
     #[serde(flatten)]
     pub tally: Tally,
     pub ttft_p50_ms: Option<f32>,
@@ -115,7 +115,7 @@ pub struct Day {
 
 /// A pair's last `DAYS` UTC days, oldest first, today last.
 #[derive(Debug, Clone)]
-pub struct PairDays {
+pub(crate) struct PairDays {
     pub probe: String,
     /// Midnight (UTC) of the first day.
     pub start: Timestamp,

@@ -39,22 +39,22 @@ mod saved;
 mod slots;
 
 use days::{Daily, Days, OpenDay};
-pub use days::{Day, PairDays};
+pub(crate) use days::{Day, PairDays};
 use run::figures_of;
-pub use run::{sentence, Failure, Run, DAYS, DAY_SECONDS};
+pub(crate) use run::{sentence, Failure, Run, DAYS, DAY_SECONDS};
 use saved::{coarse_row, day_row, fine_row, Sample, Tail};
-pub use saved::{CoarseRow, DayRow, FineRow, SavedPair};
-pub use slots::Tally;
+pub(crate) use saved::{CoarseRow, DayRow, FineRow, SavedPair};
+pub(crate) use slots::Tally;
 use slots::{tenth, Counts, Fine, LogScale, Reservoir, Ring};
 
-pub const FINE_SECONDS: i64 = 300;
-pub const FINE_SLOTS: usize = 288;
-pub const COARSE_SECONDS: i64 = 3600;
-pub const COARSE_SLOTS: usize = 168;
-pub const FAILURES_KEPT: usize = 5;
+pub(crate) const FINE_SECONDS: i64 = 300;
+pub(crate) const FINE_SLOTS: usize = 288;
+pub(crate) const COARSE_SECONDS: i64 = 3600;
+pub(crate) const COARSE_SLOTS: usize = 168;
+pub(crate) const FAILURES_KEPT: usize = 5;
 const OPEN_SAMPLES: usize = 64;
 /// Runs whose own TTFT and decode speed are kept, newest last: a terminal row's sparkline.
-pub const RECENT_FIGURES: usize = 32;
+pub(crate) const RECENT_FIGURES: usize = 32;
 
 /// The 5-minute slot still filling: its TTFT samples and decode speeds.
 #[derive(Debug)]
@@ -172,7 +172,7 @@ impl std::iter::Sum for Tally {
 
 impl Tally {
     /// Successes over runs outside maintenance; `None` without such runs.
-    pub fn uptime(&self) -> Option<f64> {
+    pub(crate) fn uptime(&self) -> Option<f64> {
         (self.runs > 0).then(|| f64::from(self.runs - self.failed) / f64::from(self.runs))
     }
 }
@@ -180,7 +180,7 @@ impl Tally {
 /// Consecutive slots of equal length, oldest first, in columns (compact in JSON). The week's
 /// series carries counts only.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Series {
+pub(crate) struct Series {
     pub start: Timestamp,
     pub step_seconds: i64,
     pub runs: Vec<u16>,
@@ -216,12 +216,12 @@ impl Series {
         self.maintenance.push(c.maintenance);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.runs.len()
     }
 
     /// Slot `i`'s counts.
-    pub fn tally(&self, i: usize) -> Tally {
+    pub(crate) fn tally(&self, i: usize) -> Tally {
         Tally {
             runs: u32::from(self.runs[i]),
             failed: u32::from(self.failed[i]),
@@ -230,7 +230,7 @@ impl Series {
     }
 
     /// The counts of the last `n` slots.
-    pub fn last(&self, n: usize) -> Tally {
+    pub(crate) fn last(&self, n: usize) -> Tally {
         (self.len().saturating_sub(n)..self.len())
             .map(|i| self.tally(i))
             .sum()
@@ -240,7 +240,7 @@ impl Series {
 /// One pair's history as of an instant: plain data for the page, the JSON and the badge (and,
 /// read back from a daemon's JSON, for `watch --from`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PairSnapshot {
+pub(crate) struct PairSnapshot {
     pub probe: String,
     pub target: String,
     /// Of the last `recent_runs` runs (at most RECENT_RUNS), how many failed.
@@ -414,13 +414,13 @@ impl PairHistory {
 
 /// Every configured pair's history.
 #[derive(Debug, Default)]
-pub struct StatusHistory {
+pub(crate) struct StatusHistory {
     pairs: Mutex<HashMap<(String, String), Box<PairHistory>>>,
 }
 
 impl StatusHistory {
     /// Keeps exactly these (probe, target) pairs: new ones start empty, others are dropped.
-    pub fn retain_pairs(&self, pairs: &[(String, String)]) {
+    pub(crate) fn retain_pairs(&self, pairs: &[(String, String)]) {
         let mut map = self.pairs.lock().expect("history lock");
         map.retain(|k, _| pairs.contains(k));
         for k in pairs {
@@ -429,7 +429,7 @@ impl StatusHistory {
     }
 
     /// Takes in one run of a pair this history keeps.
-    pub fn record(&self, run: &Run) {
+    pub(crate) fn record(&self, run: &Run) {
         let mut map = self.pairs.lock().expect("history lock");
         if let Some(h) = map.get_mut(&(run.probe.clone(), run.target.clone())) {
             h.add(run);
@@ -438,7 +438,7 @@ impl StatusHistory {
 
     /// Takes in one run of a pair this history keeps, and answers what it changed, for the
     /// status store.
-    pub fn record_saved(&self, run: &Run) -> Option<SavedPair> {
+    pub(crate) fn record_saved(&self, run: &Run) -> Option<SavedPair> {
         let mut map = self.pairs.lock().expect("history lock");
         let h = map.get_mut(&(run.probe.clone(), run.target.clone()))?;
         h.add(run);
@@ -446,13 +446,13 @@ impl StatusHistory {
     }
 
     /// Every kept pair's history, whole, for the status store.
-    pub fn saved(&self) -> Vec<SavedPair> {
+    pub(crate) fn saved(&self) -> Vec<SavedPair> {
         let map = self.pairs.lock().expect("history lock");
         map.iter().map(|((p, t), h)| h.saved(p, t)).collect()
     }
 
     /// Puts back a pair's saved history, if this history keeps the pair.
-    pub fn restore(&self, saved: &SavedPair) {
+    pub(crate) fn restore(&self, saved: &SavedPair) {
         let mut map = self.pairs.lock().expect("history lock");
         if let Some(h) = map.get_mut(&(saved.probe.clone(), saved.target.clone())) {
             *h = PairHistory::restored(saved);
@@ -460,7 +460,7 @@ impl StatusHistory {
     }
 
     /// When each kept pair's newest run started, for pairs with one.
-    pub fn last_runs(&self) -> HashMap<(String, String), Timestamp> {
+    pub(crate) fn last_runs(&self) -> HashMap<(String, String), Timestamp> {
         let map = self.pairs.lock().expect("history lock");
         map.iter()
             .filter_map(|(k, h)| h.last.as_ref().map(|l| (k.clone(), l.0)))
@@ -468,7 +468,7 @@ impl StatusHistory {
     }
 
     /// The last `DAYS` days of `target`'s pairs as of `now`, sorted by probe.
-    pub fn days_target(&self, target: &str, now: Timestamp) -> Vec<PairDays> {
+    pub(crate) fn days_target(&self, target: &str, now: Timestamp) -> Vec<PairDays> {
         let map = self.pairs.lock().expect("history lock");
         let mut out: Vec<PairDays> = map
             .iter()
@@ -481,13 +481,13 @@ impl StatusHistory {
 
     /// Every pair's history as of `now`, sorted by target then probe.
     #[cfg(test)]
-    pub fn snapshot(&self, now: Timestamp) -> Vec<PairSnapshot> {
+    pub(crate) fn snapshot(&self, now: Timestamp) -> Vec<PairSnapshot> {
         self.snapshot_where(now, |_| true)
     }
 
     /// The history of `target`'s pairs as of `now`, sorted by probe: the page takes one target
     /// at a time, so a snapshot of every pair never sits in memory at once.
-    pub fn snapshot_target(&self, target: &str, now: Timestamp) -> Vec<PairSnapshot> {
+    pub(crate) fn snapshot_target(&self, target: &str, now: Timestamp) -> Vec<PairSnapshot> {
         self.snapshot_where(now, |t| t == target)
     }
 
@@ -505,7 +505,7 @@ impl StatusHistory {
 
 /// Replays the results log (rotated files oldest first) into `each`, skipping runs that
 /// started before `oldest`; returns the runs taken in and the lines that did not parse.
-pub fn replay(
+pub(crate) fn replay(
     settings: &ResultsLogSettings,
     oldest: Timestamp,
     mut each: impl FnMut(&Run),

@@ -9,14 +9,14 @@ use crate::result::ProbeResult;
 use crate::util::clip;
 
 /// Daily rollups kept, today included.
-pub const DAYS: usize = 90;
-pub const DAY_SECONDS: i64 = 86_400;
+pub(crate) const DAYS: usize = 90;
+pub(crate) const DAY_SECONDS: i64 = 86_400;
 /// Today's TTFT and decode-speed samples: exact up to a run every 5 minutes.
 pub(super) const DAY_SAMPLES: usize = 288;
 
 /// What the history needs of one run, from a result or from a line of the results log.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Run {
+pub(crate) struct Run {
     pub probe: String,
     pub target: String,
     pub started_at: Timestamp,
@@ -49,7 +49,7 @@ pub struct Run {
 
 /// The part of the record's `repetition` the history keeps: the detector that decided.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct Detected {
+pub(crate) struct Detected {
     #[serde(default)]
     pub detector: Option<String>,
 }
@@ -101,7 +101,7 @@ pub(super) fn figures_of(run: &Run) -> (Option<f64>, Option<f64>) {
 
 /// A failed run's sentence: its error, clipped; or, for a record written before content
 /// failures carried one, the outcome and the detector that fired.
-pub fn sentence(run: &Run) -> String {
+pub(crate) fn sentence(run: &Run) -> String {
     let detector = run.repetition.as_ref().and_then(|r| r.detector.as_deref());
     match (&run.error, detector) {
         (Some(e), _) => clip(e),
@@ -112,7 +112,7 @@ pub fn sentence(run: &Run) -> String {
 
 /// A failed run, as the page lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub started_at: Timestamp,
     pub outcome: String,
     pub http_status: Option<u16>,

@@ -14,7 +14,7 @@ use crate::sinks::state::Recent;
 /// A 5-minute slot: its runs, failures and maintenance runs, TTFT p50 and p95 and mean decode
 /// speed (on the history's 16-bit log scale).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FineRow {
+pub(crate) struct FineRow {
     /// Unix seconds / 300.
     pub bucket: i64,
     pub runs: u16,
@@ -27,7 +27,7 @@ pub struct FineRow {
 
 /// An hour: its runs, failures and maintenance runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CoarseRow {
+pub(crate) struct CoarseRow {
     /// Unix seconds / 3600.
     pub bucket: i64,
     pub runs: u16,
@@ -37,7 +37,7 @@ pub struct CoarseRow {
 
 /// A UTC day: its runs, failures and maintenance runs, TTFT p50 and p95 and median decode speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DayRow {
+pub(crate) struct DayRow {
     /// Unix seconds / 86400.
     pub day: i64,
     pub runs: u32,
@@ -98,7 +98,7 @@ impl Sample {
 
 /// What a pair's history holds beside its slots, in one piece.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Tail {
+pub(crate) struct Tail {
     pub(super) fine_head: Option<i64>,
     pub(super) coarse_head: Option<i64>,
     pub(super) day_head: Option<i64>,
@@ -123,7 +123,7 @@ pub struct Tail {
 /// A pair's history, or the part of it one run changed: the rows it holds (or touched) and
 /// its tail.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SavedPair {
+pub(crate) struct SavedPair {
     pub probe: String,
     pub target: String,
     pub fine: Vec<FineRow>,

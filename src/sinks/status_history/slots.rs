@@ -163,7 +163,7 @@ impl<const N: usize> Reservoir<N> {
 
 /// Runs, failures and maintenance runs over a span.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub runs: u32,
     pub failed: u32,
     pub maintenance: u32,

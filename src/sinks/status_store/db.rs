@@ -27,7 +27,7 @@ const SWEEP_BATCH: usize = 500;
 /// What one run changed: its pair's slots and tail, the incident detector's last runs of the
 /// pair, and the incident the run opened, extended or closed.
 #[derive(Debug, Clone)]
-pub struct Change {
+pub(crate) struct Change {
     pub pair: SavedPair,
     pub recent: Option<Recent>,
     pub incident: Option<Incident>,
@@ -36,13 +36,13 @@ pub struct Change {
 /// Why the store cannot be opened, read or written, with its path: one sentence.
 #[derive(Debug, thiserror::Error)]
 #[error("status store {}: {why}", path.display())]
-pub struct StoreError {
+pub(crate) struct StoreError {
     pub path: PathBuf,
     pub why: String,
 }
 
 /// An open store.
-pub struct Db {
+pub(crate) struct Db {
     conn: Connection,
     path: PathBuf,
 }
@@ -75,7 +75,7 @@ impl Db {
     /// Opens the store at `path`, creating it (and its folder) if it does not exist; refuses a
     /// file that is not a SQLite database, another program's database, a newer schema, or one
     /// that fails SQLite's quick check.
-    pub fn open(path: &Path) -> Result<Db, StoreError> {
+    pub(crate) fn open(path: &Path) -> Result<Db, StoreError> {
         let fail = |why: String| StoreError {
             path: path.to_path_buf(),
             why,
@@ -144,7 +144,7 @@ impl Db {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -157,7 +157,7 @@ impl Db {
 
     /// Everything the store holds: every pair's history (a pair whose tail does not read is
     /// left out, with a warning: the results log fills it) and the incident detector's state.
-    pub fn load(&self) -> Result<(Vec<SavedPair>, SavedIncidents), StoreError> {
+    pub(crate) fn load(&self) -> Result<(Vec<SavedPair>, SavedIncidents), StoreError> {
         self.read().map_err(|e| self.err(e))
     }
 
@@ -275,7 +275,7 @@ impl Db {
     }
 
     /// Runs' changes, in one transaction: each is whole in the store or not at all.
-    pub fn write(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+    pub(crate) fn write(&mut self, changes: &[Change]) -> Result<(), StoreError> {
         let mut run = || -> rusqlite::Result<()> {
             let tx = self.conn.transaction()?;
             for change in changes {
@@ -294,7 +294,7 @@ impl Db {
 
     /// Every pair's history and the incidents, in one transaction (after the results log
     /// filled what the store lacked).
-    pub fn save_all(
+    pub(crate) fn save_all(
         &mut self,
         pairs: &[SavedPair],
         incidents: &SavedIncidents,
@@ -317,7 +317,11 @@ impl Db {
 
     /// Deletes, as of `now`, the slots the history no longer shows and the days and ended
     /// incidents older than `retention`, `SWEEP_BATCH` rows a statement; answers how many.
-    pub fn sweep(&mut self, now: Timestamp, retention: Duration) -> Result<usize, StoreError> {
+    pub(crate) fn sweep(
+        &mut self,
+        now: Timestamp,
+        retention: Duration,
+    ) -> Result<usize, StoreError> {
         let secs = now.as_second();
         let horizon = secs.saturating_sub(i64::try_from(retention.as_secs()).unwrap_or(i64::MAX));
         let cuts: [(&str, &str, i64); 4] = [
@@ -360,7 +364,7 @@ impl Db {
 
     /// `PRAGMA integrity_check`'s answer: `["ok"]` for a sound database.
     #[cfg(test)]
-    pub fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn integrity_check(&self) -> Result<Vec<String>, StoreError> {
         let check = || -> rusqlite::Result<Vec<String>> {
             let mut st = self.conn.prepare("PRAGMA integrity_check")?;
             let rows = st.query_map([], |r| r.get::<_, String>(0))?;

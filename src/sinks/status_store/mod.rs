@@ -17,15 +17,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use db::{Change, Db, StoreError};
+pub(crate) use db::{Change, Db, StoreError};
 
 use writer::{Complaints, Failed, Message};
 
 /// Changes waiting for the writer at most; past that, a change is dropped and counted.
-pub const QUEUE: usize = 1024;
+pub(crate) const QUEUE: usize = 1024;
 
 /// The running store: where changes go, and the writer's thread.
-pub struct StatusStore {
+pub(crate) struct StatusStore {
     tx: Mutex<Option<SyncSender<Message>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     path: std::path::PathBuf,
@@ -36,7 +36,7 @@ pub struct StatusStore {
 impl StatusStore {
     /// Starts the writer on `db`, keeping days and incidents for `retention`; `failed` is
     /// called on every change that does not reach the disk.
-    pub fn start(
+    pub(crate) fn start(
         db: Db,
         retention: Duration,
         failed: impl Fn() + Send + Sync + 'static,
@@ -58,7 +58,7 @@ impl StatusStore {
     }
 
     /// Hands a change to the writer without waiting; a full queue drops it, counted.
-    pub fn send(&self, change: Change) {
+    pub(crate) fn send(&self, change: Change) {
         let tx = self.tx.lock().expect("store sender lock");
         let Some(tx) = tx.as_ref() else { return };
         if let Err(TrySendError::Full(_)) = tx.try_send(Message::Change(Box::new(change))) {
@@ -72,18 +72,18 @@ impl StatusStore {
     }
 
     /// Keeps days and ended incidents for `retention` from now on.
-    pub fn set_retention(&self, retention: Duration) {
+    pub(crate) fn set_retention(&self, retention: Duration) {
         if let Some(tx) = self.tx.lock().expect("store sender lock").as_ref() {
             let _ = tx.try_send(Message::Retention(retention));
         }
     }
 
-    pub fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         &self.path
     }
 
     /// Lets the writer write what is queued, and waits for it to end.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.tx.lock().expect("store sender lock").take();
         if let Some(t) = self.thread.lock().expect("store thread lock").take() {
             let _ = t.join();
