@@ -22,6 +22,7 @@
 //!
 //! The public surface is [`cli`], [`run`] and [`init_tracing`], for the binary. `testing`
 //! (hidden) names what the benches, fuzz targets and integration tests drive; it is not an API.
+//! `unreachable_pub` is on: an item only the crate uses is `pub(crate)`.
 //!
 //! - [`cli`]: the command line (run | once | gate | check | sim | demo | calibrate | report |
 //!   watch | mcp | rules | status-page).
@@ -32,9 +33,14 @@
 //!   evaluated by croner with Vixie cron's daylight-saving rule, and intervals (`every:`,
 //!   `@every`) at multiples from the Unix epoch; a pair's stable share of its jitter.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
-//!   deadlines, caps, transport outcome) and one file per API flavor (`probe::flavor`: `Api`,
-//!   the `Flavor` trait whose defaults are OpenAI chat's, one unit struct per API overriding
-//!   what differs, `Api::flavor` mapping one to the other; it imports nothing from `config`);
+//!   deadlines, caps, transport outcome; `read` returns a `Read` whose `Reading` is the
+//!   record's measured part) and one file per API flavor (`probe::flavor`: the `Flavor` trait
+//!   whose defaults are OpenAI chat's, one unit struct per API overriding what differs, each
+//!   owning its body, events, headers and auth (`ProviderAuth`), its error bodies (message and
+//!   error words, `flavor::errors`) and its rate-limit prefixes; the `registry!` line per API
+//!   makes `Api`, `Api::ALL` and `Api::flavor`; it imports nothing from `config`).
+//!   `probe::http_reason` keeps only what is common to HTTP: the status precedence,
+//!   `Retry-After` and the rate-limit headers;
 //!   a context ladder's rungs (prompts of growing size with a fact to find) and their prefill
 //!   estimate (`probe::ladder`).
 //! - [`stream`]: a response body → protocol events (SSE on `eventsource-stream`, NDJSON), stamped with
@@ -43,15 +49,21 @@
 //! - [`checks`]: judging the text, pure functions: degeneration (lists included), length,
 //!   patterns, JSON and JSON Schema, tool calls.
 //! - [`outcome`]: the fixed outcome vocabulary and its precedence.
-//! - [`result`]: what one run measured, the context it ran in, and the record made of both;
-//!   the record's vocabulary (a cache check's phase and figures).
+//! - [`result`]: the record of one run, made of parts, each made once where it is known and
+//!   serialized flattened: `RunId` (which run), `Judged` (outcome and checks), `Measured` (the
+//!   response's `Reading` and the figures made of it) and `RunContext` (what the runner
+//!   knows); a `Measurement` is a run's first three. The record's vocabulary (a cache check's
+//!   phase and figures).
 //! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
+//!   `sample` (a sample from a record, a figure's values), `rounds` (interleaved pairs, the
+//!   runs in flight, each probe's verdicts), `stats` (bootstrap intervals and verdicts).
 //! - [`daemon`]: `run` — scheduling and confirmation runs, reload, shutdown; its shared state
-//!   (`state`, one thing with methods: the running config and registry, the pairs in flight,
-//!   what runs leave behind), of which each loop and endpoint gets the part it uses; its push,
-//!   remote-write and OTLP loops and endpoints: the status page, JSON status and badges (`status` judges, `status_page`
-//!   renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
+//!   (`state`, one thing with methods: the running config and registry, the pairs in flight
+//!   as `Claim`s released on drop, what runs leave behind), of which each loop and endpoint
+//!   gets the part it uses; its push, remote-write and OTLP loops and endpoints (`endpoints`
+//!   routes, `endpoints::handlers` has one function per endpoint): the status page, JSON
+//!   status and badges (`status` judges, `status_page` renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
 //!   configured pair now), and the admin endpoints behind the token guard.
 //! - [`fleet`]: `status-page` — one page for a fleet of agents, read from the store they
 //!   write to through Prometheus' HTTP API (`query`), folded into targets with one row per
@@ -74,7 +86,10 @@
 //!   server (`commands::mcp`) print it.
 //! - [`sim`]: the simulated OpenAI-compatible replica: a router with one function per route,
 //!   its caches, its scenarios, an answer per scenario written by a plan chosen before the first
-//!   byte, and its own misbehaving HTTP writer.
+//!   byte, and its own misbehaving HTTP writer. Each API it speaks is one `Wire` implementation
+//!   in its own file under `sim::wire` (defaults OpenAI chat's, in `wire::openai`), picked from
+//!   a request's route by the one registry `wire::WIRES`; a stream that ends with a marker line
+//!   closes with `Frame::Done`.
 //! - [`calibrate`]: ours beside the server's own figures (its /metrics or per-response timings),
 //!   one sample loop over a `Source` (histograms, llama.cpp counters, timings); it returns data
 //!   and reports progress through a callback, and `commands` prints.

@@ -65,6 +65,11 @@ pub struct Metrics {
     spend: Mutex<(Option<crate::config::Budget>, Spend)>,
 }
 
+/// A cache check's warm run: served from the cache on purpose.
+fn warm_run(r: &ProbeResult) -> bool {
+    r.context.cache_phase() == Some(CachePhase::Warm)
+}
+
 /// Where each of a pair's counters and gauges is in [`PairSeries`].
 struct PairSlots {
     probe_success: Slot,
@@ -345,23 +350,44 @@ impl Metrics {
             .remove_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>());
     }
 
+    /// Takes in one run: the pair's counters and last-run gauges, its changes, its confirmation
+    /// count, its cost, its build, and (unless it was a warm-up) its latency histograms.
     pub fn record(&self, r: &ProbeResult, target: &Target) {
         let values = self.pair_values(&r.id.probe, target);
         let run = run_key(&values, r.id.rung.map(|r| r.size));
         let l: Vec<&str> = run.iter().map(String::as_str).collect();
-        let started = seconds(r.id.started_at);
-        let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
-        let s = &self.slots;
         let (input, output) = (r.measured.reading.input_tokens, r.measured.output_tokens);
-        // A cache check's warm run is served from the cache on purpose: its latency is no
-        // user's, so it stays out of the latency series (as a warm-up does).
-        let warm = r.context.cache_phase() == Some(CachePhase::Warm);
-        let cache = r.context.cache_check.map(|c| c.figures).unwrap_or_default();
         let cost = target
             .price
             .as_ref()
             .map(|price| price.cost(input.unwrap_or(0) as f64, output.unwrap_or(0) as f64));
-        self.pair.update(&run, |v| {
+        self.record_pair(r, &run, cost);
+        self.record_changes(r, &values);
+        if r.context.confirm {
+            self.confirm_runs
+                .with_label_values(&with(&l, &[r.judged.outcome.as_str().to_string()]))
+                .inc();
+        }
+        if let Some(c) = cost {
+            self.spent(c, r.id.started_at);
+        }
+        self.record_build(r, &values);
+        // A cache check's warm run is served from the cache on purpose: its latency is no
+        // user's, so it stays out of the latency series (as a warm-up does).
+        if !r.context.warmup && !warm_run(r) {
+            self.observe_latency(r, &l);
+        }
+    }
+
+    /// The run's counters and last-run gauges in its pair's series.
+    fn record_pair(&self, r: &ProbeResult, run: &[String], cost: Option<f64>) {
+        let started = seconds(r.id.started_at);
+        let s = &self.slots;
+        let (input, output) = (r.measured.reading.input_tokens, r.measured.output_tokens);
+        let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
+        let warm = warm_run(r);
+        let cache = r.context.cache_check.map(|c| c.figures).unwrap_or_default();
+        self.pair.update(run, |v| {
             v.inc(
                 s.runs
                     .nth(runs_index(r.judged.outcome, r.measured.reading.http_reason)),
@@ -409,9 +435,14 @@ impl Metrics {
                 }
             }
         });
-        // The target's build and the pair's output are the pair's, whichever rung saw them.
+    }
+
+    /// A changed build or output: the pair's, whichever rung saw it.
+    fn record_changes(&self, r: &ProbeResult, values: &[String]) {
+        let s = &self.slots;
+        let started = seconds(r.id.started_at);
         if r.context.target_changed || r.context.output_changed {
-            self.pair.update(&run_key(&values, None), |v| {
+            self.pair.update(&run_key(values, None), |v| {
                 if r.context.target_changed {
                     v.inc(s.target_changes);
                     v.set(s.last_change, started);
@@ -421,14 +452,10 @@ impl Metrics {
                 }
             });
         }
-        if r.context.confirm {
-            self.confirm_runs
-                .with_label_values(&with(&l, &[r.judged.outcome.as_str().to_string()]))
-                .inc();
-        }
-        if let Some(c) = cost {
-            self.spent(c, r.id.started_at);
-        }
+    }
+
+    /// `target_info` follows the build the run names: its old series goes when it changes.
+    fn record_build(&self, r: &ProbeResult, values: &[String]) {
         if let Some(fp) = &r.context.fingerprint {
             let identity = [
                 r.measured
@@ -440,8 +467,8 @@ impl Metrics {
             ];
             let pair: Vec<&str> = values.iter().map(String::as_str).collect();
             let mut info_of = self.info_of.lock().expect("info lock");
-            if info_of.get(&values) != Some(&identity) {
-                if let Some(old) = info_of.insert(values.clone(), identity.clone()) {
+            if info_of.get(values) != Some(&identity) {
+                if let Some(old) = info_of.insert(values.to_vec(), identity.clone()) {
                     let _ = self.target_info.remove_label_values(&with(&pair, &old));
                 }
                 self.target_info
@@ -449,24 +476,27 @@ impl Metrics {
                     .set(1.0);
             }
         }
-        if r.context.warmup || warm {
-            return;
-        }
+    }
+
+    /// The run's latency histograms: TTFT, answer TTFT, end to end (not for a transport
+    /// failure), time per output token and every inter-token gap.
+    fn observe_latency(&self, r: &ProbeResult, l: &[&str]) {
+        let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         if let Some(t) = secs(r.measured.figures.answer_ttft_ms) {
-            self.answer_ttft.with_label_values(&l).observe(t);
+            self.answer_ttft.with_label_values(l).observe(t);
         }
         if let Some(t) = secs(r.measured.figures.ttft_ms) {
-            self.ttft.with_label_values(&l).observe(t);
+            self.ttft.with_label_values(l).observe(t);
         }
         if !r.judged.outcome.is_transport() {
             if let Some(t) = secs(r.measured.figures.e2e_ms) {
-                self.e2e.with_label_values(&l).observe(t);
+                self.e2e.with_label_values(l).observe(t);
             }
         }
         if let Some(t) = secs(r.measured.figures.tpot_ms) {
-            self.tpot.with_label_values(&l).observe(t);
+            self.tpot.with_label_values(l).observe(t);
         }
-        let h = self.itl.with_label_values(&l);
+        let h = self.itl.with_label_values(l);
         for g in r.measured.reading.timeline.gaps() {
             h.observe(g.as_secs_f64());
         }
