@@ -100,32 +100,14 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-
-    /// A config with probe `p` on target `t`, whose server is at `addr`.
-    fn config(dir: &std::path::Path, addr: std::net::SocketAddr) -> Arc<Config> {
-        std::fs::create_dir_all(dir.join("probes")).unwrap();
-        std::fs::create_dir_all(dir.join("prompts")).unwrap();
-        std::fs::write(
-            dir.join("llm-canary.yaml"),
-            format!("agent: {{name: test}}\ntargets:\n  - {{name: t, base_url: \"http://{addr}/v1\", model: m}}\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("probes/p.yaml"),
-            "name: p\nprompt: q.txt\nschedule: \"*/5 * * * *\"\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("prompts/q.txt"), "Hello?").unwrap();
-        Arc::new(crate::config::load(&dir.join("llm-canary.yaml")).unwrap())
-    }
 
     #[tokio::test]
     async fn a_cancelled_firing_releases_its_claim_and_its_in_flight_count() {
         // A server that takes the request and never answers: the run waits for its headers.
         let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let cfg = config(dir.path(), server.local_addr().unwrap());
+        let addr = server.local_addr().unwrap().to_string();
+        let cfg = super::super::state::test_config(dir.path(), &[("t", &addr)]);
         let pairs = cfg.pairs(&crate::config::Selection::SCHEDULED).unwrap();
         let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
         let otlp = OtlpExporter::new(shared.running(), shared.sink_client());

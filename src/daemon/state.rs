@@ -492,6 +492,28 @@ fn open_log(cfg: &Config) -> Option<ResultsLog> {
     }
 }
 
+/// A config scheduling probe `p` (prompt "Hello?", every five minutes) on each (target name,
+/// server address) given: what the daemon's unit tests run.
+#[cfg(test)]
+pub(super) fn test_config(dir: &std::path::Path, targets: &[(&str, &str)]) -> Arc<Config> {
+    let mut yaml = String::from("agent: {name: test}\ntargets:\n");
+    for (t, addr) in targets {
+        yaml.push_str(&format!(
+            "  - {{name: {t}, base_url: \"http://{addr}/v1\", model: m}}\n"
+        ));
+    }
+    std::fs::create_dir_all(dir.join("probes")).unwrap();
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    std::fs::write(dir.join("llm-canary.yaml"), yaml).unwrap();
+    std::fs::write(
+        dir.join("probes/p.yaml"),
+        "name: p\nprompt: q.txt\nschedule: \"*/5 * * * *\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("prompts/q.txt"), "Hello?").unwrap();
+    Arc::new(crate::config::load(&dir.join("llm-canary.yaml")).unwrap())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,24 +589,10 @@ mod tests {
         assert_eq!(s.last_success.as_deref(), Some("1970-01-01T00:00:00Z"));
     }
 
-    /// A config scheduling probe `p` on the targets named.
+    /// A config scheduling probe `p` on the targets named (their server is never reached).
     fn config(dir: &std::path::Path, targets: &[&str]) -> Arc<Config> {
-        let mut yaml = String::from("agent: {name: test}\ntargets:\n");
-        for t in targets {
-            yaml.push_str(&format!(
-                "  - {{name: {t}, base_url: \"http://127.0.0.1:9/v1\", model: m}}\n"
-            ));
-        }
-        std::fs::create_dir_all(dir.join("probes")).unwrap();
-        std::fs::create_dir_all(dir.join("prompts")).unwrap();
-        std::fs::write(dir.join("llm-canary.yaml"), yaml).unwrap();
-        std::fs::write(
-            dir.join("probes/p.yaml"),
-            "name: p\nprompt: q.txt\nschedule: \"*/5 * * * *\"\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("prompts/q.txt"), "Hello?").unwrap();
-        Arc::new(crate::config::load(&dir.join("llm-canary.yaml")).unwrap())
+        let targets: Vec<(&str, &str)> = targets.iter().map(|t| (*t, "127.0.0.1:9")).collect();
+        test_config(dir, &targets)
     }
 
     fn pairs(cfg: &Config) -> Vec<Pair> {
