@@ -71,11 +71,7 @@ impl Page {
             }
         }
         let now = jiff::Timestamp::now();
-        // An outage lasts from the first failed reading until one succeeds.
-        let since = match last.as_ref().map(|(_, r)| r.as_ref()) {
-            Some(Err(o)) => o.unavailable_since,
-            _ => now,
-        };
+        let since = outage_since(last.as_ref().map(|(_, r)| r.as_ref()), now);
         let r = Arc::new(model::read(&self.client, now).await.map_err(|e| Outage {
             error: format!("The fleet status is unavailable: {e}"),
             unavailable_since: since,
@@ -154,6 +150,15 @@ async fn route(req: &Request<Incoming>, page: &Page) -> Response<Full<Bytes>> {
     }
 }
 
+/// When an outage that a reading at `now` fails in began: it lasts from the first failed
+/// reading until one succeeds.
+fn outage_since(last: Option<&Result<Fleet, Outage>>, now: jiff::Timestamp) -> jiff::Timestamp {
+    match last {
+        Some(Err(o)) => o.unavailable_since,
+        _ => now,
+    }
+}
+
 /// The page (`html`) or its JSON; while the store cannot be read, a 503 that says why and since
 /// when: a page that keeps refreshing itself, so a wallboard comes back on its own.
 async fn fleet(html: bool, page: &Page) -> Response<Full<Bytes>> {
@@ -192,4 +197,21 @@ fn reply(status: StatusCode, content_type: &'static str, body: String) -> Respon
     r.headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outage_lasts_from_the_first_failed_reading() {
+        let now = jiff::Timestamp::from_second(100).unwrap();
+        let failed = Err(outage_example());
+        assert_eq!(
+            outage_since(Some(&failed), now),
+            jiff::Timestamp::UNIX_EPOCH
+        );
+        assert_eq!(outage_since(None, now), now);
+        assert_eq!(outage_since(Some(&Ok(model::example())), now), now);
+    }
 }

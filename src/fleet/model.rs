@@ -146,7 +146,7 @@ pub(crate) const RULES: [(&str, &str); 6] = [
     ("down", "two or more locations fail the target, or its only location does: the rule of the LLMCanaryTargetFailingFromLocations alert"),
     ("maintenance", "the target is in a maintenance window (llm_canary_maintenance is 1)"),
     ("pending", "a location that ran the target within the day made no run of it in the last 3 minutes while its agent still writes (a probe that runs less often); a target is pending when every location is"),
-    ("silent", "the location's agent wrote no sample for two of its cadences (the usual gap between its samples; 10 minutes when it wrote fewer than two in that time): it keeps the state of its last 3 minutes of runs and counts for the target as it last was"),
+    ("silent", "the location's agent wrote no sample for two of its cadences (the usual gap between its samples), and at least 5 s; with fewer than two samples in 10 minutes, none in them. It keeps the state of its last 3 minutes of runs and counts for the target as it last was"),
 ];
 
 /// Reads every figure from the store at once and folds them into the fleet.

@@ -277,4 +277,20 @@ mod tests {
         .unwrap();
         assert_eq!(e.error.as_deref(), Some("parse error"));
     }
+
+    #[test]
+    fn a_range_vector_parses_into_its_sample_times() {
+        let m: Envelope = serde_json::from_str(
+            r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[10.5,"1"],[25.5,"1"]]}]}}"#,
+        )
+        .unwrap();
+        let Some(Data::Matrix(series)) = m.data else {
+            panic!("not a matrix")
+        };
+        assert_eq!(
+            series[0].values.iter().map(|v| v.0).collect::<Vec<_>>(),
+            [10.5, 25.5]
+        );
+        assert_eq!(series[0].metric["instance"], "a");
+    }
 }

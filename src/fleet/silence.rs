@@ -20,6 +20,9 @@ pub(crate) const LAST_HEARD: &str = r#"max by (instance, region) (max_over_time(
 /// Cadences without a sample after which an agent is silent: one late sampling (a slow send,
 /// a retry) is not silence; a second missed one is.
 pub(crate) const SILENT_AFTER: f64 = 2.0;
+/// Never silent sooner than this, seconds: an agent sampling every second or faster is late by
+/// a send's latency alone.
+pub(crate) const QUIET_AT_LEAST: f64 = 5.0;
 
 /// One agent: `instance` and location.
 pub(crate) type AgentKey = (String, String);
@@ -38,7 +41,7 @@ impl Agent {
     pub(crate) fn silent(&self, now: f64) -> bool {
         let quiet = now - self.last_report;
         match self.cadence {
-            Some(c) => quiet > SILENT_AFTER * c,
+            Some(c) => quiet > (SILENT_AFTER * c).max(QUIET_AT_LEAST),
             None => quiet > WINDOW_SECONDS,
         }
     }
@@ -154,6 +157,13 @@ mod tests {
             &[],
         );
         assert_eq!(a[&k("a", "eu")].cadence, Some(10.0));
+    }
+
+    #[test]
+    fn a_fast_agent_is_not_silent_for_a_send_s_latency() {
+        let a = agents(&[series("a", "eu", &[0.0, 0.5, 1.0, 1.5])], &[]);
+        assert!(!a[&k("a", "eu")].silent(1.5 + 3.0));
+        assert!(a[&k("a", "eu")].silent(1.5 + QUIET_AT_LEAST + 0.1));
     }
 
     #[test]

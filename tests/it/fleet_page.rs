@@ -189,6 +189,8 @@ fn check(v: &Value) {
             let region = l["location"].as_str().unwrap();
             let healthy = scenario(name, region) == "healthy";
             assert!(l["last_run"].is_string(), "{name} from {region}: {l}");
+            // Agents writing every 500 ms are never taken for silent ones.
+            assert_eq!(l["silent"], false, "{name} from {region}: {l}");
             // The sim answers healthy requests in well under a second.
             if healthy {
                 assert!(l["last_success"].is_string(), "{name} from {region}: {l}");
