@@ -45,14 +45,14 @@ pub(super) fn outage(o: &Outage, source: &str, now: Timestamp) -> String {
         "<h1>llm-canary fleet status</h1><p class=\"meta\">Checked <span id=\"generated\">{}</span>; \
          refreshes every {REFRESH_SECONDS} s · <a href=\"/api/v1/fleet\">JSON</a></p>\n\
          <p class=\"outage\"><span class=\"state down\">store unreachable</span> \
-         The store these pages are read from, <code>",
+         The store this page reads, <code>",
         when(now)
     );
     esc(&mut page, source);
     let _ = write!(
         page,
-        "</code>, cannot be read since <span id=\"unavailable-since\" class=\"num\">{since}</span> \
-         ({}). The targets' states are unknown here until it answers; this page reads it again at every refresh.</p>\n<p class=\"sub\">",
+        "</code>, has failed every reading since <span id=\"unavailable-since\" class=\"num\">{since}</span> \
+         (for {}). The targets' states are unknown here until it answers; this page reads it again at every refresh.</p>\n<p class=\"sub\">",
         lasted(o.unavailable_since, now)
     );
     esc(&mut page, &o.error);
@@ -318,7 +318,7 @@ mod tests {
             "<meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">"
         )));
         assert!(
-            page.contains("1970-01-01T00:01:00Z</span> (1m 5s)"),
+            page.contains("1970-01-01T00:01:00Z</span> (for 1m 5s)"),
             "{page}"
         );
         assert!(page.contains("http://prom&lt;9090&gt;") && page.contains("at &lt;x&gt;"));

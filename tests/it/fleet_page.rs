@@ -576,7 +576,7 @@ async fn an_unreachable_store_is_a_503_that_names_it() {
         "{html}"
     );
     assert!(
-        html.contains("cannot be read since <span id=\"unavailable-since\""),
+        html.contains("has failed every reading since <span id=\"unavailable-since\""),
         "{html}"
     );
     let r = reqwest::get(page.url("/api/v1/fleet")).await.unwrap();
