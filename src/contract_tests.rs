@@ -381,6 +381,9 @@ fn the_fleet_page_paths_fields_and_rules_are_the_contracts() {
     let mut code_fields = BTreeSet::new();
     let example = serde_json::to_value(crate::fleet::model::example()).expect("serializes");
     keys(&example, &mut code_fields);
+    // The 503 of a store outage is JSON too.
+    let outage = serde_json::to_value(crate::fleet::outage_example()).expect("serializes");
+    keys(&outage, &mut code_fields);
     gaps.extend(differences(
         "fleet page JSON field",
         &code_fields,

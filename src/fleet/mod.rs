@@ -5,11 +5,14 @@
 //! one row per location and the N-of-M state of the shipped alerts (`model`), and renders the
 //! page (`page`). It serves `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz` behind
 //! the same hardened listener as the agent's endpoints; answers are kept for [`CACHE_FOR`], so a
-//! crowd of readers costs the store one set of queries every few seconds.
+//! crowd of readers costs the store one set of queries every few seconds. A location whose
+//! agents stopped writing is told apart by the times of their samples (`silence`). While the
+//! store cannot be read, `/` is a page that says so and keeps refreshing itself.
 
 pub(crate) mod model;
 mod page;
 mod query;
+mod silence;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -41,8 +44,16 @@ const TEXT: &str = "text/plain; charset=utf-8";
 const JSON: &str = "application/json";
 const HTML: &str = "text/html; charset=utf-8";
 
-/// The last reading: when, and the fleet or the one-sentence reason there is none.
-type Reading = Arc<Result<Fleet, String>>;
+/// The last reading: the fleet, or why there is none.
+type Reading = Arc<Result<Fleet, Outage>>;
+
+/// The store could not be read: why, in one sentence, and since when (the first of the failed
+/// readings in a row). `/api/v1/fleet` answers it as JSON.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub(crate) struct Outage {
+    pub error: String,
+    pub unavailable_since: jiff::Timestamp,
+}
 
 struct Page {
     client: Client,
@@ -59,13 +70,14 @@ impl Page {
                 return r.clone();
             }
         }
-        let r = Arc::new(
-            model::read(&self.client, jiff::Timestamp::now())
-                .await
-                .map_err(|e| e.to_string()),
-        );
+        let now = jiff::Timestamp::now();
+        let since = outage_since(last.as_ref().map(|(_, r)| r.as_ref()), now);
+        let r = Arc::new(model::read(&self.client, now).await.map_err(|e| Outage {
+            error: format!("The fleet status is unavailable: {e}"),
+            unavailable_since: since,
+        }));
         if let Err(e) = r.as_ref() {
-            tracing::warn!(error = %e, "the fleet page could not read the store");
+            tracing::warn!(error = %e.error, "the fleet page could not read the store");
         }
         *last = Some((Instant::now(), r.clone()));
         r
@@ -129,23 +141,51 @@ async fn route(req: &Request<Incoming>, page: &Page) -> Response<Full<Bytes>> {
     }
     match req.uri().path() {
         "/healthz" => reply(StatusCode::OK, TEXT, "ok\n".to_string()),
-        path @ ("/" | "/api/v1/fleet") => match page.fleet().await.as_ref() {
-            Ok(f) if path == "/" => reply(StatusCode::OK, HTML, page::render(f)),
-            Ok(f) => match serde_json::to_string(f) {
-                Ok(body) => reply(StatusCode::OK, JSON, body),
-                Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("{e}\n")),
-            },
-            Err(e) => reply(
-                StatusCode::SERVICE_UNAVAILABLE,
-                TEXT,
-                format!("The fleet status is unavailable: {e}\n"),
-            ),
-        },
+        path @ ("/" | "/api/v1/fleet") => fleet(path == "/", page).await,
         _ => reply(
             StatusCode::NOT_FOUND,
             TEXT,
             format!("not found: this page serves {}\n", PATHS.join(", ")),
         ),
+    }
+}
+
+/// When an outage that a reading at `now` fails in began: it lasts from the first failed
+/// reading until one succeeds.
+fn outage_since(last: Option<&Result<Fleet, Outage>>, now: jiff::Timestamp) -> jiff::Timestamp {
+    match last {
+        Some(Err(o)) => o.unavailable_since,
+        _ => now,
+    }
+}
+
+/// The page (`html`) or its JSON; while the store cannot be read, a 503 that says why and since
+/// when: a page that keeps refreshing itself, so a wallboard comes back on its own.
+async fn fleet(html: bool, page: &Page) -> Response<Full<Bytes>> {
+    let reading = page.fleet().await;
+    let (status, body) = match reading.as_ref() {
+        Ok(f) if html => return reply(StatusCode::OK, HTML, page::render(f)),
+        Err(o) if html => {
+            let body = page::outage(o, page.client.base(), jiff::Timestamp::now());
+            return reply(StatusCode::SERVICE_UNAVAILABLE, HTML, body);
+        }
+        Ok(f) => (StatusCode::OK, serde_json::to_string(f)),
+        Err(o) => (StatusCode::SERVICE_UNAVAILABLE, serde_json::to_string(o)),
+    };
+    match body {
+        Ok(body) => reply(status, JSON, body),
+        Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("{e}\n")),
+    }
+}
+
+/// An outage as the contract test sees it.
+#[cfg(test)]
+pub(crate) fn outage_example() -> Outage {
+    Outage {
+        error:
+            "The fleet status is unavailable: the store at http://prometheus:9090 did not answer"
+                .into(),
+        unavailable_since: jiff::Timestamp::UNIX_EPOCH,
     }
 }
 
@@ -157,4 +197,21 @@ fn reply(status: StatusCode, content_type: &'static str, body: String) -> Respon
     r.headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outage_lasts_from_the_first_failed_reading() {
+        let now = jiff::Timestamp::from_second(100).unwrap();
+        let failed = Err(outage_example());
+        assert_eq!(
+            outage_since(Some(&failed), now),
+            jiff::Timestamp::UNIX_EPOCH
+        );
+        assert_eq!(outage_since(None, now), now);
+        assert_eq!(outage_since(Some(&Ok(model::example())), now), now);
+    }
 }

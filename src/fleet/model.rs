@@ -7,13 +7,18 @@
 //! alerts' own expression, cheap); uptime over 24 h, 7 d and 90 d reads the recording rules of
 //! deploy/prometheus/status-page.rules.yml, one sample a minute per (target, location) instead
 //! of every run's counters.
+//!
+//! A location whose agents stopped writing is silent (`silence`): it keeps the state it had
+//! over its last 3 minutes of runs, read as the store stood at its last report, so a target
+//! never looks better because a failing location went quiet.
 
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::query::{Client, QueryError, Sample};
+use super::query::{Client, QueryError, Sample, Series};
+use super::silence::{self, AgentKey};
 use crate::sinks::state::State;
 
 /// The label that names a location.
@@ -28,7 +33,8 @@ pub(crate) const DOWN_FROM: usize = 2;
 const SUCCESS_3M: &str = r#"(sum by (target, region) (rate(llm_canary_probe_runs_total{outcome="ok",region!=""}[3m])) or sum by (target, region) (rate(llm_canary_probe_runs_total{region!=""}[3m])) * 0) / (sum by (target, region) (rate(llm_canary_probe_runs_total{region!=""}[3m])) > 0)"#;
 /// Over a day, not the store's 5-minute lookback: a location whose agent stopped writing stays
 /// on the page (pending, with its last run) instead of vanishing from it.
-const LAST_RUN: &str = r#"max by (target, region, model) (max_over_time(llm_canary_last_run_timestamp_seconds{region!=""}[1d]))"#;
+/// By `instance` too: which agents write a (target, location) decides when it is silent.
+const LAST_RUN: &str = r#"max by (target, region, model, instance) (max_over_time(llm_canary_last_run_timestamp_seconds{region!=""}[1d]))"#;
 const LAST_SUCCESS: &str = r#"max by (target, region) (max_over_time(llm_canary_last_success_timestamp_seconds{region!=""}[1d]))"#;
 const TTFT_P95_1H: &str = r#"histogram_quantile(0.95, sum by (target, region, le) (rate(llm_canary_ttft_seconds_bucket{region!=""}[1h])))"#;
 const MAINTENANCE: &str = r#"max by (target) (llm_canary_maintenance) == 1"#;
@@ -61,6 +67,11 @@ pub(crate) struct Location {
     pub ttft_p95_seconds: Option<f64>,
     pub last_run: Option<Timestamp>,
     pub last_success: Option<Timestamp>,
+    /// Its agents stopped writing: `state` and `success_ratio_3m` are then as they were over
+    /// the 3 minutes before `silent_since`. A flag beside the time, so a reader tests one field.
+    pub silent: bool,
+    /// The last report of its agents, when they are silent.
+    pub silent_since: Option<Timestamp>,
 }
 
 /// Failed runs of one (location, probe, outcome) over the last 24 hours.
@@ -79,7 +90,9 @@ pub(crate) struct Target {
     pub target: String,
     pub model: String,
     pub state: State,
+    /// Silent locations count here as they last were.
     pub locations_failing: usize,
+    pub locations_silent: usize,
     pub locations: Vec<Location>,
     pub failures: Vec<Failures>,
 }
@@ -127,12 +140,13 @@ pub(crate) fn target_state(locations: &[State], in_maintenance: bool) -> State {
 }
 
 /// The rules the page lists under "How states are decided".
-pub(crate) const RULES: [(&str, &str); 5] = [
+pub(crate) const RULES: [(&str, &str); 6] = [
     ("up", "every location's runs of the target succeeded over the last 3 minutes"),
     ("degraded", "one location fails the target (under 50% of its runs ok over 3 minutes) while others reach it, or some location sees some runs fail"),
     ("down", "two or more locations fail the target, or its only location does: the rule of the LLMCanaryTargetFailingFromLocations alert"),
     ("maintenance", "the target is in a maintenance window (llm_canary_maintenance is 1)"),
-    ("pending", "a location that ran the target within the day made no run of it in the last 3 minutes (its agent may have stopped writing); a target is pending when every location is"),
+    ("pending", "a location that ran the target within the day made no run of it in the last 3 minutes while its agent still writes (a probe that runs less often); a target is pending when every location is"),
+    ("silent", "the location's agent wrote no sample for two of its cadences (the usual gap between its samples), and at least 5 s; with fewer than two samples in 10 minutes, none in them. It keeps the state of its last 3 minutes of runs and counts for the target as it last was"),
 ];
 
 /// Reads every figure from the store at once and folds them into the fleet.
@@ -141,7 +155,7 @@ pub(crate) async fn read(client: &Client, now: Timestamp) -> Result<Fleet, Query
         .iter()
         .map(|(_, range)| uptime_query(range))
         .collect();
-    let (success, last_run, last_success, ttft, maintenance, failures, up) = tokio::try_join!(
+    let (success, last_run, last_success, ttft, maintenance, failures, up, recent, heard) = tokio::try_join!(
         client.vector(SUCCESS_3M),
         client.vector(LAST_RUN),
         client.vector(LAST_SUCCESS),
@@ -149,20 +163,71 @@ pub(crate) async fn read(client: &Client, now: Timestamp) -> Result<Fleet, Query
         client.vector(MAINTENANCE),
         client.vector(FAILURES_24H),
         futures_util::future::try_join_all(uptime.iter().map(|q| client.vector(q))),
+        client.series(silence::RECENT),
+        client.vector(silence::LAST_HEARD),
     )?;
-    Ok(fold(
-        Answers {
-            success,
-            last_run,
-            last_success,
-            ttft,
-            maintenance,
-            failures,
-            uptime: up,
-        },
-        client.base(),
-        now,
-    ))
+    let mut a = Answers {
+        success,
+        last_run,
+        last_success,
+        ttft,
+        maintenance,
+        failures,
+        uptime: up,
+        recent,
+        heard,
+        success_then: Vec::new(),
+    };
+    // The state of each silent location as it stood at its agents' last report: one query per
+    // (location, last report), however many targets it ran.
+    let silent = silent_rows(&a, seconds(now));
+    let moments: std::collections::BTreeSet<(&str, u64)> = silent
+        .iter()
+        .map(|((_, location), at)| (location.as_str(), at.to_bits()))
+        .collect();
+    a.success_then = futures_util::future::try_join_all(moments.into_iter().map(|(l, at)| {
+        let query = SUCCESS_3M.replace(
+            &format!("{LOCATION}!=\"\""),
+            &format!("{LOCATION}=\"{}\"", promql_string(l)),
+        );
+        async move { client.vector_at(&query, f64::from_bits(at)).await }
+    }))
+    .await?
+    .into_iter()
+    .flatten()
+    .collect();
+    Ok(fold(a, client.base(), now))
+}
+
+/// Unix seconds.
+fn seconds(t: Timestamp) -> f64 {
+    t.as_millisecond() as f64 / 1000.0
+}
+
+/// `s` inside a PromQL double-quoted string.
+fn promql_string(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Every (target, location) whose agents are all silent at `now`, with their last report.
+fn silent_rows(a: &Answers, now: f64) -> BTreeMap<Key, f64> {
+    let agents = silence::agents(&a.recent, &a.heard);
+    let mut writers: BTreeMap<Key, Vec<AgentKey>> = BTreeMap::new();
+    for s in &a.last_run {
+        writers
+            .entry((s.label("target").to_string(), s.label(LOCATION).to_string()))
+            .or_default()
+            .push((
+                s.label("instance").to_string(),
+                s.label(LOCATION).to_string(),
+            ));
+    }
+    writers
+        .into_iter()
+        .filter_map(|(k, w)| Some((k, silence::since(&w, &agents, now)?)))
+        .collect()
 }
 
 /// The store's answers, one vector a query.
@@ -175,21 +240,24 @@ pub(crate) struct Answers {
     pub failures: Vec<Sample>,
     /// One vector per [`WINDOWS`] entry.
     pub uptime: Vec<Vec<Sample>>,
+    /// The agents' samples of [`silence::RECENT`] and their last reports.
+    pub recent: Vec<Series>,
+    pub heard: Vec<Sample>,
+    /// [`SUCCESS_3M`] for silent locations, each as it stood at its last report.
+    pub success_then: Vec<Sample>,
 }
 
 type Key = (String, String);
 
+/// The samples by (target, location), the greatest where several agents wrote one.
 fn by_location(samples: &[Sample]) -> BTreeMap<Key, f64> {
-    samples
-        .iter()
-        .filter(|s| s.value.is_finite())
-        .map(|s| {
-            (
-                (s.label("target").to_string(), s.label(LOCATION).to_string()),
-                s.value,
-            )
-        })
-        .collect()
+    let mut out: BTreeMap<Key, f64> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.value.is_finite()) {
+        let key = (s.label("target").to_string(), s.label(LOCATION).to_string());
+        let v = out.entry(key).or_insert(s.value);
+        *v = v.max(s.value);
+    }
+    out
 }
 
 fn timestamp(v: Option<&f64>) -> Option<Timestamp> {
@@ -199,6 +267,8 @@ fn timestamp(v: Option<&f64>) -> Option<Timestamp> {
 /// The answers as targets (by name) with their locations (by name) and failures (most first).
 pub(crate) fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
     let success = by_location(&a.success);
+    let success_then = by_location(&a.success_then);
+    let silent = silent_rows(&a, seconds(now));
     let last_run = by_location(&a.last_run);
     let last_success = by_location(&a.last_success);
     let ttft = by_location(&a.ttft);
@@ -215,7 +285,11 @@ pub(crate) fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
     for key in keys {
         let (target, location) = key;
         let in_maintenance = held.contains(target.as_str());
-        let ratio = success.get(key).copied();
+        let silent_since = silent.get(key).copied();
+        let ratio = match silent_since {
+            Some(_) => success_then.get(key).or(success.get(key)).copied(),
+            None => success.get(key).copied(),
+        };
         let window = |i: usize| uptime.get(i).and_then(|u| u.get(key)).copied();
         let t = targets.entry(target.clone()).or_insert_with(|| Target {
             target: target.clone(),
@@ -226,6 +300,7 @@ pub(crate) fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
                 .to_string(),
             state: State::Pending,
             locations_failing: 0,
+            locations_silent: 0,
             locations: Vec::new(),
             failures: Vec::new(),
         });
@@ -239,6 +314,8 @@ pub(crate) fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
             ttft_p95_seconds: ttft.get(key).copied(),
             last_run: timestamp(last_run.get(key)),
             last_success: timestamp(last_success.get(key)),
+            silent: silent_since.is_some(),
+            silent_since: timestamp(silent_since.as_ref()),
         });
     }
     for s in &a.failures {
@@ -254,6 +331,7 @@ pub(crate) fn fold(a: Answers, source: &str, now: Timestamp) -> Fleet {
     for t in targets.values_mut() {
         let states: Vec<State> = t.locations.iter().map(|l| l.state).collect();
         t.locations_failing = states.iter().filter(|s| **s == State::Down).count();
+        t.locations_silent = t.locations.iter().filter(|l| l.silent).count();
         t.state = target_state(&states, held.contains(t.target.as_str()));
         t.failures.sort_by(|a, b| {
             b.runs_24h.total_cmp(&a.runs_24h).then_with(|| {
@@ -279,6 +357,7 @@ pub(crate) fn example() -> Fleet {
             model: "m".into(),
             state: State::Degraded,
             locations_failing: 1,
+            locations_silent: 1,
             locations: vec![Location {
                 location: "eu".into(),
                 state: State::Down,
@@ -289,6 +368,8 @@ pub(crate) fn example() -> Fleet {
                 ttft_p95_seconds: Some(0.3),
                 last_run: Some(Timestamp::UNIX_EPOCH),
                 last_success: None,
+                silent: true,
+                silent_since: Some(Timestamp::UNIX_EPOCH),
             }],
             failures: vec![Failures {
                 location: "eu".into(),
@@ -375,6 +456,9 @@ mod tests {
                 ),
             ],
             uptime: vec![vec![loc("t", "us", 0.5)], vec![], vec![]],
+            recent: vec![],
+            heard: vec![],
+            success_then: vec![],
         };
         let f = fold(a, "http://prom", Timestamp::UNIX_EPOCH);
         assert_eq!(f.targets.len(), 1);
@@ -397,6 +481,54 @@ mod tests {
     }
 
     #[test]
+    fn a_silent_location_counts_as_it_last_was() {
+        let loc = |r: &str, v: f64| s(&[("target", "t"), ("region", r)], v);
+        let run = |r: &str| {
+            s(
+                &[
+                    ("target", "t"),
+                    ("region", r),
+                    ("model", "m"),
+                    ("instance", r),
+                ],
+                900.0,
+            )
+        };
+        let agent = |r: &str, last: f64| Series {
+            labels: [("instance", r), ("region", r)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            times: vec![last - 30.0, last - 15.0, last],
+        };
+        let now = Timestamp::from_second(1000).unwrap();
+        let a = Answers {
+            // ap made no run in the last 3 minutes: the live ratio has none of it.
+            success: vec![loc("eu", 1.0), loc("us", 1.0)],
+            last_run: vec![run("ap"), run("eu"), run("us")],
+            last_success: vec![],
+            ttft: vec![],
+            maintenance: vec![],
+            failures: vec![],
+            uptime: vec![],
+            recent: vec![agent("ap", 780.0), agent("eu", 995.0), agent("us", 990.0)],
+            heard: vec![],
+            // Over the 3 minutes before its last report, ap failed every run.
+            success_then: vec![loc("ap", 0.0)],
+        };
+        let t = &fold(a, "http://prom", now).targets[0];
+        assert_eq!(t.state, State::Degraded, "not up: {t:?}");
+        assert_eq!((t.locations_failing, t.locations_silent), (1, 1));
+        let ap = &t.locations[0];
+        assert_eq!((ap.state, ap.silent), (State::Down, true));
+        assert_eq!(ap.silent_since.map(|t| t.as_second()), Some(780));
+        assert_eq!(ap.success_ratio_3m, Some(0.0));
+        assert!(t.locations[1..]
+            .iter()
+            .all(|l| !l.silent && l.silent_since.is_none()));
+    }
+
+    #[test]
     fn a_target_in_maintenance_holds_every_location() {
         let loc = |r: &str, v: f64| s(&[("target", "t"), ("region", r)], v);
         let a = Answers {
@@ -407,6 +539,9 @@ mod tests {
             maintenance: vec![s(&[("target", "t")], 1.0)],
             failures: vec![],
             uptime: vec![],
+            recent: vec![],
+            heard: vec![],
+            success_then: vec![],
         };
         let t = &fold(a, "http://prom", Timestamp::UNIX_EPOCH).targets[0];
         assert_eq!(t.state, State::Maintenance);

@@ -53,8 +53,22 @@ struct Envelope {
 enum Data {
     Vector(Vec<VectorSample>),
     Scalar((f64, String)),
-    Matrix(serde::de::IgnoredAny),
+    Matrix(Vec<MatrixSeries>),
     String(serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct MatrixSeries {
+    metric: BTreeMap<String, String>,
+    values: Vec<(f64, String)>,
+}
+
+/// One series of a range vector: its labels and the times (Unix seconds) of its raw samples
+/// in the range, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Series {
+    pub labels: BTreeMap<String, String>,
+    pub times: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -103,14 +117,48 @@ impl Client {
     }
 
     /// The instant vector `query` evaluates to now. A scalar comes back as one sample without
-    /// labels; a range vector or a string is an error (no query of the page asks for one).
+    /// labels; a range vector or a string is an error.
     pub(crate) async fn vector(&self, query: &str) -> Result<Vec<Sample>, QueryError> {
+        match self.data(query, None).await? {
+            Got::Vector(v) => Ok(v),
+            Got::Matrix(_) => Err(self.malformed(format!("no instant vector for {query}"))),
+        }
+    }
+
+    /// The instant vector `query` evaluated at `at` (Unix seconds), as it stood then.
+    pub(crate) async fn vector_at(&self, query: &str, at: f64) -> Result<Vec<Sample>, QueryError> {
+        match self.data(query, Some(at)).await? {
+            Got::Vector(v) => Ok(v),
+            Got::Matrix(_) => Err(self.malformed(format!("no instant vector for {query}"))),
+        }
+    }
+
+    /// The raw samples' times of the range vector `query` (a selector with a `[range]`).
+    pub(crate) async fn series(&self, query: &str) -> Result<Vec<Series>, QueryError> {
+        match self.data(query, None).await? {
+            Got::Matrix(m) => Ok(m),
+            Got::Vector(_) => Err(self.malformed(format!("no range vector for {query}"))),
+        }
+    }
+
+    fn malformed(&self, reason: String) -> QueryError {
+        QueryError::Malformed {
+            url: self.base.clone(),
+            reason,
+        }
+    }
+
+    async fn data(&self, query: &str, at: Option<f64>) -> Result<Got, QueryError> {
         let url = format!("{}/api/v1/query", self.base);
         let timeout = format!("{}ms", self.timeout.as_millis());
+        let mut params = vec![("query", query.to_string()), ("timeout", timeout)];
+        if let Some(at) = at {
+            params.push(("time", format!("{at:.3}")));
+        }
         let response = self
             .http
             .get(&url)
-            .query(&[("query", query), ("timeout", timeout.as_str())])
+            .query(&params)
             .send()
             .await
             .map_err(|e| QueryError::Unreachable {
@@ -147,10 +195,7 @@ impl Client {
                 error: format!("{kind}: {error} (query: {query})"),
             });
         }
-        let malformed = |reason: String| QueryError::Malformed {
-            url: self.base.clone(),
-            reason,
-        };
+        let malformed = |reason: String| self.malformed(reason);
         match envelope.data {
             Some(Data::Vector(v)) => v
                 .into_iter()
@@ -161,16 +206,29 @@ impl Client {
                         value,
                     })
                 })
-                .collect(),
-            Some(Data::Scalar((_, v))) => Ok(vec![Sample {
+                .collect::<Result<_, _>>()
+                .map(Got::Vector),
+            Some(Data::Scalar((_, v))) => Ok(Got::Vector(vec![Sample {
                 labels: BTreeMap::new(),
                 value: parse_value(&v).map_err(&malformed)?,
-            }]),
-            Some(Data::Matrix(_) | Data::String(_)) | None => {
-                Err(malformed(format!("no instant vector for {query}")))
-            }
+            }])),
+            Some(Data::Matrix(m)) => Ok(Got::Matrix(
+                m.into_iter()
+                    .map(|s| Series {
+                        labels: s.metric,
+                        times: s.values.into_iter().map(|(t, _)| t).collect(),
+                    })
+                    .collect(),
+            )),
+            Some(Data::String(_)) | None => Err(malformed(format!("no vector for {query}"))),
         }
     }
+}
+
+/// What a query gave.
+enum Got {
+    Vector(Vec<Sample>),
+    Matrix(Vec<Series>),
 }
 
 /// A sample value as the API writes it: a decimal string, or `NaN`, `+Inf`, `-Inf`.
@@ -218,5 +276,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e.error.as_deref(), Some("parse error"));
+    }
+
+    #[test]
+    fn a_range_vector_parses_into_its_sample_times() {
+        let m: Envelope = serde_json::from_str(
+            r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[10.5,"1"],[25.5,"1"]]}]}}"#,
+        )
+        .unwrap();
+        let Some(Data::Matrix(series)) = m.data else {
+            panic!("not a matrix")
+        };
+        assert_eq!(
+            series[0].values.iter().map(|v| v.0).collect::<Vec<_>>(),
+            [10.5, 25.5]
+        );
+        assert_eq!(series[0].metric["instance"], "a");
     }
 }

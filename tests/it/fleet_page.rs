@@ -5,6 +5,11 @@
 //! (a real process) shows them degraded and down, every location in its row, with as many
 //! failing locations as the shipped alerts' own recording rule counts; headless Chromium renders
 //! it, and the screenshot is saved to `target/fleet-page.png`.
+//!
+//! A location that stops writing: three locations' samples, with the times they were written at,
+//! are put into a real Prometheus's storage (the last one written now), one location's ending
+//! earlier; the page shows it silent since its last sample, and the target only it failed stays
+//! failing. A store that cannot be read is a page that refreshes itself, with a 503.
 
 use crate::common;
 
@@ -184,6 +189,8 @@ fn check(v: &Value) {
             let region = l["location"].as_str().unwrap();
             let healthy = scenario(name, region) == "healthy";
             assert!(l["last_run"].is_string(), "{name} from {region}: {l}");
+            // Agents writing every 500 ms are never taken for silent ones.
+            assert_eq!(l["silent"], false, "{name} from {region}: {l}");
             // The sim answers healthy requests in well under a second.
             if healthy {
                 assert!(l["last_success"].is_string(), "{name} from {region}: {l}");
@@ -347,14 +354,236 @@ async fn three_locations_through_victoria_metrics() {
     in_browser(&page, "fleet-page-victoria-metrics").await;
 }
 
-/// A store that does not answer: the page says so with a 503 naming it, and stays up.
+/// How often the written locations sample, seconds.
+const CADENCE: u64 = 30;
+
+/// Ten minutes of samples from `ap`, `eu` and `us`, one every [`CADENCE`], as an agent's
+/// remote-write samples its registry, as OpenMetrics text with their times: `steady` succeeds
+/// everywhere, `only-ap` fails from ap alone. eu's last sample is at `now`, us's one cadence
+/// earlier (late, not silent), ap's `ap_stopped` seconds before `now`.
+fn written(now: u64, ap_stopped: u64) -> String {
+    let last = |region: &str| match region {
+        "ap" => now - ap_stopped,
+        "us" => now - CADENCE,
+        _ => now,
+    };
+    // Ten minutes back from each location's last sample, one every cadence.
+    let times = |region: &str| {
+        let last = last(region);
+        (last - 600..=last).step_by(CADENCE as usize)
+    };
+    let labels = |region: &str| {
+        format!("instance=\"canary-{region}\",job=\"llm_canary\",region=\"{region}\"")
+    };
+    let mut o = String::new();
+    for region in REGIONS {
+        for t in times(region) {
+            o.push_str(&format!(
+                "llm_canary_build_info{{{},version=\"1\"}} 1 {t}\n",
+                labels(region)
+            ));
+        }
+    }
+    let failing = |target: &str, region: &str| target == "only-ap" && region == "ap";
+    for outcome in ["ok", "http_error"] {
+        for region in REGIONS {
+            for target in ["only-ap", "steady"] {
+                let counts = outcome == "ok" && !failing(target, region)
+                    || outcome == "http_error" && failing(target, region);
+                for (n, t) in times(region).enumerate() {
+                    let n = if counts { n + 1 } else { 0 };
+                    o.push_str(&format!(
+                        "llm_canary_probe_runs_total{{{},model=\"m-7b\",outcome=\"{outcome}\",probe=\"p\",target=\"{target}\"}} {n} {t}\n",
+                        labels(region)
+                    ));
+                }
+            }
+        }
+    }
+    for region in REGIONS {
+        for target in ["only-ap", "steady"] {
+            for t in times(region) {
+                o.push_str(&format!(
+                    "llm_canary_last_run_timestamp_seconds{{{},model=\"m-7b\",probe=\"p\",target=\"{target}\"}} {t} {t}\n",
+                    labels(region)
+                ));
+            }
+        }
+    }
+    o.push_str("# EOF\n");
+    o
+}
+
+/// A Prometheus holding [`written`] up to now, and the page reading it.
+async fn ap_stopped(ago: u64) -> (Service, Page, u64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let prom = services::prometheus_with_rules(&[], &[], Some(&written(now, ago))).await;
+    let page = Page::start(&prom.url()).await;
+    (prom, page, now)
+}
+
+fn rfc3339(secs: u64) -> String {
+    jiff::Timestamp::from_second(secs as i64)
+        .unwrap()
+        .to_string()
+}
+
+fn target<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["target"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+}
+
+fn location<'a>(t: &'a Value, region: &str) -> &'a Value {
+    t["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["location"] == region)
+        .unwrap_or_else(|| panic!("no {region} in {t}"))
+}
+
+/// ap's last sample 2.5 cadences ago: silent since then; us, one cadence late, is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_location_that_stops_writing_is_silent_within_two_cadences() {
+    let (_prom, page, now) = ap_stopped(CADENCE * 5 / 2).await;
+    let v: Value = serde_json::from_str(&get(&page.url("/api/v1/fleet")).await).unwrap();
+    // The page read the store at most this long after the last sample was written.
+    let read_at: jiff::Timestamp = v["generated_at"].as_str().unwrap().parse().unwrap();
+    assert!(
+        read_at.as_second() - (now as i64) < CADENCE as i64 / 2,
+        "the page read the store too late for this test's margins: {v}"
+    );
+    for name in ["only-ap", "steady"] {
+        let t = target(&v, name);
+        assert_eq!(t["locations_silent"], 1, "{t}");
+        let ap = location(t, "ap");
+        assert_eq!(ap["silent"], true, "{ap}");
+        assert_eq!(ap["silent_since"], rfc3339(now - CADENCE * 5 / 2), "{ap}");
+        for region in ["eu", "us"] {
+            let l = location(t, region);
+            assert_eq!(
+                (&l["silent"], &l["silent_since"]),
+                (&Value::Bool(false), &Value::Null),
+                "{l}"
+            );
+            assert_eq!(l["state"], "up", "{l}");
+        }
+    }
+    let t = target(&v, "only-ap");
+    assert_eq!(
+        (&t["state"], &t["locations_failing"]),
+        (&"degraded".into(), &1.into()),
+        "{t}"
+    );
+    assert_eq!(location(t, "ap")["state"], "down", "{t}");
+    let html = get(&page.url("/")).await;
+    assert!(
+        html.contains("<p class=\"quiet\" data-location=\"ap\">"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "data-target=\"only-ap\" data-location=\"ap\" data-state=\"down\" data-silent>"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("1 of 3 locations failing, 1 silent"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("data-location=\"us\" data-state=\"up\" data-silent"),
+        "{html}"
+    );
+}
+
+/// ap stopped four minutes ago, past the 3 minutes the state reads: the target only it failed
+/// stays degraded ("1 of 3 failing, 1 silent"), never up; the page says so at its top.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_location_gone_quiet_keeps_counting_as_failing() {
+    let (_prom, page, now) = ap_stopped(240).await;
+    let v: Value = serde_json::from_str(&get(&page.url("/api/v1/fleet")).await).unwrap();
+    let t = target(&v, "only-ap");
+    assert_eq!(t["state"], "degraded", "only-ap turned {}: {t}", t["state"]);
+    assert_eq!(
+        (&t["locations_failing"], &t["locations_silent"]),
+        (&1.into(), &1.into()),
+        "{t}"
+    );
+    let ap = location(t, "ap");
+    assert_eq!(
+        (&ap["state"], &ap["silent"]),
+        (&"down".into(), &true.into()),
+        "{ap}"
+    );
+    assert_eq!(ap["silent_since"], rfc3339(now - 240), "{ap}");
+    assert_eq!(ap["success_ratio_3m"], 0.0, "its last 3 minutes: {ap}");
+    let steady = target(&v, "steady");
+    assert_eq!(steady["state"], "up", "{steady}");
+    assert_eq!(location(steady, "ap")["state"], "up", "{steady}");
+    let dom = in_browser_silent(&page).await;
+    assert!(dom.contains("1 of 3 locations failing, 1 silent"), "{dom}");
+    assert!(dom.contains("0 of 3 locations failing, 1 silent"), "{dom}");
+    assert!(
+        dom.contains(&format!(
+            "has written nothing since <span class=\"num\">{}</span>",
+            rfc3339(now - 240)
+        )),
+        "{dom}"
+    );
+}
+
+/// The page with a silent location in a real browser; the screenshot goes to
+/// `target/fleet-page-silent.png`.
+async fn in_browser_silent(page: &Page) -> String {
+    let url = page.url("/");
+    let dom =
+        tokio::task::spawn_blocking(move || crate::status_page::chromium(&["--dump-dom"], &url))
+            .await
+            .unwrap();
+    assert!(
+        dom.contains("<p class=\"quiet\" data-location=\"ap\">"),
+        "{dom}"
+    );
+    let shot = root().join("target/fleet-page-silent.png");
+    crate::status_page::screenshot_to(&page.url("/"), &shot, "1280,700", 10_000).await;
+    dom
+}
+
+/// A store that does not answer: the page says so with a 503 naming it, in a page that
+/// refreshes itself, and stays up; the JSON is a JSON error.
 #[tokio::test]
 async fn an_unreachable_store_is_a_503_that_names_it() {
     let store = format!("http://127.0.0.1:{}", common::closed_port());
     let page = Page::start(&store).await;
     let r = reqwest::get(page.url("/")).await.unwrap();
     assert_eq!(r.status(), 503);
-    let text = r.text().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "text/html; charset=utf-8");
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("<meta http-equiv=\"refresh\" content=\"30\">"),
+        "{html}"
+    );
+    assert!(
+        html.contains("store unreachable") && html.contains(&store),
+        "{html}"
+    );
+    assert!(
+        html.contains("has failed every reading since <span id=\"unavailable-since\""),
+        "{html}"
+    );
+    let r = reqwest::get(page.url("/api/v1/fleet")).await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let text = v["error"].as_str().unwrap();
     assert!(
         text.starts_with("The fleet status is unavailable: the store at ") && text.contains(&store),
         "{text}"
@@ -362,8 +591,12 @@ async fn an_unreachable_store_is_a_503_that_names_it() {
     // One sentence: the store and why, not the query string.
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(!text.contains("api/v1/query"), "{text}");
-    let r = reqwest::get(page.url("/api/v1/fleet")).await.unwrap();
-    assert_eq!(r.status(), 503);
+    let since: jiff::Timestamp = v["unavailable_since"].as_str().unwrap().parse().unwrap();
+    assert!(since <= jiff::Timestamp::now(), "{v}");
+    assert!(
+        html.contains(&since.to_string()[..19]),
+        "the page and the JSON agree: {html}"
+    );
     assert_eq!(
         reqwest::get(page.url("/healthz")).await.unwrap().status(),
         200
