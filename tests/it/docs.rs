@@ -1,6 +1,7 @@
 //! The docs against what they describe: docs/commands.md's table against the commands and flags
 //! clap knows, in both directions; the man page against every command; every alert's
-//! `runbook_url` against the runbook's headings.
+//! `runbook_url` against the runbook's headings; CHANGELOG.md's newest release against the
+//! version the binary reports, and scripts/release refusing a version the CHANGELOG lacks.
 
 use crate::common;
 
@@ -203,4 +204,66 @@ fn every_runbook_url_points_at_a_runbook_heading() {
         }
     }
     assert!(seen >= 25, "only {seen} runbook_url annotations found");
+}
+
+/// The version a `## [x.y.z]` heading of CHANGELOG.md releases; `None` for `[Unreleased]`.
+fn released(line: &str) -> Option<&str> {
+    let version = line.strip_prefix("## [")?.split(']').next()?;
+    version
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some(version)
+}
+
+#[test]
+fn the_newest_changelog_release_is_the_version_the_binary_reports() {
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    let newest = changelog.lines().find_map(released);
+    assert_eq!(
+        newest,
+        Some(VERSION),
+        "CHANGELOG.md's newest release section is not Cargo.toml's version"
+    );
+    let out = run(Command::new(env!("CARGO_BIN_EXE_llm-canary")).arg("--version"));
+    assert!(
+        out.starts_with(&format!("llm-canary {VERSION} ")),
+        "--version: {out}"
+    );
+    assert_eq!(released("## [Unreleased]"), None);
+    assert_eq!(released("## [0.1.0] - 2026-12-01"), Some("0.1.0"));
+}
+
+/// `scripts/release --check VERSION` in a folder holding the script, Cargo.toml and `changelog`.
+fn release_check(changelog: &str) -> (Option<i32>, String) {
+    let dir = TempDir::new("release-check");
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let script = std::fs::read_to_string(root().join("scripts/release")).unwrap();
+    dir.write(&[
+        ("Cargo.toml", &cargo),
+        ("CHANGELOG.md", changelog),
+        ("scripts/release", &script),
+    ]);
+    let out = Command::new("bash")
+        .arg(dir.path().join("scripts/release"))
+        .args(["--check", env!("CARGO_PKG_VERSION")])
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_release_without_its_changelog_section_is_refused() {
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    let (code, out) = release_check(&changelog);
+    assert_eq!(code, Some(0), "the repository as it is: {out}");
+    // The section still under [Unreleased]: no `## [VERSION]` heading.
+    let heading = format!("## [{VERSION}]");
+    let unreleased = changelog.replace(&heading, "### Released");
+    let (code, out) = release_check(&unreleased);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains(&format!("CHANGELOG.md has no '## [{VERSION}] - DATE' section")),
+        "{out}"
+    );
 }
