@@ -267,3 +267,62 @@ fn a_release_without_its_changelog_section_is_refused() {
         "{out}"
     );
 }
+
+/// The README is for someone with a release download: its quick start unpacks the tarball
+/// scripts/release writes and runs the binary in it; building and the test tools are
+/// CONTRIBUTING.md's, with one pointer left.
+#[test]
+fn the_readme_starts_from_the_release_tarball() {
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let release = std::fs::read_to_string(root().join("scripts/release")).unwrap();
+    assert!(release.contains("name=\"llm-canary-$version-$1-linux-gnu\""));
+    let start = readme.find("## Quick start").expect("README has a quick start");
+    let quick = &readme[start..start + readme[start + 3..].find("\n## ").unwrap()];
+    let tarball = format!("llm-canary-{VERSION}-x86_64-linux-gnu");
+    for step in [
+        format!("{tarball}.tar.gz"),
+        format!("tar -xzf {tarball}.tar.gz && cd {tarball}"),
+        "./llm-canary demo".to_string(),
+        "./llm-canary check".to_string(),
+    ] {
+        assert!(
+            quick.contains(&step),
+            "the quick start lost {step:?}:\n{quick}"
+        );
+    }
+    assert!(!readme.contains("cargo run"), "a source checkout's command");
+    assert!(
+        readme.contains("`scripts/test` runs the whole test suite")
+            && readme.contains("CONTRIBUTING.md#building-from-source"),
+        "README points contributors at CONTRIBUTING.md and scripts/test"
+    );
+    // The test suite's prerequisites are for contributors.
+    let contributing = std::fs::read_to_string(root().join("CONTRIBUTING.md")).unwrap();
+    for tool in ["kubectl", "chromium", "faketime"] {
+        assert!(!readme.contains(tool), "README.md names {tool}");
+        assert!(contributing.contains(tool), "CONTRIBUTING.md lost {tool}");
+    }
+}
+
+/// No install creates a `llm-canary` user everywhere (the tarball's unit has `DynamicUser=yes`,
+/// the image runs as 65532), so no page tells the reader to become it.
+#[test]
+fn no_page_runs_a_command_as_a_user_only_the_package_has() {
+    let mut pages = vec![
+        root().join("README.md"),
+        root().join("CONTRIBUTING.md"),
+        root().join("deploy/INSTALL.md"),
+    ];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        pages.push(entry.unwrap().path());
+    }
+    for page in pages.iter().filter(|p| p.extension().is_some_and(|e| e == "md")) {
+        let text = std::fs::read_to_string(page).unwrap();
+        assert!(
+            !text.contains("sudo -u llm-canary"),
+            "{} runs a command as the user only the Debian package creates",
+            page.display()
+        );
+    }
+}
