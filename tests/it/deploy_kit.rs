@@ -161,7 +161,9 @@ fn duration(text: &str) -> Duration {
             number.push(c);
             continue;
         }
-        let n: u64 = number.parse().unwrap_or_else(|_| panic!("duration {text:?}"));
+        let n: u64 = number
+            .parse()
+            .unwrap_or_else(|_| panic!("duration {text:?}"));
         number.clear();
         total += n * match c {
             's' => 1,
@@ -200,9 +202,7 @@ fn a_pages_resolution_reaches_the_pager_within_a_minute() {
     );
     for route in pages {
         // A route without its own group_interval takes the parent's.
-        let interval = route["group_interval"]
-            .as_str()
-            .map_or(inherited, duration);
+        let interval = route["group_interval"].as_str().map_or(inherited, duration);
         assert!(
             interval <= Duration::from_secs(60),
             "route {}: group_interval {interval:?}: a resolved page would wait that long",
@@ -308,7 +308,9 @@ fn every_alert_the_docs_name_is_loaded_by_the_shipped_prometheus_yml() {
         .collect();
     let (missing, _) = alerts_not_loaded(&without_fleet);
     assert!(
-        missing.iter().any(|m| m.ends_with(": LLMCanaryFleetAgentSilent")),
+        missing
+            .iter()
+            .any(|m| m.ends_with(": LLMCanaryFleetAgentSilent")),
         "{missing:?}"
     );
     // A regex's pattern is no name.

@@ -150,7 +150,11 @@ fn folder(block: &Block, kind: &Kind) -> TempDir {
         Kind::Probe => {
             let names: Vec<String> = parsed["targets"]
                 .as_array()
-                .map(|t| t.iter().filter_map(|n| n.as_str().map(String::from)).collect())
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|n| n.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_else(|| vec!["stub".to_string()]);
             let targets: String = names
                 .iter()
@@ -167,10 +171,17 @@ fn folder(block: &Block, kind: &Kind) -> TempDir {
     let mut files = vec![
         ("llm-canary.yaml".to_string(), agent),
         (format!("{probes_dir}/docs.yaml"), probe.clone()),
-        (format!("{prompts_dir}/stub.txt"), "What is 2 + 2?\n".to_string()),
+        (
+            format!("{prompts_dir}/stub.txt"),
+            "What is 2 + 2?\n".to_string(),
+        ),
     ];
     stubs(&agent_parsed, prompts_dir, &mut files);
-    stubs(&serde_saphyr::from_str(&probe).unwrap(), prompts_dir, &mut files);
+    stubs(
+        &serde_saphyr::from_str(&probe).unwrap(),
+        prompts_dir,
+        &mut files,
+    );
     let files: Vec<(&str, &str)> = files
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
@@ -189,7 +200,10 @@ fn check(dir: &Path, set: &[String]) -> (bool, String) {
         .env("HOME", dir)
         // No AWS profile or instance metadata reached from a test.
         .env("AWS_CONFIG_FILE", "/nonexistent/llm-canary-test/config")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/llm-canary-test/credentials")
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "/nonexistent/llm-canary-test/credentials",
+        )
         .env("AWS_EC2_METADATA_DISABLED", "true");
     for name in set {
         cmd.env(name, "test-key");
@@ -231,7 +245,10 @@ fn every_whole_config_in_the_docs_passes_check_as_printed() {
             }
             let (ok, out) = check(dir.path(), &named);
             if !ok {
-                problems.push(format!("{} ({kind:?}), with {named:?} set:\n{out}", block.at));
+                problems.push(format!(
+                    "{} ({kind:?}), with {named:?} set:\n{out}",
+                    block.at
+                ));
             }
         }
     }
@@ -245,17 +262,25 @@ fn every_whole_config_in_the_docs_passes_check_as_printed() {
 
 #[test]
 fn the_rule_tells_whole_configs_from_fragments() {
-    assert_eq!(kind("name: p\nevery: 1m\nprompt: p.txt\n"), Some(Kind::Probe));
+    assert_eq!(
+        kind("name: p\nevery: 1m\nprompt: p.txt\n"),
+        Some(Kind::Probe)
+    );
     assert_eq!(
         kind("name: p\ntargets: [a]\nprompt: p.txt\n"),
         Some(Kind::Probe),
         "a probe may name its targets"
     );
-    assert_eq!(kind("agent:\n  listen: x\ntargets:\n  - name: t\n"), Some(Kind::Agent));
+    assert_eq!(
+        kind("agent:\n  listen: x\ntargets:\n  - name: t\n"),
+        Some(Kind::Agent)
+    );
     assert_eq!(kind("gate:\n  slo: {ttft_p95: 300ms}\n"), None);
     assert_eq!(kind("  - name: t\n    base_url: x\n"), None, "a list item");
     assert_eq!(
-        named_variables("    api_key_env: SHADOW_API_KEY   # comment\n  - {name: t, api_key_env: K}\n"),
+        named_variables(
+            "    api_key_env: SHADOW_API_KEY   # comment\n  - {name: t, api_key_env: K}\n"
+        ),
         ["SHADOW_API_KEY", "K"]
     );
 }

@@ -248,7 +248,10 @@ fn release_check(changelog: &str) -> (Option<i32>, String) {
         .args(["--check", env!("CARGO_PKG_VERSION")])
         .output()
         .unwrap();
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -263,7 +266,9 @@ fn a_release_without_its_changelog_section_is_refused() {
     let (code, out) = release_check(&unreleased);
     assert_eq!(code, Some(2), "{out}");
     assert!(
-        out.contains(&format!("CHANGELOG.md has no '## [{VERSION}] - DATE' section")),
+        out.contains(&format!(
+            "CHANGELOG.md has no '## [{VERSION}] - DATE' section"
+        )),
         "{out}"
     );
 }
@@ -277,7 +282,9 @@ fn the_readme_starts_from_the_release_tarball() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let release = std::fs::read_to_string(root().join("scripts/release")).unwrap();
     assert!(release.contains("name=\"llm-canary-$version-$1-linux-gnu\""));
-    let start = readme.find("## Quick start").expect("README has a quick start");
+    let start = readme
+        .find("## Quick start")
+        .expect("README has a quick start");
     let quick = &readme[start..start + readme[start + 3..].find("\n## ").unwrap()];
     let tarball = format!("llm-canary-{VERSION}-x86_64-linux-gnu");
     for step in [
@@ -317,7 +324,10 @@ fn no_page_runs_a_command_as_a_user_only_the_package_has() {
     for entry in std::fs::read_dir(root().join("docs")).unwrap() {
         pages.push(entry.unwrap().path());
     }
-    for page in pages.iter().filter(|p| p.extension().is_some_and(|e| e == "md")) {
+    for page in pages
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+    {
         let text = std::fs::read_to_string(page).unwrap();
         assert!(
             !text.contains("sudo -u llm-canary"),
