@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -149,6 +150,174 @@ fn alertmanager_config_routes_and_templates() {
             binary("prometheus-alertmanager", "prometheus-alertmanager"),
         ));
     assert!(out.contains("SUCCESS"), "{out}");
+}
+
+/// A Prometheus or Alertmanager duration (`10s`, `1m30s`, `4h`).
+fn duration(text: &str) -> Duration {
+    let mut total = 0;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number
+            .parse()
+            .unwrap_or_else(|_| panic!("duration {text:?}"));
+        number.clear();
+        total += n * match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            _ => panic!("duration {text:?}: unit {c:?}"),
+        };
+    }
+    assert!(number.is_empty(), "duration {text:?} ends without a unit");
+    Duration::from_secs(total)
+}
+
+#[test]
+fn a_pages_resolution_reaches_the_pager_within_a_minute() {
+    let file = root().join("deploy/alertmanager/alertmanager.yml");
+    run(Command::new(binary("amtool", "prometheus-alertmanager"))
+        .arg("check-config")
+        .arg(&file));
+    let parsed: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let root_route = &parsed["route"];
+    let inherited = duration(root_route["group_interval"].as_str().unwrap_or("5m"));
+    let pages: Vec<&serde_json::Value> = root_route["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["receiver"] == "page")
+        .collect();
+    // The P0 route itself, and any route before it that takes P0 alerts to the pager.
+    assert!(
+        pages.iter().any(|r| r["matchers"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m == "severity=\"P0\""))),
+        "no route takes severity=P0 to the pager"
+    );
+    for route in pages {
+        // A route without its own group_interval takes the parent's.
+        let interval = route["group_interval"].as_str().map_or(inherited, duration);
+        assert!(
+            interval <= Duration::from_secs(60),
+            "route {}: group_interval {interval:?}: a resolved page would wait that long",
+            route["matchers"]
+        );
+    }
+}
+
+/// The rules files a Prometheus config loads, as written under `rule_files:`.
+fn rule_files(config: &str) -> Vec<String> {
+    let parsed: serde_json::Value = serde_saphyr::from_str(config).unwrap();
+    parsed["rule_files"]
+        .as_array()
+        .expect("prometheus.yml has rule_files")
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every user-facing Markdown file: the README, CONTRIBUTING, docs/ and deploy/'s guides.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md"), root().join("CONTRIBUTING.md")];
+    let mut stack = vec![root().join("docs"), root().join("deploy")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// Alert names in `text`: `LLMCanary` and the letters and digits after it. A name followed by a
+/// regex's `.` or `*` (`LLMCanaryTTFT.*` in a matcher) is a pattern, not a name.
+fn alert_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("LLMCanary") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(tail.len());
+        if !tail[end..].starts_with(['.', '*']) {
+            names.insert(tail[..end].to_string());
+        }
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// The alerts the docs name that no rules file `config` (a prometheus.yml beside the shipped
+/// rules) loads defines, each with the page naming it; and how many names the docs hold.
+fn alerts_not_loaded(config: &str) -> (Vec<String>, usize) {
+    let dir = root().join("deploy/prometheus");
+    let mut loaded = BTreeSet::new();
+    for file in rule_files(config) {
+        let text = std::fs::read_to_string(dir.join(&file)).unwrap();
+        loaded.extend(
+            text.lines()
+                .filter_map(|l| l.trim().strip_prefix("- alert: "))
+                .map(|n| n.trim().to_string()),
+        );
+    }
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in alert_names(&text) {
+            named += 1;
+            if !loaded.contains(&name) {
+                let at = file.strip_prefix(root()).unwrap().display().to_string();
+                missing.push(format!("{at}: {name}"));
+            }
+        }
+    }
+    (missing, named)
+}
+
+#[test]
+fn every_alert_the_docs_name_is_loaded_by_the_shipped_prometheus_yml() {
+    let config = root().join("deploy/prometheus/prometheus.yml");
+    let checked = run(Command::new(binary("promtool", "prometheus"))
+        .args(["check", "config"])
+        .arg(&config));
+    assert!(checked.contains("SUCCESS"), "{checked}");
+    let shipped = std::fs::read_to_string(&config).unwrap();
+    let (missing, named) = alerts_not_loaded(&shipped);
+    assert!(named >= 30, "only {named} alert names found in the docs");
+    assert!(
+        missing.is_empty(),
+        "the docs name alerts that no rules file loaded by deploy/prometheus/prometheus.yml defines:\n{}",
+        missing.join("\n")
+    );
+    // The check catches a rules file left out, as fleet.rules.yml once was.
+    let without_fleet: String = shipped
+        .lines()
+        .filter(|l| !l.contains("- fleet.rules.yml"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (missing, _) = alerts_not_loaded(&without_fleet);
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.ends_with(": LLMCanaryFleetAgentSilent")),
+        "{missing:?}"
+    );
+    // A regex's pattern is no name.
+    assert_eq!(
+        alert_names("`LLMCanaryFleetAgentSilent` and LLMCanaryTTFT.*"),
+        BTreeSet::from(["LLMCanaryFleetAgentSilent".to_string()])
+    );
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -476,15 +645,12 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
         config = config.replace(from, &to);
     }
     let dir = TempDir::new("promyml");
-    let rules =
-        std::fs::read_to_string(root().join("deploy/prometheus/llm-canary.rules.yml")).unwrap();
-    let page_rules =
-        std::fs::read_to_string(root().join("deploy/prometheus/status-page.rules.yml")).unwrap();
-    dir.write(&[
-        ("prometheus.yml", &config),
-        ("llm-canary.rules.yml", &rules),
-        ("status-page.rules.yml", &page_rules),
-    ]);
+    dir.write(&[("prometheus.yml", &config)]);
+    // Every rules file it loads, from beside it as shipped.
+    for file in rule_files(&shipped) {
+        let rules = std::fs::read_to_string(root().join("deploy/prometheus").join(&file)).unwrap();
+        dir.write(&[(file.as_str(), &rules)]);
+    }
     let checked = run(Command::new(binary("promtool", "prometheus"))
         .args(["check", "config"])
         .arg(dir.path().join("prometheus.yml")));
@@ -616,22 +782,19 @@ async fn the_shipped_prometheus_yml_scrapes_the_gateway_and_the_agent() {
         ],
         "every agent's series reach Prometheus once"
     );
-    // The rules file beside it is loaded, and alerts have somewhere to go.
+    // Every rules file beside it is loaded (the fleet's and the SLO example's among them, so
+    // every alert the docs name can fire), and alerts have somewhere to go.
     let v = api("/api/v1/rules".into()).await.unwrap();
-    let files: Vec<&str> = v["data"]["groups"]
+    let files: BTreeSet<String> = v["data"]["groups"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| g["file"].as_str().unwrap_or_default())
+        .filter_map(|g| g["file"].as_str()?.rsplit('/').next().map(String::from))
         .collect();
+    let listed: BTreeSet<String> = rule_files(&shipped).into_iter().collect();
     assert!(
-        files.iter().any(|f| f.ends_with("/llm-canary.rules.yml"))
-            && files.iter().any(|f| f.ends_with("/status-page.rules.yml"))
-            && files
-                .iter()
-                .all(|f| f.ends_with("/llm-canary.rules.yml")
-                    || f.ends_with("/status-page.rules.yml")),
-        "rule groups from {files:?}"
+        listed.contains("fleet.rules.yml") && files == listed,
+        "rule groups from {files:?}, rule_files {listed:?}"
     );
     let v = api("/api/v1/alertmanagers".into()).await.unwrap();
     assert!(

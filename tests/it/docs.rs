@@ -1,6 +1,7 @@
 //! The docs against what they describe: docs/commands.md's table against the commands and flags
 //! clap knows, in both directions; the man page against every command; every alert's
-//! `runbook_url` against the runbook's headings.
+//! `runbook_url` against the runbook's headings; CHANGELOG.md's newest release against the
+//! version the binary reports, and scripts/release refusing a version the CHANGELOG lacks.
 
 use crate::common;
 
@@ -203,4 +204,135 @@ fn every_runbook_url_points_at_a_runbook_heading() {
         }
     }
     assert!(seen >= 25, "only {seen} runbook_url annotations found");
+}
+
+/// The version a `## [x.y.z]` heading of CHANGELOG.md releases; `None` for `[Unreleased]`.
+fn released(line: &str) -> Option<&str> {
+    let version = line.strip_prefix("## [")?.split(']').next()?;
+    version
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some(version)
+}
+
+#[test]
+fn the_newest_changelog_release_is_the_version_the_binary_reports() {
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    let newest = changelog.lines().find_map(released);
+    assert_eq!(
+        newest,
+        Some(VERSION),
+        "CHANGELOG.md's newest release section is not Cargo.toml's version"
+    );
+    let out = run(Command::new(env!("CARGO_BIN_EXE_llm-canary")).arg("--version"));
+    assert!(
+        out.starts_with(&format!("llm-canary {VERSION} ")),
+        "--version: {out}"
+    );
+    assert_eq!(released("## [Unreleased]"), None);
+    assert_eq!(released("## [0.1.0] - 2026-12-01"), Some("0.1.0"));
+}
+
+/// `scripts/release --check VERSION` in a folder holding the script, Cargo.toml and `changelog`.
+fn release_check(changelog: &str) -> (Option<i32>, String) {
+    let dir = TempDir::new("release-check");
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let script = std::fs::read_to_string(root().join("scripts/release")).unwrap();
+    dir.write(&[
+        ("Cargo.toml", &cargo),
+        ("CHANGELOG.md", changelog),
+        ("scripts/release", &script),
+    ]);
+    let out = Command::new("bash")
+        .arg(dir.path().join("scripts/release"))
+        .args(["--check", env!("CARGO_PKG_VERSION")])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_release_without_its_changelog_section_is_refused() {
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    let (code, out) = release_check(&changelog);
+    assert_eq!(code, Some(0), "the repository as it is: {out}");
+    // The section still under [Unreleased]: no `## [VERSION]` heading.
+    let heading = format!("## [{VERSION}]");
+    let unreleased = changelog.replace(&heading, "### Released");
+    let (code, out) = release_check(&unreleased);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains(&format!(
+            "CHANGELOG.md has no '## [{VERSION}] - DATE' section"
+        )),
+        "{out}"
+    );
+}
+
+/// The README is for someone with a release download: its quick start unpacks the tarball
+/// scripts/release writes and runs the binary in it; building and the test tools are
+/// CONTRIBUTING.md's, with one pointer left.
+#[test]
+fn the_readme_starts_from_the_release_tarball() {
+    const VERSION: &str = env!("CARGO_PKG_VERSION");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let release = std::fs::read_to_string(root().join("scripts/release")).unwrap();
+    assert!(release.contains("name=\"llm-canary-$version-$1-linux-gnu\""));
+    let start = readme
+        .find("## Quick start")
+        .expect("README has a quick start");
+    let quick = &readme[start..start + readme[start + 3..].find("\n## ").unwrap()];
+    let tarball = format!("llm-canary-{VERSION}-x86_64-linux-gnu");
+    for step in [
+        format!("{tarball}.tar.gz"),
+        format!("tar -xzf {tarball}.tar.gz && cd {tarball}"),
+        "./llm-canary demo".to_string(),
+        "./llm-canary check".to_string(),
+    ] {
+        assert!(
+            quick.contains(&step),
+            "the quick start lost {step:?}:\n{quick}"
+        );
+    }
+    assert!(!readme.contains("cargo run"), "a source checkout's command");
+    assert!(
+        readme.contains("`scripts/test` runs the whole test suite")
+            && readme.contains("CONTRIBUTING.md#building-from-source"),
+        "README points contributors at CONTRIBUTING.md and scripts/test"
+    );
+    // The test suite's prerequisites are for contributors.
+    let contributing = std::fs::read_to_string(root().join("CONTRIBUTING.md")).unwrap();
+    for tool in ["kubectl", "chromium", "faketime"] {
+        assert!(!readme.contains(tool), "README.md names {tool}");
+        assert!(contributing.contains(tool), "CONTRIBUTING.md lost {tool}");
+    }
+}
+
+/// No install creates a `llm-canary` user everywhere (the tarball's unit has `DynamicUser=yes`,
+/// the image runs as 65532), so no page tells the reader to become it.
+#[test]
+fn no_page_runs_a_command_as_a_user_only_the_package_has() {
+    let mut pages = vec![
+        root().join("README.md"),
+        root().join("CONTRIBUTING.md"),
+        root().join("deploy/INSTALL.md"),
+    ];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        pages.push(entry.unwrap().path());
+    }
+    for page in pages
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+    {
+        let text = std::fs::read_to_string(page).unwrap();
+        assert!(
+            !text.contains("sudo -u llm-canary"),
+            "{} runs a command as the user only the Debian package creates",
+            page.display()
+        );
+    }
 }

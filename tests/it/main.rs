@@ -18,6 +18,7 @@ mod cron_differential;
 mod daemon;
 mod deploy_fleet;
 mod deploy_kit;
+mod doc_configs;
 mod docs;
 mod drift;
 mod examples;
