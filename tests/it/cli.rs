@@ -371,7 +371,7 @@ async fn run_says_when_results_go_nowhere_and_logs_plain_figures() {
         ("prompts/q.txt", common::PROMPT),
     ]);
     let mut child = bin()
-        .args(["--log-level", "info", "run", "-c"])
+        .args(["--log-level", "debug", "run", "-c"])
         .arg(dir.path().join("llm-canary.yaml"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
