@@ -14,11 +14,25 @@ use clap::{Parser, Subcommand, ValueEnum};
     propagate_version = true
 )]
 pub struct Cli {
-    /// Log level for stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
-    #[arg(long, global = true, default_value = "warn")]
-    pub log_level: String,
+    /// Log level for stderr (error, warn, info, debug, trace); RUST_LOG overrides it. Default:
+    /// warn; `run` logs at info its start, a pair going down or coming back, reloads and
+    /// shutdown (debug adds a line per run).
+    #[arg(long, global = true)]
+    pub log_level: Option<String>,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The stderr log level: `--log-level`, else the command's default. A daemon started by
+    /// hand says that it started and when a pair changes; its dependencies stay at warn.
+    pub fn log_level(&self) -> &str {
+        match (&self.log_level, &self.command) {
+            (Some(level), _) => level,
+            (None, Command::Run(_)) => "warn,llm_canary=info",
+            (None, _) => "warn",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

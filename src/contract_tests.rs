@@ -276,6 +276,22 @@ fn every_http_error_reason_is_in_the_contract_in_order() {
 }
 
 #[test]
+fn every_connect_error_reason_is_in_the_contract_in_order() {
+    let doc: Vec<String> = rows("Connect error reasons")
+        .iter()
+        .map(|r| first_name(r))
+        .collect();
+    let code: Vec<String> = HttpReason::CONNECT_ERROR
+        .iter()
+        .map(|r| r.as_str().to_string())
+        .collect();
+    assert_eq!(
+        doc, code,
+        "the reasons differ from HttpReason::CONNECT_ERROR"
+    );
+}
+
+#[test]
 fn the_reader_finds_what_it_reads() {
     // A page that lost its tables would pass the comparisons above vacuously.
     assert_eq!(rows("Outcomes").len(), Outcome::ALL.len());

@@ -143,8 +143,10 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// Why the server refused a run with an HTTP error status (the `reason` of an `http_error`):
-/// a fixed vocabulary, like the outcomes, so alerts can tell a quota from an outage.
+/// The record's `reason`: why the server refused a run with an HTTP error status (an
+/// `http_error`'s, [`HttpReason::ALL`]), so alerts can tell a quota from an outage, or what a
+/// `connect_error` showed ([`HttpReason::CONNECT_ERROR`]). A fixed vocabulary, like the
+/// outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpReason {
@@ -165,9 +167,13 @@ pub enum HttpReason {
     BadRequest,
     /// Any other 5xx.
     ServerError,
+    /// A `connect_error`: the scheme does not match the server, `https://` against a
+    /// plain-HTTP one or `http://` against a TLS one.
+    TlsMismatch,
 }
 
 impl HttpReason {
+    /// An `http_error`'s reasons, in the contract's order: the runs counter's `reason` label.
     pub const ALL: [HttpReason; 8] = [
         HttpReason::RateLimited,
         HttpReason::Overloaded,
@@ -179,6 +185,9 @@ impl HttpReason {
         HttpReason::ServerError,
     ];
 
+    /// A `connect_error`'s reasons; the runs counter does not split `connect_error` by them.
+    pub const CONNECT_ERROR: [HttpReason; 1] = [HttpReason::TlsMismatch];
+
     pub fn as_str(self) -> &'static str {
         match self {
             HttpReason::RateLimited => "rate_limited",
@@ -189,12 +198,16 @@ impl HttpReason {
             HttpReason::PriorityUnsupported => "priority_unsupported",
             HttpReason::BadRequest => "bad_request",
             HttpReason::ServerError => "server_error",
+            HttpReason::TlsMismatch => "tls_mismatch",
         }
     }
 
     #[cfg(test)]
     pub fn parse(s: &str) -> Option<HttpReason> {
-        Self::ALL.into_iter().find(|r| r.as_str() == s)
+        Self::ALL
+            .into_iter()
+            .chain(Self::CONNECT_ERROR)
+            .find(|r| r.as_str() == s)
     }
 }
 
@@ -280,7 +293,7 @@ mod tests {
 
     #[test]
     fn reasons_round_trip_and_serialize_as_design_says() {
-        for r in HttpReason::ALL {
+        for r in HttpReason::ALL.into_iter().chain(HttpReason::CONNECT_ERROR) {
             assert_eq!(HttpReason::parse(r.as_str()), Some(r));
             assert_eq!(
                 serde_json::to_string(&r).unwrap(),

@@ -1,9 +1,10 @@
 //! The agent's own HTTP endpoints on `agent.listen`: the status page `/`, `/api/v1/status`,
 //! `/api/v1/incidents`, `/api/v1/history`, the Atom feeds `/feed.atom` and `/feed/<target>.atom`,
 //! `/badge/<target>.svg`, `/metrics` (the registry, to scrape beside or instead of pushing),
-//! `/healthz` (liveness and the last push's status), `/probe` (one pair now), and the mutating
-//! `POST /-/reload` and `POST /-/maintenance` behind the admin guard; served by hyper behind the
-//! shared [`Door`] (cap, accept backoff, idle timeout) with its header read timeout.
+//! `/healthz` (liveness and the last push's status), `/probe` (one pair now), each to GET and
+//! HEAD, and the mutating `POST /-/reload` and `POST /-/maintenance` behind the admin guard;
+//! served by hyper behind the shared [`Door`] (cap, accept backoff, idle timeout) with its header
+//! read timeout.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -51,8 +52,8 @@ pub(super) async fn serve(door: Door, runs: Arc<Runs>, reload: mpsc::Sender<Relo
     }
 }
 
-/// The routing table: which handler answers a method and path. A POST passes the admin guard
-/// first.
+/// The routing table: which handler answers a method and path; HEAD is answered as GET. A
+/// POST passes the admin guard first.
 async fn route(
     req: Request<Incoming>,
     runs: &Arc<Runs>,
@@ -66,7 +67,13 @@ async fn route(
         }
     }
     let query = req.uri().query();
-    match (req.method(), path.as_str()) {
+    // HEAD is GET without the body (hyper drops it and keeps the length): what load balancers
+    // and uptime checkers ask of /healthz.
+    let method = match req.method() {
+        &Method::HEAD => &Method::GET,
+        m => m,
+    };
+    match (method, path.as_str()) {
         (&Method::GET, "/") => handlers::status_page(shared),
         (&Method::GET, "/api/v1/status") => handlers::status(shared),
         (&Method::GET, "/api/v1/incidents") => handlers::incidents(shared),

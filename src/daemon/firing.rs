@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::changes::{Change, Health};
 use super::confirm;
 use super::otlp_exporter::OtlpExporter;
 use super::state::{Claim, Shared};
@@ -25,6 +26,8 @@ pub(super) struct Runs {
     shared: Arc<Shared>,
     runner: Runner,
     otlp: Arc<OtlpExporter>,
+    /// Which pairs are down, for the log's one line per change.
+    health: Health,
 }
 
 impl Runs {
@@ -33,6 +36,7 @@ impl Runs {
             shared,
             runner,
             otlp,
+            health: Health::default(),
         }
     }
 
@@ -77,12 +81,17 @@ impl Runs {
                 .note(probe.confirm, success, started_at),
         };
         for r in &results {
-            tracing::info!(probe = %r.id.probe, target = %r.id.target, rung = r.id.rung.map(|r| r.size), outcome = %r.judged.outcome, ttft_ms = r.measured.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.id.request_id, maintenance = r.context.maintenance, confirm = r.context.confirm, error = r.judged.error.as_deref(), "probe run finished");
+            tracing::debug!(probe = %r.id.probe, target = %r.id.target, rung = r.id.rung.map(|r| r.size), outcome = %r.judged.outcome, ttft_ms = r.measured.figures.ttft_ms.map(|ms| (ms * 10.0).round() / 10.0), request_id = %r.id.request_id, maintenance = r.context.maintenance, confirm = r.context.confirm, error = r.judged.error.as_deref(), "probe run finished");
         }
         if shared.record(claim.key(), &results, &target) {
             for r in &results {
                 self.otlp.record(r, &target);
             }
+            log_change(
+                self.health.note(claim.key(), success),
+                &results,
+                claim.key(),
+            );
             if let Some(since) = note.confirmed {
                 tracing::warn!(probe = %probe.name, target = %target.name, since = %since, failed_runs = probe.confirm.runs + 1, "failure confirmed: every run since failed");
                 shared
@@ -94,6 +103,26 @@ impl Runs {
         shared.log(results).await;
         drop(claim);
         note.confirm_after
+    }
+}
+
+/// The line for a pair that went down (with the first failed run's sentence) or came back.
+fn log_change(change: Option<Change>, results: &[ProbeResult], (probe, target): &(String, String)) {
+    match change {
+        None => {}
+        Some(Change::Down) => {
+            let failed = results.iter().find(|r| !r.success());
+            let outcome = failed
+                .map(|r| r.judged.outcome.as_str())
+                .unwrap_or_default();
+            let error = failed
+                .and_then(|r| r.judged.error.as_deref())
+                .unwrap_or(outcome);
+            tracing::warn!(%probe, %target, %outcome, "pair down: {error}");
+        }
+        Some(Change::Back { failed }) => {
+            tracing::info!(%probe, %target, failed_runs = failed, "pair back: it answers well again");
+        }
     }
 }
 

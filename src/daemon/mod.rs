@@ -8,6 +8,7 @@
 //! once more and exits.
 
 mod admin;
+mod changes;
 mod confirm;
 mod endpoints;
 pub(crate) mod feed;
@@ -84,6 +85,37 @@ pub(crate) fn unexported(cfg: &Config) -> Option<String> {
     ))
 }
 
+/// Where results go, for the start line: the Pushgateway, remote-write, OTLP and the results
+/// log, URLs without a user name or password; `none` when nowhere (the log on stderr aside).
+fn destinations(cfg: &Config) -> String {
+    let shown = |url: &str| match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => url.to_string(),
+    };
+    let mut to = Vec::new();
+    if let Some(p) = &cfg.push {
+        to.push(format!("push {}", shown(&p.url)));
+    }
+    if let Some(w) = &cfg.remote_write {
+        to.push(format!("remote-write {}", shown(&w.url)));
+    }
+    if let Some(o) = &cfg.otlp {
+        to.push(format!("otlp {}", shown(&o.endpoint)));
+    }
+    if let Some(log) = &cfg.agent.results_log {
+        to.push(format!("results log {}", log.path.display()));
+    }
+    if to.is_empty() {
+        "none".to_string()
+    } else {
+        to.join(", ")
+    }
+}
+
 /// Runs the daemon until `shutdown` completes: start, serve until then, drain within the
 /// grace period.
 pub(crate) async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
@@ -132,7 +164,7 @@ impl Daemon {
                 let started = Instant::now();
                 let db = Db::open(path)?;
                 let kept = shared.restore(&db, now)?;
-                tracing::info!(path = %path.display(), pairs = kept, took = ?started.elapsed(), "status history read from the status store");
+                tracing::debug!(path = %path.display(), pairs = kept, took = ?started.elapsed(), "status history read from the status store");
                 Some(db)
             }
             None => None,
@@ -145,7 +177,7 @@ impl Daemon {
                 .unwrap_or(now);
             let (taken, bad) = shared.replay(settings, oldest);
             replayed = taken;
-            tracing::info!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
+            tracing::debug!(runs = taken, unreadable_lines = bad, took = ?started.elapsed(), "status history rebuilt from the results log");
         }
         if let Some(db) = db {
             shared.attach_store(db, replayed > 0)?;
@@ -158,8 +190,10 @@ impl Daemon {
         ));
         let (reload_tx, reloads) = mpsc::channel::<ReloadReply>(4);
         let budget = budget(&cfg);
+        let mut listening = None;
         if let Some(addr) = cfg.agent.listen {
             let door = open_door(&shared, addr, &budget).await?;
+            listening = Some(door.local_addr()?);
             tokio::spawn(endpoints::serve(door, runs.clone(), reload_tx));
         }
         let mut schedules = Schedules::new();
@@ -179,7 +213,15 @@ impl Daemon {
         let count = pairs.len();
         schedules.start(&runs, pairs);
         release_freed_memory();
-        tracing::info!(agent = %cfg.agent.name, pairs = count, "daemon started");
+        tracing::info!(
+            version = env!("LLM_CANARY_VERSION"),
+            agent = %cfg.agent.name,
+            listen = %listening.map_or_else(|| "none".to_string(), |a| format!("http://{a}")),
+            targets = cfg.targets.len(),
+            pairs = count,
+            results = destinations(&cfg).as_str(),
+            "daemon started"
+        );
         Ok(Daemon {
             path,
             shared,
@@ -201,13 +243,12 @@ impl Daemon {
             tokio::select! {
                 _ = &mut shutdown => return,
                 _ = hup.recv() => {
-                    tracing::info!("SIGHUP: reloading the config");
-                    if self.reload().is_ok() {
+                    if self.reload("SIGHUP").is_ok() {
                         self.shared.push().wake();
                     }
                 }
                 Some(reply) = self.reloads.recv() => {
-                    let r = self.reload();
+                    let r = self.reload("POST /-/reload");
                     let _ = reply.send(r);
                 }
             }
@@ -215,36 +256,37 @@ impl Daemon {
     }
 
     /// Reads the config file again and, if it loads, runs it: series of pairs that left go,
-    /// the others keep counting; old loops stop, runs in flight finish and are recorded.
-    fn reload(&mut self) -> Result<(), ReloadError> {
+    /// the others keep counting; old loops stop, runs in flight finish and are recorded. `by`
+    /// says who asked, for the log.
+    fn reload(&mut self, by: &str) -> Result<(), ReloadError> {
         let shared = &self.shared;
         let new = match config::load(&self.path) {
             Ok(c) => Arc::new(c),
             Err(e) => {
-                tracing::error!(error = %e, "config reload refused; the running config stays");
+                tracing::error!(%by, error = %e, "config reload refused; the running config stays");
                 shared.metrics().reload_successful.set(0);
                 return Err(e.into());
             }
         };
         let metrics = carried_metrics(&shared.cfg(), shared.metrics(), &new);
         let pairs = scheduled_pairs(&new);
-        let count = pairs.len();
+        let (count, targets) = (pairs.len(), new.targets.len());
         shared.swap_config(new, metrics, &pairs);
         self.schedules.start(&self.runs, pairs);
         release_freed_memory();
         let m = shared.metrics();
         m.reload_successful.set(1);
         m.reload_success_time.set(now_seconds());
-        tracing::info!(pairs = count, "config reloaded");
+        tracing::info!(%by, targets, pairs = count, "config reloaded");
         Ok(())
     }
 
     /// Stops scheduling, lets runs in flight finish within `grace` (those that do not are
     /// counted as aborted), then stops the background loops, pushes and flushes once more.
     async fn drain(self, grace: Duration) {
-        tracing::info!("shutting down: no new runs");
-        self.schedules.drain();
         let shared = &self.shared;
+        tracing::info!(runs_in_flight = shared.in_flight(), grace = %crate::util::human_duration(grace), "shutting down: no new runs; those in flight may finish within the grace period");
+        self.schedules.drain();
         if !shared.until_idle(Instant::now() + grace).await {
             let cfg = shared.cfg();
             for (p, t) in shared.in_flight_pairs() {
@@ -267,6 +309,7 @@ impl Daemon {
             // What is queued is a few milliseconds of writes.
             store.close();
         }
+        tracing::info!("daemon stopped");
     }
 }
 
@@ -345,7 +388,7 @@ fn budget(cfg: &Config) -> DescriptorBudget {
         MAX_ENDPOINT_CONNECTIONS,
         descriptor_reserve(cfg.agent.concurrency),
     );
-    tracing::info!(
+    tracing::debug!(
         soft_limit = budget.soft,
         hard_limit = budget.hard,
         reserve = budget.reserve,
@@ -371,7 +414,7 @@ async fn open_door(
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (agent.listen): {e}"))?;
     let door = Door::new(listener, Limits::with_cap(budget.cap));
     let limits = door.limits();
-    tracing::info!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = shared.loopback_only(), "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
+    tracing::debug!(addr = %door.local_addr()?, max_connections = limits.max_connections, header_timeout = ?limits.header_timeout, idle_timeout = ?limits.idle_timeout, admin_token = cfg.agent.admin_token.is_some(), loopback_only = shared.loopback_only(), "serving the status page, /metrics, /healthz, /probe and the admin endpoints");
     Ok(door)
 }
 

@@ -3,11 +3,12 @@
 //! The agents probe from their places and push or remote-write; this command probes nothing.
 //! It reads PromQL through the store's HTTP API (`query`), folds the answers into targets with
 //! one row per location and the N-of-M state of the shipped alerts (`model`), and renders the
-//! page (`page`). It serves `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz` behind
-//! the same hardened listener as the agent's endpoints; answers are kept for [`CACHE_FOR`], so a
-//! crowd of readers costs the store one set of queries every few seconds. A location whose
-//! agents stopped writing is told apart by the times of their samples (`silence`). While the
-//! store cannot be read, `/` is a page that says so and keeps refreshing itself.
+//! page (`page`). It serves `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz` (and
+//! HEAD of each) behind the same hardened listener as the agent's endpoints; answers are kept
+//! for [`CACHE_FOR`], so a crowd of readers costs the store one set of queries every few seconds.
+//! A location whose agents stopped writing is told apart by the times of their samples
+//! (`silence`). While the store cannot be read, `/` is a page that says so and keeps refreshing
+//! itself.
 
 pub(crate) mod model;
 mod page;
@@ -131,12 +132,13 @@ async fn accept(door: Door, page: Arc<Page>) {
     }
 }
 
+/// HEAD is answered as GET: hyper sends its status and headers and drops the body.
 async fn route(req: &Request<Incoming>, page: &Page) -> Response<Full<Bytes>> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return reply(
             StatusCode::METHOD_NOT_ALLOWED,
             TEXT,
-            "only GET is served\n".to_string(),
+            "only GET and HEAD are served\n".to_string(),
         );
     }
     match req.uri().path() {

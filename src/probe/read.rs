@@ -244,6 +244,41 @@ pub(crate) async fn read(
     }
 }
 
+/// Whether an `https://` connection failed because the server's first bytes were no TLS record:
+/// rustls read a plain-HTTP answer (most HTTP servers send a 400 to a handshake they cannot
+/// parse) where a ServerHello belongs.
+fn answered_tls_in_plain_http(e: &reqwest::Error) -> bool {
+    matches!(
+        tls_error(e),
+        Some(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType
+        ))
+    )
+}
+
+/// The TLS error under `err`, if there is one. tokio-rustls hands rustls' error on inside an
+/// io::Error (wrapped again by the connector), and an io::Error's `source` skips what it
+/// wraps, so each is opened with `get_ref`.
+fn tls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner = match err.downcast_ref::<std::io::Error>() {
+        Some(io) => io
+            .get_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static)),
+        None => err.source(),
+    };
+    inner.and_then(tls_error)
+}
+
+/// The failed request's `host:port`.
+fn address(e: &reqwest::Error) -> String {
+    e.url()
+        .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
+        .unwrap_or_default()
+}
+
 /// A response body as a stream of reads.
 fn body_of(
     resp: reqwest::Response,
@@ -269,6 +304,16 @@ impl Reader {
         let send = client.post(&url).headers(headers).body(body).send();
         let resp = match timeout_at(self.deadlines.first_token.into(), send).await {
             Err(_) => return Err(self.deadlines.no_headers()),
+            Ok(Err(e)) if e.is_connect() && answered_tls_in_plain_http(&e) => {
+                self.seen.http_reason = Some(HttpReason::TlsMismatch);
+                return Err(fail(
+                    Outcome::ConnectError,
+                    format!(
+                        "connect: the server answered the TLS handshake in plain HTTP: the scheme looks wrong, try http:// ({})",
+                        address(&e)
+                    ),
+                ));
+            }
             Ok(Err(e)) if e.is_connect() => {
                 return Err(fail(
                     Outcome::ConnectError,

@@ -39,7 +39,10 @@ pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str
 /// The head must be whole within `header_timeout` of this call, that is of the connection's
 /// start or the end of the previous response: hyper counts its header timeout the same way, so
 /// the sim's idle keep-alive connections last as long as the daemon's.
-pub async fn read_request<S: AsyncRead + Unpin>(
+///
+/// Bytes that cannot begin a request (a TLS ClientHello sent to `https://` on this plain-HTTP
+/// port) get a 400 at once and close the connection, as hyper, uvicorn and nginx answer them.
+pub async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
     sock: &mut S,
     buf: &mut Vec<u8>,
     header_timeout: Duration,
@@ -47,6 +50,15 @@ pub async fn read_request<S: AsyncRead + Unpin>(
     let head_end = match tokio::time::timeout(header_timeout, read_head(sock, buf)).await {
         Ok(Ok(Some(i))) => i,
         Ok(Ok(None)) => return Ok(None),
+        Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData && !starts_a_request(buf) => {
+            let _ = sock
+                .write_all(
+                    b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+            let _ = sock.shutdown().await;
+            return Err(e);
+        }
         Ok(Err(e)) => return Err(e),
         Err(_) => {
             return Err(io::Error::new(
@@ -99,6 +111,12 @@ async fn read_head<S: AsyncRead + Unpin>(
     buf: &mut Vec<u8>,
 ) -> io::Result<Option<usize>> {
     loop {
+        if !starts_a_request(buf) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not an HTTP request (a TLS handshake?)",
+            ));
+        }
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             return Ok(Some(i));
         }
@@ -116,6 +134,11 @@ async fn read_head<S: AsyncRead + Unpin>(
             };
         }
     }
+}
+
+/// Whether `buf` can be the start of a request: empty, or a method's first letter.
+fn starts_a_request(buf: &[u8]) -> bool {
+    buf.first().is_none_or(u8::is_ascii_uppercase)
 }
 
 /// One read appended to `buf`; 0 at end of stream.
@@ -256,6 +279,27 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn a_tls_handshake_is_answered_400_at_once() {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        // A ClientHello's record header: handshake, TLS 1.0 on the record layer.
+        client
+            .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let e = read_request(&mut server, &mut buf, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer}"
+        );
     }
 
     #[tokio::test]

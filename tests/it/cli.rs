@@ -371,7 +371,7 @@ async fn run_says_when_results_go_nowhere_and_logs_plain_figures() {
         ("prompts/q.txt", common::PROMPT),
     ]);
     let mut child = bin()
-        .args(["--log-level", "info", "run", "-c"])
+        .args(["--log-level", "debug", "run", "-c"])
         .arg(dir.path().join("llm-canary.yaml"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -441,6 +441,37 @@ async fn a_connect_error_is_one_short_sentence() {
         v["error"],
         format!("connect: connection refused (127.0.0.1:{port})")
     );
+}
+
+/// `https://` against a plain-HTTP server (the sim) is named at once, not a connect timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn https_against_plain_http_says_the_scheme_looks_wrong() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let url = sim.base_url("healthy").replacen("http://", "https://", 1);
+    let dir = common::TempDir::new("scheme");
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!("targets:\n  - {{name: t, base_url: \"{url}\", model: m}}\n"),
+        ),
+        ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let v = &once_json(&dir).await[0];
+    let addr = url
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(v["outcome"], "connect_error");
+    assert_eq!(v["reason"], "tls_mismatch");
+    assert_eq!(
+        v["error"],
+        format!("connect: the server answered the TLS handshake in plain HTTP: the scheme looks wrong, try http:// ({addr})")
+    );
+    // Answered, not timed out (the connect timeout is 3 s).
+    assert!(v["e2e_ms"].as_f64().unwrap() < 2000.0, "{v}");
 }
 
 #[test]

@@ -786,3 +786,136 @@ async fn every_and_at_every_fire_at_multiples_of_their_interval_across_a_restart
         );
     }
 }
+
+/// The daemon's stderr, line by line, as it comes.
+struct Stderr(std::sync::mpsc::Receiver<String>);
+
+impl Stderr {
+    fn of(child: &mut std::process::Child) -> Stderr {
+        use std::io::BufRead;
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Stderr(rx)
+    }
+
+    /// The lines up to and including the first that contains `what`; panics with those read
+    /// if none comes within 20 s or stderr closes first.
+    fn until(&self, what: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut lines = Vec::new();
+        while let Ok(l) = self
+            .0
+            .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+        {
+            let done = l.contains(what);
+            lines.push(l);
+            if done {
+                return lines;
+            }
+        }
+        panic!("no line with {what:?} in:\n{}", lines.join("\n"));
+    }
+}
+
+/// At its default level, with no RUST_LOG, a daemon started by hand says that it started (its
+/// version, address, targets, pairs and where results go), when a pair goes down (with the
+/// run's sentence) and when it comes back (once each, not once per run), when it reloads and
+/// when it stops; not a line per run.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_at_its_default_level_says_start_changes_reload_and_stop() {
+    let port = common::closed_port();
+    let listen = services::free_port();
+    let dir = TempDir::new("speaks");
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!(
+                "agent:\n  listen: 127.0.0.1:{listen}\n  results_log: results.jsonl\n  shutdown_grace: 5s\n\
+                 targets:\n  - {{name: t, base_url: \"http://127.0.0.1:{port}/s/healthy/v1\", model: m}}\n"
+            ),
+        ),
+        (
+            "probes/p.yaml",
+            "name: p\nschedule: \"* * * * * *\"\nprompt: q.txt\nconfirm: off\ntimeouts: {connect: 1s}\n",
+        ),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .env_remove("RUST_LOG")
+        .args(["run", "-c"])
+        .arg(dir.path().join("llm-canary.yaml"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = Stderr::of(&mut child);
+    let mut seen = stderr.until("daemon started");
+    let started = seen.last().unwrap().clone();
+    for part in [
+        format!("version=\"{} (", env!("CARGO_PKG_VERSION")),
+        format!("listen=http://127.0.0.1:{listen}"),
+        " targets=1 pairs=1 ".to_string(),
+        format!(
+            "results=\"results log {}\"",
+            dir.path().join("results.jsonl").display()
+        ),
+    ] {
+        assert!(started.contains(&part), "{part:?} in {started}");
+    }
+    assert!(started.contains(" INFO "), "{started}");
+    // Nothing else is said at start.
+    assert_eq!(seen.len(), 1, "{}", seen.join("\n"));
+
+    // Nothing listens on the target's port: the first run fails, and says so once.
+    let down = stderr.until("pair down");
+    let line = down.last().unwrap();
+    assert!(
+        line.contains(" WARN ")
+            && line.contains(&format!(
+                "pair down: connect: connection refused (127.0.0.1:{port})"
+            ))
+            && line.contains("probe=p target=t outcome=connect_error"),
+        "{line}"
+    );
+    seen.extend(down);
+    // The sim comes up on that port: the pair is back at its next run.
+    let _sim = Sim::start(&format!("127.0.0.1:{port}")).await.unwrap();
+    let back = stderr.until("pair back");
+    let line = back.last().unwrap();
+    assert!(
+        line.contains(" INFO ") && line.contains("probe=p target=t failed_runs="),
+        "{line}"
+    );
+    seen.extend(back);
+
+    signal(child.id(), "HUP");
+    let reloaded = stderr.until("config reloaded");
+    assert!(
+        reloaded.last().unwrap().contains("by=SIGHUP"),
+        "{}",
+        reloaded.join("\n")
+    );
+    seen.extend(reloaded);
+
+    signal(child.id(), "TERM");
+    seen.extend(stderr.until("shutting down"));
+    seen.extend(stderr.until("daemon stopped"));
+    let all = seen.join("\n");
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{all}");
+    // One line per change, not per run: every run went to the results log, none to stderr.
+    assert_eq!(all.matches("pair down").count(), 1, "{all}");
+    assert_eq!(all.matches("pair back").count(), 1, "{all}");
+    assert!(!all.contains("probe run finished"), "{all}");
+    let runs = std::fs::read_to_string(dir.path().join("results.jsonl")).unwrap();
+    assert!(runs.lines().count() >= 2, "{runs}");
+}

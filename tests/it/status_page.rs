@@ -615,3 +615,98 @@ async fn check_probe_on_demand(d: &Daemon) {
         assert!(r.text().await.unwrap().contains(says), "{query}");
     }
 }
+
+/// HEAD of `url` answers what GET does, status and headers, without a body.
+async fn head_is_get_without_the_body(url: &str) -> u16 {
+    let http = reqwest::Client::new();
+    let got = http.get(url).send().await.unwrap();
+    let head = http.head(url).send().await.unwrap();
+    assert_eq!(head.status(), got.status(), "{url}");
+    for name in ["content-type", "cache-control", "www-authenticate"] {
+        assert_eq!(
+            head.headers().get(name),
+            got.headers().get(name),
+            "{name} of {url}"
+        );
+    }
+    assert!(
+        head.headers().contains_key("content-length"),
+        "HEAD {url}: {:?}",
+        head.headers()
+    );
+    let status = got.status().as_u16();
+    assert!(!got.bytes().await.unwrap().is_empty(), "GET {url}");
+    assert!(head.bytes().await.unwrap().is_empty(), "HEAD {url}");
+    status
+}
+
+/// Load balancers and uptime checkers ask with HEAD: the agent's endpoints and the fleet page
+/// answer it wherever they answer GET, `/healthz` first.
+#[tokio::test(flavor = "multi_thread")]
+async fn head_is_answered_wherever_get_is() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let d = Daemon::start(
+        &[
+            (
+                "llm-canary.yaml",
+                &format!(
+                    "agent:\n  listen: 127.0.0.1:{port}\ntargets:\n  - {{name: t, base_url: \"{}\", model: m}}\n",
+                    sim.base_url("healthy")
+                ),
+            ),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+    services::wait_ready(&d.url("/healthz"), Duration::from_secs(20)).await;
+    for (path, status) in [
+        ("/healthz", 200),
+        ("/", 200),
+        ("/api/v1/status", 200),
+        ("/api/v1/incidents", 200),
+        ("/api/v1/history?target=t&window=30d&metric=uptime", 200),
+        ("/api/v1/history?window=7d", 400),
+        ("/feed.atom", 200),
+        ("/feed/t.atom", 200),
+        ("/badge/t.svg", 200),
+        ("/metrics", 200),
+        ("/badge/nope.svg", 404),
+        ("/nope", 404),
+    ] {
+        assert_eq!(
+            head_is_get_without_the_body(&d.url(path)).await,
+            status,
+            "{path}"
+        );
+    }
+
+    // The fleet page, on a store that does not answer: its 503 as much as its 200 and 404.
+    let store = format!("http://127.0.0.1:{}", common::closed_port());
+    let page_port = services::free_port();
+    let mut page = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .args(["status-page", "--prometheus", &store, "--listen"])
+        .arg(format!("127.0.0.1:{page_port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = |path: &str| format!("http://127.0.0.1:{page_port}{path}");
+    services::wait_ready(&url("/healthz"), Duration::from_secs(20)).await;
+    for (path, status) in [
+        ("/healthz", 200),
+        ("/", 503),
+        ("/api/v1/fleet", 503),
+        ("/nope", 404),
+    ] {
+        assert_eq!(
+            head_is_get_without_the_body(&url(path)).await,
+            status,
+            "{path}"
+        );
+    }
+    let _ = page.kill();
+    let _ = page.wait();
+}
