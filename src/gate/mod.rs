@@ -8,6 +8,7 @@
 //! `commands::gate` prints.
 
 pub mod decide;
+pub(crate) mod needs;
 mod plan;
 pub(crate) mod report;
 mod rounds;
@@ -27,6 +28,7 @@ use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
 use plan::Setup;
 // Reached from outside through `testing`.
+pub(crate) use plan::EarlyStop;
 pub(crate) use plan::{Event, Plan};
 pub use plan::{GateOptions, BATCH, DEFAULT_MAX_SAMPLES};
 use rounds::{sample, verdicts, Sides};
@@ -61,6 +63,8 @@ pub struct GateReport {
     /// The sequential gate's error rate, all its limits together.
     pub alpha: f64,
     pub pass: bool,
+    /// The failure that stopped sampling before the cap (`null` when none did).
+    pub stopped_early: Option<EarlyStop>,
     pub probes: Vec<ProbeGate>,
 }
 
@@ -254,6 +258,11 @@ pub async fn run(
 ) -> Result<GateReport, GateError> {
     let started_at = jiff::Timestamp::now().to_string();
     let s = setup(cfg, opts, on)?;
+    on(Event::Needs(needs::of(
+        &s.probes,
+        opts,
+        needs::Baseline::of(s.base.is_some(), s.file.as_ref()),
+    )));
     let runner = Arc::new(Runner::new(opts.concurrency.max(1)));
     let cold_start_ms = match opts.wait_ready {
         Some(limit) => Some(wait_ready(&runner, &s.probes[0], &s.cand, limit, on).await?),
@@ -270,7 +279,7 @@ pub async fn run(
         }
     }
     let baseline_given = s.base.is_some() || s.file.is_some();
-    let sampling = sample(&s, &sides, &runner, opts, on).await;
+    let (sampling, stopped_early) = sample(&s, &sides, &runner, opts, on).await;
 
     let mut out = Vec::new();
     for (p, sp) in s.probes.iter().zip(&sampling) {
@@ -300,6 +309,7 @@ pub async fn run(
         cold_start_ms,
         alpha: decide::GATE_ALPHA,
         pass: out.iter().all(|p| p.pass),
+        stopped_early,
         probes: out,
     })
 }
