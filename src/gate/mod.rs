@@ -64,7 +64,7 @@ pub struct GateReport {
     pub alpha: f64,
     pub pass: bool,
     /// The failure that stopped sampling before the cap (`null` when none did).
-    pub stopped_early: Option<EarlyStop>,
+    pub stopped_by: Option<EarlyStop>,
     pub probes: Vec<ProbeGate>,
 }
 
@@ -279,7 +279,7 @@ pub async fn run(
         }
     }
     let baseline_given = s.base.is_some() || s.file.is_some();
-    let (sampling, stopped_early) = sample(&s, &sides, &runner, opts, on).await;
+    let (sampling, stopped_by) = sample(&s, &sides, &runner, opts, on).await;
 
     let mut out = Vec::new();
     for (p, sp) in s.probes.iter().zip(&sampling) {
@@ -309,7 +309,7 @@ pub async fn run(
         cold_start_ms,
         alpha: decide::GATE_ALPHA,
         pass: out.iter().all(|p| p.pass),
-        stopped_early,
+        stopped_by,
         probes: out,
     })
 }

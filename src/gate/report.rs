@@ -131,7 +131,7 @@ fn intervals(r: &GateReport) -> String {
 
 /// Which failure stopped sampling before the cap, when one did.
 fn early(r: &GateReport) -> Option<String> {
-    r.stopped_early.as_ref().map(|e| {
+    r.stopped_by.as_ref().map(|e| {
         format!(
             "sampling stopped early: {} {} {} failed after {} samples per side (--keep-sampling samples on for a complete report)",
             e.probe, e.name, e.limit, e.samples

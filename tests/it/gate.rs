@@ -854,7 +854,7 @@ async fn a_dead_candidate_stops_the_gate_at_the_look_that_fails_it() {
     assert_eq!(p["baseline"].as_array().unwrap().len(), 10);
     assert_eq!(p["stopped"], "early");
     assert_eq!(
-        v["stopped_early"],
+        v["stopped_by"],
         serde_json::json!({"probe": "p", "name": "success_rate", "limit": ">= 0.95", "samples": 10})
     );
     let rate = limit_named(&v, "success_rate");
@@ -912,7 +912,7 @@ async fn a_dead_candidate_stops_the_gate_at_the_look_that_fails_it() {
     );
     assert_eq!(p["candidate"].as_array().unwrap().len(), 40);
     assert_eq!(p["baseline"].as_array().unwrap().len(), 40);
-    assert!(v["stopped_early"].is_null(), "{v}");
+    assert!(v["stopped_by"].is_null(), "{v}");
     // The failure keeps the look that decided it.
     let rate = limit_named(&v, "success_rate");
     assert_eq!(
