@@ -2,10 +2,11 @@
 //! interleaved with the baseline target (A, B, A, B …) so drift of the machine or network hits
 //! both alike — after warm-up runs that do not count, and judges every limit of the probe's
 //! `gate:` block. Sequential by default: pairs in batches, every limit judged on anytime-valid
-//! confidence sequences after each ([`decide`]), until all are decided or the cap is reached.
-//! A fixed N (`--samples`, `gate.samples:`) samples N and judges once with the bootstrap
-//! ([`stats`]). The core returns data and reports progress through a callback ([`Event`]);
-//! `commands::gate` prints.
+//! confidence sequences after each ([`decide`]), until all are decided, one fails (unless
+//! `--keep-sampling`), or the cap is reached. A fixed N (`--samples`, `gate.samples:`) samples N
+//! and judges once with the bootstrap ([`stats`]). Before any run, [`needs`] says the least
+//! samples each limit needs to pass. The core returns data and reports progress through a
+//! callback ([`Event`]); `commands::gate` prints.
 
 pub mod decide;
 pub(crate) mod needs;

@@ -840,6 +840,12 @@ fn limit_named<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Valu
 async fn a_dead_candidate_stops_the_gate_at_the_look_that_fails_it() {
     let sim = Sim::start("127.0.0.1:0").await.unwrap();
     let dir = setup_stopping(&sim, true);
+    // A second probe whose one limit a dead candidate leaves open: the first probe's failure
+    // stops it too.
+    dir.write(&[(
+        "probes/q.yaml",
+        "name: q\nprompt: q.txt\nmax_tokens: 20\ngate:\n  slo: {ttft_p95: 300ms}\n",
+    )]);
     let args = ["--target", "dead", "--baseline-target", "prod"];
     let g = gate(&dir, &[&args[..], &["--format", "json"]].concat()).await;
     assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
@@ -868,10 +874,20 @@ async fn a_dead_candidate_stops_the_gate_at_the_look_that_fails_it() {
         (&median["verdict"], &median["stopped"]),
         (&"inconclusive".into(), &"early".into())
     );
-    // Every request the sim saw: ten pairs and one warm-up a side.
-    assert_eq!(sim.seen().len(), 22);
+    let q = &v["probes"][1];
+    assert_eq!(
+        (&q["probe"], &q["samples"]),
+        (&"q".into(), &10.into()),
+        "{q}"
+    );
+    assert_eq!(
+        (&q["stopped"], &q["limits"][0]["stopped"]),
+        (&"early".into(), &"early".into())
+    );
+    // Every request the sim saw: ten pairs and one warm-up a side, for each probe.
+    assert_eq!(sim.seen().len(), 44);
     assert!(
-        g.stderr.lines().any(|l| l == "gate: 20 runs, stopped early: p success_rate >= 0.95 failed after 10 samples per side (--keep-sampling samples on)"),
+        g.stderr.lines().any(|l| l == "gate: 40 runs, stopped early: p success_rate >= 0.95 failed after 10 samples per side (--keep-sampling samples on)"),
         "{}",
         g.stderr
     );
@@ -920,7 +936,8 @@ async fn a_dead_candidate_stops_the_gate_at_the_look_that_fails_it() {
         (&"fail".into(), &10.into())
     );
     assert_eq!(limit_named(&v, "ttft_p50")["stopped"], "cap");
-    assert_eq!(sim.seen().len() - before, 82);
+    assert_eq!(v["probes"][1]["samples"], 40);
+    assert_eq!(sim.seen().len() - before, 2 * 82);
 }
 
 /// The numbers in `gate: p: …; least samples per side to pass: LIMIT needs N, …`.
