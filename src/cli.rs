@@ -293,6 +293,11 @@ pub struct GateArgs {
     /// (default: the probe's gate.max_samples, else 200). See docs/gate-statistics.md.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_samples: Option<u32>,
+    /// Sequential sampling goes on after a limit has failed, until every limit is decided or
+    /// the cap, for a complete report (by default it stops at the look where a limit fails:
+    /// the gate has failed by then).
+    #[arg(long)]
+    pub keep_sampling: bool,
     /// Uncounted runs per probe and side before sampling.
     #[arg(long, default_value_t = 1)]
     pub warmup: u32,

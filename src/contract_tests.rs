@@ -483,6 +483,27 @@ fn every_command_is_in_the_contract() {
 }
 
 #[test]
+fn the_gates_early_stop_is_in_the_contract() {
+    use clap::CommandFactory;
+    let cli = crate::cli::Cli::command();
+    let gate = cli.find_subcommand("gate").expect("gate is a command");
+    assert!(gate
+        .get_arguments()
+        .any(|a| a.get_long() == Some("keep-sampling")));
+    let row = rows("Commands")
+        .into_iter()
+        .find(|r| first_name(r) == "gate")
+        .expect("gate is in the contract");
+    assert!(row[1].contains("`[--keep-sampling]`"), "{row:?}");
+    let report = section("Gate report");
+    assert!(report.contains("`stopped_by`") && report.contains("`early`"));
+    assert_eq!(
+        serde_json::to_value(crate::gate::stats::Stopped::Early).ok(),
+        Some(serde_json::json!("early"))
+    );
+}
+
+#[test]
 fn answers_held_to_each_other_are_in_the_contract() {
     use crate::config::gate::Figure;
     // The gate figure: the page names it, and the code reads every quantile it names.

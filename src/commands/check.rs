@@ -37,13 +37,28 @@ pub(super) fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     for t in &cfg.targets {
         target(&mut s, t);
     }
+    let needs = crate::gate::needs::for_check(cfg);
     for p in &cfg.probes {
         probe(&mut s, p, now);
+        if let Some(line) = needs
+            .iter()
+            .find(|n| n.probe == p.name)
+            .and_then(super::gate::needs_line)
+        {
+            // The error rate is shared by every gated probe's limits, as `gate` shares it.
+            let _ = writeln!(
+                s,
+                "  gate (every gated probe against a baseline target): {line}"
+            );
+        }
     }
     s.push_str(&super::cost::describe(cfg, now));
     maintenance(&mut s, cfg, now);
     admin(&mut s, cfg);
     warnings(&mut s, cfg, now);
+    for w in needs.iter().filter_map(super::gate::short_line) {
+        let _ = writeln!(s, "warning: gate: {w}");
+    }
     s
 }
 

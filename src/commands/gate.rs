@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::{Format, GateArgs};
-use crate::config::Config;
-use crate::gate::{self, report, Event, GateError, GateOptions};
+use crate::config::{Config, Inconclusive};
+use crate::gate::needs::ProbeNeeds;
+use crate::gate::{self, report, EarlyStop, Event, GateError, GateOptions, Plan};
 
 impl From<&GateArgs> for GateOptions {
     fn from(a: &GateArgs) -> GateOptions {
@@ -23,6 +24,7 @@ impl From<&GateArgs> for GateOptions {
             probes: a.probes.clone(),
             concurrency: a.concurrency,
             wait_ready: a.wait_ready,
+            keep_sampling: a.keep_sampling,
         }
     }
 }
@@ -34,6 +36,71 @@ struct Progress {
     open: Vec<String>,
     /// A sequential gate reports its looks; plain lines then come from them alone.
     sequential: bool,
+    /// Why sampling stopped early, said when it is over.
+    early: Option<(usize, EarlyStop)>,
+}
+
+/// A probe's plan and the least samples per side each of its limits needs to pass, in one
+/// line; `None` when it has no limit to judge.
+pub(super) fn needs_line(n: &ProbeNeeds) -> Option<String> {
+    if n.limits.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = n
+        .limits
+        .iter()
+        .map(|l| match l.samples {
+            Some(s) => format!("{} needs {s}", l.limit),
+            None => format!("{} cannot pass", l.limit),
+        })
+        .collect();
+    Some(format!(
+        "{}: {}; least samples per side to pass: {}",
+        n.probe,
+        plan_words(n.plan),
+        each.join(", ")
+    ))
+}
+
+fn plan_words(plan: Plan) -> String {
+    match plan {
+        Plan::Sequential { max_samples } => format!("sequential, at most {max_samples} per side"),
+        Plan::Fixed { samples } => format!("a fixed {samples} per side"),
+    }
+}
+
+/// The warning for a probe whose plan is too short for some limits ever to pass.
+pub(super) fn short_line(n: &ProbeNeeds) -> Option<String> {
+    let short: Vec<String> = n
+        .short()
+        .map(|l| match l.samples {
+            Some(s) => format!("{} (needs {s})", l.limit),
+            None => format!("{} (cannot pass)", l.limit),
+        })
+        .collect();
+    if short.is_empty() {
+        return None;
+    }
+    let (they, verb) = if short.len() == 1 {
+        ("it", "fails")
+    } else {
+        ("they", "fail")
+    };
+    let what = match n.inconclusive {
+        Inconclusive::Fail => "so this gate cannot pass (inconclusive: fail)".to_string(),
+        Inconclusive::Pass => {
+            format!("and inconclusive passes (inconclusive: pass) unless {they} {verb}")
+        }
+    };
+    let takes = match n.plan {
+        Plan::Sequential { max_samples } => format!("at most {max_samples}"),
+        Plan::Fixed { samples } => format!("{samples}"),
+    };
+    Some(format!(
+        "{}: {takes} samples per side are too few for {} to pass: {they} can only fail or end inconclusive, {what}",
+        n.probe,
+        short.join(", ")
+    ))
 }
 
 impl Progress {
@@ -50,10 +117,36 @@ impl Progress {
                 err,
                 "gate: no baseline (--baseline-target T or --baseline FILE): the vs_baseline limits of {limits} are skipped, not judged"
             ),
+            Event::Needs(needs) => {
+                for n in &needs {
+                    if let Some(l) = needs_line(n) {
+                        writeln!(err, "gate: {l}")?;
+                    }
+                    if let Some(w) = short_line(n) {
+                        writeln!(err, "gate: warning: {w}")?;
+                    }
+                }
+                Ok(())
+            }
             Event::Run { done, total } => self.run(&mut err, done, total),
-            // The bar's line ends with sampling.
-            Event::Done if self.tty => writeln!(err),
-            Event::Done => Ok(()),
+            Event::StoppedEarly { done, stop } => {
+                self.early = Some((done, stop));
+                Ok(())
+            }
+            Event::Done => {
+                // The bar's line ends with sampling.
+                if self.tty {
+                    writeln!(err)?;
+                }
+                match self.early.take() {
+                    Some((done, e)) => writeln!(
+                        err,
+                        "gate: {done} runs, stopped early: {} {} {} failed after {} samples per side (--keep-sampling samples on)",
+                        e.probe, e.name, e.limit, e.samples
+                    ),
+                    None => Ok(()),
+                }
+            }
             Event::Open { done, total, open } => {
                 self.open = open;
                 self.sequential = true;
@@ -112,6 +205,7 @@ pub(super) async fn gate(
         last_tenth: 0,
         open: Vec::new(),
         sequential: false,
+        early: None,
     };
     let r = match gate::run(cfg, &GateOptions::from(outs), &mut |e| progress.show(e)).await {
         Ok(r) => r,

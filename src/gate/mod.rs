@@ -2,12 +2,14 @@
 //! interleaved with the baseline target (A, B, A, B …) so drift of the machine or network hits
 //! both alike — after warm-up runs that do not count, and judges every limit of the probe's
 //! `gate:` block. Sequential by default: pairs in batches, every limit judged on anytime-valid
-//! confidence sequences after each ([`decide`]), until all are decided or the cap is reached.
-//! A fixed N (`--samples`, `gate.samples:`) samples N and judges once with the bootstrap
-//! ([`stats`]). The core returns data and reports progress through a callback ([`Event`]);
-//! `commands::gate` prints.
+//! confidence sequences after each ([`decide`]), until all are decided, one fails (unless
+//! `--keep-sampling`), or the cap is reached. A fixed N (`--samples`, `gate.samples:`) samples N
+//! and judges once with the bootstrap ([`stats`]). Before any run, [`needs`] says the least
+//! samples each limit needs to pass. The core returns data and reports progress through a
+//! callback ([`Event`]); `commands::gate` prints.
 
 pub mod decide;
+pub(crate) mod needs;
 mod plan;
 pub(crate) mod report;
 mod rounds;
@@ -27,6 +29,7 @@ use crate::config::{Config, Probe, Target};
 use crate::runner::Runner;
 use plan::Setup;
 // Reached from outside through `testing`.
+pub(crate) use plan::EarlyStop;
 pub(crate) use plan::{Event, Plan};
 pub use plan::{GateOptions, BATCH, DEFAULT_MAX_SAMPLES};
 use rounds::{sample, verdicts, Sides};
@@ -61,6 +64,8 @@ pub struct GateReport {
     /// The sequential gate's error rate, all its limits together.
     pub alpha: f64,
     pub pass: bool,
+    /// The failure that stopped sampling before the cap (`null` when none did).
+    pub stopped_by: Option<EarlyStop>,
     pub probes: Vec<ProbeGate>,
 }
 
@@ -254,6 +259,11 @@ pub async fn run(
 ) -> Result<GateReport, GateError> {
     let started_at = jiff::Timestamp::now().to_string();
     let s = setup(cfg, opts, on)?;
+    on(Event::Needs(needs::of(
+        &s.probes,
+        opts,
+        needs::Baseline::of(s.base.is_some(), s.file.as_ref()),
+    )));
     let runner = Arc::new(Runner::new(opts.concurrency.max(1)));
     let cold_start_ms = match opts.wait_ready {
         Some(limit) => Some(wait_ready(&runner, &s.probes[0], &s.cand, limit, on).await?),
@@ -270,7 +280,7 @@ pub async fn run(
         }
     }
     let baseline_given = s.base.is_some() || s.file.is_some();
-    let sampling = sample(&s, &sides, &runner, opts, on).await;
+    let (sampling, stopped_by) = sample(&s, &sides, &runner, opts, on).await;
 
     let mut out = Vec::new();
     for (p, sp) in s.probes.iter().zip(&sampling) {
@@ -300,6 +310,7 @@ pub async fn run(
         cold_start_ms,
         alpha: decide::GATE_ALPHA,
         pass: out.iter().all(|p| p.pass),
+        stopped_by,
         probes: out,
     })
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::needs::ProbeNeeds;
 use super::sample::Sample;
+use crate::config::gate::Figure;
 use crate::config::{Probe, Target};
 
 /// The sequential gate's cap per side when neither the command line nor the probe sets one.
@@ -41,6 +43,8 @@ pub struct GateOptions {
     pub concurrency: usize,
     /// Poll the candidate until its first successful generation, this long at most.
     pub wait_ready: Option<Duration>,
+    /// Sample on after a limit has failed, to every limit's verdict or the cap.
+    pub keep_sampling: bool,
 }
 
 /// How a probe is sampled: a fixed N, or sequentially up to a cap.
@@ -101,8 +105,52 @@ pub enum Event {
         total: usize,
         open: Vec<String>,
     },
+    /// Before any run: the least samples per side each limit needs to pass, per probe.
+    Needs(Vec<ProbeNeeds>),
+    /// A limit failed, and the gate stopped sampling after `done` runs.
+    StoppedEarly { done: usize, stop: EarlyStop },
     /// Sampling is over.
     Done,
+}
+
+/// Why the sequential gate stopped before its cap: a limit failed, so the gate has failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EarlyStop {
+    pub probe: String,
+    /// The limit that failed: its figure (`success_rate`) and bound (`>= 0.95`).
+    pub name: String,
+    pub limit: String,
+    /// Samples per side when it failed.
+    pub samples: u32,
+}
+
+/// The error rate each limit the sequential gate judges on an interval is held to: the
+/// gate's, shared among them.
+pub(crate) fn sequential_alpha(
+    probes: &[Arc<Probe>],
+    opts: &GateOptions,
+    baseline_given: bool,
+) -> f64 {
+    super::decide::alpha_per_limit(judged_limits(probes, opts, baseline_given))
+}
+
+/// The limits the sequential gate judges on an interval (outcome counts are counted, relative
+/// limits without a baseline skipped): they share the gate's error rate.
+fn judged_limits(probes: &[Arc<Probe>], opts: &GateOptions, baseline_given: bool) -> usize {
+    probes
+        .iter()
+        .filter(|p| matches!(Plan::of(opts, p), Plan::Sequential { .. }))
+        .map(|p| {
+            let slo = p.gate.slo.iter();
+            let estimated = slo.filter(|l| !matches!(l.figure, Figure::OutcomeCount(_)));
+            estimated.count()
+                + if baseline_given {
+                    p.gate.vs_baseline.len() + p.gate.answer_similarity.len()
+                } else {
+                    0
+                }
+        })
+        .sum()
 }
 
 /// What a gate compares: the candidate, the baseline (a target or a file's samples per probe)

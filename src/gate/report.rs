@@ -129,6 +129,16 @@ fn intervals(r: &GateReport) -> String {
     format!("intervals: {}", parts.join("; "))
 }
 
+/// Which failure stopped sampling before the cap, when one did.
+fn early(r: &GateReport) -> Option<String> {
+    r.stopped_by.as_ref().map(|e| {
+        format!(
+            "sampling stopped early: {} {} {} failed after {} samples per side (--keep-sampling samples on for a complete report)",
+            e.probe, e.name, e.limit, e.samples
+        )
+    })
+}
+
 /// The failed runs behind a failing limit, one line each, indented by `indent`.
 fn failed_runs(l: &LimitReport, indent: &str) -> String {
     l.failed_runs
@@ -165,6 +175,9 @@ pub(crate) fn table(r: &GateReport) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "\n{}\n{}", headline(r), intervals(r));
+    if let Some(e) = early(r) {
+        let _ = writeln!(out, "{e}");
+    }
     for (p, l) in r.limits().filter(|(_, l)| l.failing) {
         let _ = writeln!(out, "  {}: {}", p.probe, l.message);
         out.push_str(&failed_runs(l, "    run "));
@@ -179,6 +192,9 @@ pub(crate) fn markdown(r: &GateReport) -> String {
         headline(r),
         intervals(r)
     );
+    if let Some(e) = early(r) {
+        let _ = write!(out, "{e}\n\n");
+    }
     out.push_str("| probe | limit | candidate [CI] | baseline [CI] | ratio [CI] | verdict | samples |\n|---|---|---|---|---|---|---|\n");
     for row in rows(r) {
         let cells: Vec<String> = row[..7].iter().map(|c| c.replace('|', "\\|")).collect();
@@ -224,11 +240,12 @@ fn xml(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Why sampling stopped, for people: decided, at the sequential gate's cap, or at a fixed N
-/// (where there is no cap to reach).
+/// Why sampling stopped, for people: decided, at the sequential gate's cap, at a fixed N
+/// (where there is no cap to reach), or early, when another limit failed.
 fn stopped(p: &ProbeGate, l: &LimitReport) -> &'static str {
     match (l.stopped, p.plan) {
         (Stopped::Decided, _) => "decided",
+        (Stopped::Early, _) => "early",
         (Stopped::Cap, Plan::Fixed { .. }) => "fixed",
         (Stopped::Cap, Plan::Sequential { .. }) => "cap",
     }

@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use super::decide::{self, State};
-use super::plan::{Event, GateOptions, Plan, Setup};
+use super::plan::{EarlyStop, Event, GateOptions, Plan, Setup};
 use super::sample::Sample;
-use super::stats::{self, LimitReport, Stopped};
-use crate::config::gate::Figure;
+use super::stats::{self, LimitReport, Stopped, Verdict};
 use crate::config::{Inconclusive, Probe, Target};
 use crate::runner::Runner;
 
@@ -86,9 +85,16 @@ impl Sides {
     }
 }
 
+/// What a sequential look found: the limits still open (`probe limit`), and the first limit it
+/// decided `fail` (its name and limit), if any.
+struct Look {
+    open: Vec<String>,
+    failed: Option<(String, String)>,
+}
+
 /// A sequential look at one probe: judges every limit not yet decided, and stops the probe
-/// once none is open or its cap is reached. Returns the limits still open.
-fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Vec<String> {
+/// once none is open or its cap is reached.
+fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Look {
     let (c, b): (Vec<&Sample>, Vec<&Sample>) =
         (sides.cand.iter().collect(), sides.base.iter().collect());
     let fails = p.gate.inconclusive == Inconclusive::Fail;
@@ -107,12 +113,18 @@ fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Vec<String> {
         (sides.baseline_given && sides.paired).then(|| decide::similarity(l, &c, &b, alpha, fails))
     });
     let mut open = Vec::new();
+    let mut failed = None;
     for (i, now) in slo.chain(rel).chain(similar).enumerate() {
         if s.settled[i].is_some() {
             continue;
         }
         match &now {
-            Some((r, State::Decided)) => s.settled[i] = Some(r.clone()),
+            Some((r, State::Decided)) => {
+                if r.verdict == Verdict::Fail && failed.is_none() {
+                    failed = Some((r.name.clone(), r.limit.clone()));
+                }
+                s.settled[i] = Some(r.clone());
+            }
             Some((r, State::Open)) => open.push(format!("{} {} {}", p.name, r.name, r.limit)),
             _ => {}
         }
@@ -132,7 +144,7 @@ fn look(p: &Probe, s: &mut Sampling, sides: &Sides, alpha: f64) -> Vec<String> {
             Stopped::Cap
         });
     }
-    open
+    Look { open, failed }
 }
 
 fn is_count(r: &LimitReport) -> bool {
@@ -178,10 +190,11 @@ pub(super) fn verdicts(p: &Probe, s: &Sampling, sides: &Sides) -> Vec<LimitRepor
             (Some(r), _) => Some(r.clone()),
             (None, Some((r, state))) => Some(
                 LimitReport {
-                    stopped: if *state == State::Open {
-                        Stopped::Cap
-                    } else {
-                        stopped
+                    // An open limit was cut short by the cap, or by another limit's failure.
+                    stopped: match (state, stopped) {
+                        (State::Open, Stopped::Early) => Stopped::Early,
+                        (State::Open, _) => Stopped::Cap,
+                        _ => stopped,
                     },
                     ..r.clone()
                 }
@@ -204,7 +217,7 @@ pub(super) fn verdicts(p: &Probe, s: &Sampling, sides: &Sides) -> Vec<LimitRepor
 
 /// A fixed N's similarity limits: the interval at the gate's error rate shared among the
 /// probe's limits, as the sequential gate shares it.
-fn alpha_fixed(p: &Probe) -> f64 {
+pub(super) fn alpha_fixed(p: &Probe) -> f64 {
     decide::alpha_per_limit(
         p.gate.slo.len() + p.gate.vs_baseline.len() + p.gate.answer_similarity.len(),
     )
@@ -252,14 +265,16 @@ async fn execute(
 }
 
 /// Samples every probe in rounds until each has stopped: a fixed N in one round, the
-/// sequential gate a batch a round with a look after each.
+/// sequential gate a batch a round with a look after each. Once a look decides a limit
+/// `fail`, the gate has failed: every sequential probe stops there (unless
+/// `--keep-sampling`), and the stop says which limit decided it.
 pub(super) async fn sample(
     setup: &Setup,
     sides: &[Arc<Target>],
     runner: &Arc<Runner>,
     opts: &GateOptions,
     on: &mut (dyn FnMut(Event) + Send),
-) -> Vec<Sampling> {
+) -> (Vec<Sampling>, Option<EarlyStop>) {
     let probes = &setup.probes;
     let baseline_given = setup.base.is_some() || setup.file.is_some();
     let mut sampling: Vec<Sampling> = probes
@@ -270,8 +285,9 @@ pub(super) async fn sample(
             Sampling::new(Plan::of(opts, p), limits)
         })
         .collect();
-    let alpha = decide::alpha_per_limit(judged_limits(probes, &sampling, baseline_given));
+    let alpha = super::plan::sequential_alpha(probes, opts, baseline_given);
     let mut done = 0;
+    let mut early = None;
     loop {
         let plan = next_round(&sampling, sides.len());
         if plan.is_empty() {
@@ -299,15 +315,36 @@ pub(super) async fn sample(
         .await;
         let mut open = Vec::new();
         let mut sequential = false;
+        let mut failed = None;
         for (p, s) in probes.iter().zip(&mut sampling) {
             match s.plan {
                 Plan::Fixed { samples } if s.taken >= samples => s.stopped = Some(Stopped::Cap),
                 Plan::Sequential { .. } if s.stopped.is_none() => {
                     sequential = true;
                     let file = setup.file.as_ref().and_then(|f| f.get(&p.name));
-                    open.extend(look(p, s, &Sides::of(s, file, baseline_given), alpha));
+                    let l = look(p, s, &Sides::of(s, file, baseline_given), alpha);
+                    open.extend(l.open);
+                    failed = failed.or(l.failed.map(|(name, limit)| EarlyStop {
+                        probe: p.name.clone(),
+                        name,
+                        limit,
+                        samples: s.taken,
+                    }));
                 }
                 _ => {}
+            }
+        }
+        if let Some(stop) = failed.filter(|_| !opts.keep_sampling) {
+            let cut: Vec<&mut Sampling> = sampling
+                .iter_mut()
+                .filter(|s| s.stopped.is_none() && matches!(s.plan, Plan::Sequential { .. }))
+                .collect();
+            // Only a stop that left something unsampled is early.
+            if !cut.is_empty() {
+                for s in cut {
+                    s.stopped = Some(Stopped::Early);
+                }
+                early = Some(stop);
             }
         }
         if sequential {
@@ -315,8 +352,14 @@ pub(super) async fn sample(
             on(Event::Open { done, total, open });
         }
     }
+    if let Some(stop) = &early {
+        on(Event::StoppedEarly {
+            done,
+            stop: stop.clone(),
+        });
+    }
     on(Event::Done);
-    sampling
+    (sampling, early)
 }
 
 /// The next round's runs (probe, side, pair), interleaved: pair n of every probe runs on A
@@ -337,24 +380,4 @@ fn next_round(sampling: &[Sampling], sides: usize) -> Vec<(usize, usize, u32)> {
         }
     }
     plan
-}
-
-/// The limits the sequential gate judges on an interval (outcome counts are counted, relative
-/// limits without a baseline skipped): they share the gate's error rate.
-fn judged_limits(probes: &[Arc<Probe>], sampling: &[Sampling], baseline_given: bool) -> usize {
-    probes
-        .iter()
-        .zip(sampling)
-        .filter(|(_, s)| matches!(s.plan, Plan::Sequential { .. }))
-        .map(|(p, _)| {
-            let slo = p.gate.slo.iter();
-            let estimated = slo.filter(|l| !matches!(l.figure, Figure::OutcomeCount(_)));
-            estimated.count()
-                + if baseline_given {
-                    p.gate.vs_baseline.len() + p.gate.answer_similarity.len()
-                } else {
-                    0
-                }
-        })
-        .sum()
 }

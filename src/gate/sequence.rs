@@ -93,21 +93,35 @@ pub(crate) fn share(s: u64, t: u64, alpha: f64, centre: f64) -> (f64, f64) {
     (edge(mle, 0.0), edge(mle, 1.0))
 }
 
-/// The confidence sequence for the `p` quantile of the distribution behind `sorted` (ascending),
-/// at level `alpha`: `(lower, upper)`, either `None` where the samples cannot bound it yet.
-pub(crate) fn quantile(sorted: &[f64], p: f64, alpha: f64) -> (Option<f64>, Option<f64>) {
-    let t = sorted.len() as u64;
+/// The least and the most of `t` samples that may lie at or below the true `p` quantile, at
+/// level `alpha`: the counts the test keeps, which depend on `t` alone, not on the values.
+fn kept(t: u64, p: f64, alpha: f64) -> Option<(u64, u64)> {
     let (a, b) = prior(p);
     let bar = (1.0 / alpha).ln();
-    // Counts s of samples at or below the true quantile that the test keeps.
     let mut kept = ln_mixtures(a, b, t, p)
         .enumerate()
         .filter(|&(_, m)| m < bar)
         .map(|(s, _)| s as u64);
-    let Some(lo) = kept.next() else {
+    let lo = kept.next()?;
+    Some((lo, kept.last().unwrap_or(lo)))
+}
+
+/// Whether `t` samples bound the `p` quantile at level `alpha` from below and from above:
+/// which ends of [`quantile`]'s interval exist, whatever the values.
+pub(crate) fn quantile_bounded(t: u64, p: f64, alpha: f64) -> (bool, bool) {
+    match kept(t, p, alpha) {
+        Some((lo, hi)) => (lo > 0, hi < t),
+        None => (false, false),
+    }
+}
+
+/// The confidence sequence for the `p` quantile of the distribution behind `sorted` (ascending),
+/// at level `alpha`: `(lower, upper)`, either `None` where the samples cannot bound it yet.
+pub(crate) fn quantile(sorted: &[f64], p: f64, alpha: f64) -> (Option<f64>, Option<f64>) {
+    let t = sorted.len() as u64;
+    let Some((lo, hi)) = kept(t, p, alpha) else {
         return (None, None);
     };
-    let hi = kept.last().unwrap_or(lo);
     // At least `lo` samples lie at or below q, so q >= the lo-th smallest; at most `hi` do, so
     // q < the (hi+1)-th smallest.
     let lower = (lo > 0).then(|| sorted[lo as usize - 1]);

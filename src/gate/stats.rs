@@ -122,6 +122,8 @@ pub enum Stopped {
     Decided,
     /// The samples ran out first: `--max-samples`, or the fixed `--samples N`.
     Cap,
+    /// Another limit failed first, and the gate stopped sampling there (see `--keep-sampling`).
+    Early,
 }
 
 /// A failed run named in a report: its request id and what went wrong.

@@ -239,7 +239,13 @@ async fn a_terminal_gets_a_progress_bar() {
     ] {
         assert!(tty.contains(bar), "no {bar:?} in {tty:?}");
     }
-    assert!(!tty.contains("gate: "), "{tty:?}");
+    // No plain progress line: the only one is what each limit needs, said before any run.
+    assert!(
+        tty.lines()
+            .filter(|l| l.contains("gate: "))
+            .all(|l| l.starts_with("gate: p: a fixed 2 per side; least samples per side to pass: ")),
+        "{tty:?}"
+    );
     assert!(tty.contains("cand-same against prod: 5 limits"), "{tty:?}");
 }
 
@@ -791,4 +797,239 @@ async fn a_terminal_bar_names_the_limits_still_open() {
         "{tty:?}"
     );
     assert!(tty.contains("10 (cap)"), "{tty:?}");
+}
+
+/// A sequential probe with absolute limits on the success rate and the first token's p95 and a
+/// relative one on its median, against `prod`, a `dead` candidate that answers every request
+/// with an HTTP 503, and `same`.
+fn setup_stopping(sim: &Sim, vs_baseline: bool) -> TempDir {
+    let dir = TempDir::new("gate-stop");
+    let t = |name: &str, scenario: &str| target(sim, name, scenario);
+    let agent = [
+        "targets:\n".to_string(),
+        t("prod", "healthy,ttft=20ms,jitter=8ms,itl=1ms"),
+        t("same", "healthy,ttft=20ms,jitter=8ms,itl=1ms,build=b"),
+        t("dead", "http-503"),
+    ]
+    .concat();
+    let relative = if vs_baseline {
+        "  vs_baseline: {ttft_p50: \"+20%\"}\n"
+    } else {
+        ""
+    };
+    let probe = format!("name: p\nprompt: q.txt\nmax_tokens: 20\nchecks: {{expect: \"(?i)paris\", allow_truncation: true}}\ngate:\n  slo: {{success_rate: \">= 0.95\", ttft_p95: 300ms}}\n{relative}");
+    dir.write(&[
+        ("llm-canary.yaml", &agent),
+        ("probes/p.yaml", &probe),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    dir
+}
+
+/// A limit of the first probe in a gate's JSON report.
+fn limit_named<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["probes"][0]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_candidate_stops_the_gate_at_the_look_that_fails_it() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_stopping(&sim, true);
+    // A second probe whose one limit a dead candidate leaves open: the first probe's failure
+    // stops it too.
+    dir.write(&[(
+        "probes/q.yaml",
+        "name: q\nprompt: q.txt\nmax_tokens: 20\ngate:\n  slo: {ttft_p95: 300ms}\n",
+    )]);
+    let args = ["--target", "dead", "--baseline-target", "prod"];
+    let g = gate(&dir, &[&args[..], &["--format", "json"]].concat()).await;
+    assert_eq!(g.code, Some(1), "{}{}", g.stdout, g.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&g.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", g.stdout, g.stderr));
+    // Ten failures of ten bound the success rate far below 0.95 at the first look: both sides
+    // stop there, not at the cap of 200 pairs.
+    let p = &v["probes"][0];
+    assert_eq!(p["max_samples"], 200);
+    assert_eq!(p["samples"], 10, "{p}");
+    assert_eq!(p["candidate"].as_array().unwrap().len(), 10);
+    assert_eq!(p["baseline"].as_array().unwrap().len(), 10);
+    assert_eq!(p["stopped"], "early");
+    assert_eq!(
+        v["stopped_by"],
+        serde_json::json!({"probe": "p", "name": "success_rate", "limit": ">= 0.95", "samples": 10})
+    );
+    let rate = limit_named(&v, "success_rate");
+    assert_eq!(
+        (&rate["verdict"], &rate["stopped"]),
+        (&"fail".into(), &"decided".into())
+    );
+    // The limits it left open say they were cut short, and stay undecided.
+    let median = limit_named(&v, "ttft_p50");
+    assert_eq!(
+        (&median["verdict"], &median["stopped"]),
+        (&"inconclusive".into(), &"early".into())
+    );
+    let q = &v["probes"][1];
+    assert_eq!(
+        (&q["probe"], &q["samples"]),
+        (&"q".into(), &10.into()),
+        "{q}"
+    );
+    assert_eq!(
+        (&q["stopped"], &q["limits"][0]["stopped"]),
+        (&"early".into(), &"early".into())
+    );
+    // Every request the sim saw: ten pairs and one warm-up a side, for each probe.
+    assert_eq!(sim.seen().len(), 44);
+    assert!(
+        g.stderr.lines().any(|l| l == "gate: 40 runs, stopped early: p success_rate >= 0.95 failed after 10 samples per side (--keep-sampling samples on)"),
+        "{}",
+        g.stderr
+    );
+
+    // The table says so too, with the samples each limit stopped at.
+    let t = gate(&dir, &args).await;
+    assert_eq!(t.code, Some(1), "{}{}", t.stdout, t.stderr);
+    assert!(
+        t.stdout.contains("\nsampling stopped early: p success_rate >= 0.95 failed after 10 samples per side (--keep-sampling samples on for a complete report)\n"),
+        "{}",
+        t.stdout
+    );
+    assert!(
+        line(&t.stdout, "ttft_p50 +20%").contains("10 (early)"),
+        "{}",
+        t.stdout
+    );
+
+    // --keep-sampling goes on: the relative limit never gets a first token to judge, so the
+    // gate samples to its cap.
+    let before = sim.seen().len();
+    let k = gate(
+        &dir,
+        &[
+            &args[..],
+            &["--keep-sampling", "--max-samples", "40", "--format", "json"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(k.code, Some(1), "{}{}", k.stdout, k.stderr);
+    let v: serde_json::Value = serde_json::from_str(&k.stdout).unwrap();
+    let p = &v["probes"][0];
+    assert_eq!(
+        (&p["samples"], &p["stopped"]),
+        (&40.into(), &"cap".into()),
+        "{p}"
+    );
+    assert_eq!(p["candidate"].as_array().unwrap().len(), 40);
+    assert_eq!(p["baseline"].as_array().unwrap().len(), 40);
+    assert!(v["stopped_by"].is_null(), "{v}");
+    // The failure keeps the look that decided it.
+    let rate = limit_named(&v, "success_rate");
+    assert_eq!(
+        (&rate["verdict"], &rate["samples_used"]),
+        (&"fail".into(), &10.into())
+    );
+    assert_eq!(limit_named(&v, "ttft_p50")["stopped"], "cap");
+    assert_eq!(v["probes"][1]["samples"], 40);
+    assert_eq!(sim.seen().len() - before, 2 * 82);
+}
+
+/// The numbers in `gate: p: …; least samples per side to pass: LIMIT needs N, …`.
+fn need_of(stderr: &str, limit: &str) -> u32 {
+    let needle = format!("{limit} needs ");
+    stderr
+        .lines()
+        .filter(|l| l.contains("least samples per side to pass: "))
+        .find_map(|l| l.split(&needle).nth(1))
+        .and_then(|rest| rest.split([',', ' ']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no need for {limit} in {stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_samples_each_limit_needs_are_said_first_and_hold() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let dir = setup_stopping(&sim, false);
+    let g = gate(&dir, &["--target", "same", "--format", "json"]).await;
+    assert_eq!(g.code, Some(0), "{}{}", g.stdout, g.stderr);
+    let (rate, p95) = (
+        need_of(&g.stderr, "success_rate >= 0.95"),
+        need_of(&g.stderr, "ttft_p95 <= 300ms"),
+    );
+    // Said before any run: the first line of progress.
+    assert!(
+        g.stderr.lines().next().is_some_and(|l| l.starts_with(
+            "gate: p: sequential, at most 200 per side; least samples per side to pass: "
+        )),
+        "{}",
+        g.stderr
+    );
+    // A healthy replica is the best data a limit can see: each passes at exactly its need.
+    let v: serde_json::Value = serde_json::from_str(&g.stdout).unwrap();
+    for (name, need) in [("success_rate", rate), ("ttft_p95", p95)] {
+        let l = limit_named(&v, name);
+        assert_eq!(l["verdict"], "pass", "{l}");
+        assert_eq!(l["samples_used"], need, "{name}: said {need}, {l}");
+    }
+    assert!(!g.stderr.contains("warning"), "{}", g.stderr);
+
+    // `check` says the same before a gate is ever run.
+    let mut cmd = common::bin();
+    cmd.arg("check")
+        .arg("-c")
+        .arg(dir.path().join("llm-canary.yaml"));
+    let out = common::output(cmd).await;
+    let check = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{check}");
+    assert!(
+        check.contains(&format!("\n  gate (every gated probe against a baseline target): p: sequential, at most 200 per side; least samples per side to pass: success_rate >= 0.95 needs {rate}, ttft_p95 <= 300ms needs {p95}\n")),
+        "{check}"
+    );
+
+    // A cap at the look before the need: a warning names the limit, which cannot pass.
+    let cap = (rate - 10).to_string();
+    let short = gate(
+        &dir,
+        &[
+            "--target",
+            "same",
+            "--max-samples",
+            &cap,
+            "--format",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(short.code, Some(1), "{}{}", short.stdout, short.stderr);
+    let warning = short
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("gate: warning: "))
+        .unwrap_or_else(|| panic!("no warning in {}", short.stderr));
+    assert!(
+        warning.starts_with(&format!(
+            "gate: warning: p: at most {cap} samples per side are too few for "
+        )) && warning.contains(&format!("success_rate >= 0.95 (needs {rate})"))
+            && warning.ends_with(
+                " can only fail or end inconclusive, so this gate cannot pass (inconclusive: fail)"
+            ),
+        "{warning}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&short.stdout).unwrap();
+    let l = limit_named(&v, "success_rate");
+    assert_eq!(
+        (&l["verdict"], &l["stopped"]),
+        (&"inconclusive".into(), &"cap".into()),
+        "{l}"
+    );
+    assert!(
+        limit_named(&v, "success_rate")["candidate"] == 1.0,
+        "every run succeeded"
+    );
 }
