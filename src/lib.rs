@@ -57,17 +57,21 @@
 //! - [`gate`]: the pre-release gate — sequential sampling on anytime-valid confidence sequences
 //!   (or a fixed N with bootstrap intervals), verdicts, reports; progress through a callback.
 //!   `sample` (a sample from a record, a figure's values), `rounds` (interleaved pairs, the
-//!   runs in flight, each probe's verdicts), `stats` (bootstrap intervals and verdicts).
+//!   runs in flight, each probe's verdicts), `stats` (bootstrap intervals and verdicts),
+//!   `needs` (the least samples each limit needs to pass, printed before a run).
 //! - [`daemon`]: `run` — scheduling and confirmation runs, reload, shutdown; its shared state
 //!   (`state`, one thing with methods: the running config and registry, the pairs in flight
 //!   as `Claim`s released on drop, what runs leave behind), of which each loop and endpoint
 //!   gets the part it uses; its push, remote-write and OTLP loops and endpoints (`endpoints`
 //!   routes, `endpoints::handlers` has one function per endpoint): the status page, JSON
-//!   status and badges (`status` judges, `status_page` renders), the history API (`history`), the incidents' Atom feeds (`feed`), `/probe` (one
-//!   configured pair now), and the admin endpoints behind the token guard.
+//!   status and badges (`status` judges, `status_page` renders), the history API
+//!   (`history`), the incidents' Atom feeds (`feed`), `/probe` (one configured pair now),
+//!   and the admin endpoints behind the token guard; a pair going down
+//!   or coming back, logged once per change (`changes`).
 //! - [`fleet`]: `status-page` — one page for a fleet of agents, read from the store they
 //!   write to through Prometheus' HTTP API (`query`), folded into targets with one row per
-//!   location and the alerts' N-of-M state (`model`), rendered with the status page's look.
+//!   location and the alerts' N-of-M state (`model`), rendered with the status page's look;
+//!   a location whose agents stopped writing, told by their samples' times (`silence`).
 //! - [`sinks`]: the metrics registry, the Pushgateway client, remote-write (wire format and
 //!   queue), the results log, the status page's fixed-size history (rebuilt from the results
 //!   log at start), its states and their rule (`state`), the incident detector
