@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::cli::{Format, GateArgs};
 use crate::config::{Config, Inconclusive};
-use crate::gate::needs::ProbeNeeds;
+use crate::gate::ProbeNeeds;
 use crate::gate::{self, report, EarlyStop, Event, GateError, GateOptions, Plan};
 
 impl From<&GateArgs> for GateOptions {

@@ -31,7 +31,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::listener::{Door, Limits};
-use model::Fleet;
+use model::{Fleet, Outage};
 use query::Client;
 
 /// How long one reading of the store is served before the next request reads it again.
@@ -47,14 +47,6 @@ const HTML: &str = "text/html; charset=utf-8";
 
 /// The last reading: the fleet, or why there is none.
 type Reading = Arc<Result<Fleet, Outage>>;
-
-/// The store could not be read: why, in one sentence, and since when (the first of the failed
-/// readings in a row). `/api/v1/fleet` answers it as JSON.
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
-pub(crate) struct Outage {
-    pub error: String,
-    pub unavailable_since: jiff::Timestamp,
-}
 
 struct Page {
     client: Client,

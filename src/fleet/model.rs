@@ -18,11 +18,17 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::query::{Client, QueryError, Sample, Series};
-use super::silence::{self, AgentKey};
+use super::silence::{self, AgentKey, LOCATION};
 use crate::sinks::state::State;
 
-/// The label that names a location.
-pub(crate) const LOCATION: &str = "region";
+/// The store could not be read: why, in one sentence, and since when (the first of the failed
+/// readings in a row). `/api/v1/fleet` answers it as JSON.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub(crate) struct Outage {
+    pub error: String,
+    pub unavailable_since: jiff::Timestamp,
+}
+
 /// Under this success ratio over 3 minutes a location fails the target: the alerts' threshold.
 pub(crate) const FAILING_BELOW: f64 = 0.5;
 /// From this many failing locations a target is down (fewer: degraded): the alerts' N.

@@ -7,8 +7,7 @@ use std::fmt::Write;
 
 use jiff::Timestamp;
 
-use super::model::{Fleet, Location, Target, RULES};
-use super::Outage;
+use super::model::{Fleet, Location, Outage, Target, RULES};
 use crate::daemon::status_page::{esc, ms, percent, summary, when, REFRESH_SECONDS, STYLE};
 
 /// The page's own additions to the shared style sheet.

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 
 use super::query::{Sample, Series};
 
+/// The label that names a location (the agents' `region`).
+pub(crate) const LOCATION: &str = "region";
+
 /// The agents' raw samples over the window their cadence is read from.
 pub(crate) const RECENT: &str = r#"llm_canary_build_info{region!=""}[10m]"#;
 /// [`RECENT`]'s range, in seconds: an agent with fewer than two samples in it has no cadence,
@@ -85,7 +88,7 @@ pub(crate) fn agents(recent: &[Series], heard: &[Sample]) -> BTreeMap<AgentKey, 
 
 fn key(labels: &BTreeMap<String, String>) -> AgentKey {
     let get = |l: &str| labels.get(l).cloned().unwrap_or_default();
-    (get("instance"), get(super::model::LOCATION))
+    (get("instance"), get(LOCATION))
 }
 
 /// The median gap between sorted times: one long gap (a restart) does not stretch it.

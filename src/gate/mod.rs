@@ -30,7 +30,7 @@ use crate::runner::Runner;
 use plan::Setup;
 // Reached from outside through `testing`.
 pub(crate) use plan::EarlyStop;
-pub(crate) use plan::{Event, Plan};
+pub(crate) use plan::{Event, Plan, ProbeNeeds};
 pub use plan::{GateOptions, BATCH, DEFAULT_MAX_SAMPLES};
 use rounds::{sample, verdicts, Sides};
 use sample::Sample;

@@ -13,13 +13,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::plan::{sequential_alpha, GateOptions, Plan, BATCH};
+use super::plan::{sequential_alpha, GateOptions, Need, Plan, ProbeNeeds, BATCH};
 use super::rounds::alpha_fixed;
 use super::sample::Sample;
 use super::sequence;
 use super::stats;
 use crate::config::gate::{Figure, Op, Relative, Similarity, Slo};
-use crate::config::{Config, Inconclusive, Probe};
+use crate::config::{Config, Probe};
 
 /// Counts beyond this are not searched: a limit that needs more cannot pass in practice.
 const SEARCH: u32 = 100_000;
@@ -42,37 +42,6 @@ impl<'a> Baseline<'a> {
             (false, Some(f)) => Baseline::File(f),
             (false, None) => Baseline::None,
         }
-    }
-}
-
-/// One limit's need.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Need {
-    /// The limit as the reports show it (`success_rate >= 0.95`).
-    pub limit: String,
-    /// The least samples per side with which it can pass under the probe's plan (the first
-    /// look that can, for the sequential gate); `None` when no number can.
-    pub samples: Option<u32>,
-}
-
-/// A probe's plan and what each of its judged limits needs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProbeNeeds {
-    pub probe: String,
-    pub plan: Plan,
-    pub limits: Vec<Need>,
-    /// What an inconclusive limit does to the gate.
-    pub inconclusive: Inconclusive,
-}
-
-impl ProbeNeeds {
-    /// The limits that cannot pass within the plan's samples: they can only fail or end
-    /// inconclusive.
-    pub(crate) fn short(&self) -> impl Iterator<Item = &Need> {
-        let cap = self.plan.cap();
-        self.limits
-            .iter()
-            .filter(move |n| n.samples.is_none_or(|s| s > cap))
     }
 }
 
@@ -316,6 +285,7 @@ fn similarity(l: &Similarity, rule: Rule) -> Option<CanPass> {
 mod tests {
     use super::*;
     use crate::config::gate::{parse_relative, parse_slo, parse_vs_baseline, VsBaseline};
+    use crate::config::Inconclusive;
     use crate::gate::decide::{self, State};
     use crate::gate::stats::Verdict;
 

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::needs::ProbeNeeds;
 use super::sample::Sample;
 use crate::config::gate::Figure;
-use crate::config::{Probe, Target};
+use crate::config::{Inconclusive, Probe, Target};
 
 /// The sequential gate's cap per side when neither the command line nor the probe sets one.
 pub const DEFAULT_MAX_SAMPLES: u32 = 200;
@@ -160,4 +159,35 @@ pub(super) struct Setup {
     pub(super) base: Option<Arc<Target>>,
     pub(super) file: Option<HashMap<String, Vec<Sample>>>,
     pub(super) probes: Vec<Arc<Probe>>,
+}
+
+/// One limit's need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Need {
+    /// The limit as the reports show it (`success_rate >= 0.95`).
+    pub limit: String,
+    /// The least samples per side with which it can pass under the probe's plan (the first
+    /// look that can, for the sequential gate); `None` when no number can.
+    pub samples: Option<u32>,
+}
+
+/// A probe's plan and what each of its judged limits needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeNeeds {
+    pub probe: String,
+    pub plan: Plan,
+    pub limits: Vec<Need>,
+    /// What an inconclusive limit does to the gate.
+    pub inconclusive: Inconclusive,
+}
+
+impl ProbeNeeds {
+    /// The limits that cannot pass within the plan's samples: they can only fail or end
+    /// inconclusive.
+    pub(crate) fn short(&self) -> impl Iterator<Item = &Need> {
+        let cap = self.plan.cap();
+        self.limits
+            .iter()
+            .filter(move |n| n.samples.is_none_or(|s| s > cap))
+    }
 }

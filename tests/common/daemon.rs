@@ -41,7 +41,7 @@ impl Daemon {
             None => Command::new(env!("CARGO_BIN_EXE_llm-canary")),
         };
         let child = cmd
-            .args(["--log-level", "info", "run", "-c"])
+            .args(["--log-level", "info,llm_canary=debug", "run", "-c"])
             .arg(dir.path().join("llm-canary.yaml"))
             .stdout(Stdio::null())
             .stderr(log)
