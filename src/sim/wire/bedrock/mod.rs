@@ -24,35 +24,24 @@ pub use door::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
 /// One frame (AWS's message): an event (named by its type) or, named `exception:<type>`, an
 /// exception.
 fn message(name: &str, payload: &[u8]) -> Vec<u8> {
-    let m = Message::new(payload.to_vec());
-    let m = match name.strip_prefix("exception:") {
-        Some(ty) => m
-            .add_header(Header::new(
-                ":exception-type",
-                HeaderValue::String(ty.to_string().into()),
-            ))
-            .add_header(Header::new(
-                ":content-type",
-                HeaderValue::String("application/json".into()),
-            ))
-            .add_header(Header::new(
-                ":message-type",
-                HeaderValue::String("exception".into()),
-            )),
-        None => m
-            .add_header(Header::new(
-                ":event-type",
-                HeaderValue::String(name.to_string().into()),
-            ))
-            .add_header(Header::new(
-                ":content-type",
-                HeaderValue::String("application/json".into()),
-            ))
-            .add_header(Header::new(
-                ":message-type",
-                HeaderValue::String("event".into()),
-            )),
+    // An exception names its type where an event names itself; the headers come in one order.
+    let (kind, value, message_type) = match name.strip_prefix("exception:") {
+        Some(ty) => (":exception-type", ty, "exception"),
+        None => (":event-type", name, "event"),
     };
+    let m = Message::new(payload.to_vec())
+        .add_header(Header::new(
+            kind,
+            HeaderValue::String(value.to_string().into()),
+        ))
+        .add_header(Header::new(
+            ":content-type",
+            HeaderValue::String("application/json".into()),
+        ))
+        .add_header(Header::new(
+            ":message-type",
+            HeaderValue::String(message_type.into()),
+        ));
     let mut out = Vec::new();
     // Only a header name over 255 bytes fails, and these are fixed.
     write_message_to(&m, &mut out).expect("the sim's frames have short header names");
