@@ -119,6 +119,7 @@ pub fn closed_port() -> u16 {
 }
 pub mod daemon;
 pub mod llama;
+pub mod pki;
 pub mod procfs;
 pub mod services;
 
