@@ -137,6 +137,7 @@ mod slo_rules;
 mod stream;
 mod summary;
 mod timeline;
+mod tls;
 mod util;
 
 // The public surface: the command line and `run` (for the binary), and nothing else. The
