@@ -240,6 +240,15 @@ pub struct SimArgs {
     /// The address the sim listens on (host:port).
     #[arg(long, default_value = "127.0.0.1:8099")]
     pub listen: String,
+    /// Serve over TLS with this certificate (PEM: the leaf, then its chain).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require a client certificate signed by this CA (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -201,7 +201,7 @@ pub mod testing {
         pub use crate::schedule::{pair_offset, Cron, Schedule};
     }
     pub mod sim {
-        pub use crate::sim::{bedrock, credentials, http, scenarios, Seen, Sim};
+        pub use crate::sim::{bedrock, conn, credentials, http, scenarios, Seen, Sim};
     }
     pub mod sinks {
         pub mod metrics {

@@ -170,6 +170,14 @@ pub enum HttpReason {
     /// A `connect_error`: the scheme does not match the server, `https://` against a
     /// plain-HTTP one or `http://` against a TLS one.
     TlsMismatch,
+    /// A `connect_error`: a certificate the server sent has expired.
+    CertExpired,
+    /// A `connect_error`: the server's certificate is signed by a CA the agent does not trust.
+    CertUnknownAuthority,
+    /// A `connect_error`: the server's certificate is not for the name the target connects to.
+    CertNameMismatch,
+    /// A `connect_error`: any other failed TLS handshake.
+    TlsHandshake,
 }
 
 impl HttpReason {
@@ -186,7 +194,13 @@ impl HttpReason {
     ];
 
     /// A `connect_error`'s reasons; the runs counter does not split `connect_error` by them.
-    pub const CONNECT_ERROR: [HttpReason; 1] = [HttpReason::TlsMismatch];
+    pub const CONNECT_ERROR: [HttpReason; 5] = [
+        HttpReason::TlsMismatch,
+        HttpReason::CertExpired,
+        HttpReason::CertUnknownAuthority,
+        HttpReason::CertNameMismatch,
+        HttpReason::TlsHandshake,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -199,6 +213,10 @@ impl HttpReason {
             HttpReason::BadRequest => "bad_request",
             HttpReason::ServerError => "server_error",
             HttpReason::TlsMismatch => "tls_mismatch",
+            HttpReason::CertExpired => "cert_expired",
+            HttpReason::CertUnknownAuthority => "cert_unknown_authority",
+            HttpReason::CertNameMismatch => "cert_name_mismatch",
+            HttpReason::TlsHandshake => "tls_handshake",
         }
     }
 

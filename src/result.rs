@@ -116,6 +116,8 @@ pub struct Reading {
     pub server_timings: Option<serde_json::Value>,
     /// The model name the server echoed.
     pub reported_model: Option<String>,
+    /// The TLS session the run's connection used; `null` for `http://` or before a handshake.
+    pub tls: Option<TlsSession>,
     /// The build fingerprint the server sent (`system_fingerprint`).
     #[serde(skip)]
     pub system_fingerprint: Option<String>,
@@ -141,6 +143,7 @@ impl Reading {
             stopped_early: false,
             server_timings: None,
             reported_model: None,
+            tls: None,
             system_fingerprint: None,
             timeline: Timeline::new(start),
         }
@@ -153,6 +156,20 @@ impl Reading {
             .as_deref()
             .or(self.reported_model.as_deref())
     }
+}
+
+/// A TLS session as the probe's connection saw it after the handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlsSession {
+    /// `TLSv1.3`, `TLSv1.2`.
+    pub version: String,
+    /// The cipher suite's IANA name (`TLS13_AES_256_GCM_SHA384`).
+    pub cipher: String,
+    /// The leaf certificate's issuer, as a distinguished name (RFC 4514).
+    pub issuer: String,
+    /// The earliest notAfter among the certificates the server sent.
+    #[serde(serialize_with = "rfc3339")]
+    pub earliest_expiry: jiff::Timestamp,
 }
 
 /// What a run measured: what its response showed, and the figures made of it once reading
@@ -377,10 +394,14 @@ fn prefill<S: serde::Serializer>(p: &Option<Prefill>, s: S) -> Result<S::Ok, S::
 
 fn figures<S: serde::Serializer>(f: &Figures, s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(Some(9))?;
+    let mut m = s.serialize_map(Some(13))?;
+    m.serialize_entry("dns_ms", &round3(f.dns_ms))?;
+    m.serialize_entry("connect_ms", &round3(f.connect_ms))?;
+    m.serialize_entry("tls_ms", &round3(f.tls_ms))?;
     m.serialize_entry("ttfb_ms", &round3(f.ttfb_ms))?;
     m.serialize_entry("ttft_ms", &round3(f.ttft_ms))?;
     m.serialize_entry("answer_ttft_ms", &round3(f.answer_ttft_ms))?;
+    m.serialize_entry("ttft_after_connect_ms", &round3(f.ttft_after_connect_ms))?;
     m.serialize_entry("e2e_ms", &round3(f.e2e_ms))?;
     m.serialize_entry("tpot_ms", &round3(f.tpot_ms))?;
     m.serialize_entry("tokens_per_second", &round3(f.tokens_per_second))?;
@@ -521,7 +542,8 @@ mod tests {
              similarity \
              http_status reason rate_limit finish_reason reasoning_tokens input_tokens \
              cached_tokens content_chunks response_bytes stopped_early server_timings \
-             reported_model ttfb_ms ttft_ms answer_ttft_ms e2e_ms tpot_ms tokens_per_second \
+             reported_model tls dns_ms connect_ms tls_ms ttfb_ms ttft_ms answer_ttft_ms \
+             ttft_after_connect_ms e2e_ms tpot_ms tokens_per_second \
              itl_p50_ms itl_p99_ms itl_max_ms output_tokens tokens_source server_ttft_ms \
              output_sha256 \
              warmup fingerprint target_changed output_changed maintenance confirm cache_phase \

@@ -1,5 +1,6 @@
 //! Arrival timestamps → the figures a user feels: ttfb, ttft (of any generated token, and of
-//! the answer after any reasoning), e2e, tpot, decode speed and inter-token gaps. Pure arithmetic over instants from one monotonic clock; nothing here reads
+//! the answer after any reasoning), e2e, tpot, decode speed and inter-token gaps; and how long
+//! setting up the connection took, step by step (DNS, TCP connect, TLS). Pure arithmetic over instants from one monotonic clock; nothing here reads
 //! a clock.
 
 use std::time::{Duration, Instant};
@@ -9,6 +10,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Timeline {
     pub start: Instant,
+    /// When each step of setting up the run's connection completed.
+    pub setup: Setup,
     pub headers: Option<Instant>,
     pub content: Vec<Instant>,
     /// The first chunk of answer text (or a tool call): after the reasoning, if any.
@@ -17,6 +20,24 @@ pub struct Timeline {
     /// and servers count it in their token total.
     pub finish: Option<Instant>,
     pub end: Option<Instant>,
+}
+
+/// When each step of setting up a connection completed; `None` for a step not taken (no DNS
+/// for an IP address, no TLS for `http://`) or not reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Setup {
+    pub resolved: Option<Instant>,
+    /// The TCP connection (through a proxy: its tunnel) is open.
+    pub connected: Option<Instant>,
+    /// The TLS handshake is done.
+    pub secured: Option<Instant>,
+}
+
+impl Setup {
+    /// When the connection was ready for the request: after TLS, if it was used.
+    pub fn ready(&self) -> Option<Instant> {
+        self.secured.or(self.connected)
+    }
 }
 
 /// Where `output_tokens` came from.
@@ -32,9 +53,17 @@ pub enum TokensSource {
 /// The derived figures, in milliseconds (absent figures are `None`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Figures {
+    /// Each step of setting up the connection, on its own: DNS, TCP connect (after DNS), TLS
+    /// (after connect).
+    pub dns_ms: Option<f64>,
+    pub connect_ms: Option<f64>,
+    pub tls_ms: Option<f64>,
     pub ttfb_ms: Option<f64>,
     pub ttft_ms: Option<f64>,
     pub answer_ttft_ms: Option<f64>,
+    /// From the connection being ready to the first generated content: TTFT without the
+    /// connection's setup.
+    pub ttft_after_connect_ms: Option<f64>,
     pub e2e_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
     pub tokens_per_second: Option<f64>,
@@ -51,6 +80,7 @@ impl Timeline {
     pub fn new(start: Instant) -> Self {
         Self {
             start,
+            setup: Setup::default(),
             headers: None,
             content: Vec::new(),
             answer: None,
@@ -86,8 +116,18 @@ impl Timeline {
     /// with where it came from.
     pub fn figures(&self, output_tokens: Option<(u64, TokensSource)>) -> Figures {
         let since = |t: Instant| ms(t - self.start);
+        let s = self.setup;
         let mut f = Figures {
+            dns_ms: s.resolved.map(since),
+            connect_ms: s
+                .connected
+                .map(|c| ms(c - s.resolved.unwrap_or(self.start))),
+            tls_ms: s.secured.zip(s.connected).map(|(t, c)| ms(t - c)),
             ttfb_ms: self.headers.map(since),
+            ttft_after_connect_ms: self
+                .first_content()
+                .zip(s.ready())
+                .map(|(first, ready)| ms(first - ready)),
             ttft_ms: self.first_content().map(since),
             answer_ttft_ms: self.answer.map(since),
             e2e_ms: self.end.map(since),
@@ -130,6 +170,7 @@ mod tests {
         let at = |m: u64| s + Duration::from_millis(m);
         let t = Timeline {
             start: s,
+            setup: Setup::default(),
             headers: Some(at(10)),
             content: vec![at(100), at(120), at(140), at(200)],
             answer: Some(at(120)),
@@ -152,6 +193,33 @@ mod tests {
     }
 
     #[test]
+    fn each_setup_step_is_timed_on_its_own_and_ttft_after_connect_leaves_them_out() {
+        let s = Instant::now();
+        let at = |m: u64| s + Duration::from_millis(m);
+        let mut t = Timeline::new(s);
+        t.setup = Setup {
+            resolved: Some(at(2)),
+            connected: Some(at(5)),
+            secured: Some(at(15)),
+        };
+        t.content = vec![at(100)];
+        let f = t.figures(None);
+        assert_eq!(
+            (f.dns_ms, f.connect_ms, f.tls_ms),
+            (Some(2.0), Some(3.0), Some(10.0))
+        );
+        assert_eq!((f.ttft_ms, f.ttft_after_connect_ms), (Some(100.0), Some(85.0)));
+        // An IP address over http://: no DNS, no TLS; connect from the start.
+        t.setup = Setup {
+            connected: Some(at(5)),
+            ..Setup::default()
+        };
+        let f = t.figures(None);
+        assert_eq!((f.dns_ms, f.connect_ms, f.tls_ms), (None, Some(5.0), None));
+        assert_eq!(f.ttft_after_connect_ms, Some(95.0));
+    }
+
+    #[test]
     fn the_finish_chunk_closes_the_decode_window_when_the_server_counted() {
         let s = Instant::now();
         let at = |m: u64| s + Duration::from_millis(m);
@@ -159,6 +227,7 @@ mod tests {
         // counts 4 tokens over 3 steps of 20 ms.
         let t = Timeline {
             start: s,
+            setup: Setup::default(),
             headers: Some(at(10)),
             content: vec![at(100), at(120), at(140)],
             answer: Some(at(100)),
@@ -179,6 +248,7 @@ mod tests {
         let s = Instant::now();
         let t = Timeline {
             start: s,
+            setup: Setup::default(),
             headers: Some(s),
             content: vec![s + Duration::from_millis(5)],
             answer: None,

@@ -35,7 +35,18 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             )?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sim(args) => crate::sim::serve_forever(&args.listen).await,
+        Command::Sim(args) => {
+            let tls = args
+                .tls_cert
+                .as_deref()
+                .zip(args.tls_key.as_deref())
+                .map(|(cert, key)| crate::sim::TlsFiles {
+                    cert,
+                    key,
+                    client_ca: args.client_ca.as_deref(),
+                });
+            crate::sim::serve_forever(&args.listen, tls).await
+        }
         Command::Demo => demo::demo().await,
         Command::Run(args) => {
             crate::daemon::run(args.config, crate::util::terminate_signal()).await?;

@@ -29,7 +29,7 @@ pub(crate) fn prefix(chars: usize) -> String {
 
 /// One firing of a cache check: the cold run, then the warm one, each as any run is measured.
 pub(crate) async fn run(
-    client: &reqwest::Client,
+    client: &super::Client,
     probe: &Probe,
     target: &Target,
     check: CacheCheck,

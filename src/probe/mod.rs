@@ -5,6 +5,7 @@
 //! and event shape. A run never touches metrics or output.
 
 pub(crate) mod cache_check;
+pub(crate) mod connect;
 pub(crate) mod flavor;
 pub(crate) mod http_reason;
 pub(crate) mod identity;
@@ -15,7 +16,8 @@ pub(crate) mod request;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(crate) use request::{build_request, Clients, Request};
+pub(crate) use connect::{Client, Clients};
+pub(crate) use request::{build_request, Request};
 
 use crate::checks;
 use crate::config::{Probe, Target};
@@ -29,7 +31,7 @@ pub(crate) fn sha256_hex(text: &str) -> String {
 
 /// Runs `probe` once against `target`.
 pub(crate) async fn run(
-    client: &reqwest::Client,
+    client: &Client,
     probe: &Probe,
     target: &Target,
     show_output: bool,
@@ -47,7 +49,7 @@ pub(crate) async fn run(
 
 /// Runs one rung of a context ladder against `target`: its error, if any, names the rung.
 pub(crate) async fn run_rung(
-    client: &reqwest::Client,
+    client: &Client,
     plan: &ladder::RungPlan,
     target: &Target,
     show_output: bool,
@@ -66,14 +68,14 @@ pub(crate) async fn run_rung(
 
 /// Sends `req`, reads the answer and judges it as `probe` says.
 async fn measure(
-    client: &reqwest::Client,
+    client: &Client,
     probe: &Probe,
     target: &Target,
     mut req: Request,
     show_output: bool,
     rung: Option<Rung>,
 ) -> Measurement {
-    let authorized = req.authorize(client).await;
+    let authorized = req.authorize(&client.http).await;
     let id = RunId {
         probe: probe.name.clone(),
         target: target.name.clone(),

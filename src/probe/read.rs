@@ -8,11 +8,16 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use reqwest::header::HeaderMap;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::HeaderMap;
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
+use super::connect::{self, Client};
 use super::flavor::{Delta, Flavor, Framing, ToolCalls};
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
@@ -22,7 +27,7 @@ use crate::stream::eventstream::EventStreamReader;
 use crate::stream::ndjson::NdjsonReader;
 use crate::stream::sse::{SseError, SseReader};
 use crate::stream::{Body, BodyError, Event, StreamCaps};
-use crate::util::{clip, connect_failure, error_chain, human_duration, snippet};
+use crate::util::{clip, error_chain, human_duration, snippet};
 
 /// Hard limits on what a server may send, so a hostile one cannot exhaust the agent.
 #[derive(Debug, Clone, Copy)]
@@ -211,7 +216,7 @@ impl Read {
 
 /// Sends the request and reads the response.
 pub(crate) async fn read(
-    client: &reqwest::Client,
+    client: &Client,
     request: super::Request,
     plan: Plan,
     start: Instant,
@@ -244,50 +249,18 @@ pub(crate) async fn read(
     }
 }
 
-/// Whether an `https://` connection failed because the server's first bytes were no TLS record:
-/// rustls read a plain-HTTP answer (most HTTP servers send a 400 to a handshake they cannot
-/// parse) where a ServerHello belongs.
-fn answered_tls_in_plain_http(e: &reqwest::Error) -> bool {
-    matches!(
-        tls_error(e),
-        Some(rustls::Error::InvalidMessage(
-            rustls::InvalidMessage::InvalidContentType
-        ))
-    )
-}
-
-/// The TLS error under `err`, if there is one. tokio-rustls hands rustls' error on inside an
-/// io::Error (wrapped again by the connector), and an io::Error's `source` skips what it
-/// wraps, so each is opened with `get_ref`.
-fn tls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    if let Some(tls) = err.downcast_ref::<rustls::Error>() {
-        return Some(tls);
-    }
-    let inner = match err.downcast_ref::<std::io::Error>() {
-        Some(io) => io
-            .get_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static)),
-        None => err.source(),
-    };
-    inner.and_then(tls_error)
-}
-
-/// The failed request's `host:port`.
-fn address(e: &reqwest::Error) -> String {
-    e.url()
-        .and_then(|u| Some(format!("{}:{}", u.host_str()?, u.port_or_known_default()?)))
-        .unwrap_or_default()
-}
-
-/// A response body as a stream of reads.
-fn body_of(
-    resp: reqwest::Response,
-) -> impl Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin {
-    Box::pin(futures_util::stream::unfold(resp, |mut resp| async move {
-        match resp.chunk().await {
-            Ok(Some(b)) => Some((Ok(b), resp)),
-            Ok(None) => None,
-            Err(e) => Some((Err(e), resp)),
+/// A response body as a stream of reads (its data frames; trailers are skipped).
+fn body_of(body: Incoming) -> impl Stream<Item = Result<Bytes, hyper::Error>> + Unpin {
+    Box::pin(futures_util::stream::unfold(body, |mut body| async move {
+        loop {
+            match body.frame().await? {
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some((Ok(data), body));
+                    }
+                }
+                Err(e) => return Some((Err(e), body)),
+            }
         }
     }))
 }
@@ -296,30 +269,37 @@ impl Reader {
     /// Returns when the stream ended, or the transport failure.
     async fn exchange(
         &mut self,
-        client: &reqwest::Client,
+        client: &Client,
         url: String,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<Instant, Failure> {
-        let send = client.post(&url).headers(headers).body(body).send();
+        let (dest, conn) = self.connect(client, &url).await?;
+        connect::complete(&mut headers, &dest, &conn);
+        // Through a proxy to `http://`, the request names the whole URL (absolute form).
+        let uri = match conn.absolute_form {
+            Some(_) => dest.uri.clone(),
+            None => dest
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .parse()
+                .unwrap_or_else(|_| hyper::Uri::from_static("/")),
+        };
+        let mut request = hyper::Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = hyper::Method::POST;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = headers;
+        let send = async {
+            let (mut sender, driver) =
+                hyper::client::conn::http1::handshake(TokioIo::new(conn.io)).await?;
+            // The connection's own task reads and writes; it ends when the response is read or
+            // dropped (which closes the connection).
+            tokio::spawn(driver);
+            sender.send_request(request).await
+        };
         let resp = match timeout_at(self.deadlines.first_token.into(), send).await {
             Err(_) => return Err(self.deadlines.no_headers()),
-            Ok(Err(e)) if e.is_connect() && answered_tls_in_plain_http(&e) => {
-                self.seen.http_reason = Some(HttpReason::TlsMismatch);
-                return Err(fail(
-                    Outcome::ConnectError,
-                    format!(
-                        "connect: the server answered the TLS handshake in plain HTTP: the scheme looks wrong, try http:// ({})",
-                        address(&e)
-                    ),
-                ));
-            }
-            Ok(Err(e)) if e.is_connect() => {
-                return Err(fail(
-                    Outcome::ConnectError,
-                    format!("connect: {}", connect_failure(&e)),
-                ))
-            }
             Ok(Err(e)) => {
                 return Err(fail(
                     Outcome::StreamInterrupted,
@@ -329,19 +309,20 @@ impl Reader {
             Ok(Ok(r)) => r,
         };
         self.seen.timeline.headers = Some(Instant::now());
-        let status = resp.status();
+        let (resp, body) = resp.into_parts();
+        let status = resp.status;
         self.seen.http_status = Some(status.as_u16());
         let content_type = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
+            .headers
+            .get(hyper::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .trim()
             .to_ascii_lowercase();
         if !status.is_success() {
-            self.seen.rate_limit = super::http_reason::rate_limit_headers(resp.headers());
-            let resp_headers = resp.headers().clone();
-            let text = self.head(resp).await;
+            self.seen.rate_limit = super::http_reason::rate_limit_headers(&resp.headers);
+            let resp_headers = resp.headers;
+            let text = self.head(body).await;
             let json = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
             self.seen.http_reason = Some(super::http_reason::classify(
                 status.as_u16(),
@@ -368,14 +349,14 @@ impl Reader {
             return Err(fail(Outcome::HttpError, error));
         }
         if content_type.starts_with("application/json") {
-            return self.non_streamed(body_of(resp)).await;
+            return self.non_streamed(body_of(body)).await;
         }
         // A page served with a 200 (a proxy's error page, a login form) is not a stream; a
         // server that names no type is judged by what it sends.
         let framing = self.flavor.framing();
         let expected = framing.content_types();
         if !content_type.is_empty() && !expected.iter().any(|t| content_type.starts_with(t)) {
-            let head = self.head(resp).await;
+            let head = self.head(body).await;
             return Err(fail(
                 Outcome::MalformedStream,
                 format!(
@@ -392,13 +373,13 @@ impl Reader {
         let start = self.seen.timeline.start;
         match framing {
             Framing::Sse => {
-                let mut events = SseReader::new(body_of(resp), caps, start);
+                let mut events = SseReader::new(body_of(body), caps, start);
                 let result = self.each_event(&mut events).await;
                 self.seen.bytes_read = events.bytes_read();
                 result
             }
             Framing::Ndjson => {
-                let mut lines = NdjsonReader::new(body_of(resp), caps, start);
+                let mut lines = NdjsonReader::new(body_of(body), caps, start);
                 let result = self
                     .each_event(&mut (&mut lines).map(|r| r.map_err(SseError::Body)))
                     .await;
@@ -406,7 +387,7 @@ impl Reader {
                 result
             }
             Framing::EventStream => {
-                let mut frames = EventStreamReader::new(body_of(resp), caps, start);
+                let mut frames = EventStreamReader::new(body_of(body), caps, start);
                 let result = self
                     .each_event(&mut (&mut frames).map(|r| r.map_err(SseError::Body)))
                     .await;
@@ -416,13 +397,45 @@ impl Reader {
         }
     }
 
+    /// Opens the run's connection under the connect timeout (and the first-token deadline),
+    /// its steps stamped on the run's timeline and its TLS session kept.
+    async fn connect(
+        &mut self,
+        client: &Client,
+        url: &str,
+    ) -> Result<(connect::Dest, connect::Connection), Failure> {
+        let dest = connect::Dest::parse(url)
+            .map_err(|e| fail(Outcome::ConnectError, e.describe("").1))?;
+        let addr = dest.addr();
+        let limit = self.seen.timeline.start + self.deadlines.timeouts.connect;
+        let by = limit.min(self.deadlines.first_token);
+        let opened = connect::open(client, &dest, &mut self.seen.timeline.setup);
+        match timeout_at(by.into(), opened).await {
+            Err(_) if limit <= self.deadlines.first_token => Err(fail(
+                Outcome::ConnectError,
+                format!("connect: timed out ({addr})"),
+            )),
+            Err(_) => Err(self.deadlines.no_headers()),
+            Ok(Err(e)) => {
+                let (reason, error) = e.describe(&addr);
+                self.seen.http_reason = reason;
+                Err(fail(Outcome::ConnectError, error))
+            }
+            Ok(Ok(conn)) => {
+                self.seen.tls = conn.tls.clone();
+                Ok((dest, conn))
+            }
+        }
+    }
+
     /// The start of a body that is not the answer, for the error message: a little, within the
     /// first-token deadline, never more.
-    async fn head(&self, mut resp: reqwest::Response) -> String {
+    async fn head(&self, body: Incoming) -> String {
+        let mut body = body_of(body);
         let mut head = Vec::new();
         while head.len() < 4096 {
-            match timeout_at(self.deadlines.first_token.into(), resp.chunk()).await {
-                Ok(Ok(Some(b))) => head.extend_from_slice(&b[..b.len().min(4096 - head.len())]),
+            match timeout_at(self.deadlines.first_token.into(), body.next()).await {
+                Ok(Some(Ok(b))) => head.extend_from_slice(&b[..b.len().min(4096 - head.len())]),
                 _ => break,
             }
         }

@@ -1,9 +1,7 @@
 //! Building one request: the flavor's body with the envelope's fields, headers, a fresh request
-//! id, and cache busting chosen by the target's server kind. Also the HTTP clients the runs use.
+//! id, and cache busting chosen by the target's server kind.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
@@ -195,29 +193,6 @@ fn put(headers: &mut HeaderMap, k: &str, v: &str) {
         HeaderValue::from_str(v),
     ) {
         headers.insert(k, v);
-    }
-}
-
-/// HTTP clients, one per connect timeout. Connections are not pooled: every run opens its own,
-/// so each measurement includes the same connect work, as blackbox_exporter's do.
-#[derive(Default)]
-pub(crate) struct Clients(Mutex<HashMap<Duration, reqwest::Client>>);
-
-impl Clients {
-    pub(crate) fn get(&self, connect: Duration) -> reqwest::Client {
-        let mut map = self.0.lock().expect("the client map is never poisoned");
-        map.entry(connect)
-            .or_insert_with(|| {
-                reqwest::Client::builder()
-                    .connect_timeout(connect)
-                    .pool_max_idle_per_host(0)
-                    .redirect(reqwest::redirect::Policy::none())
-                    .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
-                    .tcp_nodelay(true)
-                    .build()
-                    .expect("a client with static settings builds")
-            })
-            .clone()
     }
 }
 

@@ -309,7 +309,7 @@ impl Runner {
             .expect("the warm-up map is never poisoned")
             .note(&m.id.probe, &m.id.target, m.judged.outcome);
         let client = self.clients.get(probe.timeouts.connect);
-        let models = self.models.last_or_ask(&client, target);
+        let models = self.models.last_or_ask(&client.http, target);
         // A prompt with a fresh prefix each run is not the same question twice, nor is a
         // ladder's, drawn afresh each firing.
         let deterministic = probe.temperature == Some(0.0)
@@ -376,7 +376,7 @@ impl Runner {
     #[cfg(test)]
     async fn identify(&self, target: &Target) -> Option<String> {
         let client = self.clients.get(std::time::Duration::from_secs(3));
-        self.models.ask(&client, target, Instant::now()).await
+        self.models.ask(&client.http, target, Instant::now()).await
     }
 
     /// Every pair fired once, concurrently within the limit; results in the order of `pairs`

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use super::http::{self, respond_json, HttpRequest};
-use crate::listener::Tracked;
+use super::conn::Conn;
 
 /// How long every credential the stand-ins issue is good for.
 pub const LIFETIME: Duration = Duration::from_secs(12);
@@ -148,7 +148,7 @@ fn aws_time(t: SystemTime) -> String {
 }
 
 /// A plain-text answer.
-async fn text(sock: &mut Tracked, status: u16, body: String) -> std::io::Result<()> {
+async fn text(sock: &mut Conn, status: u16, body: String) -> std::io::Result<()> {
     http::respond(sock, status, "text/plain", &[], body.as_bytes()).await
 }
 
@@ -157,7 +157,7 @@ const IMDS_CREDENTIALS: &str = "/latest/meta-data/iam/security-credentials/";
 
 /// Serves `req` if it is for a stand-in: `Ok(true)` when it was.
 pub(super) async fn serve(
-    sock: &mut Tracked,
+    sock: &mut Conn,
     req: &HttpRequest,
     issued: &Issued,
 ) -> std::io::Result<bool> {
@@ -180,7 +180,7 @@ pub(super) async fn serve(
 }
 
 /// IMDSv2's session token, for as long as the request asks.
-async fn imds_token(sock: &mut Tracked, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
+async fn imds_token(sock: &mut Conn, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
     let Some(ttl) = req.header("x-aws-ec2-metadata-token-ttl-seconds") else {
         return text(sock, 400, "missing the token TTL header".into()).await;
     };
@@ -197,7 +197,7 @@ async fn imds_token(sock: &mut Tracked, req: &HttpRequest, issued: &Issued) -> s
 /// IMDS's role (`role` empty), or the role's keys. IMDSv2 only: a request without a token it
 /// issued is refused, as with HttpTokens=required.
 async fn imds_credentials(
-    sock: &mut Tracked,
+    sock: &mut Conn,
     req: &HttpRequest,
     issued: &Issued,
     role: &str,
@@ -235,7 +235,7 @@ async fn imds_credentials(
 /// ECS's and EKS Pod Identity's container credentials; the `Authorization` sent (Pod
 /// Identity's token) is kept for tests.
 async fn container_credentials(
-    sock: &mut Tracked,
+    sock: &mut Conn,
     req: &HttpRequest,
     issued: &Issued,
 ) -> std::io::Result<()> {
@@ -257,7 +257,7 @@ async fn container_credentials(
 
 /// STS `AssumeRoleWithWebIdentity`, in STS's XML.
 async fn web_identity(
-    sock: &mut Tracked,
+    sock: &mut Conn,
     req: &HttpRequest,
     issued: &Issued,
 ) -> std::io::Result<()> {
@@ -295,7 +295,7 @@ async fn web_identity(
 
 /// Entra ID's token endpoint: client credentials with [`ENTRA_CLIENT_SECRET`], for Azure
 /// OpenAI's scope.
-async fn entra(sock: &mut Tracked, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
+async fn entra(sock: &mut Conn, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
     let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
         .into_owned()
         .collect();
@@ -323,7 +323,7 @@ async fn entra(sock: &mut Tracked, req: &HttpRequest, issued: &Issued) -> std::i
 
 /// Azure's managed identity endpoint: `Metadata: true`, for Azure OpenAI's resource.
 async fn managed_identity(
-    sock: &mut Tracked,
+    sock: &mut Conn,
     req: &HttpRequest,
     issued: &Issued,
     query: &str,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::listener::Tracked;
+use super::conn::Conn;
 
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 8 * 1024 * 1024;
@@ -214,13 +214,13 @@ pub(super) async fn respond_error<S: AsyncWrite + Unpin>(
 
 /// A streamed response: each `write` is one chunk of the chunked encoding, flushed at once.
 pub struct Chunked<'a> {
-    pub sock: &'a mut Tracked,
+    pub sock: &'a mut Conn,
     pub bytes: usize,
 }
 
 impl<'a> Chunked<'a> {
     pub async fn start(
-        sock: &'a mut Tracked,
+        sock: &'a mut Conn,
         status: u16,
         content_type: &str,
         extra: &[(&str, String)],
@@ -259,7 +259,7 @@ impl<'a> Chunked<'a> {
 
     /// Resets the connection (RST, not FIN) in the middle of the body.
     pub fn reset(self) {
-        let _ = self.sock.get_ref().set_zero_linger();
+        let _ = self.sock.tcp().set_zero_linger();
     }
 }
 

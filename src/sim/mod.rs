@@ -14,7 +14,8 @@
 //!   request asks, its door, its framing, its events, errors and refusals), and the one
 //!   registry from a request's route to its flavor; `piece`: what an answer is made of,
 //!   whatever flavor frames it;
-//! - [`http`]: the sim's own deliberately misbehaving HTTP writer;
+//! - [`http`]: the sim's own deliberately misbehaving HTTP writer, over a connection plain or
+//!   TLS ([`conn`]; `tls`: the certificate, key and client CA `sim --tls-cert` names);
 //! - `queue`: a busy server's slots (`slots=N`), waited for in vLLM's priority order;
 //! - [`credentials`]: stand-ins for where clouds hand credentials out (IMDSv2, container
 //!   credentials, STS web identity, Entra ID), issuing short-lived ones the doors check;
@@ -22,6 +23,7 @@
 
 mod answers;
 mod cache;
+pub mod conn;
 pub mod credentials;
 mod generate;
 pub mod http;
@@ -32,6 +34,7 @@ mod respond;
 pub mod scenarios;
 mod serve;
 mod state;
+mod tls;
 mod wire;
 
 use std::net::SocketAddr;
@@ -55,6 +58,8 @@ const MAX_CONNECTIONS: usize = 512;
 /// A running simulated replica; stops when dropped.
 pub struct Sim {
     addr: SocketAddr,
+    /// It serves over TLS: its URLs are `https://`.
+    https: bool,
     state: Arc<State>,
     task: JoinHandle<()>,
 }
@@ -68,6 +73,23 @@ impl Drop for Sim {
 impl Sim {
     /// Binds `listen` (use `127.0.0.1:0` for a free port) and serves in the background.
     pub async fn start(listen: &str) -> std::io::Result<Sim> {
+        Sim::listen(listen, None).await
+    }
+
+    /// As [`Sim::start`], over TLS with `cert` and `key` (PEM files); with `client_ca`, a
+    /// client certificate signed by it is required.
+    pub async fn start_tls(
+        listen: &str,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+        client_ca: Option<&std::path::Path>,
+    ) -> std::io::Result<Sim> {
+        let config = tls::server_config(cert, key, client_ca)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        Sim::listen(listen, Some(tokio_rustls::TlsAcceptor::from(config))).await
+    }
+
+    async fn listen(listen: &str, tls: Option<tokio_rustls::TlsAcceptor>) -> std::io::Result<Sim> {
         let limits = Limits {
             // The sim falls silent on purpose (`no-headers`): its silence watch must outlast that.
             idle_timeout: respond::HOLD + Duration::from_secs(10),
@@ -76,8 +98,14 @@ impl Sim {
         let door = Door::new(TcpListener::bind(listen).await?, limits);
         let addr = door.local_addr()?;
         let state = Arc::new(State::default());
-        let task = tokio::spawn(serve::serve(door, state.clone()));
-        Ok(Sim { addr, state, task })
+        let https = tls.is_some();
+        let task = tokio::spawn(serve::serve(door, state.clone(), tls));
+        Ok(Sim {
+            addr,
+            https,
+            state,
+            task,
+        })
     }
 
     /// The sim on a runtime of its own with one worker thread, so what is being measured
@@ -98,7 +126,13 @@ impl Sim {
 
     /// The base URL (ending in `/v1`) that selects `scenario`.
     pub fn base_url(&self, scenario: &str) -> String {
-        format!("http://{}/s/{scenario}/v1", self.addr)
+        format!("{}/s/{scenario}/v1", self.origin())
+    }
+
+    /// `http://host:port`, or `https://` over TLS.
+    pub fn origin(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Every request seen so far, oldest first.
@@ -176,21 +210,38 @@ impl Sim {
     }
 }
 
+/// The TLS `sim` serves with: certificate, key, and the CA client certificates must be signed
+/// by, if any.
+pub(crate) struct TlsFiles<'a> {
+    pub cert: &'a std::path::Path,
+    pub key: &'a std::path::Path,
+    pub client_ca: Option<&'a std::path::Path>,
+}
+
 /// `llm-canary sim`: serve until Ctrl-C / SIGTERM, then exit 0.
-pub(crate) async fn serve_forever(listen: &str) -> anyhow::Result<ExitCode> {
+pub(crate) async fn serve_forever(
+    listen: &str,
+    tls: Option<TlsFiles<'_>>,
+) -> anyhow::Result<ExitCode> {
     // Before the ready line: a stop sent as soon as it is read must not find the default action.
     let stop = crate::util::terminate_signal();
-    let sim = Sim::start(listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("sim: cannot listen on {listen}: {e}"))?;
+    let sim = match tls {
+        None => Sim::start(listen).await,
+        Some(t) => Sim::start_tls(listen, t.cert, t.key, t.client_ca).await,
+    }
+    .map_err(|e| match e.kind() {
+        // The TLS files: the error names the file.
+        std::io::ErrorKind::InvalidInput => anyhow::anyhow!("sim: {e}"),
+        _ => anyhow::anyhow!("sim: cannot listen on {listen}: {e}"),
+    })?;
     // A closed stdout (the reader went away) must not stop the server: ignore write errors.
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "llm-canary sim listening on http://{}", sim.addr());
+    let _ = writeln!(out, "llm-canary sim listening on {}", sim.origin());
     let _ = writeln!(
         out,
-        "base_url per scenario: http://{}/s/<scenario>/v1 (or model name = scenario)",
-        sim.addr()
+        "base_url per scenario: {}/s/<scenario>/v1 (or model name = scenario)",
+        sim.origin()
     );
     let _ = writeln!(out, "every flavor: POST {}", wire::routes());
     let _ = writeln!(

@@ -15,7 +15,7 @@ use super::http::{self, json_bytes, Chunked};
 use super::scenarios::Kind;
 use super::state::State;
 use super::wire::{Call, Ending, Event, Oversized, PieceKind, Style};
-use crate::listener::Tracked;
+use super::conn::Conn;
 
 /// The longest a scenario keeps a connection open on purpose (no answer, or keep-alives only).
 pub(super) const HOLD: Duration = Duration::from_secs(120);
@@ -89,7 +89,7 @@ impl Generation {
         }
     }
 
-    pub(super) async fn respond(self, sock: &mut Tracked, st: &State) -> std::io::Result<bool> {
+    pub(super) async fn respond(self, sock: &mut Conn, st: &State) -> std::io::Result<bool> {
         let extra = [("x-sim-cache", self.cache.as_str().to_string())];
         let pace = self.pace();
         let plan = match self.plan() {
@@ -139,7 +139,7 @@ impl Generation {
     /// The whole answer as one JSON body.
     async fn whole(
         &self,
-        sock: &mut Tracked,
+        sock: &mut Conn,
         st: &State,
         extra: &[(&str, String)],
         pace: Pace,
@@ -455,7 +455,7 @@ impl Streamer<'_, '_> {
 }
 
 /// Holds a connection open without answering, until the client gives up (bounded).
-async fn hold(sock: &mut Tracked) {
+async fn hold(sock: &mut Conn) {
     let mut b = [0u8; 64];
     let _ = tokio::time::timeout(HOLD, async {
         while let Ok(n) = sock.read(&mut b).await {

@@ -15,25 +15,47 @@ use super::queue::Slot;
 use super::scenarios::{Kind, Scenario, CATALOG};
 use super::state::{Seen, State};
 use super::wire::{self, Wire};
-use crate::listener::{Door, Tracked};
+use super::conn::Conn;
+use crate::listener::Door;
+use tokio_rustls::TlsAcceptor;
 
-/// Accepts connections for as long as the sim runs, each on its own task.
-pub(super) async fn serve(door: Door, st: Arc<State>) {
+/// Accepts connections for as long as the sim runs, each on its own task; over TLS when `tls`
+/// is given, its handshake under the header timeout.
+pub(super) async fn serve(door: Door, st: Arc<State>, tls: Option<TlsAcceptor>) {
     let header_timeout = door.limits().header_timeout;
     loop {
         let (sock, slot) = door.accept().await;
         let st = st.clone();
-        tokio::spawn(slot.run(connection(sock, st, header_timeout)));
+        let tls = tls.clone();
+        tokio::spawn(slot.run(async move {
+            let sock = match tls {
+                None => Conn::Plain(sock),
+                Some(tls) => match tokio::time::timeout(header_timeout, tls.accept(sock)).await {
+                    Ok(Ok(s)) => Conn::Tls(Box::new(s)),
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, "sim: TLS handshake failed");
+                        return Err(e);
+                    }
+                    Err(_) => {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "no TLS handshake within the header timeout",
+                        ))
+                    }
+                },
+            };
+            connection(sock, st, header_timeout).await
+        }));
     }
 }
 
 /// Keep-alive: serve requests on one connection until the client closes or a scenario breaks it.
 async fn connection(
-    mut sock: Tracked,
+    mut sock: Conn,
     st: Arc<State>,
     header_timeout: Duration,
 ) -> std::io::Result<()> {
-    let _ = sock.get_ref().set_nodelay(true);
+    let _ = sock.tcp().set_nodelay(true);
     let mut buf = Vec::new();
     while let Some(req) = http::read_request(&mut sock, &mut buf, header_timeout).await? {
         let keep = handle(&mut sock, &req, &st).await?;
@@ -77,7 +99,7 @@ impl Route {
 }
 
 /// Serves one request; returns whether the connection may be reused.
-async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::Result<bool> {
+async fn handle(sock: &mut Conn, req: &HttpRequest, st: &State) -> std::io::Result<bool> {
     let t0 = Instant::now();
     // `/s/<scenario>/v1/...` chooses the scenario; without it, the model name does.
     let (scenario, rest) = match req.path.strip_prefix("/s/") {
@@ -111,7 +133,7 @@ async fn handle(sock: &mut Tracked, req: &HttpRequest, st: &State) -> std::io::R
 }
 
 /// What was served, in the names of the server the scenario plays (or none at all).
-async fn metrics(sock: &mut Tracked, st: &State, scenario: Option<&str>) -> std::io::Result<()> {
+async fn metrics(sock: &mut Conn, st: &State, scenario: Option<&str>) -> std::io::Result<()> {
     let names = match Scenario::parse(scenario.unwrap_or("healthy")) {
         Ok(s) => s.metrics,
         Err(e) => return respond_error(sock, 404, "invalid_request_error", &e).await,
@@ -134,7 +156,7 @@ fn build_of(scenario: Option<&str>) -> String {
 }
 
 /// The weights behind every name, as vLLM lists them (`root`); `build=` swaps them.
-async fn models(sock: &mut Tracked, scenario: Option<&str>) -> std::io::Result<()> {
+async fn models(sock: &mut Conn, scenario: Option<&str>) -> std::io::Result<()> {
     let build = build_of(scenario);
     let data: Vec<Value> = CATALOG
         .iter()
@@ -147,7 +169,7 @@ async fn models(sock: &mut Tracked, scenario: Option<&str>) -> std::io::Result<(
 }
 
 /// Ollama's list: the weights' digest follows the build.
-async fn tags(sock: &mut Tracked, scenario: Option<&str>) -> std::io::Result<()> {
+async fn tags(sock: &mut Conn, scenario: Option<&str>) -> std::io::Result<()> {
     let digest = crate::probe::sha256_hex(&build_of(scenario));
     let models: Vec<Value> = CATALOG
         .iter()
@@ -161,7 +183,7 @@ async fn tags(sock: &mut Tracked, scenario: Option<&str>) -> std::io::Result<()>
 
 /// Every request seen, with when its headers and first content left; over HTTP, credentials
 /// are not echoed back (tests read them in-process).
-async fn requests(sock: &mut Tracked, st: &State) -> std::io::Result<()> {
+async fn requests(sock: &mut Conn, st: &State) -> std::io::Result<()> {
     let seen: Vec<Seen> = st
         .seen
         .lock()
@@ -194,7 +216,7 @@ async fn requests(sock: &mut Tracked, st: &State) -> std::io::Result<()> {
 /// A completion request in any flavor (and the route it came by): let in at its flavor's door,
 /// admitted by its scenario, looked up in the caches, logged, answered once it has a slot.
 async fn completion(
-    sock: &mut Tracked,
+    sock: &mut Conn,
     req: &HttpRequest,
     st: &State,
     (wire, route): (&'static dyn Wire, &str),

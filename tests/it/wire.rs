@@ -1,0 +1,170 @@
+//! The probe's own connection against the sim over TLS (`Sim::start_tls` with certificates made
+//! by `common::pki`): each setup step timed, the TLS session recorded, refused certificates
+//! given their reasons, proxies honoured. `once --format json` runs as a child process that
+//! trusts the test CA through SSL_CERT_FILE, as an operator's system store would.
+
+use serde_json::Value;
+
+use llm_canary::testing::sim::Sim;
+
+use crate::common::{self, pki::Pki};
+
+/// `once --format json` on a folder holding `agent` (an llm-canary.yaml), the common probe
+/// and prompt, with these environment variables: one record per line.
+async fn once(agent: &str, envs: &[(&str, &str)]) -> Vec<Value> {
+    let dir = common::TempDir::new("wire");
+    dir.write(&[
+        ("llm-canary.yaml", agent),
+        ("probes/p.yaml", common::PROBE),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let mut cmd = common::bin();
+    cmd.args(["once", "--format", "json", "-c"])
+        .arg(dir.path().join("llm-canary.yaml"))
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .envs(envs.iter().copied());
+    let out = common::output(cmd).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.trim().is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn target(name: &str, url: &str, extra: &str) -> String {
+    format!("  - {{name: {name}, base_url: \"{url}\", model: m, {extra}}}\n")
+}
+
+fn ms(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is no number: {v}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_flavor_over_tls_times_each_step_and_records_the_session() {
+    let pki = Pki::new("flavors");
+    let sim = Sim::start_tls("127.0.0.1:0", &pki.server.cert, &pki.server.key, None)
+        .await
+        .unwrap();
+    let url = sim.base_url("healthy");
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let root = url.trim_end_matches("/v1");
+    let (_keys, bedrock) = common::bedrock_keys();
+    let mut agent = String::from("agent: {name: t, concurrency: 8}\ntargets:\n");
+    for (name, url, extra) in [
+        ("openai-chat", url.as_str(), "api: openai-chat"),
+        ("openai-completions", &url, "api: openai-completions"),
+        ("openai-responses", &url, "api: openai-responses"),
+        ("anthropic-messages", &url, "api: anthropic-messages"),
+        ("azure-openai", &url, "api: azure-openai"),
+        ("gemini", &url, "api: gemini"),
+        ("ollama", root, "api: ollama"),
+        ("bedrock", &url, bedrock.as_str()),
+    ] {
+        agent.push_str(&target(name, url, extra));
+    }
+    // By name, so the name is looked up.
+    let by_name = url.replacen("127.0.0.1", "localhost", 1);
+    agent.push_str(&target("by-name", &by_name, ""));
+    let records = once(&agent, &[("SSL_CERT_FILE", pki.ca())]).await;
+    assert_eq!(records.len(), 9);
+    for v in &records {
+        assert_eq!(v["outcome"], "ok", "{v}");
+        let (connect, tls, ttft) = (ms(v, "connect_ms"), ms(v, "tls_ms"), ms(v, "ttft_ms"));
+        assert!(connect >= 0.0 && tls > 0.0, "{v}");
+        let after = ms(v, "ttft_after_connect_ms");
+        let dns = v["dns_ms"].as_f64().unwrap_or(0.0);
+        // TTFT is counted from the request's start; after connect leaves the setup out.
+        assert!(
+            (ttft - (dns + connect + tls) - after).abs() < 0.01,
+            "{v}"
+        );
+        assert!(ms(v, "ttfb_ms") >= dns + connect + tls, "{v}");
+        let session = &v["tls"];
+        assert!(
+            matches!(session["version"].as_str(), Some("TLSv1.3" | "TLSv1.2")),
+            "{v}"
+        );
+        assert!(
+            session["cipher"].as_str().unwrap().starts_with("TLS_"),
+            "{v}"
+        );
+        assert_eq!(
+            session["issuer"], "O=llm-canary tests,CN=llm-canary test CA",
+            "{v}"
+        );
+        let expiry: jiff::Timestamp = session["earliest_expiry"].as_str().unwrap().parse().unwrap();
+        assert!(expiry > jiff::Timestamp::now(), "{v}");
+        match v["target"].as_str() {
+            Some("by-name") => assert!(ms(v, "dns_ms") >= 0.0, "{v}"),
+            _ => assert!(v["dns_ms"].is_null(), "an IP address needs no DNS: {v}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_http_has_no_tls_step_and_no_session() {
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let agent = format!("targets:\n{}", target("t", &sim.base_url("healthy"), ""));
+    let v = &once(&agent, &[]).await[0];
+    assert_eq!(v["outcome"], "ok", "{v}");
+    assert!(v["tls_ms"].is_null() && v["tls"].is_null() && v["dns_ms"].is_null(), "{v}");
+    assert!(ms(v, "connect_ms") >= 0.0, "{v}");
+    assert!(ms(v, "ttft_after_connect_ms") <= ms(v, "ttft_ms"), "{v}");
+}
+
+/// One target per refused certificate, each with its reason and a sentence that says what to
+/// do.
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_certificates_are_named_with_what_to_do() {
+    let pki = Pki::new("refused");
+    let start = |pair: &common::pki::Pair| {
+        let (cert, key) = (pair.cert.clone(), pair.key.clone());
+        async move { Sim::start_tls("127.0.0.1:0", &cert, &key, None).await.unwrap() }
+    };
+    let expired = start(&pki.expired).await;
+    let wrong = start(&pki.wrong_name).await;
+    let untrusted = start(&pki.untrusted).await;
+    let agent = format!(
+        "targets:\n{}{}{}",
+        target("expired", &expired.base_url("healthy"), ""),
+        target("wrong-name", &wrong.base_url("healthy"), ""),
+        target("untrusted", &untrusted.base_url("healthy"), ""),
+    );
+    let records = once(&agent, &[("SSL_CERT_FILE", pki.ca())]).await;
+    let by = |name: &str| {
+        records
+            .iter()
+            .find(|v| v["target"] == name)
+            .unwrap_or_else(|| panic!("{name}: {records:?}"))
+    };
+    for (name, reason, words) in [
+        ("expired", "cert_expired", "expired at"),
+        ("wrong-name", "cert_name_mismatch", "is for wrong.example, not 127.0.0.1"),
+        (
+            "untrusted",
+            "cert_unknown_authority",
+            "signed by a CA the agent does not trust: set tls.ca_file",
+        ),
+    ] {
+        let v = by(name);
+        assert_eq!(v["outcome"], "connect_error", "{v}");
+        assert_eq!(v["reason"], reason, "{v}");
+        let error = v["error"].as_str().unwrap();
+        assert!(error.starts_with("connect: ") && error.contains(words), "{v}");
+        // The steps up to the handshake were timed; the handshake never finished.
+        assert!(ms(v, "connect_ms") >= 0.0 && v["tls_ms"].is_null(), "{v}");
+        assert!(v["tls"].is_null(), "{v}");
+    }
+}
