@@ -130,6 +130,15 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     ));
     r.judged.similarity = Some(0.9);
     r.measured.server_ttft_ms = Some(25.0);
+    r.measured.figures.dns_ms = Some(1.0);
+    r.measured.figures.connect_ms = Some(1.0);
+    r.measured.figures.tls_ms = Some(5.0);
+    r.measured.reading.tls = Some(crate::result::TlsSession {
+        version: "TLSv1.3".into(),
+        cipher: "TLS_AES_128_GCM_SHA256".into(),
+        issuer: "CN=ca".into(),
+        earliest_expiry: jiff::Timestamp::UNIX_EPOCH,
+    });
     r.context.fingerprint = Some("f".into());
     r.context.target_changed = true;
     r.context.prefill = Some(crate::result::Prefill {
@@ -467,6 +476,24 @@ fn every_cloud_setting_in_the_contract_is_a_key_a_target_takes() {
     }
     // The check can fail: a key no target takes is refused.
     assert!(parse("aws.nonsense").is_err());
+}
+
+#[test]
+fn the_sims_flags_are_in_the_contract() {
+    use clap::CommandFactory;
+    let row = rows("Commands")
+        .into_iter()
+        .find(|r| first_name(r) == "sim")
+        .expect("sim is in the contract");
+    let cli = crate::cli::Cli::command();
+    let sim = cli.find_subcommand("sim").expect("the sim command");
+    for long in sim.get_arguments().filter_map(|a| a.get_long()) {
+        assert!(
+            row[1].contains(&format!("--{long}")),
+            "sim --{long} is not in the contract: {row:?}"
+        );
+    }
+    assert!(row[1].contains("--tls-cert"), "{row:?}");
 }
 
 #[test]

@@ -49,6 +49,13 @@ fn prometheus_alert_text_holds_with_only_the_required_labels() {
 }
 
 #[test]
+fn prometheus_certificate_expiry_unit_tests() {
+    // 20 days away: nothing; 10 days: the ticket; 2 days or already expired: the page alone.
+    let out = promtool(&["test", "rules"], "tests/cert_test.yml");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
 fn prometheus_weekly_baseline_unit_tests() {
     // Three weeks of a daily cycle, sampled only around the hours the checks look at and
     // evaluated every 10 minutes: a few seconds of promtool (a minute at 5-minute steps).
@@ -65,6 +72,7 @@ fn the_rule_tests_are_what_the_generator_writes() {
         "fleet_test.yml",
         "build_change_test.yml",
         "labels_test.yml",
+        "cert_test.yml",
         "weekly_test.yml",
     ];
     let before: Vec<String> = files

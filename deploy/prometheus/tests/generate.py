@@ -1085,6 +1085,50 @@ def build_change():
     write("build_change_test.yml", "30s", tests)
 
 
+def certificates():
+    """The certificate alerts, from the expiry gauge each target's last TLS handshake sets (no
+    probe label: it is the target's). 20 days away: nothing; 10 days: a ticket; 2 days, or
+    already expired: a page, and no ticket beside it."""
+    day = 86400
+    target = {k: v for k, v in BASE.items() if k != "probe"}
+
+    def expiry(name, at):
+        return {"series": "llm_canary_tls_earliest_cert_expiry_timestamp_seconds" + labels(dict(target, target=name)),
+                "values": compress([float(at)] * 20)}
+
+    def cert_alert(alertname, name, left, limit, severity):
+        end = "renew it." if severity == "P2" else "renew it now; clients refuse it once it expires."
+        return {"exp_labels": {**{k: BASE[k] for k in ALERT_LABELS}, "target": name, "severity": severity},
+                "exp_annotations": {
+                    "summary": f"{name}'s TLS certificate expires in {left}",
+                    "description": f"The earliest expiry in the certificate chain {name} sends is {left} away (limit {limit}) (c1): {end}",
+                    "value": left,
+                    "baseline": f"{limit} limit",
+                    **links(alertname, target=name)}}
+    series = [expiry("far", 20 * day), expiry("soon", 10 * day), expiry("close", 2 * day), expiry("expired", -day)]
+    tests = [{
+        "name": "certificates 20 days, 10 days and 2 days from expiry, and one expired",
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "LLMCanaryCertExpiringSoon", "exp_alerts": [
+                cert_alert("LLMCanaryCertExpiringSoon", "soon", "9d 23h 50m 0s", "14 days", "P2")]},
+            {"eval_time": "10m", "alertname": "LLMCanaryCertExpiring", "exp_alerts": [
+                cert_alert("LLMCanaryCertExpiring", "close", "1d 23h 50m 0s", "3 days", "P0"),
+                cert_alert("LLMCanaryCertExpiring", "expired", "-1d 0h 10m 0s", "3 days", "P0")]},
+        ],
+    }, {
+        "name": "a renewed certificate: no alert",
+        "interval": "1m",
+        "input_series": [expiry("far", 90 * day)],
+        "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "LLMCanaryCertExpiringSoon", "exp_alerts": []},
+            {"eval_time": "10m", "alertname": "LLMCanaryCertExpiring", "exp_alerts": []},
+        ],
+    }]
+    write("cert_test.yml", "30s", tests)
+
+
 def weekly():
     # Three weeks and a day of a daily cycle: 150 ms at night, 350 ms at the daily peak
     # (13:00-19:00). Week over week, the peak is normal: no page. A second target with the same
@@ -1301,4 +1345,5 @@ if __name__ == "__main__":
     fleet()
     build_change()
     bare_labels()
+    certificates()
     weekly()

@@ -50,6 +50,10 @@ pub struct Metrics {
     info_of: Mutex<HashMap<Vec<String>, [String; 2]>>,
     /// Per target (no probe label): 1 while it is in a maintenance window.
     maintenance: GaugeVec,
+    /// Per target: the earliest expiry in the chain its last TLS handshake showed.
+    cert_expiry: GaugeVec,
+    /// Per run (its pair and rung) and `phase`: the last run's connection setup, step by step.
+    connection_phase: GaugeVec,
     pub push_failures: IntCounter,
     pub status_store_errors: IntCounter,
     pub last_push_success: Gauge,
@@ -119,6 +123,9 @@ pub struct OtlpMetrics {
     pub failures: IntCounterVec,
     pub queued: IntGaugeVec,
 }
+
+/// The steps of setting up a connection (the `phase` label), in order.
+const CONNECTION_PHASES: [&str; 3] = ["dns", "connect", "tls"];
 
 /// Why remote-write samples were dropped (the `reason` label).
 pub(crate) const DROPPED_QUEUE_FULL: &str = "queue_full";
@@ -201,6 +208,8 @@ impl Metrics {
         run.push(RUNG);
         let mut by_outcome = run.clone();
         by_outcome.push("outcome");
+        let mut by_phase = run.clone();
+        by_phase.push("phase");
 
         let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
         macro_rules! reg {
@@ -266,6 +275,8 @@ impl Metrics {
             target_info: reg!(GaugeVec::new(Opts::new(name("target_info"), "1, labelled with the model name and build fingerprint the target reported last."), &with_identity)),
             info_of: Mutex::new(HashMap::new()),
             maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
+            cert_expiry: reg!(GaugeVec::new(Opts::new(name("tls_earliest_cert_expiry_timestamp_seconds"), "The earliest notAfter (Unix time) among the certificates the target sent in its last run's TLS handshake."), per_target)),
+            connection_phase: reg!(GaugeVec::new(Opts::new(name("last_connection_phase_seconds"), "How long each step of setting up the last run's connection took: phase dns, connect (TCP; through a proxy, to the proxy with its tunnel) or tls. A step the last run did not take has no series."), &by_phase)),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
             status_store_errors: reg!(IntCounter::new(name("status_store_errors_total"), "Changes to the status page's history that did not reach the status store: failed writes and sweeps, and changes dropped while the writer was behind.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
@@ -345,9 +356,9 @@ impl Metrics {
     /// Drops the series of a target that left the config (or changed its labels).
     pub fn remove_target(&self, target: &Target) {
         let v = self.target_values(target);
-        let _ = self
-            .maintenance
-            .remove_label_values(&v.iter().map(String::as_str).collect::<Vec<_>>());
+        let l: Vec<&str> = v.iter().map(String::as_str).collect();
+        let _ = self.maintenance.remove_label_values(&l);
+        let _ = self.cert_expiry.remove_label_values(&l);
     }
 
     /// Takes in one run: the pair's counters and last-run gauges, its changes, its confirmation
@@ -372,6 +383,7 @@ impl Metrics {
             self.spent(c, r.id.started_at);
         }
         self.record_build(r, &values);
+        self.record_connection(r, &l);
         // A cache check's warm run is served from the cache on purpose: its latency is no
         // user's, so it stays out of the latency series (as a warm-up does).
         if !r.context.warmup && !warm_run(r) {
@@ -480,6 +492,29 @@ impl Metrics {
 
     /// The run's latency histograms: TTFT, answer TTFT, end to end (not for a transport
     /// failure), time per output token and every inter-token gap.
+    /// The run's connection: each setup step it took (a step it did not take loses its last
+    /// value), and the target's earliest certificate expiry when it shook hands over TLS.
+    fn record_connection(&self, r: &ProbeResult, l: &[&str]) {
+        let f = &r.measured.figures;
+        for (phase, ms) in CONNECTION_PHASES.into_iter().zip([f.dns_ms, f.connect_ms, f.tls_ms]) {
+            let phase = [phase.to_string()];
+            let labels = with(l, &phase);
+            match ms {
+                Some(ms) => self.connection_phase.with_label_values(&labels).set(ms / 1000.0),
+                None => {
+                    let _ = self.connection_phase.remove_label_values(&labels);
+                }
+            }
+        }
+        if let Some(tls) = &r.measured.reading.tls {
+            // The target's own labels: the pair's without its probe and rung.
+            let target = &l[1..l.len() - 1];
+            self.cert_expiry
+                .with_label_values(target)
+                .set(tls.earliest_expiry.as_second() as f64);
+        }
+    }
+
     fn observe_latency(&self, r: &ProbeResult, l: &[&str]) {
         let secs = |ms: Option<f64>| ms.map(|v| v / 1000.0);
         if let Some(t) = secs(r.measured.figures.answer_ttft_ms) {
@@ -614,6 +649,10 @@ impl Metrics {
                 &self.itl,
             ] {
                 let _ = h.remove_label_values(&l);
+            }
+            for phase in CONNECTION_PHASES {
+                let phase = [phase.to_string()];
+                let _ = self.connection_phase.remove_label_values(&with(&l, &phase));
             }
         }
     }
