@@ -30,6 +30,7 @@ mod settings;
 pub(crate) mod slo;
 mod source;
 mod target;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -333,6 +334,7 @@ fn load_push(
     )?;
 
     let job = auth::job(src, at, p.job)?;
+    let outbound = tls::load_outbound(src, at, tls::outbound_keys!(p), base)?;
     Ok(Push {
         url,
         job,
@@ -340,6 +342,7 @@ fn load_push(
         delete_on_shutdown: p.delete_on_shutdown.unwrap_or(false),
         timeout: p.timeout.map_or(Duration::from_secs(10), |d| d.0),
         auth,
+        outbound,
     })
 }
 

@@ -28,6 +28,9 @@ pub(crate) struct RawOtlp {
     pub password_file: Option<Spanned<String>>,
     pub bearer_token_env: Option<Spanned<String>>,
     pub bearer_token_file: Option<Spanned<String>>,
+    pub tls: Option<Spanned<super::tls::RawTls>>,
+    pub proxy_url: Option<Spanned<String>>,
+    pub no_proxy: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -69,6 +72,8 @@ pub struct OtlpSettings {
     /// The longest wait between retries while the collector fails.
     pub max_backoff: Duration,
     pub auth: Option<PushAuth>,
+    /// Its `tls:` block and proxy.
+    pub outbound: crate::tls::client::Outbound,
 }
 
 impl OtlpSettings {
@@ -119,6 +124,7 @@ pub(super) fn load(
         Some(s) => s.value,
         None => 1.0,
     };
+    let outbound = super::tls::load_outbound(src, at, super::tls::outbound_keys!(r), base)?;
     let queue = r.queue.unwrap_or_default();
     let queue_at = at.key("queue");
     let max_points = match &queue.max_points {
@@ -146,5 +152,6 @@ pub(super) fn load(
             Duration::from_secs(5),
         )?,
         auth,
+        outbound,
     })
 }

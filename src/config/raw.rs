@@ -79,6 +79,9 @@ pub(crate) struct RawPush {
     pub password_file: Option<Spanned<String>>,
     pub bearer_token_env: Option<Spanned<String>>,
     pub bearer_token_file: Option<Spanned<String>>,
+    pub tls: Option<Spanned<super::tls::RawTls>>,
+    pub proxy_url: Option<Spanned<String>>,
+    pub no_proxy: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -94,6 +97,9 @@ pub(crate) struct RawRemoteWrite {
     pub password_file: Option<Spanned<String>>,
     pub bearer_token_env: Option<Spanned<String>>,
     pub bearer_token_file: Option<Spanned<String>>,
+    pub tls: Option<Spanned<super::tls::RawTls>>,
+    pub proxy_url: Option<Spanned<String>>,
+    pub no_proxy: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +192,9 @@ pub(crate) struct RawTarget {
     pub aws: Option<Spanned<super::aws::RawAws>>,
     pub api_version: Option<Spanned<String>>,
     pub entra: Option<Spanned<super::azure::RawEntra>>,
+    pub tls: Option<Spanned<super::tls::RawTls>>,
+    pub proxy_url: Option<Spanned<String>>,
+    pub no_proxy: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]

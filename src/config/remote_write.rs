@@ -27,6 +27,8 @@ pub struct RemoteWriteSettings {
     /// a receiver back from an outage is written to before the queue turns over).
     pub max_backoff: Duration,
     pub auth: Option<PushAuth>,
+    /// Its `tls:` block and proxy.
+    pub outbound: crate::tls::client::Outbound,
 }
 
 /// A whole queue of 10 million samples is about 300 MB compressed: past any agent's budget.
@@ -49,6 +51,7 @@ pub(super) fn load(
         (at.key("url"), r.url.referenced),
     )?;
     let job = auth::job(src, at, r.job)?;
+    let outbound = super::tls::load_outbound(src, at, super::tls::outbound_keys!(r), base)?;
     let queue = r.queue.unwrap_or_default();
     let queue_at = at.key("queue");
     let max_samples = match &queue.max_samples {
@@ -82,5 +85,6 @@ pub(super) fn load(
             Duration::from_secs(5),
         )?,
         auth,
+        outbound,
     })
 }

@@ -66,4 +66,6 @@ pub struct Push {
     pub delete_on_shutdown: bool,
     pub timeout: Duration,
     pub auth: Option<PushAuth>,
+    /// Its `tls:` block and proxy.
+    pub outbound: crate::tls::client::Outbound,
 }

@@ -40,6 +40,8 @@ pub struct Target {
     pub api_version: Option<String>,
     /// Where an Azure OpenAI target's Entra ID tokens come from (`entra:`), in place of a key.
     pub entra: Option<Arc<crate::cloud::entra::Entra>>,
+    /// Its `tls:` block and proxy.
+    pub outbound: crate::tls::client::Outbound,
 }
 
 impl Target {
@@ -148,6 +150,7 @@ pub(super) fn load_target(
         .slo
         .map(|s| super::slo::load_slo(src, &at.key("slo"), s))
         .transpose()?;
+    let outbound = super::tls::load_outbound(src, at, super::tls::outbound_keys!(t), base)?;
     let price = t
         .price
         .map(|p| super::price::load_price(src, &at.key("price"), p))
@@ -167,6 +170,7 @@ pub(super) fn load_target(
         aws,
         api_version,
         entra,
+        outbound,
     })
 }
 

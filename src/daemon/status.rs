@@ -15,9 +15,9 @@ use crate::sinks::status_history::PairSnapshot;
 
 /// The rule, as the page states it. `pair_state` and `target_state` are its code.
 pub(crate) const RULES: [(&str, &str); 5] = [
-    ("up", "none of the last 5 runs failed"),
-    ("degraded", "some, but not all, of the last 5 runs failed (for a target: some of its probes are degraded or down)"),
-    ("down", "every one of the last 5 runs failed (a target: all its probes are down)"),
+    ("up", "the last run succeeded: a pair is up again at its first success, when the paging alert resolves"),
+    ("degraded", "the last run failed, the one before it did not (for a target: some of its probes are degraded or down)"),
+    ("down", "the last two runs failed, a run and its confirmation or two scheduled runs: no later than the paging alert fires (a target: all its probes are down)"),
     ("maintenance", "the target is in a maintenance window now: runs go on, are flagged, and are left out of uptime"),
     ("pending", "no run yet"),
 ];
@@ -28,7 +28,7 @@ pub(crate) const UPTIME_RULE: &str = "Uptime: successful runs over runs outside 
 
 /// A pair's state from its last runs (at most `RECENT_RUNS`).
 pub(crate) fn pair_state(s: &PairSnapshot, in_maintenance: bool) -> State {
-    crate::sinks::state::pair_state(s.recent_runs, s.recent_failed, in_maintenance)
+    crate::sinks::state::pair_state(s.recent_runs, s.recent_failed_in_a_row, in_maintenance)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -171,15 +171,15 @@ mod tests {
         let mut s = h.snapshot(Timestamp::UNIX_EPOCH).remove(0);
         assert_eq!(pair_state(&s, false), State::Pending);
         assert_eq!(pair_state(&s, true), State::Maintenance);
-        for (runs, failed, want) in [
+        for (runs, in_a_row, want) in [
             (5, 0, State::Up),
+            (1, 1, State::Degraded),
             (5, 1, State::Degraded),
-            (5, 4, State::Degraded),
-            (5, 5, State::Down),
             (2, 2, State::Down),
+            (5, 5, State::Down),
         ] {
-            (s.recent_runs, s.recent_failed) = (runs, failed);
-            assert_eq!(pair_state(&s, false), want, "{failed} of {runs}");
+            (s.recent_runs, s.recent_failed_in_a_row) = (runs, in_a_row);
+            assert_eq!(pair_state(&s, false), want, "{in_a_row} in a row of {runs}");
             assert_eq!(pair_state(&s, true), State::Maintenance);
         }
         use State::*;

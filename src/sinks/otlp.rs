@@ -483,6 +483,7 @@ mod tests {
             aws: None,
             api_version: None,
             entra: None,
+            outbound: Default::default(),
         }
     }
 

@@ -136,6 +136,7 @@ mod tests {
             delete_on_shutdown: false,
             timeout: Duration::from_secs(1),
             auth: None,
+            outbound: Default::default(),
         }
     }
 

@@ -1,6 +1,12 @@
 //! The status vocabulary (up, degraded, down, maintenance, pending) and the rule that decides
 //! it from a pair's last runs and a target's pairs: shared by the status page, which shows it,
 //! and the incident detector, which opens and closes incidents on it.
+//!
+//! The rule is the paging alert's (`LLMCanaryTargetDown`): that alert fires on a confirmed
+//! failure (a run and its confirmation runs all failed) or, without confirmation runs, on two
+//! failed runs in a row held for 3 minutes, and resolves at the first success. A pair is *down*
+//! once its last two runs failed (so no later than the alert fires), *degraded* while only its
+//! last run failed, and *up* again at its first success (when the alert resolves).
 
 use serde::{Deserialize, Serialize};
 
@@ -54,20 +60,30 @@ impl Recent {
     pub(crate) fn failed(&self) -> u8 {
         self.bits.count_ones() as u8
     }
+
+    /// How many of the latest runs failed in a row (at most `RECENT_RUNS`).
+    pub(crate) fn failed_in_a_row(&self) -> u8 {
+        (self.bits.trailing_ones() as u8).min(self.n)
+    }
 }
 
-/// A pair's state from how many of its last `runs` runs `failed`.
-pub(crate) fn pair_state(runs: u8, failed: u8, in_maintenance: bool) -> State {
+/// Failed runs in a row that make a pair down: a run and its first confirmation run, or two
+/// scheduled runs.
+pub(crate) const DOWN_IN_A_ROW: u8 = 2;
+
+/// A pair's state from how many `runs` it has had (up to `RECENT_RUNS`) and how many of the
+/// latest failed in a row.
+pub(crate) fn pair_state(runs: u8, failed_in_a_row: u8, in_maintenance: bool) -> State {
     if in_maintenance {
         State::Maintenance
     } else if runs == 0 {
         State::Pending
-    } else if failed == 0 {
-        State::Up
-    } else if failed == runs {
+    } else if failed_in_a_row >= DOWN_IN_A_ROW {
         State::Down
-    } else {
+    } else if failed_in_a_row == 1 {
         State::Degraded
+    } else {
+        State::Up
     }
 }
 

@@ -44,7 +44,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.pem");
         let e = certificates(&missing).unwrap_err();
-        assert!(e.starts_with(&format!("cannot read {}", missing.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("cannot read {}", missing.display())),
+            "{e}"
+        );
         let text = dir.path().join("text.pem");
         std::fs::write(&text, "not a certificate\n").unwrap();
         let e = certificates(&text).unwrap_err();

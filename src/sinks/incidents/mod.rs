@@ -1,6 +1,7 @@
 //! Incidents: a target's spells of `down` or `degraded`, decided by the status page's own rule
 //! (a pair's last runs, a target's pairs). One opens on the run that turns the target down or
-//! degraded, and closes on the run that makes it up again. A run in a maintenance window counts
+//! degraded (its first failed run) and closes on the run that makes it up again (the first good
+//! one), so its length is the outage's, whatever the cadence. A run in a maintenance window counts
 //! among the pair's last runs but neither opens nor closes one.
 //!
 //! [`Incidents`] is a pure fold over runs in the order they started: the daemon feeds it each
@@ -159,7 +160,7 @@ impl Incidents {
             .push(run.success);
         let states: Vec<State> = probes
             .values()
-            .map(|r| pair_state(r.runs(), r.failed(), false))
+            .map(|r| pair_state(r.runs(), r.failed_in_a_row(), false))
             .collect();
         let state = target_state(&states, false);
         let open = self

@@ -30,24 +30,47 @@ fn run(probe: &str, target: &str, min: i64, outcome: &str) -> Run {
 }
 
 #[test]
-fn one_failure_opens_a_degraded_incident_and_five_good_runs_close_it() {
+fn one_failure_opens_a_degraded_incident_and_the_first_good_run_closes_it() {
     let mut runs = vec![run("p", "t", 0, "ok"), run("p", "t", 1, "http_error")];
-    runs.extend((2..6).map(|m| run("p", "t", m, "ok")));
     let open = detect(&runs);
     assert_eq!(open.len(), 1);
-    assert!(
-        open[0].is_open(),
-        "4 good runs: 1 of the last 5 still failed"
-    );
+    assert!(open[0].is_open());
     assert_eq!(open[0].state, State::Degraded);
-    assert_eq!(open[0].duration_seconds, 4 * 60);
-    runs.push(run("p", "t", 6, "ok"));
+    runs.extend((2..6).map(|m| run("p", "t", m, "ok")));
     let i = &detect(&runs)[0];
     assert_eq!(i.id, format!("t-{}", at(1).as_millisecond()));
-    assert_eq!((i.started_at, i.ended_at), (at(1), Some(at(6))));
-    assert_eq!(i.duration_seconds, 300);
+    assert_eq!((i.started_at, i.ended_at), (at(1), Some(at(2))));
+    assert_eq!(i.duration_seconds, 60);
     assert_eq!(i.first_error, "HTTP 503 at minute 1");
     assert_eq!(i.outcomes, BTreeMap::from([("http_error".into(), 1)]));
+}
+
+#[test]
+fn an_incident_lasts_from_the_first_failed_run_to_the_first_good_one_whatever_the_cadence() {
+    // Every 2 minutes: down from minute 4 to 10, with the second failure turning it down.
+    for cadence in [1, 2, 5] {
+        let runs: Vec<Run> = (0..8)
+            .map(|k| {
+                let failed = (2..5).contains(&k);
+                run(
+                    "p",
+                    "t",
+                    k * cadence,
+                    if failed { "http_error" } else { "ok" },
+                )
+            })
+            .collect();
+        let all = detect(&runs);
+        assert_eq!(all.len(), 1, "cadence {cadence}");
+        let i = &all[0];
+        assert_eq!(i.state, State::Down);
+        assert_eq!(
+            (i.started_at, i.ended_at),
+            (at(2 * cadence), Some(at(5 * cadence))),
+            "cadence {cadence}"
+        );
+        assert_eq!(i.duration_seconds, 3 * 60 * cadence);
+    }
 }
 
 #[test]
@@ -78,7 +101,7 @@ fn a_target_is_judged_on_all_its_probes_and_targets_apart() {
         (all[0].target.as_str(), all[0].state),
         ("t", State::Degraded)
     );
-    assert_eq!(all[0].ended_at, None);
+    assert_eq!(all[0].ended_at, Some(at(2)), "q's first good run ends it");
 }
 
 #[test]
@@ -88,10 +111,15 @@ fn maintenance_never_opens_an_incident() {
         r.maintenance = true;
     }
     assert!(detect(&runs).is_empty());
-    // The window's failures still weigh on the state afterwards, as on the page.
+    // The window's failures still count among the last runs afterwards, as on the page: one
+    // more failure is two in a row, down at once.
+    let mut failing = runs.clone();
+    failing.push(run("p", "t", 6, "http_error"));
+    let i = &detect(&failing)[0];
+    assert_eq!((i.started_at, i.state), (at(6), State::Down));
+    // A success after the window is up: nothing opens.
     runs.push(run("p", "t", 6, "ok"));
-    let i = &detect(&runs)[0];
-    assert_eq!((i.started_at, i.state), (at(6), State::Degraded));
+    assert!(detect(&runs).is_empty());
 }
 
 #[test]
@@ -111,9 +139,9 @@ fn closed_incidents_older_than_the_retention_go() {
     }
     assert_eq!(inc.list(Some("t")).len(), 1);
     assert!(inc.list(Some("u")).is_empty());
-    inc.record(&run("p", "t", 64, "ok"));
+    inc.record(&run("p", "t", 60, "ok"));
     assert_eq!(inc.list(None).len(), 1, "ended 59 minutes ago");
-    inc.record(&run("p", "t", 66, "ok"));
+    inc.record(&run("p", "t", 62, "ok"));
     assert!(inc.list(None).is_empty(), "ended 61 minutes ago");
 }
 

@@ -246,6 +246,9 @@ pub(crate) struct PairSnapshot {
     /// Of the last `recent_runs` runs (at most RECENT_RUNS), how many failed.
     pub recent_runs: u8,
     pub recent_failed: u8,
+    /// How many of the latest runs failed in a row: the state's rule reads it.
+    #[serde(default)]
+    pub recent_failed_in_a_row: u8,
     pub last_run: Option<Timestamp>,
     pub last_outcome: Option<String>,
     /// The TTFT of each of the last `RECENT_FIGURES` runs, oldest first (`null`: none, as for
@@ -293,6 +296,7 @@ impl PairHistory {
             target: target.to_string(),
             recent_runs: self.recent.runs(),
             recent_failed: self.recent.failed(),
+            recent_failed_in_a_row: self.recent.failed_in_a_row(),
             last_run: self.last.as_ref().map(|l| l.0),
             last_outcome: self.last.as_ref().map(|l| l.1.clone()),
             recent_ttft_ms: recent.iter().map(|f| tenth(f[0])).collect(),

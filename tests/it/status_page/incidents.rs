@@ -29,8 +29,9 @@ struct Want {
     first_error: String,
 }
 
-/// Each target has one probe here, so its state is its pair's: up when none of its last five
-/// runs failed, down when all did, degraded between; a maintenance run changes nothing.
+/// Each target has one probe here, so its state is its pair's: down when its last two runs
+/// failed, degraded when only the last one did, up when the last one succeeded; a maintenance
+/// run changes nothing.
 fn incidents_from_log(records: &[Value]) -> Vec<(jiff::Timestamp, Want)> {
     let mut last: HashMap<String, Vec<bool>> = HashMap::new();
     let mut open: HashMap<String, (jiff::Timestamp, Want)> = HashMap::new();
@@ -43,12 +44,11 @@ fn incidents_from_log(records: &[Value]) -> Vec<(jiff::Timestamp, Want)> {
         if r["maintenance"] == true {
             continue;
         }
-        let tail = &recent[recent.len().saturating_sub(5)..];
-        let failed = tail.iter().filter(|ok| !**ok).count();
-        let state = match failed {
+        let in_a_row = recent.iter().rev().take_while(|ok| !**ok).count();
+        let state = match in_a_row {
             0 => "up",
-            f if f == tail.len() => "down",
-            _ => "degraded",
+            1 => "degraded",
+            _ => "down",
         };
         match (open.remove(&target), state) {
             (Some((start, mut w)), "up") => {
