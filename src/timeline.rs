@@ -208,7 +208,10 @@ mod tests {
             (f.dns_ms, f.connect_ms, f.tls_ms),
             (Some(2.0), Some(3.0), Some(10.0))
         );
-        assert_eq!((f.ttft_ms, f.ttft_after_connect_ms), (Some(100.0), Some(85.0)));
+        assert_eq!(
+            (f.ttft_ms, f.ttft_after_connect_ms),
+            (Some(100.0), Some(85.0))
+        );
         // An IP address over http://: no DNS, no TLS; connect from the start.
         t.setup = Setup {
             connected: Some(at(5)),

@@ -29,19 +29,19 @@ use tower_service::Service;
 use crate::outcome::HttpReason;
 use crate::result::TlsSession;
 use crate::timeline::Setup;
+use crate::tls::client::Outbound;
 use crate::util::{error_chain, human_duration};
 
 /// The user agent every request names.
 pub(crate) const AGENT: &str = concat!("llm-canary/", env!("CARGO_PKG_VERSION"));
 
 /// What runs connect with: the HTTP client for what is not a run (model lists, Entra ID
-/// tokens), the TLS settings and the proxies, one per connect timeout.
+/// tokens), one per connect timeout, and the proxies the environment names.
 #[derive(Default)]
 pub(crate) struct Clients {
     http: Mutex<HashMap<Duration, reqwest::Client>>,
-    /// The system's trust store, read once (at the first `https://` run).
-    roots: OnceLock<Result<Arc<ClientConfig>, String>>,
-    proxies: OnceLock<Arc<Matcher>>,
+    /// HTTP(S)_PROXY and NO_PROXY, read once.
+    env_proxies: OnceLock<Arc<Matcher>>,
 }
 
 /// What one run connects with.
@@ -49,8 +49,7 @@ pub(crate) struct Clients {
 pub(crate) struct Client {
     /// For the requests beside a run: a cloud's token, the model list.
     pub http: reqwest::Client,
-    tls: Result<Arc<ClientConfig>, String>,
-    proxies: Arc<Matcher>,
+    env_proxies: Arc<Matcher>,
 }
 
 impl Clients {
@@ -73,43 +72,41 @@ impl Clients {
             .clone();
         Client {
             http,
-            tls: self.roots.get_or_init(system_roots).clone(),
-            proxies: self
-                .proxies
+            env_proxies: self
+                .env_proxies
                 .get_or_init(|| Arc::new(Matcher::from_env()))
                 .clone(),
         }
     }
 }
 
-/// rustls (ring) trusting the system's store, as reqwest did: the platform's certificates, or
-/// those SSL_CERT_FILE and SSL_CERT_DIR name.
-fn system_roots() -> Result<Arc<ClientConfig>, String> {
-    let found = rustls_native_certs::load_native_certs();
-    let mut roots = rustls::RootCertStore::empty();
-    let (_, unparsable) = roots.add_parsable_certificates(found.certs);
-    if unparsable > 0 {
-        tracing::debug!(unparsable, "system trust store: certificates left out");
-    }
-    if roots.is_empty() {
-        let why = found
-            .errors
-            .first()
-            .map_or_else(|| "none found".to_string(), ToString::to_string);
-        return Err(format!("no trusted CA certificates on this system ({why})"));
-    }
-    client_config(roots)
+/// How one run reaches its target: the TLS config (its `tls:` block, else the system's roots)
+/// and the name its certificate must hold, and the proxies (its `proxy_url` and `no_proxy`,
+/// else the environment's). Made before the run's clock starts.
+pub(crate) struct Way {
+    tls: Result<Arc<ClientConfig>, String>,
+    server_name: Option<String>,
+    proxies: Arc<Matcher>,
 }
 
-/// A client configuration trusting `roots`, on ring.
-pub(crate) fn client_config(roots: rustls::RootCertStore) -> Result<Arc<ClientConfig>, String> {
-    let config =
-        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-    Ok(Arc::new(config))
+impl Client {
+    pub(crate) fn way(&self, outbound: &Outbound) -> Way {
+        let proxies = match &outbound.proxy_url {
+            Some(url) => {
+                let mut m = Matcher::builder().all(url.to_string());
+                if let Some(no) = &outbound.no_proxy {
+                    m = m.no(no.clone());
+                }
+                Arc::new(m.build())
+            }
+            None => self.env_proxies.clone(),
+        };
+        Way {
+            tls: outbound.tls_config(),
+            server_name: outbound.tls.as_ref().and_then(|t| t.server_name.clone()),
+            proxies,
+        }
+    }
 }
 
 /// Any connection the request can be written to.
@@ -130,10 +127,20 @@ pub(crate) struct Connection {
 #[derive(Debug)]
 pub(crate) enum ConnectError {
     Url(String),
-    Dns { source: io::Error },
-    Tcp { source: io::Error },
-    Proxy { proxy: String, why: String },
-    Tls { host: String, source: io::Error },
+    Dns {
+        source: io::Error,
+    },
+    Tcp {
+        source: io::Error,
+    },
+    Proxy {
+        proxy: String,
+        why: String,
+    },
+    Tls {
+        host: String,
+        source: io::Error,
+    },
     /// No TLS settings to connect with (no trust store).
     Settings(String),
 }
@@ -193,11 +200,11 @@ impl Dest {
 /// Opens a connection to `dest` as `client` says (proxy, TLS), stamping each step in `setup`
 /// as it completes. Unbounded in time: the caller holds the connect deadline.
 pub(crate) async fn open(
-    client: &Client,
+    way: &Way,
     dest: &Dest,
     setup: &mut Setup,
 ) -> Result<Connection, ConnectError> {
-    let proxy = client.proxies.intercept(&dest.uri);
+    let proxy = way.proxies.intercept(&dest.uri);
     let (tcp, absolute_form) = match &proxy {
         None => (tcp(&dest.host, dest.port, setup).await?, None),
         Some(via) => through(via, dest, setup).await?,
@@ -209,16 +216,15 @@ pub(crate) async fn open(
             absolute_form,
         });
     }
-    let config = client.tls.clone().map_err(ConnectError::Settings)?;
-    let name = ServerName::try_from(dest.host.clone())
-        .map_err(|_| ConnectError::Url(format!("{:?} is no host name for TLS", dest.host)))?;
+    let config = way.tls.clone().map_err(ConnectError::Settings)?;
+    // `tls.server_name`, where set, is the name sent and verified.
+    let host = way.server_name.clone().unwrap_or_else(|| dest.host.clone());
+    let name = ServerName::try_from(host.clone())
+        .map_err(|_| ConnectError::Url(format!("{host:?} is no host name for TLS")))?;
     let tls = tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
-        .map_err(|source| ConnectError::Tls {
-            host: dest.host.clone(),
-            source,
-        })?;
+        .map_err(|source| ConnectError::Tls { host, source })?;
     setup.secured = Some(std::time::Instant::now());
     let session = session(tls.get_ref().1);
     Ok(Connection {
@@ -274,7 +280,9 @@ async fn through(
         why,
     };
     if proxy.scheme_str() == Some("https") {
-        return Err(refused("an https:// proxy is not supported: use http://".into()));
+        return Err(refused(
+            "an https:// proxy is not supported: use http://".into(),
+        ));
     }
     let host = proxy.host().ok_or_else(|| refused("no host".into()))?;
     let host = host
@@ -283,9 +291,7 @@ async fn through(
         .unwrap_or(host);
     let port = proxy.port_u16().unwrap_or(80);
     let sock = tcp(host, port, setup).await.map_err(|e| match e {
-        ConnectError::Tcp { source } | ConnectError::Dns { source } => {
-            refused(io_reason(&source))
-        }
+        ConnectError::Tcp { source } | ConnectError::Dns { source } => refused(io_reason(&source)),
         other => other,
     })?;
     if !dest.https {
@@ -362,10 +368,8 @@ fn session(conn: &rustls::ClientConnection) -> Option<TlsSession> {
         version,
         cipher,
         issuer,
-        earliest_expiry: jiff::Timestamp::from_second(
-            i64::try_from(earliest.as_secs()).ok()?,
-        )
-        .ok()?,
+        earliest_expiry: jiff::Timestamp::from_second(i64::try_from(earliest.as_secs()).ok()?)
+            .ok()?,
     })
 }
 
@@ -448,8 +452,41 @@ fn tls_failure(e: &io::Error, host: &str, addr: &str) -> (Option<HttpReason>, St
                 format!("TLS handshake: the server's certificate was refused: {other}"),
             ),
         },
+        Some(rustls::Error::AlertReceived(alert)) => {
+            said(HttpReason::TlsHandshake, format!("TLS handshake: {}", alerted(*alert)))
+        }
         Some(other) => said(HttpReason::TlsHandshake, format!("TLS handshake: {other}")),
         None => said(HttpReason::TlsHandshake, format!("TLS handshake: {}", io_reason(e))),
+    }
+}
+
+/// What the server's alert means for the client's certificate, in words.
+fn alerted(alert: rustls::AlertDescription) -> String {
+    use rustls::AlertDescription as A;
+    match alert {
+        A::CertificateRequired => {
+            "the server requires a client certificate: set tls.cert_file and tls.key_file".into()
+        }
+        A::BadCertificate | A::UnknownCA | A::CertificateUnknown | A::AccessDenied => format!(
+            "the server refused the client certificate ({alert:?}): tls.cert_file must be signed by a CA the server trusts"
+        ),
+        other => format!("the server ended the handshake ({other:?})"),
+    }
+}
+
+/// A TLS alert that came with the first read, once the handshake seemed done: a TLS 1.3 server
+/// judges the client's certificate (or its absence) after the client has finished its part.
+/// The connect error it is, with its reason, or `None` for any other failure.
+pub(crate) fn refused_after_handshake(
+    e: &(dyn std::error::Error + 'static),
+    addr: &str,
+) -> Option<(HttpReason, String)> {
+    match tls_error(e)? {
+        rustls::Error::AlertReceived(alert) => Some((
+            HttpReason::TlsHandshake,
+            format!("connect: TLS handshake: {} ({addr})", alerted(*alert)),
+        )),
+        _ => None,
     }
 }
 

@@ -86,6 +86,7 @@ async fn measure(
         started_at: jiff::Timestamp::now(),
         rung,
     };
+    let way = client.way(&target.outbound);
     let start = Instant::now();
     let read::Read {
         reading,
@@ -93,7 +94,7 @@ async fn measure(
         tool_calls,
         failure,
     } = match authorized {
-        Ok(()) => read::read(client, req, read::Plan::for_run(probe, target), start).await,
+        Ok(()) => read::read(&way, req, read::Plan::for_run(probe, target), start).await,
         Err(why) => read::Read::no_credential(start, why),
     };
 

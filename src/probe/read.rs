@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::time::timeout_at;
 
-use super::connect::{self, Client};
+use super::connect::{self, Way};
 use super::flavor::{Delta, Flavor, Framing, ToolCalls};
 use crate::checks::repetition::{self, Thresholds};
 use crate::config::{Api, Probe, Target, Timeouts};
@@ -215,12 +215,7 @@ impl Read {
 }
 
 /// Sends the request and reads the response.
-pub(crate) async fn read(
-    client: &Client,
-    request: super::Request,
-    plan: Plan,
-    start: Instant,
-) -> Read {
+pub(crate) async fn read(way: &Way, request: super::Request, plan: Plan, start: Instant) -> Read {
     let mut reader = Reader {
         flavor: plan.api.flavor(),
         caps: plan.caps,
@@ -233,7 +228,7 @@ pub(crate) async fn read(
         last_event: None,
     };
     let result = reader
-        .exchange(client, request.url, request.headers, request.body)
+        .exchange(way, request.url, request.headers, request.body)
         .await;
     // The one place a run's end is set: the end of the stream, or when reading stopped.
     let end = match &result {
@@ -269,12 +264,12 @@ impl Reader {
     /// Returns when the stream ended, or the transport failure.
     async fn exchange(
         &mut self,
-        client: &Client,
+        way: &Way,
         url: String,
         mut headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<Instant, Failure> {
-        let (dest, conn) = self.connect(client, &url).await?;
+        let (dest, conn) = self.connect(way, &url).await?;
         connect::complete(&mut headers, &dest, &conn);
         // Through a proxy to `http://`, the request names the whole URL (absolute form).
         let uri = match conn.absolute_form {
@@ -301,10 +296,14 @@ impl Reader {
         let resp = match timeout_at(self.deadlines.first_token.into(), send).await {
             Err(_) => return Err(self.deadlines.no_headers()),
             Ok(Err(e)) => {
+                if let Some((reason, error)) = connect::refused_after_handshake(&e, &dest.addr()) {
+                    self.seen.http_reason = Some(reason);
+                    return Err(fail(Outcome::ConnectError, error));
+                }
                 return Err(fail(
                     Outcome::StreamInterrupted,
                     format!("before response headers: {}", error_chain(&e)),
-                ))
+                ));
             }
             Ok(Ok(r)) => r,
         };
@@ -401,15 +400,15 @@ impl Reader {
     /// its steps stamped on the run's timeline and its TLS session kept.
     async fn connect(
         &mut self,
-        client: &Client,
+        way: &Way,
         url: &str,
     ) -> Result<(connect::Dest, connect::Connection), Failure> {
-        let dest = connect::Dest::parse(url)
-            .map_err(|e| fail(Outcome::ConnectError, e.describe("").1))?;
+        let dest =
+            connect::Dest::parse(url).map_err(|e| fail(Outcome::ConnectError, e.describe("").1))?;
         let addr = dest.addr();
         let limit = self.seen.timeline.start + self.deadlines.timeouts.connect;
         let by = limit.min(self.deadlines.first_token);
-        let opened = connect::open(client, &dest, &mut self.seen.timeline.setup);
+        let opened = connect::open(way, &dest, &mut self.seen.timeline.setup);
         match timeout_at(by.into(), opened).await {
             Err(_) if limit <= self.deadlines.first_token => Err(fail(
                 Outcome::ConnectError,

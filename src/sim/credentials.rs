@@ -21,8 +21,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use super::http::{self, respond_json, HttpRequest};
 use super::conn::Conn;
+use super::http::{self, respond_json, HttpRequest};
 
 /// How long every credential the stand-ins issue is good for.
 pub const LIFETIME: Duration = Duration::from_secs(12);
@@ -256,11 +256,7 @@ async fn container_credentials(
 }
 
 /// STS `AssumeRoleWithWebIdentity`, in STS's XML.
-async fn web_identity(
-    sock: &mut Conn,
-    req: &HttpRequest,
-    issued: &Issued,
-) -> std::io::Result<()> {
+async fn web_identity(sock: &mut Conn, req: &HttpRequest, issued: &Issued) -> std::io::Result<()> {
     let form: HashMap<String, String> = url::form_urlencoded::parse(&req.body)
         .into_owned()
         .collect();

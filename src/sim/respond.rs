@@ -10,12 +10,12 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::time::sleep_until;
 
+use super::conn::Conn;
 use super::generate::{Generation, Pace, Piece};
 use super::http::{self, json_bytes, Chunked};
 use super::scenarios::Kind;
 use super::state::State;
 use super::wire::{Call, Ending, Event, Oversized, PieceKind, Style};
-use super::conn::Conn;
 
 /// The longest a scenario keeps a connection open on purpose (no answer, or keep-alives only).
 pub(super) const HOLD: Duration = Duration::from_secs(120);

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::conn::Conn;
 use super::generate::Generation;
 use super::http::{self, respond_error, respond_json, HttpRequest};
 use super::queue::Slot;
 use super::scenarios::{Kind, Scenario, CATALOG};
 use super::state::{Seen, State};
 use super::wire::{self, Wire};
-use super::conn::Conn;
 use crate::listener::Door;
 use tokio_rustls::TlsAcceptor;
 

@@ -86,10 +86,7 @@ async fn every_flavor_over_tls_times_each_step_and_records_the_session() {
         let after = ms(v, "ttft_after_connect_ms");
         let dns = v["dns_ms"].as_f64().unwrap_or(0.0);
         // TTFT is counted from the request's start; after connect leaves the setup out.
-        assert!(
-            (ttft - (dns + connect + tls) - after).abs() < 0.01,
-            "{v}"
-        );
+        assert!((ttft - (dns + connect + tls) - after).abs() < 0.01, "{v}");
         assert!(ms(v, "ttfb_ms") >= dns + connect + tls, "{v}");
         let session = &v["tls"];
         assert!(
@@ -104,7 +101,11 @@ async fn every_flavor_over_tls_times_each_step_and_records_the_session() {
             session["issuer"], "O=llm-canary tests,CN=llm-canary test CA",
             "{v}"
         );
-        let expiry: jiff::Timestamp = session["earliest_expiry"].as_str().unwrap().parse().unwrap();
+        let expiry: jiff::Timestamp = session["earliest_expiry"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(expiry > jiff::Timestamp::now(), "{v}");
         match v["target"].as_str() {
             Some("by-name") => assert!(ms(v, "dns_ms") >= 0.0, "{v}"),
@@ -119,7 +120,10 @@ async fn plain_http_has_no_tls_step_and_no_session() {
     let agent = format!("targets:\n{}", target("t", &sim.base_url("healthy"), ""));
     let v = &once(&agent, &[]).await[0];
     assert_eq!(v["outcome"], "ok", "{v}");
-    assert!(v["tls_ms"].is_null() && v["tls"].is_null() && v["dns_ms"].is_null(), "{v}");
+    assert!(
+        v["tls_ms"].is_null() && v["tls"].is_null() && v["dns_ms"].is_null(),
+        "{v}"
+    );
     assert!(ms(v, "connect_ms") >= 0.0, "{v}");
     assert!(ms(v, "ttft_after_connect_ms") <= ms(v, "ttft_ms"), "{v}");
 }
@@ -131,7 +135,11 @@ async fn refused_certificates_are_named_with_what_to_do() {
     let pki = Pki::new("refused");
     let start = |pair: &common::pki::Pair| {
         let (cert, key) = (pair.cert.clone(), pair.key.clone());
-        async move { Sim::start_tls("127.0.0.1:0", &cert, &key, None).await.unwrap() }
+        async move {
+            Sim::start_tls("127.0.0.1:0", &cert, &key, None)
+                .await
+                .unwrap()
+        }
     };
     let expired = start(&pki.expired).await;
     let wrong = start(&pki.wrong_name).await;
@@ -151,7 +159,11 @@ async fn refused_certificates_are_named_with_what_to_do() {
     };
     for (name, reason, words) in [
         ("expired", "cert_expired", "expired at"),
-        ("wrong-name", "cert_name_mismatch", "is for wrong.example, not 127.0.0.1"),
+        (
+            "wrong-name",
+            "cert_name_mismatch",
+            "is for wrong.example, not 127.0.0.1",
+        ),
         (
             "untrusted",
             "cert_unknown_authority",
@@ -162,9 +174,218 @@ async fn refused_certificates_are_named_with_what_to_do() {
         assert_eq!(v["outcome"], "connect_error", "{v}");
         assert_eq!(v["reason"], reason, "{v}");
         let error = v["error"].as_str().unwrap();
-        assert!(error.starts_with("connect: ") && error.contains(words), "{v}");
+        assert!(
+            error.starts_with("connect: ") && error.contains(words),
+            "{v}"
+        );
         // The steps up to the handshake were timed; the handshake never finished.
         assert!(ms(v, "connect_ms") >= 0.0 && v["tls_ms"].is_null(), "{v}");
         assert!(v["tls"].is_null(), "{v}");
     }
+}
+
+/// `sim --client-ca`: a target whose `tls:` block presents the client certificate gets in; one
+/// without, or with a certificate from another CA, is refused with what to set.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_certificate_gets_in_where_the_sim_requires_one() {
+    let pki = Pki::new("mtls");
+    let sim = Sim::start_tls(
+        "127.0.0.1:0",
+        &pki.server.cert,
+        &pki.server.key,
+        Some(&pki.ca),
+    )
+    .await
+    .unwrap();
+    let url = sim.base_url("healthy");
+    let ca = pki.ca();
+    let tls = |pair: Option<&common::pki::Pair>| match pair {
+        Some(p) => format!(
+            "tls: {{ca_file: \"{ca}\", cert_file: \"{}\", key_file: \"{}\"}}",
+            p.cert(),
+            p.key()
+        ),
+        None => format!("tls: {{ca_file: \"{ca}\"}}"),
+    };
+    let agent = format!(
+        "targets:\n{}{}{}",
+        target("client", &url, &tls(Some(&pki.client))),
+        target("none", &url, &tls(None)),
+        target("stranger", &url, &tls(Some(&pki.stranger))),
+    );
+    let records = once(&agent, &[]).await;
+    let by = |name: &str| records.iter().find(|v| v["target"] == name).unwrap();
+    let v = by("client");
+    assert_eq!(v["outcome"], "ok", "{v}");
+    assert!(
+        ms(v, "tls_ms") > 0.0 && v["tls"]["version"].is_string(),
+        "{v}"
+    );
+    for (name, words) in [
+        (
+            "none",
+            "requires a client certificate: set tls.cert_file and tls.key_file",
+        ),
+        ("stranger", "refused the client certificate"),
+    ] {
+        let v = by(name);
+        assert_eq!(
+            (&v["outcome"], &v["reason"]),
+            (&"connect_error".into(), &"tls_handshake".into()),
+            "{v}"
+        );
+        assert!(v["error"].as_str().unwrap().contains(words), "{v}");
+    }
+}
+
+/// The daemon's gauges: the expiring certificate's notAfter, and the last run's setup steps
+/// (no DNS for 127.0.0.1), scraped from its /metrics.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_daemon_exports_the_certificates_expiry_and_the_setup_steps() {
+    use common::services::{eventually, free_port, get, sample};
+    let pki = Pki::new("expiry");
+    let sim = Sim::start_tls("127.0.0.1:0", &pki.expiring.cert, &pki.expiring.key, None)
+        .await
+        .unwrap();
+    let port = free_port();
+    let agent = format!(
+        "agent: {{listen: \"127.0.0.1:{port}\"}}\ntargets:\n{}",
+        target(
+            "t",
+            &sim.base_url("healthy"),
+            &format!("tls: {{ca_file: \"{}\"}}", pki.ca())
+        )
+    );
+    let probe = common::PROBE.replace("name: p\n", "name: p\nschedule: \"*/2 * * * * *\"\n");
+    let daemon = common::daemon::Daemon::start(
+        &[
+            ("llm-canary.yaml", &agent),
+            ("probes/p.yaml", &probe),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+    let text = eventually(
+        "a TLS run in the daemon's metrics",
+        std::time::Duration::from_secs(30),
+        || {
+            let url = daemon.url("/metrics");
+            async move {
+                let text = get(&url).await;
+                sample(
+                    &text,
+                    "llm_canary_tls_earliest_cert_expiry_timestamp_seconds",
+                    &[],
+                )
+                .map(|_| text)
+            }
+        },
+    )
+    .await;
+    let expiry = sample(
+        &text,
+        "llm_canary_tls_earliest_cert_expiry_timestamp_seconds",
+        &["target=\"t\""],
+    );
+    assert_eq!(
+        expiry,
+        Some(pki.expiring_not_after() as f64),
+        "{}",
+        daemon.log()
+    );
+    let phase = |p: &str| {
+        sample(
+            &text,
+            "llm_canary_last_connection_phase_seconds",
+            &["probe=\"p\"", &format!("phase=\"{p}\"")],
+        )
+    };
+    assert!(phase("connect").is_some_and(|s| s >= 0.0), "{text}");
+    assert!(phase("tls").is_some_and(|s| s > 0.0), "{text}");
+    assert_eq!(phase("dns"), None, "no DNS for an IP address: {text}");
+}
+
+/// A real HTTP proxy (Debian's tinyproxy): `https://` through its CONNECT tunnel, `http://` as
+/// absolute-form requests to it; `no_proxy` goes around it; a proxy that is not there is named.
+#[tokio::test(flavor = "multi_thread")]
+async fn targets_go_through_their_proxy_and_around_it_where_no_proxy_says() {
+    use common::services::{binary, free_port, Service};
+    let pki = Pki::new("proxy");
+    let tls_sim = Sim::start_tls("127.0.0.1:0", &pki.server.cert, &pki.server.key, None)
+        .await
+        .unwrap();
+    let plain_sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let around_sim = Sim::start_tls("127.0.0.1:0", &pki.server.cert, &pki.server.key, None)
+        .await
+        .unwrap();
+    let dir = common::TempDir::new("tinyproxy");
+    let port = free_port();
+    let log = dir.path().join("tinyproxy.log");
+    dir.write(&[(
+        "tinyproxy.conf",
+        &format!(
+            "Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 20\nAllow 127.0.0.1\nLogLevel Info\nLogFile \"{}\"\n",
+            log.display()
+        ),
+    )]);
+    let child = std::process::Command::new(binary("tinyproxy", "tinyproxy"))
+        .args(["-d", "-c"])
+        .arg(dir.path().join("tinyproxy.conf"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _proxy = Service::from_child(child, port);
+    common::services::eventually(
+        "tinyproxy to listen",
+        std::time::Duration::from_secs(10),
+        || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+        },
+    )
+    .await;
+    let dead = common::closed_port();
+    let via = |p: u16| format!("proxy_url: \"http://127.0.0.1:{p}\"");
+    let ca = format!("tls: {{ca_file: \"{}\"}}", pki.ca());
+    let agent = format!(
+        "targets:\n{}{}{}{}",
+        target(
+            "tls-via",
+            &tls_sim.base_url("healthy"),
+            &format!("{ca}, {}", via(port))
+        ),
+        target("plain-via", &plain_sim.base_url("healthy"), &via(port)),
+        target(
+            "around",
+            &around_sim.base_url("healthy"),
+            &format!("{ca}, {}, no_proxy: \"127.0.0.1\"", via(dead))
+        ),
+        target("dead", &plain_sim.base_url("healthy"), &via(dead)),
+    );
+    let records = once(&agent, &[]).await;
+    let by = |name: &str| records.iter().find(|v| v["target"] == name).unwrap();
+    for name in ["tls-via", "plain-via", "around"] {
+        assert_eq!(by(name)["outcome"], "ok", "{}", by(name));
+    }
+    assert!(ms(by("tls-via"), "tls_ms") > 0.0, "{}", by("tls-via"));
+    let v = by("dead");
+    assert_eq!(v["outcome"], "connect_error", "{v}");
+    assert!(
+        v["error"].as_str().unwrap().starts_with(&format!(
+            "connect: through the proxy 127.0.0.1:{dead}: connection refused"
+        )),
+        "{v}"
+    );
+    // The proxy saw the tunnel and the plain request; nothing of the target it went around.
+    let log = std::fs::read_to_string(&log).unwrap();
+    let tls_addr = tls_sim.addr().to_string();
+    assert!(log.contains(&format!("CONNECT {tls_addr}")), "{log}");
+    assert!(
+        log.contains(&format!("POST http://{}/", plain_sim.addr())),
+        "{log}"
+    );
+    assert!(!log.contains(&around_sim.addr().to_string()), "{log}");
 }

@@ -496,11 +496,17 @@ impl Metrics {
     /// value), and the target's earliest certificate expiry when it shook hands over TLS.
     fn record_connection(&self, r: &ProbeResult, l: &[&str]) {
         let f = &r.measured.figures;
-        for (phase, ms) in CONNECTION_PHASES.into_iter().zip([f.dns_ms, f.connect_ms, f.tls_ms]) {
+        for (phase, ms) in CONNECTION_PHASES
+            .into_iter()
+            .zip([f.dns_ms, f.connect_ms, f.tls_ms])
+        {
             let phase = [phase.to_string()];
             let labels = with(l, &phase);
             match ms {
-                Some(ms) => self.connection_phase.with_label_values(&labels).set(ms / 1000.0),
+                Some(ms) => self
+                    .connection_phase
+                    .with_label_values(&labels)
+                    .set(ms / 1000.0),
                 None => {
                     let _ = self.connection_phase.remove_label_values(&labels);
                 }
