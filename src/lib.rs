@@ -35,7 +35,8 @@
 //!   `@every`) at multiples from the Unix epoch; a pair's stable share of its jitter.
 //! - [`probe`]: one run against one target — the shared envelope (request id, cache busting,
 //!   deadlines, caps, transport outcome; `read` returns a `Read` whose `Reading` is the
-//!   record's measured part) and one file per API flavor (`probe::flavor`: the `Flavor` trait
+//!   record's measured part; `connect` makes the run's own connection, DNS, TCP, proxy and TLS
+//!   each stamped as it completes, with the TLS session and a refused certificate's reason) and one file per API flavor (`probe::flavor`: the `Flavor` trait
 //!   whose defaults are OpenAI chat's, one unit struct per API overriding what differs, each
 //!   owning its body, events, headers and auth (`ProviderAuth`), its error bodies (message and
 //!   error words, `flavor::errors`) and its rate-limit prefixes; the `registry!` line per API

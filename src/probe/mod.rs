@@ -1,7 +1,7 @@
-//! One probe run against one target: build the request ([`request`]), read the response under
-//! layered deadlines and caps ([`read`]), judge the text, and return a [`Measurement`]: which
-//! run it was, what its text was judged, what it measured. The envelope every API flavor
-//! shares lives here and in those two files; a flavor ([`flavor`]) only knows its path, body
+//! One probe run against one target: build the request ([`request`]), connect ([`connect`]:
+//! each setup step timed), read the response under layered deadlines and caps ([`read`]),
+//! judge the text, and return a [`Measurement`]: which run it was, what its text was judged,
+//! what it measured. The envelope every API flavor shares lives here and in those files; a flavor ([`flavor`]) only knows its path, body
 //! and event shape. A run never touches metrics or output.
 
 pub(crate) mod cache_check;

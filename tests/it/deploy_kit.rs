@@ -23,7 +23,7 @@ fn promtool(args: &[&str], file: &str) -> String {
 #[test]
 fn prometheus_rules_check() {
     let out = promtool(&["check", "rules"], "llm-canary.rules.yml");
-    assert!(out.contains("SUCCESS: 63 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 65 rules found"), "{out}");
 }
 
 #[test]
