@@ -389,3 +389,76 @@ async fn targets_go_through_their_proxy_and_around_it_where_no_proxy_says() {
     );
     assert!(!log.contains(&around_sim.addr().to_string()), "{log}");
 }
+
+/// `llm-canary sim --tls-cert --tls-key --client-ca`: it says it serves https://, and a probe
+/// whose `tls:` block presents the client certificate gets an answer from it; a bad key file is
+/// named.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sim_command_serves_over_tls_and_requires_the_client_certificate() {
+    use std::io::BufRead;
+    let pki = Pki::new("simcmd");
+    let mut child = common::bin()
+        .args(["sim", "--listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(&pki.server.cert)
+        .arg("--tls-key")
+        .arg(&pki.server.key)
+        .arg("--client-ca")
+        .arg(&pki.ca)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let sim = Killed(child);
+    assert!(
+        first.starts_with("llm-canary sim listening on https://127.0.0.1:"),
+        "{first}"
+    );
+    let origin = first.trim().rsplit(' ').next().unwrap().to_string();
+    let tls = format!(
+        "tls: {{ca_file: \"{}\", cert_file: \"{}\", key_file: \"{}\"}}",
+        pki.ca(),
+        pki.client.cert(),
+        pki.client.key()
+    );
+    let agent = format!(
+        "targets:\n{}",
+        target("t", &format!("{origin}/s/healthy/v1"), &tls)
+    );
+    let v = &once(&agent, &[]).await[0];
+    assert_eq!(v["outcome"], "ok", "{v}");
+    assert_eq!(
+        v["tls"]["issuer"], "O=llm-canary tests,CN=llm-canary test CA",
+        "{v}"
+    );
+    drop(sim);
+
+    let out = common::bin()
+        .args(["sim", "--listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(&pki.server.cert)
+        .arg("--tls-key")
+        .arg(&pki.server.cert)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} holds no PEM private key",
+            pki.server.cert.display()
+        )),
+        "{err}"
+    );
+}
+
+/// A child process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
