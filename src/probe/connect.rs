@@ -534,6 +534,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_destination_is_its_host_port_and_host_header() {
+        let d = Dest::parse("https://[::1]:8443/v1/chat/completions?x=1").unwrap();
+        assert_eq!((d.host.as_str(), d.port, d.https), ("::1", 8443, true));
+        assert_eq!(d.addr(), "[::1]:8443");
+        assert_eq!(d.host_header().unwrap(), "[::1]:8443");
+        let d = Dest::parse("http://user:pw@llm.example/v1").unwrap();
+        assert_eq!((d.addr(), d.https), ("llm.example:80".to_string(), false));
+        // The credentials stay out of the Host header.
+        assert_eq!(d.host_header().unwrap(), "llm.example");
+        assert!(matches!(Dest::parse("ftp://x/"), Err(ConnectError::Url(_))));
+    }
+
+    #[test]
     fn presented_names_are_shown_bare() {
         assert_eq!(bare_name("DnsName(\"a.example\")"), "a.example");
         assert_eq!(bare_name("IpAddress(10.0.0.1)"), "10.0.0.1");

@@ -462,3 +462,42 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// `timeouts.connect` bounds the whole setup, the TLS handshake included: a server that takes
+/// the connection and never answers the handshake is a connect timeout, not a TTFT one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handshake_that_never_ends_is_a_connect_timeout() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((sock, _)) = silent.accept().await {
+            open.push(sock);
+        }
+    });
+    let dir = common::TempDir::new("silent");
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!(
+                "targets:\n{}",
+                target("t", &format!("https://{addr}/v1"), "")
+            ),
+        ),
+        (
+            "probes/p.yaml",
+            "name: p\nprompt: q.txt\ntimeouts: {connect: 300ms, ttft: 5s, stall: 5s, total: 10s}\n",
+        ),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let mut cmd = common::bin();
+    cmd.args(["once", "--format", "json", "-c"])
+        .arg(dir.path().join("llm-canary.yaml"));
+    let out = common::output(cmd).await;
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "connect_error", "{v}");
+    assert_eq!(v["error"], format!("connect: timed out ({addr})"), "{v}");
+    assert!(ms(&v, "connect_ms") >= 0.0 && v["tls_ms"].is_null(), "{v}");
+    assert!(ms(&v, "e2e_ms") < 2000.0, "{v}");
+    held.abort();
+}
