@@ -9,8 +9,14 @@
 //! - the incident's length is within one cadence of the outage;
 //! - the resolved notification reaches the pager within 90 s of the first good run.
 //!
-//! About 7 minutes (the 2-minute cadence, four times over). Run with scripts/test-real-llm
-//! (built with the `real-llm` feature, with the other drills).
+//! About 7 minutes (the 2-minute cadence, four times over).
+//!
+//! And a silent agent: three agents remote-writing into a Prometheus loaded with the shipped
+//! `prometheus.yml`; one stops, the fleet page shows its location silent and the shipped
+//! `LLMCanaryFleetAgentSilent` fires (about 2.5 minutes).
+//!
+//! Run with scripts/test-real-llm (built with the `real-llm` feature; the two tests run side by
+//! side while llama.cpp builds).
 
 mod common;
 
@@ -424,4 +430,187 @@ async fn the_page_the_incident_and_the_pager_agree_at_30_s_and_2_min() {
             sent - ended
         );
     }
+}
+
+/// Three agents (real processes) in three regions remote-write into a real Prometheus loaded
+/// with the shipped `prometheus.yml` (its rule files as shipped, evaluated every 2 s). The ap
+/// agent is stopped: within two of its cadences the fleet page shows ap silent, the target
+/// only ap was failing stays failing (never up), and `LLMCanaryFleetAgentSilent` fires.
+/// About 2.5 minutes (the alert's 2-minute silence).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_agent_is_silent_on_the_fleet_page_and_pages_with_the_shipped_config() {
+    let sim = llm_canary::testing::sim::Sim::start("127.0.0.1:0")
+        .await
+        .unwrap();
+    let dir = TempDir::new("silent-drill");
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus");
+    let shipped = std::fs::read_to_string(deploy.join("prometheus.yml")).unwrap();
+    // The shipped file with each rule file made absolute (and on the test's clock), Alertmanager
+    // and the scrape jobs' example hosts left as they are: unreachable, and harmless.
+    let mut config = String::new();
+    for line in shipped.lines() {
+        let file = line.trim_start().strip_prefix("- ").and_then(|l| {
+            let name = l.split_whitespace().next()?;
+            name.ends_with(".rules.yml").then_some(name)
+        });
+        match file {
+            Some(name) => {
+                let copy =
+                    services::rules_every(&deploy.join(name), &format!("{EVALUATION}s"), &dir);
+                let moved = dir.path().join(name);
+                std::fs::rename(&copy, &moved).unwrap();
+                config.push_str(&format!("  - '{}'\n", moved.display()));
+            }
+            None => {
+                config.push_str(line);
+                config.push('\n');
+            }
+        }
+    }
+    assert_eq!(
+        config.matches(".rules.yml'").count(),
+        4,
+        "the shipped rule files: {config}"
+    );
+    let prometheus = services::prometheus_with_config(&config).await;
+    let prom = prometheus.url();
+    let write = format!("{prom}/api/v1/write");
+    let regions = ["ap", "eu", "us"];
+    let mut agents: Vec<Option<common::daemon::Daemon>> = regions
+        .iter()
+        .map(|region| {
+            let port = free_port();
+            let scenario = |t: &str| {
+                if t == "only-ap" && *region == "ap" {
+                    "http-500"
+                } else {
+                    "healthy"
+                }
+            };
+            let mut yaml = format!(
+                "agent:\n  name: canary-{region}\n  labels: {{region: {region}}}\n  listen: 127.0.0.1:{port}\n\
+                 remote_write:\n  url: \"{write}\"\n  interval: 1s\n  timeout: 2s\ntargets:\n"
+            );
+            for t in ["steady", "only-ap"] {
+                yaml.push_str(&format!(
+                    "  - {{name: {t}, base_url: \"{}\", model: m-7b}}\n",
+                    sim.base_url(scenario(t))
+                ));
+            }
+            Some(common::daemon::Daemon::start(
+                &[
+                    ("llm-canary.yaml", &yaml),
+                    ("probes/p.yaml", "name: p\nevery: 5s\nprompt: q.txt\nmax_tokens: 64\nconfirm: off\ntimeouts: {connect: 1s, ttft: 2s, stall: 2s, total: 3s}\nchecks: {expect: \"(?i)paris\"}\n"),
+                    ("prompts/q.txt", common::PROMPT),
+                ],
+                port,
+                &[],
+            ))
+        })
+        .collect();
+    let page_port = free_port();
+    let mut page = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+        .args([
+            "status-page",
+            "--prometheus",
+            &prom,
+            "--query-timeout",
+            "5s",
+        ])
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{page_port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the fleet page");
+    let fleet = format!("http://127.0.0.1:{page_port}/api/v1/fleet");
+    let target = |v: &Value, name: &str| -> Value {
+        v["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["target"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    // Every location reporting, only-ap failing from ap.
+    eventually(
+        "three locations on the fleet page",
+        Duration::from_secs(120),
+        || async {
+            let v: Value = serde_json::from_str(&services::get(&fleet).await).ok()?;
+            let t = target(&v, "only-ap");
+            let all = t["locations"].as_array()?.len() == 3;
+            (all && t["locations_failing"] == 1 && t["locations_silent"] == 0).then_some(())
+        },
+    )
+    .await;
+    let stopped_at = unix_now();
+    agents[0] = None;
+    // Silent within two cadences (the probe's 5 s and the write's 1 s: well within 30 s), and
+    // the target ap alone failed never turns up meanwhile.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let silent_at = loop {
+        let v: Value = serde_json::from_str(&services::get(&fleet).await).unwrap_or(Value::Null);
+        let t = target(&v, "only-ap");
+        assert_ne!(
+            t["state"], "up",
+            "a silent failing location turned the target up: {t}"
+        );
+        if t["locations_silent"] == 1 {
+            let ap = t["locations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["location"] == "ap")
+                .unwrap()
+                .clone();
+            assert_eq!(ap["silent"], true, "{ap}");
+            assert_eq!(t["locations_failing"], 1, "ap still counts as failing: {t}");
+            break unix_now();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "ap not silent on the fleet page 30 s after its agent stopped: {t}"
+        );
+        tokio::time::sleep(Duration::from_secs_f64(POLL)).await;
+    };
+    // The shipped alert: two minutes without a sample, then the next evaluation.
+    let alert = || async {
+        let body = services::get(&format!("{prom}/api/v1/alerts")).await;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        v["data"]["alerts"]
+            .as_array()?
+            .iter()
+            .any(|a| {
+                a["labels"]["alertname"] == "LLMCanaryFleetAgentSilent"
+                    && a["labels"]["region"] == "ap"
+                    && a["state"] == "firing"
+            })
+            .then_some(())
+    };
+    eventually(
+        "LLMCanaryFleetAgentSilent firing for ap",
+        Duration::from_secs(180),
+        alert,
+    )
+    .await;
+    let fired_at = unix_now();
+    let body = services::get(&format!("{prom}/api/v1/alerts")).await;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let others: Vec<&Value> = v["data"]["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["labels"]["alertname"] == "LLMCanaryFleetAgentSilent")
+        .filter(|a| a["labels"]["region"] != "ap")
+        .collect();
+    assert!(others.is_empty(), "only ap is silent: {others:?}");
+    println!(
+        "silent drill: ap's agent stopped +0.0 s; silent on the fleet page +{:.1} s; LLMCanaryFleetAgentSilent firing +{:.1} s",
+        silent_at - stopped_at,
+        fired_at - stopped_at
+    );
+    let _ = page.kill();
+    let _ = page.wait();
 }
