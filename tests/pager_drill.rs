@@ -223,6 +223,66 @@ struct Timeline {
     resolved_sent: Option<f64>,
 }
 
+/// Where the drill looks: the daemon's status API, Prometheus' alerts, the pager's inbox.
+struct Watch<'a> {
+    daemon: &'a str,
+    prom: &'a str,
+    pages: &'a Pages,
+}
+
+impl Watch<'_> {
+    /// Notes, every half second, when each target's page state, alert and notifications first
+    /// changed, until `done` holds for every target (or 6 minutes pass: a failure).
+    async fn until(&self, lines: &mut [Timeline], what: &str, done: impl Fn(&Timeline) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(6 * 60);
+        while !lines.iter().all(&done) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not every target {what} within 6 minutes: {lines:?}"
+            );
+            let (states, fire) = (page_states(self.daemon).await, firing(self.prom).await);
+            self.note(lines, &states, &fire);
+            tokio::time::sleep(Duration::from_secs_f64(POLL)).await;
+        }
+    }
+
+    fn note(&self, lines: &mut [Timeline], states: &[(String, String)], fire: &[String]) {
+        let now = unix_now();
+        let index = |t: &str| PAIRS.iter().position(|p| p.target == t);
+        for (t, st) in states {
+            let Some(l) = index(t).map(|i| &mut lines[i]) else {
+                continue;
+            };
+            if st == "down" && l.page_down.is_none() {
+                l.page_down = Some(now);
+            }
+            let was_paged = l.page_down.is_some() && l.alert_firing.is_some();
+            if was_paged && st == "up" && l.page_up.is_none() {
+                l.page_up = Some(now);
+            }
+        }
+        for (p, l) in PAIRS.iter().zip(lines.iter_mut()) {
+            let on = fire.iter().any(|t| t == p.target);
+            if on && l.alert_firing.is_none() {
+                l.alert_firing = Some(now);
+            }
+            if !on && l.alert_firing.is_some() && l.alert_resolved.is_none() {
+                l.alert_resolved = Some(now);
+            }
+        }
+        for (at, status, t) in self.pages.lock().unwrap().iter() {
+            let Some(l) = index(t).map(|i| &mut lines[i]) else {
+                continue;
+            };
+            match status.as_str() {
+                "firing" if l.paged.is_none() => l.paged = Some(*at),
+                "resolved" if l.resolved_sent.is_none() => l.resolved_sent = Some(*at),
+                _ => {}
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_the_incident_and_the_pager_agree_at_30_s_and_2_min() {
     let (pager_port, pages) = pager().await;
@@ -302,70 +362,24 @@ async fn the_page_the_incident_and_the_pager_agree_at_30_s_and_2_min() {
         kill(s);
     }
 
-    // Until both pages went out: the page's states and the alerts, every half second.
+    // Until both pages went out, then until both resolved: the page's states, the alerts and
+    // the pager, every half second.
     let mut lines: Vec<Timeline> = vec![Timeline::default(); PAIRS.len()];
-    let index = |t: &str| PAIRS.iter().position(|p| p.target == t);
-    let observe = |lines: &mut Vec<Timeline>, states: &[(String, String)], fire: &[String]| {
-        let now = unix_now();
-        for (t, st) in states {
-            let Some(i) = index(t) else { continue };
-            let l = &mut lines[i];
-            if st == "down" && l.page_down.is_none() {
-                l.page_down = Some(now);
-            }
-            if l.page_down.is_some()
-                && l.alert_firing.is_some()
-                && st == "up"
-                && l.page_up.is_none()
-            {
-                l.page_up = Some(now);
-            }
-        }
-        for (i, p) in PAIRS.iter().enumerate() {
-            let l = &mut lines[i];
-            let on = fire.iter().any(|t| t == p.target);
-            if on && l.alert_firing.is_none() {
-                l.alert_firing = Some(now);
-            }
-            if !on && l.alert_firing.is_some() && l.alert_resolved.is_none() {
-                l.alert_resolved = Some(now);
-            }
-        }
-        for (at, status, t) in pages.lock().unwrap().iter() {
-            let Some(i) = index(t) else { continue };
-            let l = &mut lines[i];
-            match status.as_str() {
-                "firing" if l.paged.is_none() => l.paged = Some(*at),
-                "resolved" if l.resolved_sent.is_none() => l.resolved_sent = Some(*at),
-                _ => {}
-            }
-        }
+    let watch = Watch {
+        daemon: &daemon,
+        prom: &prom,
+        pages: &pages,
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(6 * 60);
-    while lines.iter().any(|l| l.paged.is_none()) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not every target was paged within 6 minutes of the kill: {lines:?}"
-        );
-        let (states, fire) = (page_states(&daemon).await, firing(&prom).await);
-        observe(&mut lines, &states, &fire);
-        tokio::time::sleep(Duration::from_secs_f64(POLL)).await;
-    }
+    watch
+        .until(&mut lines, "paged, after the kill", |l| l.paged.is_some())
+        .await;
     let back_at = unix_now();
     let _sims: Vec<Child> = ports.iter().map(|p| sim(*p)).collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(6 * 60);
-    while lines
-        .iter()
-        .any(|l| l.resolved_sent.is_none() || l.page_up.is_none())
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not every page resolved within 6 minutes of the restart: {lines:?}"
-        );
-        let (states, fire) = (page_states(&daemon).await, firing(&prom).await);
-        observe(&mut lines, &states, &fire);
-        tokio::time::sleep(Duration::from_secs_f64(POLL)).await;
-    }
+    watch
+        .until(&mut lines, "resolved, after the restart", |l| {
+            l.resolved_sent.is_some() && l.page_up.is_some()
+        })
+        .await;
 
     let body = services::get(&format!("{daemon}/api/v1/incidents")).await;
     let incidents: Value = serde_json::from_str(&body).unwrap();
