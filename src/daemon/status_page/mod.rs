@@ -121,7 +121,12 @@ pub(crate) fn render(
     let mut states = Vec::new();
     let mut failed: Vec<(String, String, Failure)> = Vec::new();
     for t in targets {
-        target_rows(&mut o, &t, incidents.iter().find(|i| i.target == t.target));
+        target_rows(
+            &mut o,
+            &t,
+            incidents.iter().find(|i| i.target == t.target),
+            head.generated_at,
+        );
         states.push(t.state);
         for p in t.probes {
             let h = p.history;
@@ -171,7 +176,7 @@ pub(crate) fn summary(states: &[State]) -> String {
     o
 }
 
-fn target_rows(o: &mut String, t: &TargetStatus, latest: Option<&Incident>) {
+fn target_rows(o: &mut String, t: &TargetStatus, latest: Option<&Incident>, now: Timestamp) {
     o.push_str("<tr class=\"target\" data-target=\"");
     esc(o, &t.target);
     let _ = write!(
@@ -209,14 +214,37 @@ fn target_rows(o: &mut String, t: &TargetStatus, latest: Option<&Incident>) {
         o.push_str(if w.announced { " (announced)" } else { "" });
         o.push_str("</small>");
     }
-    day_bars(o, &t.days);
+    let since = t
+        .probes
+        .iter()
+        .filter_map(|p| p.history.history_since)
+        .min();
+    day_bars(o, &t.days, since, now);
     o.push_str("</th></tr>\n");
     for p in &t.probes {
-        pair_row(o, p);
+        pair_row(o, p, now);
     }
 }
 
-fn pair_row(o: &mut String, p: &ProbeStatus) {
+/// "since 19:00 UTC, 6 min": where a window reaches back before the history, the figure covers
+/// only the time with data, and says so.
+fn since_note(since: Timestamp, now: Timestamp) -> String {
+    let age = now.duration_since(since).as_secs().max(0);
+    let span = match age {
+        a if a < 3600 => format!("{} min", a / 60),
+        a if a < 2 * 86_400 => format!("{} h", a / 3600),
+        a => format!("{} d", a / 86_400),
+    };
+    let utc = since.to_zoned(jiff::tz::TimeZone::UTC);
+    let at = if age < 86_400 {
+        utc.strftime("%H:%M").to_string()
+    } else {
+        utc.strftime("%Y-%m-%d %H:%M").to_string()
+    };
+    format!("since {at} UTC, {span}")
+}
+
+fn pair_row(o: &mut String, p: &ProbeStatus, now: Timestamp) {
     let h = &p.history;
     o.push_str("<tr class=\"pair\" data-target=\"");
     esc(o, &h.target);
@@ -230,19 +258,30 @@ fn pair_row(o: &mut String, p: &ProbeStatus) {
         "</td><td><span class=\"state {state}\">{state}</span><br><small class=\"recent\">{} of last {} failed</small></td>",
         h.recent_failed, h.recent_runs
     );
-    for (window, tally, u) in [
-        ("1h", h.last_1h, p.uptime_1h),
-        ("24h", h.last_24h, p.uptime_24h),
-        ("7d", h.last_7d, p.uptime_7d),
+    // Each window's first slot: uptime is counted in whole slots.
+    let hour_start = h.day.start
+        + jiff::SignedDuration::from_secs(h.day.step_seconds * (h.day.len() as i64 - 12).max(0));
+    for (window, tally, u, start) in [
+        ("1h", h.last_1h, p.uptime_1h, hour_start),
+        ("24h", h.last_24h, p.uptime_24h, h.day.start),
+        ("7d", h.last_7d, p.uptime_7d, h.week.start),
     ] {
         let _ = write!(
             o,
-            "<td class=\"uptime num\" data-window=\"{window}\" title=\"{} runs, {} failed, {} in maintenance\">{}</td>",
+            "<td class=\"uptime num\" data-window=\"{window}\" title=\"{} runs, {} failed, {} in maintenance\">{}",
             tally.runs,
             tally.failed,
             tally.maintenance,
             percent(u)
         );
+        if let Some(since) = h.history_since.filter(|s| *s > start) {
+            let _ = write!(
+                o,
+                "<br><small class=\"since\">{}</small>",
+                since_note(since, now)
+            );
+        }
+        o.push_str("</td>");
     }
     o.push_str("<td>");
     week_strip(o, &h.week);
@@ -349,7 +388,7 @@ fn cell_colour(t: Tally) -> &'static str {
 
 /// The target's days as bars (3 units wide, 1 apart), each titled with its figures, and the
 /// uptime over all of them.
-fn day_bars(o: &mut String, days: &TargetDays) {
+fn day_bars(o: &mut String, days: &TargetDays, since: Option<Timestamp>, now: Timestamp) {
     if days.days.is_empty() {
         return;
     }
@@ -377,10 +416,19 @@ fn day_bars(o: &mut String, days: &TargetDays) {
         o.push_str("</title></rect>");
     }
     let all: Tally = days.days.iter().map(|d| d.tally).sum();
+    let has_data = |t: Tally| t.runs > 0 || t.maintenance > 0;
+    // The days before the first with runs are no data, not downtime: the label says so.
+    let label = match days.days.iter().position(|d| has_data(d.tally)) {
+        Some(0) | None => format!("{} days", days.days.len()),
+        Some(i) if i + 1 == days.days.len() => match since {
+            Some(s) => since_note(s, now),
+            None => format!("since {}", days.date(i)),
+        },
+        Some(i) => format!("since {}", days.date(i)),
+    };
     let _ = write!(
         o,
-        "</svg><small class=\"uptime-90d\">{} days: {}</small></span>",
-        days.days.len(),
+        "</svg><small class=\"uptime-90d\">{label}: {}</small></span>",
         percent(all.uptime())
     );
 }

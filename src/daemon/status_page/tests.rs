@@ -101,8 +101,10 @@ fn the_page_shows_states_uptime_figures_and_failures() {
     assert!(page.contains("data-target=\"chat\" data-probe=\"capital\" data-state=\"degraded\""));
     assert!(page.contains("data-target=\"chat\" data-state=\"maintenance\""));
     assert!(page.contains("<small class=\"recent\">1 of last 4 failed</small>"));
-    assert!(page
-        .contains("data-window=\"1h\" title=\"4 runs, 1 failed, 0 in maintenance\">75.00%</td>"));
+    // The history began 4 minutes before: the hour's figure says so.
+    assert!(page.contains(
+        "data-window=\"1h\" title=\"4 runs, 1 failed, 0 in maintenance\">75.00%<br><small class=\"since\">since 11:50 UTC, 4 min</small></td>"
+    ));
     // The slot's p50 of 100, 200, 300, 400 ms is 200 ms; its p95, 400 ms.
     assert!(page.contains(
         "p50 <span class=\"ttft-p50\">200 ms</span> · p95 <span class=\"ttft-p95\">400 ms</span>"
@@ -167,4 +169,92 @@ fn a_content_failure_shows_its_sentence_and_every_failed_check() {
     ));
     // One failed check is the outcome already: not said twice.
     assert_eq!(page.matches("class=\"f-checks\"").count(), 1);
+}
+
+/// A history that began 6 minutes before the page: every window that reaches further back says
+/// since when its figure counts, and the day strip says the same instead of "90 days".
+#[test]
+fn windows_longer_than_the_history_say_since_when() {
+    let h = StatusHistory::default();
+    h.retain_pairs(&[("capital".into(), "chat".into())]);
+    let first: Timestamp = "2025-03-10T19:02:00Z".parse().unwrap();
+    for i in 0..4 {
+        h.record(&run_at(first + jiff::SignedDuration::from_secs(90 * i)));
+    }
+    let now: Timestamp = "2025-03-10T19:08:00Z".parse().unwrap();
+    let page = page_of(&h, now);
+    // The history begins at its first 5-minute slot: 19:00, 8 minutes before.
+    assert_eq!(
+        page.matches("since 19:00 UTC, 8 min").count(),
+        4,
+        "1 h, 24 h, 7 d and the day strip: {page}"
+    );
+    assert!(!page.contains("90 days: "));
+
+    // A history that began 3 days before: the pair's windows are full, the strip names its
+    // first day.
+    let h = StatusHistory::default();
+    h.retain_pairs(&[("capital".into(), "chat".into())]);
+    let old: Timestamp = "2025-03-07T10:00:00Z".parse().unwrap();
+    h.record(&run_at(old));
+    for i in 0..4 {
+        h.record(&run_at(first + jiff::SignedDuration::from_secs(90 * i)));
+    }
+    let page = page_of(&h, now);
+    assert!(page.contains("since 2025-03-07: "), "{page}");
+    assert!(
+        page.contains("class=\"since\">since 2025-03-07 10:00 UTC, 3 d"),
+        "the week: {page}"
+    );
+    assert_eq!(
+        page.matches("class=\"since\"").count(),
+        1,
+        "1 h and 24 h are full"
+    );
+}
+
+fn run_at(t: Timestamp) -> Run {
+    Run {
+        probe: "capital".into(),
+        target: "chat".into(),
+        started_at: t,
+        outcome: "ok".into(),
+        success: true,
+        maintenance: false,
+        warmup: false,
+        cache_phase: None,
+        ttft_ms: Some(100.0),
+        tokens_per_second: Some(42.0),
+        http_status: Some(200),
+        request_id: "r".into(),
+        trace_id: String::new(),
+        error: None,
+        failed_checks: vec![],
+        repetition: None,
+    }
+}
+
+fn page_of(h: &StatusHistory, now: Timestamp) -> String {
+    let snap = h.snapshot(now).remove(0);
+    let days = crate::daemon::history::pool(&h.days_target("chat", now));
+    let t = TargetStatus {
+        target: "chat".into(),
+        model: "m".into(),
+        state: State::Up,
+        maintenance: None,
+        probes: vec![ProbeStatus {
+            state: State::Up,
+            uptime_1h: snap.last_1h.uptime(),
+            uptime_24h: snap.last_24h.uptime(),
+            uptime_7d: snap.last_7d.uptime(),
+            history: snap,
+        }],
+        days,
+    };
+    let head = Head {
+        agent: "a".into(),
+        generated_at: now,
+        pairs: 1,
+    };
+    render(&head, std::iter::once(t), &[])
 }

@@ -267,6 +267,28 @@ pub(crate) struct PairSnapshot {
     pub week: Series,
     /// Newest first.
     pub failures: Vec<Failure>,
+    /// When the history begins, to its slot ([`PairSnapshot::since`]): a window that reaches
+    /// further back has data only from here. `null` without runs in the week.
+    #[serde(default)]
+    pub history_since: Option<Timestamp>,
+}
+
+impl PairSnapshot {
+    /// The start of the earliest slot with a run (maintenance runs too): to the hour when runs
+    /// lie before the day, else to the 5-minute slot.
+    fn since(day: &Series, week: &Series) -> Option<Timestamp> {
+        let first = |s: &Series| {
+            (0..s.len())
+                .find(|&i| s.runs[i] > 0 || s.maintenance[i] > 0)
+                .map(|i| s.start + jiff::SignedDuration::from_secs(s.step_seconds * i as i64))
+        };
+        let hour = first(week)?;
+        let hour_end = hour + jiff::SignedDuration::from_secs(week.step_seconds);
+        if hour_end <= day.start {
+            return Some(hour);
+        }
+        first(day).or(Some(hour))
+    }
 }
 
 impl PairHistory {
@@ -291,7 +313,9 @@ impl PairHistory {
                 .collect(),
             None => Vec::new(),
         };
+        let history_since = PairSnapshot::since(&day, &week);
         PairSnapshot {
+            history_since,
             probe: probe.to_string(),
             target: target.to_string(),
             recent_runs: self.recent.runs(),
