@@ -515,6 +515,61 @@ fn tls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustl
     inner.and_then(tls_error)
 }
 
+/// The request's target: the path (origin form), or through a proxy to `http://` the whole
+/// URL (absolute form).
+pub(crate) fn request_uri(dest: &Dest, conn: &Connection) -> Uri {
+    match conn.absolute_form {
+        Some(_) => dest.uri.clone(),
+        None => dest
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()
+            .unwrap_or_else(|_| Uri::from_static("/")),
+    }
+}
+
+/// A GET on a connection of its own (the model list, beside the runs): the body of a 2xx
+/// answer, at most `max` bytes; else why not. Unbounded in time: the caller holds the deadline.
+pub(crate) async fn get(
+    way: &Way,
+    url: &str,
+    mut headers: hyper::HeaderMap,
+    max: usize,
+) -> Result<Vec<u8>, String> {
+    use http_body_util::BodyExt;
+    let dest = Dest::parse(url).map_err(|e| e.describe("").1)?;
+    let conn = open(way, &dest, &mut Setup::default())
+        .await
+        .map_err(|e| e.describe(&dest.addr()).1)?;
+    complete(&mut headers, &dest, &conn);
+    let mut request = hyper::Request::new(http_body_util::Empty::<bytes::Bytes>::new());
+    *request.uri_mut() = request_uri(&dest, &conn);
+    *request.headers_mut() = headers;
+    let (mut sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(conn.io))
+        .await
+        .map_err(|e| error_chain(&e))?;
+    tokio::spawn(driver);
+    let resp = sender
+        .send_request(request)
+        .await
+        .map_err(|e| error_chain(&e))?;
+    if !resp.status().is_success() {
+        return Err(format!("HTTP {}", resp.status()));
+    }
+    let mut body = resp.into_body();
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.map_err(|e| error_chain(&e))?.into_data() {
+            if out.len() + data.len() > max {
+                return Err(format!("the body is over {max} bytes"));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
 /// The headers every request carries that the caller did not set: `Host` and the user agent;
 /// through a proxy to `http://`, the proxy's credentials.
 pub(crate) fn complete(headers: &mut hyper::HeaderMap, dest: &Dest, conn: &Connection) {

@@ -25,25 +25,12 @@ const MAX_BODY: usize = 1 << 20;
 
 /// Asks the target what it serves: a short hash of its entry for the target's model, or `None`
 /// when the server has no such list, does not name the model, or does not answer in time.
-pub(crate) async fn ask(client: &reqwest::Client, target: &Target) -> Option<String> {
+pub(crate) async fn ask(client: &super::Client, target: &Target) -> Option<String> {
     let url = target.endpoint(target.api.flavor().models_path()?);
-    let mut resp = client
-        .get(url)
-        .headers(target.headers.clone())
-        .timeout(TIMEOUT)
-        .send()
-        .await
-        .ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.ok()? {
-        if body.len() + chunk.len() > MAX_BODY {
-            return None;
-        }
-        body.extend_from_slice(&chunk);
-    }
+    // Over the runs' own kind of connection: the target's TLS settings and proxy apply.
+    let way = client.way(&target.outbound);
+    let get = super::connect::get(&way, &url, target.headers.clone(), MAX_BODY);
+    let body = tokio::time::timeout(TIMEOUT, get).await.ok()?.ok()?;
     describe(
         target.api,
         &target.model,

@@ -271,16 +271,7 @@ impl Reader {
     ) -> Result<Instant, Failure> {
         let (dest, conn) = self.connect(way, &url).await?;
         connect::complete(&mut headers, &dest, &conn);
-        // Through a proxy to `http://`, the request names the whole URL (absolute form).
-        let uri = match conn.absolute_form {
-            Some(_) => dest.uri.clone(),
-            None => dest
-                .uri
-                .path_and_query()
-                .map_or("/", |p| p.as_str())
-                .parse()
-                .unwrap_or_else(|_| hyper::Uri::from_static("/")),
-        };
+        let uri = connect::request_uri(&dest, &conn);
         let mut request = hyper::Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = hyper::Method::POST;
         *request.uri_mut() = uri;

@@ -69,12 +69,7 @@ impl ModelLists {
 
     /// Asks `target` for its model list and keeps the answer as asked at `asked`; a server
     /// that does not answer this time keeps its last one.
-    async fn ask(
-        &self,
-        client: &reqwest::Client,
-        target: &Target,
-        asked: Instant,
-    ) -> Option<String> {
+    async fn ask(&self, client: &probe::Client, target: &Target, asked: Instant) -> Option<String> {
         let answer = identity::ask(client, target).await;
         let mut map = self.lock();
         let kept = answer.or_else(|| map.get(&model_list_key(target))?.1.clone());
@@ -84,7 +79,7 @@ impl ModelLists {
 
     /// The target's last answer; asks again in the background when it is older than
     /// [`identity::EVERY`] (or was never asked), so no run waits for it.
-    fn last_or_ask(&self, client: &reqwest::Client, target: &Target) -> Option<String> {
+    fn last_or_ask(&self, client: &probe::Client, target: &Target) -> Option<String> {
         let now = Instant::now();
         let mut map = self.lock();
         let last = match map.get(&model_list_key(target)) {
@@ -309,7 +304,7 @@ impl Runner {
             .expect("the warm-up map is never poisoned")
             .note(&m.id.probe, &m.id.target, m.judged.outcome);
         let client = self.clients.get(probe.timeouts.connect);
-        let models = self.models.last_or_ask(&client.http, target);
+        let models = self.models.last_or_ask(&client, target);
         // A prompt with a fresh prefix each run is not the same question twice, nor is a
         // ladder's, drawn afresh each firing.
         let deterministic = probe.temperature == Some(0.0)
@@ -376,7 +371,7 @@ impl Runner {
     #[cfg(test)]
     async fn identify(&self, target: &Target) -> Option<String> {
         let client = self.clients.get(std::time::Duration::from_secs(3));
-        self.models.ask(&client.http, target, Instant::now()).await
+        self.models.ask(&client, target, Instant::now()).await
     }
 
     /// Every pair fired once, concurrently within the limit; results in the order of `pairs`

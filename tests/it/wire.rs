@@ -248,13 +248,11 @@ async fn the_daemon_exports_the_certificates_expiry_and_the_setup_steps() {
         .await
         .unwrap();
     let port = free_port();
+    // Named as the sim's model list names a scenario, so the list identifies it.
     let agent = format!(
-        "agent: {{listen: \"127.0.0.1:{port}\"}}\ntargets:\n{}",
-        target(
-            "t",
-            &sim.base_url("healthy"),
-            &format!("tls: {{ca_file: \"{}\"}}", pki.ca())
-        )
+        "agent: {{listen: \"127.0.0.1:{port}\"}}\ntargets:\n  - {{name: t, base_url: \"{}\", model: healthy, tls: {{ca_file: \"{}\"}}}}\n",
+        sim.base_url("healthy"),
+        pki.ca()
     );
     let probe = common::PROBE.replace("name: p\n", "name: p\nschedule: \"*/2 * * * * *\"\n");
     let daemon = common::daemon::Daemon::start(
@@ -304,6 +302,22 @@ async fn the_daemon_exports_the_certificates_expiry_and_the_setup_steps() {
     assert!(phase("connect").is_some_and(|s| s >= 0.0), "{text}");
     assert!(phase("tls").is_some_and(|s| s > 0.0), "{text}");
     assert_eq!(phase("dns"), None, "no DNS for an IP address: {text}");
+    // The model list, asked beside the runs, came over the target's TLS settings too: its
+    // hash joins the fingerprint.
+    eventually(
+        "the model list's hash in the fingerprint",
+        std::time::Duration::from_secs(30),
+        || {
+            let url = daemon.url("/metrics");
+            async move {
+                let text = get(&url).await;
+                text.lines()
+                    .any(|l| l.starts_with("llm_canary_target_info{") && l.contains("; models "))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
 }
 
 /// A real HTTP proxy (Debian's tinyproxy): `https://` through its CONNECT tunnel, `http://` as
