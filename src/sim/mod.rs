@@ -246,10 +246,10 @@ pub(crate) async fn serve_forever(
     let _ = writeln!(out, "every flavor: POST {}", wire::routes());
     let _ = writeln!(
         out,
-        "credential stand-ins (credentials good for {}s): EC2 IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT=http://{addr}), container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI=http://{addr}/container/credentials), STS web identity (AWS_ENDPOINT_URL_STS=http://{addr}), Entra ID (AZURE_AUTHORITY_HOST=http://{addr}, client secret {}), Azure managed identity (AZURE_POD_IDENTITY_AUTHORITY_HOST=http://{addr})",
+        "credential stand-ins (credentials good for {}s): EC2 IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT={origin}), container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI={origin}/container/credentials), STS web identity (AWS_ENDPOINT_URL_STS={origin}), Entra ID (AZURE_AUTHORITY_HOST={origin}, client secret {}), Azure managed identity (AZURE_POD_IDENTITY_AUTHORITY_HOST={origin})",
         credentials::LIFETIME.as_secs(),
         credentials::ENTRA_CLIENT_SECRET,
-        addr = sim.addr()
+        origin = sim.origin()
     );
     let _ = writeln!(out, "{}", canned_answers());
     let t = crate::config::Timeouts::default();
