@@ -24,6 +24,11 @@ struct Line {
     run: Run,
     #[serde(default)]
     e2e_ms: Option<f64>,
+    /// The connection's TCP and TLS steps (absent in logs written before they were recorded).
+    #[serde(default)]
+    connect_ms: Option<f64>,
+    #[serde(default)]
+    tls_ms: Option<f64>,
     /// A context ladder's rung: its runs are summarised apart, their prompts differ in size.
     #[serde(default)]
     rung: Option<String>,
@@ -81,6 +86,10 @@ pub(crate) struct PairSummary {
     pub ttft_p99_ms: Option<f64>,
     pub tokens_per_second_p50: Option<f64>,
     pub e2e_p95_ms: Option<f64>,
+    /// The connection's TCP connect and TLS handshake, medians over every run that took them
+    /// (warm-ups too: a cold model does not slow the connection).
+    pub connect_p50_ms: Option<f64>,
+    pub tls_p50_ms: Option<f64>,
     /// Incidents of this pair's target.
     pub incidents: usize,
 }
@@ -93,6 +102,8 @@ struct Acc {
     ttft: Vec<f64>,
     tps: Vec<f64>,
     e2e: Vec<f64>,
+    connect: Vec<f64>,
+    tls: Vec<f64>,
 }
 
 /// How often [`open_log`] lists and opens the files before it gives up on a log that keeps
@@ -172,6 +183,8 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
         a.runs += 1;
         a.ok += usize::from(r.success);
         *a.outcomes.entry(r.outcome.clone()).or_default() += 1;
+        a.connect.extend(l.connect_ms);
+        a.tls.extend(l.tls_ms);
         if !r.warmup {
             a.ttft.extend(r.ttft_ms);
             a.tps.extend(r.tokens_per_second);
@@ -181,7 +194,13 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
     let pairs = acc
         .into_iter()
         .map(|((target, probe, rung), mut a)| {
-            for v in [&mut a.ttft, &mut a.tps, &mut a.e2e] {
+            for v in [
+                &mut a.ttft,
+                &mut a.tps,
+                &mut a.e2e,
+                &mut a.connect,
+                &mut a.tls,
+            ] {
                 v.retain(|x| x.is_finite());
                 v.sort_by(f64::total_cmp);
             }
@@ -194,6 +213,8 @@ fn summarise_lines(mut lines: Vec<Line>, since: Option<Timestamp>, skipped: usiz
                 ttft_p99_ms: q(&a.ttft, 0.99),
                 tokens_per_second_p50: q(&a.tps, 0.50),
                 e2e_p95_ms: q(&a.e2e, 0.95),
+                connect_p50_ms: q(&a.connect, 0.50),
+                tls_p50_ms: q(&a.tls, 0.50),
                 runs: a.runs,
                 ok: a.ok,
                 outcomes: a.outcomes,
@@ -256,6 +277,23 @@ mod tests {
         assert_eq!(p.ttft_p50_ms, Some(51.0));
         assert_eq!(p.ttft_p99_ms, Some(100.0));
         assert_eq!(p.e2e_p95_ms, Some(960.0));
+        // Logs from before the connection's steps were recorded: no figure.
+        assert_eq!((p.connect_p50_ms, p.tls_p50_ms), (None, None));
+    }
+
+    #[test]
+    fn the_connections_steps_are_medians_over_the_runs_that_took_them() {
+        let lines: Vec<Line> = (1..=5)
+            .map(|i| {
+                let mut l = line("p", "t", i, "ok", 100.0);
+                l.connect_ms = Some(i as f64);
+                // Over http:// there is no handshake.
+                l.tls_ms = (i > 2).then_some(10.0 * i as f64);
+                l
+            })
+            .collect();
+        let p = &summarise_lines(lines, None, 0).pairs[0];
+        assert_eq!((p.connect_p50_ms, p.tls_p50_ms), (Some(3.0), Some(40.0)));
     }
 
     #[test]
