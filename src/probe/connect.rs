@@ -124,24 +124,24 @@ pub(crate) struct Connection {
 }
 
 /// Why no connection was made: the step that failed, with what it said.
-#[derive(Debug)]
+/// [`ConnectError::describe`] says it for the record, with its reason.
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum ConnectError {
+    /// The URL cannot be connected to (no host, another scheme).
+    #[error("{0}")]
     Url(String),
-    Dns {
-        source: io::Error,
-    },
-    Tcp {
-        source: io::Error,
-    },
-    Proxy {
-        proxy: String,
-        why: String,
-    },
-    Tls {
-        host: String,
-        source: io::Error,
-    },
+    #[error("cannot resolve the host: {source}")]
+    Dns { source: io::Error },
+    /// No address took the TCP connection; the last one's error.
+    #[error("{source}")]
+    Tcp { source: io::Error },
+    #[error("through the proxy {proxy}: {why}")]
+    Proxy { proxy: String, why: String },
+    /// The handshake with `host` (the name verified) failed.
+    #[error("TLS handshake with {host}: {source}")]
+    Tls { host: String, source: io::Error },
     /// No TLS settings to connect with (no trust store).
+    #[error("{0}")]
     Settings(String),
 }
 
