@@ -68,6 +68,7 @@ pub(crate) use source::read;
 use source::{positive, read_secret, time_zone, Source};
 use target::target_names;
 pub(crate) use target::Target;
+pub(crate) use tls::TlsHolder;
 
 /// `status.history`'s bounds: the daily rollups hold 90 days.
 const STATUS_HISTORY_MIN: Duration = Duration::from_secs(86_400);

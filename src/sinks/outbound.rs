@@ -1,11 +1,108 @@
-//! One POST of an encoded batch to a receiver (remote-write, OTLP), and what a failure means:
-//! try again later, or drop it. Shared by every sender that queues.
+//! How the agent reaches its outputs (Pushgateway, remote-write, OTLP) and the fleet page's
+//! Prometheus: one HTTP client per output, built from its `tls:` block and proxy and built
+//! again when its TLS config changes; one POST of an encoded batch to a receiver, and what a
+//! failure means: try again later, or drop it. Shared by every sender that queues.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prost::bytes::Bytes;
 
 use crate::config::PushAuth;
+use crate::tls::client::Outbound;
+
+/// Why an output's client could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClientError {
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("proxy_url {url}: {reason}")]
+    Proxy { url: String, reason: String },
+    #[error("cannot build the HTTP client: {0}")]
+    Build(String),
+}
+
+/// A client with the system's roots and the environment's proxies, for the agent's own
+/// daemon (`watch`, `mcp`).
+pub(crate) fn default_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("a client with static settings builds")
+}
+
+/// The client for one output, as its settings say: its TLS config in place of the system's
+/// roots, and its `proxy_url` (with `no_proxy`) in place of the environment's proxies.
+fn build(outbound: &Outbound, tls: &rustls::ClientConfig) -> Result<reqwest::Client, ClientError> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
+        .use_preconfigured_tls(tls.clone());
+    if let Some(url) = &outbound.proxy_url {
+        let proxy = reqwest::Proxy::all(url.as_str()).map_err(|e| ClientError::Proxy {
+            url: url.to_string(),
+            reason: crate::util::error_chain(&e),
+        })?;
+        let no_proxy = outbound
+            .no_proxy
+            .as_deref()
+            .and_then(reqwest::NoProxy::from_string);
+        builder = builder.proxy(proxy.no_proxy(no_proxy));
+    }
+    builder
+        .build()
+        .map_err(|e| ClientError::Build(crate::util::error_chain(&e)))
+}
+
+/// One output's client, made on first use (a TLS root store is about 200 KB, which an agent
+/// that sends nowhere never holds) and made again only when what it was made from changed:
+/// a new TLS config (a rotated certificate, a reload) or another proxy. A reqwest client
+/// keeps its TLS config for good, so this is how a rotated client certificate reaches the
+/// next connection.
+#[derive(Default)]
+pub(crate) struct OutputClient {
+    made: Mutex<Option<Made>>,
+    #[cfg(test)]
+    builds: std::sync::atomic::AtomicUsize,
+}
+
+struct Made {
+    /// Held so the pointer compared is never reused by another config.
+    tls: Arc<rustls::ClientConfig>,
+    proxy_url: Option<url::Url>,
+    no_proxy: Option<String>,
+    client: reqwest::Client,
+}
+
+impl OutputClient {
+    /// The client for the next request to the output `outbound` describes.
+    pub(crate) fn get(&self, outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
+        let tls = outbound.tls_config().map_err(ClientError::Tls)?;
+        let mut made = self
+            .made
+            .lock()
+            .expect("the output client lock is never poisoned");
+        if let Some(m) = made.as_ref().filter(|m| {
+            Arc::ptr_eq(&m.tls, &tls)
+                && m.proxy_url == outbound.proxy_url
+                && m.no_proxy == outbound.no_proxy
+        }) {
+            return Ok(m.client.clone());
+        }
+        let client = build(outbound, &tls)?;
+        #[cfg(test)]
+        self.builds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *made = Some(Made {
+            tls,
+            proxy_url: outbound.proxy_url.clone(),
+            no_proxy: outbound.no_proxy.clone(),
+            client: client.clone(),
+        });
+        Ok(client)
+    }
+}
 
 /// Where and how a batch goes.
 #[derive(Debug, Clone)]
@@ -20,6 +117,8 @@ pub(crate) struct Route {
     pub timeout: Duration,
     /// The longest wait between retries while the receiver fails.
     pub max_backoff: Duration,
+    /// Its `tls:` block and proxy.
+    pub outbound: Outbound,
 }
 
 /// Why a request did not land.
@@ -43,11 +142,17 @@ pub(crate) enum SendError {
 
 /// One POST of a batch.
 pub(crate) async fn post(
-    client: &reqwest::Client,
+    client: &OutputClient,
     route: &Route,
     body: Bytes,
 ) -> Result<(), SendError> {
     let (what, url) = (route.what, &route.url);
+    // A TLS file that never loaded may be fixed before the next try.
+    let client = client.get(&route.outbound).map_err(|e| SendError::Retry {
+        what,
+        url: url.clone(),
+        reason: e.to_string(),
+    })?;
     let mut req = client.post(url).timeout(route.timeout).body(body);
     for (k, v) in route.headers {
         req = req.header(*k, *v);
