@@ -67,6 +67,12 @@ pub(crate) struct OutputClient {
     builds: std::sync::atomic::AtomicUsize,
 }
 
+impl std::fmt::Debug for OutputClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputClient")
+    }
+}
+
 struct Made {
     /// Held so the pointer compared is never reused by another config.
     tls: Arc<rustls::ClientConfig>,

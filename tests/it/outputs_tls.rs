@@ -239,3 +239,316 @@ async fn a_gateway_that_requires_client_certificates_gets_one_and_refuses_an_age
         "the failure names the gateway and the missing certificate: {line}"
     );
 }
+
+/// A Prometheus serving HTTPS with the test server certificate (its web config is the
+/// exporter-toolkit's), accepting remote writes, and ready when `reader` says so.
+async fn tls_prometheus(pki: &Pki, reader: &reqwest::Client) -> (Service, TempDir) {
+    let dir = TempDir::new("prom-tls");
+    dir.write(&[
+        ("prometheus.yml", "global: {}\n"),
+        (
+            "web.yaml",
+            &format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+                pki.server.cert(),
+                pki.server.key()
+            ),
+        ),
+    ]);
+    let port = services::free_port();
+    let child = Command::new(services::binary("prometheus", "prometheus"))
+        .arg(format!(
+            "--config.file={}",
+            dir.path().join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg(format!(
+            "--web.config.file={}",
+            dir.path().join("web.yaml").display()
+        ))
+        .arg("--web.enable-remote-write-receiver")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start Prometheus");
+    let prom = Service::from_child(child, port);
+    let url = format!("https://localhost:{port}/-/ready");
+    eventually(
+        "the TLS Prometheus to be ready",
+        Duration::from_secs(30),
+        || {
+            let req = reader.get(&url);
+            async move { req.send().await.ok()?.status().is_success().then_some(()) }
+        },
+    )
+    .await;
+    (prom, dir)
+}
+
+/// `status-page` reading `store` with `flags`, killed on drop.
+struct Page(std::process::Child, u16);
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Page {
+    async fn start(store: &str, flags: &[&str]) -> Page {
+        let port = services::free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_llm-canary"))
+            .args([
+                "status-page",
+                "--prometheus",
+                store,
+                "--query-timeout",
+                "5s",
+            ])
+            .args(flags)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the status page");
+        services::wait_ready(
+            &format!("http://127.0.0.1:{port}/healthz"),
+            Duration::from_secs(20),
+        )
+        .await;
+        Page(child, port)
+    }
+
+    async fn fleet(&self) -> (u16, String) {
+        let r = reqwest::get(format!("http://127.0.0.1:{}/api/v1/fleet", self.1))
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}
+
+/// Remote-write to a Prometheus that serves HTTPS, trusting it through `ca_file`; the fleet
+/// page reads the same Prometheus with `--prometheus-ca-file`, and without it says the
+/// store's certificate is not trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_write_and_the_fleet_page_reach_a_prometheus_over_tls() {
+    let pki = Pki::new("rw-tls");
+    let reader = reader(&pki, false);
+    let (prom, _dir) = tls_prometheus(&pki, &reader).await;
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let yaml = format!(
+        "agent:\n  name: canary-tls\n  listen: 127.0.0.1:{port}\n\
+         remote_write:\n  url: \"https://localhost:{}/api/v1/write\"\n  interval: 500ms\n  timeout: 2s\n  tls: {{ca_file: \"{}\"}}\n\
+         targets:\n  - {{name: sim-a, base_url: \"{}\", model: m-a}}\n",
+        prom.port,
+        pki.ca(),
+        sim.base_url("healthy")
+    );
+    let d = Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+    let query = format!(
+        "https://localhost:{}/api/v1/query?query=llm_canary_probe_runs_total",
+        prom.port
+    );
+    eventually(
+        "the written runs in the TLS Prometheus",
+        Duration::from_secs(30),
+        || {
+            let req = reader.get(&query);
+            async move {
+                let text = req.send().await.ok()?.text().await.ok()?;
+                let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+                (!v["data"]["result"].as_array()?.is_empty()).then_some(())
+            }
+        },
+    )
+    .await;
+    let own = get(&d.url("/metrics")).await;
+    assert_eq!(
+        sample(&own, "llm_canary_remote_write_failures_total", &[]),
+        Some(0.0),
+        "{}",
+        d.log()
+    );
+
+    let store = format!("https://localhost:{}", prom.port);
+    let trusted = Page::start(&store, &["--prometheus-ca-file", pki.ca()]).await;
+    let (status, body) = trusted.fleet().await;
+    assert_eq!(status, 200, "{body}");
+    let untrusted = Page::start(&store, &[]).await;
+    let (status, body) = untrusted.fleet().await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.to_lowercase().contains("certificate"), "{body}");
+}
+
+/// A small OTLP/HTTP receiver over TLS: the paths it was sent.
+async fn tls_receiver(pki: &Pki) -> (std::sync::Arc<std::sync::Mutex<Vec<String>>>, u16) {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&pki.server.cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(&pki.server.key).unwrap();
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        tokio_rustls::rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let paths = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = paths.clone();
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            seen.lock().unwrap().push(req.uri().path().to_string());
+                            Ok::<_, hyper::Error>(hyper::Response::new(http_body_util::Full::new(
+                                hyper::body::Bytes::new(),
+                            )))
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (paths, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otlp_metrics_and_traces_reach_a_receiver_over_tls() {
+    let pki = Pki::new("otlp-tls");
+    let (paths, otlp) = tls_receiver(&pki).await;
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let yaml = format!(
+        "agent:\n  name: canary-tls\n  listen: 127.0.0.1:{port}\n\
+         otlp:\n  endpoint: \"https://localhost:{otlp}\"\n  interval: 500ms\n  traces: true\n  success_sample_ratio: 1\n  tls: {{ca_file: \"{}\"}}\n\
+         targets:\n  - {{name: sim-a, base_url: \"{}\", model: m-a}}\n",
+        pki.ca(),
+        sim.base_url("healthy")
+    );
+    let d = Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml),
+            ("probes/p.yaml", PROBE),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+    eventually(
+        "OTLP metrics and traces over TLS",
+        Duration::from_secs(30),
+        || {
+            let p = paths.lock().unwrap().clone();
+            async move {
+                (p.iter().any(|p| p == "/v1/metrics") && p.iter().any(|p| p == "/v1/traces"))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    let own = get(&d.url("/metrics")).await;
+    assert_eq!(
+        sample(
+            &own,
+            "llm_canary_tls_insecure_skip_verify",
+            &["sink=\"otlp\""]
+        ),
+        Some(0.0),
+        "{own}"
+    );
+}
+
+/// tinyproxy in the foreground on a free port, its log (one line per request) in `dir`.
+async fn tinyproxy(dir: &TempDir) -> Service {
+    let port = services::free_port();
+    dir.write(&[(
+        "tinyproxy.conf",
+        &format!(
+            "Port {port}\nListen 127.0.0.1\nTimeout 30\nLogLevel Connect\nMaxClients 20\nAllow 127.0.0.1\nUser nobody\nGroup nogroup\n"
+        ),
+    )]);
+    let log = std::fs::File::create(dir.path().join("tinyproxy.log")).unwrap();
+    let child = Command::new(services::binary("tinyproxy", "tinyproxy"))
+        .arg("-d")
+        .arg("-c")
+        .arg(dir.path().join("tinyproxy.conf"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start tinyproxy");
+    let s = Service::from_child(child, port);
+    eventually("tinyproxy to listen", Duration::from_secs(10), || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+            .map(drop)
+    })
+    .await;
+    s
+}
+
+/// `proxy_url`: the pushes go through a real forward proxy (a CONNECT tunnel to the TLS
+/// gateway), and the gateway still verifies as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_go_through_the_proxy_url() {
+    let pki = Pki::new("push-proxy");
+    let (gw, _web) = tls_gateway(&pki, false).await;
+    let dir = TempDir::new("proxy");
+    let proxy = tinyproxy(&dir).await;
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let push = format!(
+        "{{url: \"https://localhost:{}\", job: llm_canary, min_interval: 300ms, \
+         username: {USER}, password_file: push-password, tls: {{ca_file: \"{}\"}}, \
+         proxy_url: \"http://127.0.0.1:{}\"}}",
+        gw.port,
+        pki.ca(),
+        proxy.port
+    );
+    let _d = start(&sim, port, &push, &[]);
+    let reader = reader(&pki, false);
+    eventually(
+        "the pushed runs on the gateway, through the proxy",
+        Duration::from_secs(30),
+        || gateway_runs(&reader, gw.port),
+    )
+    .await;
+    let log = std::fs::read_to_string(dir.path().join("tinyproxy.log")).unwrap();
+    assert!(
+        log.contains(&format!("CONNECT localhost:{}", gw.port)),
+        "the proxy carried the pushes: {log}"
+    );
+}
