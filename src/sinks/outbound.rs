@@ -185,3 +185,82 @@ pub(crate) async fn post(
         Err(SendError::Rejected { what, url, reason })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::tls::client::{ClientTls, MinVersion};
+
+    fn pem(dir: &std::path::Path, stem: &str, name: &str) -> std::path::PathBuf {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let path = dir.join(format!("{stem}.pem"));
+        std::fs::write(&path, cert.pem()).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_client_is_made_again_only_when_its_tls_config_or_proxy_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = pem(dir.path(), "ca", "ca.example");
+        let mut outbound = Outbound {
+            tls: Some(ClientTls::new(
+                Some(ca.clone()),
+                None,
+                None,
+                None,
+                false,
+                MinVersion::default(),
+            )),
+            ..Outbound::default()
+        };
+        let client = OutputClient::default();
+        let builds = || client.builds.load(Ordering::Relaxed);
+        client.get(&outbound).unwrap();
+        client.get(&outbound).unwrap();
+        assert_eq!(builds(), 1, "unchanged: the same client");
+
+        // The CA bundle is replaced (another length, whatever the clock's grain).
+        let other = pem(dir.path(), "other", "another-ca.example.org");
+        std::fs::copy(&other, &ca).unwrap();
+        client.get(&outbound).unwrap();
+        client.get(&outbound).unwrap();
+        assert_eq!(builds(), 2, "a changed file: one new client");
+
+        outbound.proxy_url = Some("http://proxy.example:3128".parse().unwrap());
+        client.get(&outbound).unwrap();
+        outbound.no_proxy = Some("localhost".into());
+        client.get(&outbound).unwrap();
+        client.get(&outbound).unwrap();
+        assert_eq!(builds(), 4, "another proxy or no_proxy: a new client");
+    }
+
+    #[test]
+    fn a_tls_block_that_never_loaded_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbound = Outbound {
+            tls: Some(ClientTls::new(
+                Some(dir.path().join("gone.pem")),
+                None,
+                None,
+                None,
+                false,
+                MinVersion::default(),
+            )),
+            ..Outbound::default()
+        };
+        let e = OutputClient::default()
+            .get(&outbound)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("TLS: cannot read ") && e.contains("gone.pem"),
+            "{e}"
+        );
+    }
+}

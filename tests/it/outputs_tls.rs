@@ -552,3 +552,147 @@ async fn pushes_go_through_the_proxy_url() {
         "the proxy carried the pushes: {log}"
     );
 }
+
+/// A client certificate replaced on disk is used from the next connection, without a
+/// reload: an agent that starts with a certificate the gateway does not trust gets its pushes
+/// in once the trusted one is written over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_written_over_the_old_one_is_used_without_a_reload() {
+    let pki = Pki::new("push-rotate");
+    let (gw, _web) = tls_gateway(&pki, true).await;
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let stranger_cert = std::fs::read_to_string(&pki.stranger.cert).unwrap();
+    let stranger_key = std::fs::read_to_string(&pki.stranger.key).unwrap();
+    let d = start(
+        &sim,
+        port,
+        &push_block(
+            gw.port,
+            &format!(
+                "{{ca_file: \"{}\", cert_file: client.pem, key_file: client.key}}",
+                pki.ca()
+            ),
+        ),
+        &[
+            ("client.pem", &stranger_cert),
+            ("client.key", &stranger_key),
+        ],
+    );
+    eventually("a refused push", Duration::from_secs(30), || async {
+        let m = get(&d.url("/metrics")).await;
+        (sample(&m, "llm_canary_push_failures_total", &[])? >= 1.0).then_some(())
+    })
+    .await;
+
+    // The rotation: key first, then certificate, as a renewal tool writes them.
+    std::fs::copy(&pki.client.key, d.dir.path().join("client.key")).unwrap();
+    std::fs::copy(&pki.client.cert, d.dir.path().join("client.pem")).unwrap();
+    let reader = reader(&pki, true);
+    eventually(
+        "the pushed runs with the rotated certificate",
+        Duration::from_secs(60),
+        || gateway_runs(&reader, gw.port),
+    )
+    .await;
+}
+
+/// `insecure_skip_verify` is loud: `check` warns, the daemon logs it at load, and
+/// `llm_canary_tls_insecure_skip_verify` says where it is on; a reload that removes a target
+/// removes its series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skipping_verification_is_warned_logged_and_measured() {
+    let pki = Pki::new("insecure");
+    let port = services::free_port();
+    let closed = common::closed_port();
+    let yaml = |with_a: bool, push_insecure: bool| {
+        let mut y = format!(
+            "agent:\n  name: canary-tls\n  listen: 127.0.0.1:{port}\n\
+             push: {{url: \"https://127.0.0.1:{closed}\", tls: {{insecure_skip_verify: {push_insecure}}}}}\n\
+             targets:\n  - {{name: b, base_url: \"https://127.0.0.1:{closed}/v1\", model: m, tls: {{ca_file: \"{}\"}}}}\n",
+            pki.ca()
+        );
+        if with_a {
+            y += &format!(
+                "  - {{name: a, base_url: \"https://127.0.0.1:{closed}/v1\", model: m, tls: {{insecure_skip_verify: true}}}}\n"
+            );
+        }
+        y
+    };
+    let probe = "name: p\nschedule: \"0 0 1 1 *\"\nprompt: q.txt\n";
+    let d = Daemon::start(
+        &[
+            ("llm-canary.yaml", &yaml(true, true)),
+            ("probes/p.yaml", probe),
+            ("prompts/q.txt", common::PROMPT),
+        ],
+        port,
+        &[],
+    );
+
+    let out = common::output({
+        let mut c = common::bin();
+        c.arg("check")
+            .arg("-c")
+            .arg(d.dir.path().join("llm-canary.yaml"));
+        c
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let warnings: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("insecure_skip_verify"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{stdout}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("warning: target \"a\": tls.insecure_skip_verify is on"))
+            && warnings
+                .iter()
+                .any(|w| w.starts_with("warning: push: tls.insecure_skip_verify is on")),
+        "{stdout}"
+    );
+
+    let metrics = eventually("the agent's metrics", Duration::from_secs(20), || async {
+        let m = reqwest::get(d.url("/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        Some(m)
+    })
+    .await;
+    let gauge = |m: &str, having: &[&str]| sample(m, "llm_canary_tls_insecure_skip_verify", having);
+    assert_eq!(gauge(&metrics, &["target=\"a\""]), Some(1.0), "{metrics}");
+    assert_eq!(gauge(&metrics, &["target=\"b\""]), Some(0.0), "{metrics}");
+    assert_eq!(gauge(&metrics, &["sink=\"push\""]), Some(1.0), "{metrics}");
+    let log = d.log();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("tls.insecure_skip_verify is on"))
+        .collect();
+    assert!(
+        warned.len() == 2
+            && warned
+                .iter()
+                .any(|l| l.contains("target \"a\": tls.insecure_skip_verify is on"))
+            && warned
+                .iter()
+                .any(|l| l.contains("push: tls.insecure_skip_verify is on")),
+        "{log}"
+    );
+
+    // Target a leaves and push verifies again.
+    std::fs::write(d.dir.path().join("llm-canary.yaml"), yaml(false, false)).unwrap();
+    services::signal(d.child.id(), "HUP");
+    let metrics = eventually("the reloaded gauge", Duration::from_secs(20), || async {
+        let m = get(&d.url("/metrics")).await;
+        (gauge(&m, &["sink=\"push\""]) == Some(0.0)).then_some(m)
+    })
+    .await;
+    assert_eq!(gauge(&metrics, &["target=\"a\""]), None, "{metrics}");
+    assert_eq!(gauge(&metrics, &["target=\"b\""]), Some(0.0), "{metrics}");
+}
