@@ -367,6 +367,74 @@ mod tests {
     }
 
     #[test]
+    fn the_store_flags_are_checked_as_a_tls_block_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["prom.test".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (ca, client_key) = (dir.path().join("ca.pem"), dir.path().join("client.key"));
+        std::fs::write(&ca, cert.pem()).unwrap();
+        std::fs::write(&client_key, key.serialize_pem()).unwrap();
+        let err = |c: StoreConnection| c.outbound().unwrap_err();
+
+        let none = StoreConnection::default().outbound().unwrap();
+        assert!(none.tls.is_none() && none.proxy_url.is_none());
+        let full = StoreConnection {
+            ca_file: Some(ca.clone()),
+            cert_file: Some(ca.clone()),
+            key_file: Some(client_key.clone()),
+            server_name: Some("prom.test".into()),
+            proxy_url: Some("http://127.0.0.1:3128".into()),
+            ..StoreConnection::default()
+        }
+        .outbound()
+        .unwrap();
+        assert!(full.tls.is_some() && full.proxy_url.is_some());
+
+        let e = err(StoreConnection {
+            cert_file: Some(ca.clone()),
+            ..StoreConnection::default()
+        });
+        assert!(
+            e.starts_with("--prometheus-cert-file needs --prometheus-key-file"),
+            "{e}"
+        );
+        let e = err(StoreConnection {
+            ca_file: Some(dir.path().join("gone.pem")),
+            ..StoreConnection::default()
+        });
+        assert!(
+            e.starts_with("--prometheus-ca-file: cannot read ") && e.contains("gone.pem"),
+            "{e}"
+        );
+        let e = err(StoreConnection {
+            proxy_url: Some("https://proxy:3128".into()),
+            ..StoreConnection::default()
+        });
+        assert!(
+            e.starts_with("--prometheus-proxy-url must be an http:// proxy"),
+            "{e}"
+        );
+        let e = err(StoreConnection {
+            server_name: Some("not a name".into()),
+            ..StoreConnection::default()
+        });
+        assert!(e.contains("is not a DNS name or an IP address"), "{e}");
+        // A key that is not the certificate's.
+        let other = rcgen::KeyPair::generate().unwrap();
+        let other_key = dir.path().join("other.key");
+        std::fs::write(&other_key, other.serialize_pem()).unwrap();
+        let e = err(StoreConnection {
+            cert_file: Some(ca),
+            key_file: Some(other_key),
+            ..StoreConnection::default()
+        });
+        assert!(e.contains("is not the key of the certificate in"), "{e}");
+    }
+
+    #[test]
     fn a_vector_and_an_error_envelope_parse() {
         let v: Envelope = serde_json::from_str(
             r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"target":"t"},"value":[1.5,"1"]}]}}"#,

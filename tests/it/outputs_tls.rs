@@ -696,3 +696,33 @@ async fn skipping_verification_is_warned_logged_and_measured() {
     assert_eq!(gauge(&metrics, &["target=\"a\""]), None, "{metrics}");
     assert_eq!(gauge(&metrics, &["target=\"b\""]), Some(0.0), "{metrics}");
 }
+
+/// A TLS flag of the fleet page that cannot work stops it at start: one line naming the flag,
+/// exit 2.
+#[tokio::test]
+async fn a_store_tls_flag_that_does_not_load_is_refused_at_start() {
+    let pki = Pki::new("page-flags");
+    for (flags, says) in [
+        (
+            vec!["--prometheus-ca-file", "/nonexistent/ca.pem"],
+            "--prometheus-ca-file: cannot read /nonexistent/ca.pem",
+        ),
+        (
+            vec!["--prometheus-cert-file", pki.client.cert()],
+            "--prometheus-cert-file needs --prometheus-key-file",
+        ),
+        (
+            vec!["--prometheus-proxy-url", "https://proxy.example:3128"],
+            "--prometheus-proxy-url must be an http:// proxy",
+        ),
+    ] {
+        let mut cmd = common::bin();
+        cmd.args(["status-page", "--prometheus", "https://127.0.0.1:9/"])
+            .args(&flags);
+        let out = common::output(cmd).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with(&format!("error: {says}")), "{err}");
+    }
+}
