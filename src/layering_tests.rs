@@ -428,7 +428,7 @@ fn the_check_sees_a_cycle() {
 const LAYERS: &[&[&str]] = &[
     &["util", "secret", "buckets"],
     &[
-        "outcome", "timeline", "stream", "checks", "schedule", "listener", "cloud",
+        "outcome", "timeline", "stream", "checks", "schedule", "listener", "cloud", "tls",
     ],
     &["probe::flavor"],
     &["config"],

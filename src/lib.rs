@@ -12,7 +12,8 @@
 //! 1. `util`, `secret`, `buckets`: helpers with no knowledge of the rest;
 //! 2. `outcome`, `timeline`, `stream`, `checks`, `schedule`, `listener`: the measuring and
 //!    judging vocabulary; `cloud`: credentials clouds hand out (AWS's chain, Entra ID tokens),
-//!    refreshed before they expire;
+//!    refreshed before they expire; `tls`: certificates and keys read from an operator's files
+//!    into rustls configs;
 //! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated);
 //! 4. `result` (the record), then `probe` (one run), then `runner` (pairs, concurrency);
 //! 5. `sinks`, `maintenance`, `summary`, `report`, `gate`, `calibrate`, `slo_rules`, `sim`;

@@ -62,13 +62,12 @@ pub(crate) use raw::{Api, CacheBustValue, Inconclusive, Message, Role, ServerKin
 pub(crate) use remote_write::RemoteWriteSettings;
 pub(crate) use select::{Pair, Selection, UnknownName};
 pub use settings::Config;
-pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings};
+pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings, TlsHolder};
 pub(crate) use slo::{LatencyObjective, Slo};
 pub(crate) use source::read;
 use source::{positive, read_secret, time_zone, Source};
 use target::target_names;
 pub(crate) use target::Target;
-pub(crate) use tls::TlsHolder;
 
 /// `status.history`'s bounds: the daily rollups hold 90 days.
 const STATUS_HISTORY_MIN: Duration = Duration::from_secs(86_400);

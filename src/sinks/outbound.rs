@@ -146,6 +146,20 @@ pub(crate) enum SendError {
     },
 }
 
+/// Basic or bearer auth on a request to one of the agent's outputs.
+pub(crate) fn authorize(
+    req: reqwest::RequestBuilder,
+    auth: Option<&PushAuth>,
+) -> reqwest::RequestBuilder {
+    match auth {
+        Some(PushAuth::Basic { username, password }) => {
+            req.basic_auth(username, Some(password.expose()))
+        }
+        Some(PushAuth::Bearer(t)) => req.bearer_auth(t.expose()),
+        None => req,
+    }
+}
+
 /// One POST of a batch.
 pub(crate) async fn post(
     client: &OutputClient,
@@ -163,7 +177,7 @@ pub(crate) async fn post(
     for (k, v) in route.headers {
         req = req.header(*k, *v);
     }
-    let resp = super::push::authorize(req, route.auth.as_ref())
+    let resp = authorize(req, route.auth.as_ref())
         .send()
         .await
         .map_err(|e| SendError::Retry {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use base64::Engine;
 
-use super::outbound::OutputClient;
-use crate::config::{Push, PushAuth};
+use super::outbound::{authorize, OutputClient};
+use crate::config::Push;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PushError {
@@ -41,20 +41,6 @@ pub(crate) fn group_url(push: &Push, instance: &str) -> String {
         segment("job", &push.job),
         segment("instance", instance)
     )
-}
-
-/// Basic or bearer auth on a request to one of the agent's outputs.
-pub(crate) fn authorize(
-    req: reqwest::RequestBuilder,
-    auth: Option<&PushAuth>,
-) -> reqwest::RequestBuilder {
-    match auth {
-        Some(PushAuth::Basic { username, password }) => {
-            req.basic_auth(username, Some(password.expose()))
-        }
-        Some(PushAuth::Bearer(t)) => req.bearer_auth(t.expose()),
-        None => req,
-    }
 }
 
 async fn send(req: reqwest::RequestBuilder, url: &str) -> Result<(), PushError> {
