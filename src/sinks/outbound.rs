@@ -34,11 +34,16 @@ pub(crate) fn default_client() -> reqwest::Client {
 
 /// The client for one output, as its settings say: its TLS config in place of the system's
 /// roots, and its `proxy_url` (with `no_proxy`) in place of the environment's proxies.
-fn build(outbound: &Outbound, tls: &rustls::ClientConfig) -> Result<reqwest::Client, ClientError> {
+fn build(
+    outbound: &Outbound,
+    tls: Option<&rustls::ClientConfig>,
+) -> Result<reqwest::Client, ClientError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
-        .use_preconfigured_tls(tls.clone());
+        .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")));
+    if let Some(tls) = tls {
+        builder = builder.use_preconfigured_tls(tls.clone());
+    }
     if let Some(url) = &outbound.proxy_url {
         let proxy = reqwest::Proxy::all(url.as_str()).map_err(|e| ClientError::Proxy {
             url: url.to_string(),
@@ -75,7 +80,7 @@ impl std::fmt::Debug for OutputClient {
 
 struct Made {
     /// Held so the pointer compared is never reused by another config.
-    tls: Arc<rustls::ClientConfig>,
+    tls: Option<Arc<rustls::ClientConfig>>,
     proxy_url: Option<url::Url>,
     no_proxy: Option<String>,
     client: reqwest::Client,
@@ -84,19 +89,29 @@ struct Made {
 impl OutputClient {
     /// The client for the next request to the output `outbound` describes.
     pub(crate) fn get(&self, outbound: &Outbound) -> Result<reqwest::Client, ClientError> {
-        let tls = outbound.tls_config().map_err(ClientError::Tls)?;
+        let tls = match outbound.tls_config() {
+            Ok(tls) => Some(tls),
+            // No `tls:` block on a system without root certificates (ca-certificates is only
+            // recommended): an http:// output still works, and an https:// one fails at its
+            // handshake, as before.
+            Err(_) if outbound.tls.is_none() => None,
+            Err(e) => return Err(ClientError::Tls(e)),
+        };
         let mut made = self
             .made
             .lock()
             .expect("the output client lock is never poisoned");
         if let Some(m) = made.as_ref().filter(|m| {
-            Arc::ptr_eq(&m.tls, &tls)
-                && m.proxy_url == outbound.proxy_url
-                && m.no_proxy == outbound.no_proxy
+            let same_tls = match (&m.tls, &tls) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            same_tls && m.proxy_url == outbound.proxy_url && m.no_proxy == outbound.no_proxy
         }) {
             return Ok(m.client.clone());
         }
-        let client = build(outbound, &tls)?;
+        let client = build(outbound, tls.as_deref())?;
         #[cfg(test)]
         self.builds
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

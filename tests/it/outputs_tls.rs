@@ -726,3 +726,39 @@ async fn a_store_tls_flag_that_does_not_load_is_refused_at_start() {
         assert!(err.starts_with(&format!("error: {says}")), "{err}");
     }
 }
+
+/// A reload makes the output's client anew from the new `tls:` block: pushes refused for an
+/// unknown CA land once `ca_file` names it and SIGHUP reloads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_rebuilds_the_push_client_from_the_new_tls_block() {
+    let pki = Pki::new("push-reload");
+    let (gw, _web) = tls_gateway(&pki, false).await;
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let d = start(
+        &sim,
+        port,
+        &push_block(gw.port, "{server_name: localhost}"),
+        &[],
+    );
+    eventually("a refused push", Duration::from_secs(30), || async {
+        let m = get(&d.url("/metrics")).await;
+        (sample(&m, "llm_canary_push_failures_total", &[])? >= 1.0).then_some(())
+    })
+    .await;
+    let yaml = std::fs::read_to_string(d.dir.path().join("llm-canary.yaml")).unwrap();
+    let fixed = yaml.replace(
+        "{server_name: localhost}",
+        &format!("{{server_name: localhost, ca_file: \"{}\"}}", pki.ca()),
+    );
+    assert_ne!(yaml, fixed);
+    std::fs::write(d.dir.path().join("llm-canary.yaml"), fixed).unwrap();
+    services::signal(d.child.id(), "HUP");
+    let reader = reader(&pki, false);
+    eventually(
+        "the pushed runs after the reload",
+        Duration::from_secs(60),
+        || gateway_runs(&reader, gw.port),
+    )
+    .await;
+}
