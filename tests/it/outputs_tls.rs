@@ -1,5 +1,8 @@
-//! The outputs over TLS: the daemon pushing to a real Pushgateway that serves HTTPS from its
-//! own web config (basic auth, then client certificates), and through a real forward proxy.
+//! The outputs over TLS and proxies: the daemon pushing to a real Pushgateway that serves HTTPS
+//! from its own web config (basic auth, client certificates, a certificate rotated on disk, a
+//! reload), through a real forward proxy (tinyproxy) or past it (`no_proxy`); remote-write to
+//! a real Prometheus serving HTTPS, which the fleet page then reads with `--prometheus-ca-file`;
+//! OTLP to a small TLS receiver; `insecure_skip_verify` warned, logged and measured.
 
 use crate::common;
 
@@ -758,6 +761,32 @@ async fn a_reload_rebuilds_the_push_client_from_the_new_tls_block() {
     eventually(
         "the pushed runs after the reload",
         Duration::from_secs(60),
+        || gateway_runs(&reader, gw.port),
+    )
+    .await;
+}
+
+/// `no_proxy`: a host it names is reached directly, so pushes land though `proxy_url` names a
+/// proxy that is not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_in_no_proxy_are_reached_directly() {
+    let pki = Pki::new("push-no-proxy");
+    let (gw, _web) = tls_gateway(&pki, false).await;
+    let sim = Sim::start("127.0.0.1:0").await.unwrap();
+    let port = services::free_port();
+    let push = format!(
+        "{{url: \"https://localhost:{}\", job: llm_canary, min_interval: 300ms, \
+         username: {USER}, password_file: push-password, tls: {{ca_file: \"{}\"}}, \
+         proxy_url: \"http://127.0.0.1:{}\", no_proxy: \"example.com,localhost\"}}",
+        gw.port,
+        pki.ca(),
+        common::closed_port()
+    );
+    let _d = start(&sim, port, &push, &[]);
+    let reader = reader(&pki, false);
+    eventually(
+        "the pushed runs on the gateway, past the proxy",
+        Duration::from_secs(30),
         || gateway_runs(&reader, gw.port),
     )
     .await;
