@@ -223,6 +223,9 @@ fn warnings(s: &mut String, cfg: &Config, now: &jiff::Timestamp) {
     for w in &cfg.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
+    for w in cfg.insecure_tls_warnings() {
+        let _ = writeln!(s, "warning: {w}");
+    }
     for w in super::p0_clock::warnings(cfg, now) {
         let _ = writeln!(s, "warning: {w}");
     }

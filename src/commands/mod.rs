@@ -77,8 +77,20 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Watch(args) => watch::watch(&args).await,
         Command::StatusPage(args) => {
+            let connection = crate::fleet::StoreConnection {
+                ca_file: args.prometheus_ca_file.clone(),
+                cert_file: args.prometheus_cert_file.clone(),
+                key_file: args.prometheus_key_file.clone(),
+                server_name: args.prometheus_server_name.clone(),
+                insecure_skip_verify: args.prometheus_insecure_skip_verify,
+                proxy_url: args.prometheus_proxy_url.clone(),
+            };
+            if connection.insecure_skip_verify {
+                tracing::warn!("--prometheus-insecure-skip-verify: the store's certificate is not verified, so anyone on the path can read and change its answers");
+            }
             crate::fleet::serve(
                 &args.prometheus,
+                connection,
                 &args.listen,
                 args.query_timeout,
                 crate::util::terminate_signal(),

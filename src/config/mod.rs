@@ -62,7 +62,7 @@ pub(crate) use raw::{Api, CacheBustValue, Inconclusive, Message, Role, ServerKin
 pub(crate) use remote_write::RemoteWriteSettings;
 pub(crate) use select::{Pair, Selection, UnknownName};
 pub use settings::Config;
-pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings};
+pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings, TlsHolder};
 pub(crate) use slo::{LatencyObjective, Slo};
 pub(crate) use source::read;
 use source::{positive, read_secret, time_zone, Source};

@@ -148,6 +148,7 @@ impl Daemon {
         if let Some(why) = unexported(&cfg) {
             tracing::warn!(config = %path.display(), "{why}");
         }
+        warn_insecure(&cfg);
         Daemon::start_with(path, cfg).await
     }
 
@@ -182,7 +183,7 @@ impl Daemon {
         if let Some(db) = db {
             shared.attach_store(db, replayed > 0)?;
         }
-        let otlp = OtlpExporter::new(shared.running(), shared.sink_client());
+        let otlp = OtlpExporter::new(shared.running(), shared.sink_clients().otlp.clone());
         let runs = Arc::new(Runs::new(
             shared.clone(),
             Runner::new(cfg.agent.concurrency),
@@ -201,9 +202,10 @@ impl Daemon {
         let pusher = Pusher::new(
             shared.running(),
             shared.push().clone(),
-            shared.sink_client(),
+            shared.sink_clients().push.clone(),
         );
-        let writer = RemoteWriter::new(shared.running(), shared.sink_client());
+        let writer =
+            RemoteWriter::new(shared.running(), shared.sink_clients().remote_write.clone());
         let mut background = vec![
             tokio::spawn(pusher.clone().run(stop.clone())),
             tokio::spawn(maintenance_loop(shared.clone(), stop.clone())),
@@ -268,6 +270,7 @@ impl Daemon {
                 return Err(e.into());
             }
         };
+        warn_insecure(&new);
         let metrics = carried_metrics(&shared.cfg(), shared.metrics(), &new);
         let pairs = scheduled_pairs(&new);
         let (count, targets) = (pairs.len(), new.targets.len());
@@ -313,6 +316,13 @@ impl Daemon {
     }
 }
 
+/// At each load: a line for each target and output that does not verify its server.
+fn warn_insecure(cfg: &Config) {
+    for w in cfg.insecure_tls_warnings() {
+        tracing::warn!(config = %cfg.path.display(), "{w}");
+    }
+}
+
 /// The registry `new` runs with after `old`: the running one, pruned, when the static label
 /// names stay (series of pairs that left, or whose labels or ladder changed, disappear; the
 /// others keep counting), or a fresh one.
@@ -322,6 +332,7 @@ fn carried_metrics(old: &Config, metrics: Arc<Metrics>, new: &Config) -> Arc<Met
         return Metrics::new(new);
     }
     metrics.set_budget(new.agent.budget.clone());
+    metrics.set_tls(new);
     let keep: HashSet<(Vec<String>, Option<config::Ladder>)> = scheduled_pairs(new)
         .iter()
         .map(|(p, t)| (metrics.pair_values(&p.name, t), p.ladder.clone()))

@@ -33,6 +33,7 @@ use tokio::time::Instant;
 use crate::listener::{Door, Limits};
 use model::{Fleet, Outage};
 use query::Client;
+pub(crate) use query::StoreConnection;
 
 /// How long one reading of the store is served before the next request reads it again.
 pub(crate) const CACHE_FOR: Duration = Duration::from_secs(5);
@@ -77,15 +78,17 @@ impl Page {
     }
 }
 
-/// Serves the page on `listen`, reading the store at `prometheus` with queries of at most
-/// `query_timeout`, until `shutdown` completes.
+/// Serves the page on `listen`, reading the store at `prometheus` (connected as `connection`
+/// says) with queries of at most `query_timeout`, until `shutdown` completes.
 pub(crate) async fn serve(
     prometheus: &str,
+    connection: query::StoreConnection,
     listen: &str,
     query_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let client = Client::new(prometheus, query_timeout).map_err(anyhow::Error::msg)?;
+    let outbound = connection.outbound().map_err(anyhow::Error::msg)?;
+    let client = Client::new(prometheus, query_timeout, outbound).map_err(anyhow::Error::msg)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (--listen): {e}"))?;

@@ -34,6 +34,7 @@ mod measurement;
 mod on_demand;
 mod otlp;
 mod outcomes;
+mod outputs_tls;
 mod packaging;
 mod priority;
 mod probing_cost;
