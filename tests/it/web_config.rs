@@ -688,3 +688,42 @@ async fn the_fleet_page_asks_for_basic_auth() {
         .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[test]
+fn the_example_in_docs_security_md_passes_check() {
+    let page = std::fs::read_to_string(common::root().join("docs/security.md")).unwrap();
+    let block = page
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.starts_with("tls_server_config:"))
+        .expect("docs/security.md shows a whole web config");
+    let pki = Pki::new("web-doc");
+    let dir = pki.dir.path().display().to_string();
+    let web = block.replace("/etc/llm-canary/tls/", &format!("{dir}/"));
+    // The hash is the one the comment beside it names.
+    let hash = web
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("prometheus: \""))
+        .and_then(|l| l.split('"').next())
+        .unwrap();
+    assert!(bcrypt::verify("change-me", hash).unwrap());
+    let cfg = common::TempDir::new("web-doc");
+    cfg.write(&[
+        ("web.yml", &web),
+        (
+            "llm-canary.yaml",
+            "targets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+        ),
+        ("probes/p.yaml", PROBE),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let (code, err) = cli(&[
+        "check",
+        "-c",
+        cfg.path().join("llm-canary.yaml").to_str().unwrap(),
+        "--web.config.file",
+        cfg.path().join("web.yml").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}\n{web}");
+}
