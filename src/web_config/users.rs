@@ -168,7 +168,7 @@ mod tests {
         let v = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         h.append(
             AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer tok")).unwrap(),
+            HeaderValue::from_static("Bearer tok"),
         );
         h.append(
             AUTHORIZATION,
