@@ -370,3 +370,170 @@ impl ClientCertVerifier for AnyCert {
         self.algorithms.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::ServerName;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A CA, a server certificate for `localhost`, a client certificate from the CA and one
+    /// from a CA nobody trusts, as PEM files.
+    struct Files {
+        dir: tempfile::TempDir,
+    }
+
+    fn leaf(name: &str, ca: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .signed_by(&key, ca)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn issuer() -> rcgen::CertifiedIssuer<'static, rcgen::KeyPair> {
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        rcgen::CertifiedIssuer::self_signed(p, rcgen::KeyPair::generate().unwrap()).unwrap()
+    }
+
+    impl Files {
+        fn new() -> Files {
+            let dir = tempfile::tempdir().unwrap();
+            let (ca, other) = (issuer(), issuer());
+            let w = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+            w("ca.pem", &ca.pem());
+            let (c, k) = leaf("localhost", &ca);
+            w("server.pem", &c);
+            w("server-key.pem", &k);
+            let (c, k) = leaf("client", &ca);
+            w("client.pem", &c);
+            w("client-key.pem", &k);
+            let (c, k) = leaf("stranger", &other);
+            w("stranger.pem", &c);
+            w("stranger-key.pem", &k);
+            Files { dir }
+        }
+
+        fn path(&self, name: &str) -> PathBuf {
+            self.dir.path().join(name)
+        }
+
+        fn settings(&self, client_auth: ClientAuth) -> ServerTlsSettings {
+            ServerTlsSettings {
+                cert: Pem::File(self.path("server.pem")),
+                key: Pem::File(self.path("server-key.pem")),
+                client_auth,
+                client_ca: client_auth
+                    .verifies()
+                    .then(|| Pem::File(self.path("ca.pem"))),
+                min_version: Version::Tls12,
+                max_version: Version::Tls13,
+                cipher_suites: None,
+                curves: None,
+                prefer_server_order: true,
+            }
+        }
+
+        /// Whether a client showing `identity` (a file stem) completes a handshake and an
+        /// exchange of bytes with a server on `server`.
+        async fn accepted(&self, server: &ServerConfig, identity: Option<&str>) -> bool {
+            let mut roots = RootCertStore::empty();
+            roots
+                .add(pem::certificates(&self.path("ca.pem")).unwrap().remove(0))
+                .unwrap();
+            let b = rustls::ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots);
+            let client = match identity {
+                Some(stem) => b
+                    .with_client_auth_cert(
+                        pem::certificates(&self.path(&format!("{stem}.pem"))).unwrap(),
+                        pem::private_key(&self.path(&format!("{stem}-key.pem"))).unwrap(),
+                    )
+                    .unwrap(),
+                None => b.with_no_client_auth(),
+            };
+            let (c, s) = tokio::io::duplex(64 * 1024);
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server.clone()));
+            let server = tokio::spawn(async move {
+                let mut tls = acceptor.accept(s).await.ok()?;
+                let mut b = [0u8; 4];
+                tls.read_exact(&mut b).await.ok()?;
+                tls.write_all(&b).await.ok()?;
+                tls.flush().await.ok()
+            });
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+            let talked = async {
+                let mut tls = connector
+                    .connect(ServerName::try_from("localhost").unwrap(), c)
+                    .await
+                    .ok()?;
+                tls.write_all(b"ping").await.ok()?;
+                let mut b = [0u8; 4];
+                tls.read_exact(&mut b).await.ok()?;
+                (&b == b"ping").then_some(())
+            }
+            .await
+            .is_some();
+            talked && server.await.unwrap().is_some()
+        }
+    }
+
+    #[tokio::test]
+    async fn each_client_auth_policy_admits_the_clients_it_names() {
+        let f = Files::new();
+        // (policy, no certificate, one from the CA, one from another CA)
+        let table = [
+            (ClientAuth::No, true, true, true),
+            (ClientAuth::Request, true, true, true),
+            (ClientAuth::RequireAny, false, true, true),
+            (ClientAuth::VerifyIfGiven, true, true, false),
+            (ClientAuth::RequireAndVerify, false, true, false),
+        ];
+        for (policy, none, ours, stranger) in table {
+            let server = server_config(&f.settings(policy)).unwrap();
+            assert_eq!(f.accepted(&server, None).await, none, "{policy:?}, none");
+            assert_eq!(
+                f.accepted(&server, Some("client")).await,
+                ours,
+                "{policy:?}, the CA's"
+            );
+            assert_eq!(
+                f.accepted(&server, Some("stranger")).await,
+                stranger,
+                "{policy:?}, another CA's"
+            );
+        }
+    }
+
+    #[test]
+    fn versions_suites_and_curves_narrow_what_is_offered() {
+        let f = Files::new();
+        let mut s = f.settings(ClientAuth::No);
+        s.min_version = Version::Tls13;
+        s.cipher_suites = Some(vec!["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256".into()]);
+        s.curves = Some(vec!["X25519".into()]);
+        let c = server_config(&s).unwrap();
+        let suites: Vec<String> = c
+            .crypto_provider()
+            .cipher_suites
+            .iter()
+            .map(suite_name)
+            .collect();
+        assert_eq!(suites[0], "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256");
+        assert!(
+            suites[1..].iter().all(|n| !n.contains("ECDHE")),
+            "{suites:?}"
+        );
+        assert_eq!(c.crypto_provider().kx_groups.len(), 1);
+        assert!(c.ignore_client_order);
+        s.cipher_suites = Some(vec!["TLS_NULL".into()]);
+        assert!(matches!(
+            server_config(&s),
+            Err(ServerTlsError::CipherSuite(0, _))
+        ));
+    }
+}

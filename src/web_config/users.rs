@@ -166,10 +166,7 @@ mod tests {
     fn basic(user: &str, password: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
         let v = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        h.append(
-            AUTHORIZATION,
-            HeaderValue::from_static("Bearer tok"),
-        );
+        h.append(AUTHORIZATION, HeaderValue::from_static("Bearer tok"));
         h.append(
             AUTHORIZATION,
             HeaderValue::from_str(&format!("Basic {v}")).unwrap(),

@@ -557,6 +557,11 @@ async fn plain_http_on_the_tls_port_is_refused_and_the_daemon_goes_on_probing() 
     let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest))
         .await
         .unwrap();
+    // A client that connects and never starts the handshake is closed at the header timeout.
+    let mut silent = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(15), silent.read_to_end(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
     eventually("more runs recorded", Duration::from_secs(30), || async {
         (runs(&c, port).await > before).then_some(())
     })
