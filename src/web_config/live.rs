@@ -1,6 +1,6 @@
 //! The web config in force: re-read when the file or a certificate it names changes, checked
 //! on each new connection (a few `stat`s), as the toolkit re-reads its file on each request.
-//! A broken new file leaves the last good one in force and is logged once.
+//! A broken new file leaves the last good one in force and is logged once per reason.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -28,7 +28,7 @@ pub(crate) struct Web {
 struct State {
     config: Arc<WebConfig>,
     stamps: Vec<Stamp>,
-    /// Why the last re-read failed, logged once until the files change again.
+    /// Why the last re-read failed, logged once until the reason changes.
     failed: Option<String>,
 }
 
@@ -63,12 +63,12 @@ impl Web {
     /// changed since it was read.
     pub(crate) fn current(&self) -> Arc<WebConfig> {
         let mut st = self.state.lock().expect("web config lock");
-        let now = stamps(&st.config.watched);
-        if now == st.stamps {
+        if stamps(&st.config.watched) == st.stamps {
             return st.config.clone();
         }
-        // Whatever comes of it, these files are not read again until they change again.
-        st.stamps = now;
+        // Until a changed file loads, each connection tries it again, as the toolkit reads its
+        // file on every request: the fix may be a file the broken one names but the good one
+        // did not, whose arrival no stamp here would see.
         let outcome = super::file::load(&self.path).and_then(|new| {
             if new.tls() == st.config.tls() {
                 Ok(new)

@@ -395,14 +395,19 @@ async fn a_rotated_certificate_is_served_from_the_next_connection_and_a_broken_f
         .count();
     assert_eq!(warned, 1, "{}", d.log());
     assert!(d.log().contains("key_fil"), "{}", d.log());
-    // Mended, and back to the first certificate.
-    rotate(&pki.server.key, &key);
-    rotate(&pki.server.cert, &cert);
+    // Mended to name files that are not there yet: still the last good config. Then they
+    // arrive, web.yml untouched, and the next connection is served the first certificate.
     std::fs::write(
         &web,
-        "tls_server_config:\n  cert_file: tls/cert.pem\n  key_file: tls/key.pem\n",
+        "tls_server_config:\n  cert_file: tls/next.pem\n  key_file: tls/next-key.pem\n",
     )
     .unwrap();
+    assert_eq!(
+        served_certificate(port, &both_cas).await,
+        der(&pki.untrusted.cert)
+    );
+    rotate(&pki.server.key, &d.dir.path().join("tls/next-key.pem"));
+    rotate(&pki.server.cert, &d.dir.path().join("tls/next.pem"));
     assert_eq!(
         served_certificate(port, &both_cas).await,
         der(&pki.server.cert)
