@@ -132,6 +132,9 @@ pub(crate) struct ServerTlsSettings {
     pub curves: Option<Vec<String>>,
     /// Choose by the server's order of suites rather than the client's.
     pub prefer_server_order: bool,
+    /// A client certificate must name one of these (DNS name, e-mail address, IP address or
+    /// URI, written exactly) among its subject alternative names.
+    pub allowed_sans: Option<Vec<String>>,
 }
 
 /// Why a `ServerConfig` could not be made, by the setting at fault.
@@ -297,19 +300,124 @@ fn client_verifier(
         b.build()
             .map_err(|e| ServerTlsError::ClientCa(format!("cannot verify clients: {e}")))
     };
-    Ok(match (s.client_auth, roots) {
-        (ClientAuth::No, _) => WebPkiClientVerifier::no_client_auth(),
-        (ClientAuth::Request, _) => Arc::new(AnyCert::new(provider, false)),
-        (ClientAuth::RequireAny, _) => Arc::new(AnyCert::new(provider, true)),
-        (ClientAuth::VerifyIfGiven, Some(r)) => webpki(r, true)?,
-        (ClientAuth::RequireAndVerify, Some(r)) => webpki(r, false)?,
-        (_, None) => {
-            return Err(ServerTlsError::ClientCa(
+    let verifier: Arc<dyn ClientCertVerifier> =
+        match (s.client_auth, roots) {
+            (ClientAuth::No, _) => WebPkiClientVerifier::no_client_auth(),
+            (ClientAuth::Request, _) => Arc::new(AnyCert::new(provider, false)),
+            (ClientAuth::RequireAny, _) => Arc::new(AnyCert::new(provider, true)),
+            (ClientAuth::VerifyIfGiven, Some(r)) => webpki(r, true)?,
+            (ClientAuth::RequireAndVerify, Some(r)) => webpki(r, false)?,
+            (_, None) => return Err(ServerTlsError::ClientCa(
                 "this client_auth_type checks client certificates: name their CA (client_ca_file)"
                     .into(),
+            )),
+        };
+    Ok(match &s.allowed_sans {
+        Some(allowed) => Arc::new(AllowedSans {
+            inner: verifier,
+            allowed: allowed.clone(),
+        }),
+        None => verifier,
+    })
+}
+
+/// Another verifier, then the toolkit's `client_allowed_sans`: the certificate must name one
+/// of `allowed` among its subject alternative names.
+#[derive(Debug)]
+struct AllowedSans {
+    inner: Arc<dyn ClientCertVerifier>,
+    allowed: Vec<String>,
+}
+
+impl ClientCertVerifier for AllowedSans {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)?;
+        let names = subject_alt_names(end_entity).map_err(|_| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+        })?;
+        if names.iter().any(|n| self.allowed.contains(n)) {
+            Ok(verified)
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::ApplicationVerificationFailure,
             ))
         }
-    })
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// A certificate's subject alternative names as Go writes them: DNS names, e-mail addresses,
+/// IP addresses and URIs.
+fn subject_alt_names(der: &[u8]) -> Result<Vec<String>, x509_cert::der::Error> {
+    use x509_cert::der::oid::AssociatedOid;
+    use x509_cert::der::Decode;
+    use x509_cert::ext::pkix::name::GeneralName;
+    use x509_cert::ext::pkix::SubjectAltName;
+    let cert = x509_cert::Certificate::from_der(der)?;
+    let mut names = Vec::new();
+    let extensions = cert.tbs_certificate.extensions.unwrap_or_default();
+    for ext in extensions
+        .iter()
+        .filter(|e| e.extn_id == SubjectAltName::OID)
+    {
+        for name in SubjectAltName::from_der(ext.extn_value.as_bytes())?.0 {
+            match name {
+                GeneralName::DnsName(s)
+                | GeneralName::Rfc822Name(s)
+                | GeneralName::UniformResourceIdentifier(s) => names.push(s.to_string()),
+                GeneralName::IpAddress(ip) => {
+                    let b = ip.as_bytes();
+                    if let Ok(v4) = <[u8; 4]>::try_from(b) {
+                        names.push(std::net::Ipv4Addr::from(v4).to_string());
+                    } else if let Ok(v6) = <[u8; 16]>::try_from(b) {
+                        names.push(std::net::Ipv6Addr::from(v6).to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(names)
 }
 
 /// A client certificate is asked for (and required if `mandatory`) but not checked against a
@@ -433,6 +541,7 @@ mod tests {
                 cipher_suites: None,
                 curves: None,
                 prefer_server_order: true,
+                allowed_sans: None,
             }
         }
 
@@ -507,6 +616,25 @@ mod tests {
                 "{policy:?}, another CA's"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn allowed_sans_admit_only_the_certificates_that_name_one() {
+        let f = Files::new();
+        for policy in [ClientAuth::RequireAny, ClientAuth::RequireAndVerify] {
+            let mut s = f.settings(policy);
+            s.allowed_sans = Some(vec!["client".into(), "127.0.0.1".into()]);
+            let server = server_config(&s).unwrap();
+            assert!(f.accepted(&server, Some("client")).await, "{policy:?}");
+            assert!(!f.accepted(&server, Some("stranger")).await, "{policy:?}");
+            assert!(!f.accepted(&server, None).await, "{policy:?}");
+            s.allowed_sans = Some(vec!["someone-else".into()]);
+            let server = server_config(&s).unwrap();
+            assert!(!f.accepted(&server, Some("client")).await, "{policy:?}");
+        }
+        let ip = leaf("127.0.0.1", &issuer()).0;
+        let der = rustls::pki_types::CertificateDer::from_pem_slice(ip.as_bytes()).unwrap();
+        assert_eq!(subject_alt_names(&der).unwrap(), vec!["127.0.0.1"]);
     }
 
     #[test]

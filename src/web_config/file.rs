@@ -199,13 +199,6 @@ fn load_tls(
     watched: &mut Vec<PathBuf>,
 ) -> Result<Option<Arc<rustls::ServerConfig>>, ConfigError> {
     let (t, whole) = (raw.value, raw.referenced);
-    if let Some(s) = &t.client_allowed_sans {
-        return Err(src.err(
-            &at.key("client_allowed_sans"),
-            s.referenced,
-            "client_allowed_sans is not supported here: issue client certificates from a CA of their own and name it in client_ca_file",
-        ));
-    }
     let client_auth = match &t.client_auth_type {
         Some(c) => ClientAuth::from_name(&c.value).ok_or_else(|| {
             src.err(
@@ -269,6 +262,18 @@ fn load_tls(
             "this policy checks client certificates against a CA: set client_ca_file",
         ));
     }
+    if let Some(s) = &t.client_allowed_sans {
+        if !matches!(
+            client_auth,
+            ClientAuth::RequireAny | ClientAuth::RequireAndVerify
+        ) {
+            return Err(src.err(
+                &at.key("client_allowed_sans"),
+                s.referenced,
+                "client_allowed_sans requires client_auth_type to be one of RequireAnyClientCert or RequireAndVerifyClientCert",
+            ));
+        }
+    }
     let min = match &t.min_version {
         Some(v) => version(src, &at.key("min_version"), v)?,
         None => Version::Tls12,
@@ -309,6 +314,7 @@ fn load_tls(
         cipher_suites: names(&t.cipher_suites),
         curves: names(&t.curve_preferences),
         prefer_server_order: t.prefer_server_cipher_suites.unwrap_or(true),
+        allowed_sans: t.client_allowed_sans.as_ref().map(|s| s.value.clone()),
     };
     let config = server::server_config(&settings).map_err(|e| {
         let (field, loc) = match &e {

@@ -27,7 +27,7 @@ pub(super) struct RawTls {
     pub key_file: Option<Spanned<String>>,
     pub client_auth_type: Option<Spanned<String>>,
     pub client_ca_file: Option<Spanned<String>>,
-    pub client_allowed_sans: Option<Spanned<IgnoredAny>>,
+    pub client_allowed_sans: Option<Spanned<Vec<String>>>,
     pub min_version: Option<Spanned<String>>,
     pub max_version: Option<Spanned<String>>,
     pub cipher_suites: Option<Vec<Spanned<String>>>,

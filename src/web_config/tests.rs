@@ -58,6 +58,10 @@ fn a_valid_file_turns_on_what_it_names() {
         ),
         "tls=true auth=false"
     );
+    assert_eq!(
+        f.load("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAnyClientCert\n  client_allowed_sans: [scraper.example, 10.0.0.7]\n"),
+        "tls=true auth=false"
+    );
     for policy in ClientAuth::NAMES {
         let ca = if ClientAuth::from_name(policy).is_some_and(|c| c != ClientAuth::No) {
             "\n  client_ca_file: ca.pem"
@@ -127,7 +131,7 @@ fn every_refusal_names_file_line_column_and_field() {
         ),
         (
             format!("{tls}  key_file: key.pem\n  client_allowed_sans: [a]\n"),
-            "D/web.yml:4:24: field tls_server_config.client_allowed_sans: client_allowed_sans is not supported here: issue client certificates from a CA of their own and name it in client_ca_file",
+            "D/web.yml:4:24: field tls_server_config.client_allowed_sans: client_allowed_sans requires client_auth_type to be one of RequireAnyClientCert or RequireAndVerifyClientCert",
         ),
         (
             format!("{tls}  key_file: key.pem\n  key: inline\n"),

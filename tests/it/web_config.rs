@@ -151,7 +151,7 @@ async fn prometheus_scrapes_over_tls_with_basic_auth_or_a_client_certificate() {
         &sim,
         &format!("127.0.0.1:{b_port}"),
         &format!(
-            "tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {ca}\n"
+            "tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {ca}\n  client_allowed_sans: [canary-client]\n"
         ),
     );
     let anonymous = client(&pki, None);
