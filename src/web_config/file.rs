@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_saphyr::{Location, Spanned};
 
-use super::raw::{RawHttp, RawTls, RawWeb};
+use super::rate::Limiter;
+use super::raw::{RawHttp, RawRateLimit, RawTls, RawWeb};
 use super::users::Users;
 use crate::config::{ConfigError, FieldPath, Source};
 use crate::tls::server::{self, ClientAuth, Pem, ServerTlsError, ServerTlsSettings, Version};
@@ -20,6 +22,8 @@ pub(crate) struct WebConfig {
     pub(super) tls: Option<Arc<rustls::ServerConfig>>,
     pub(super) users: Users,
     pub(super) headers: HeaderMap,
+    /// `rate_limit`, if one is set; a re-read file starts a full bucket.
+    pub(super) limiter: Option<Limiter>,
     /// The file and every file it names: a change to any of them is a new config.
     pub(super) watched: Vec<PathBuf>,
 }
@@ -64,13 +68,10 @@ pub(crate) fn load(path: &Path) -> Result<WebConfig, ConfigError> {
     };
     let base = path.parent().unwrap_or(Path::new("."));
     let root = FieldPath::root();
-    if let Some(r) = &raw.rate_limit {
-        return Err(src.err(
-            &root.key("rate_limit"),
-            r.referenced,
-            "rate_limit is not supported here: the endpoints cap connections and time out slow ones themselves; remove the key",
-        ));
-    }
+    let limiter = match raw.rate_limit {
+        Some(r) => rate_limit(&src, &root.key("rate_limit"), r)?,
+        None => None,
+    };
     let mut watched = vec![path.to_path_buf()];
     let tls = match raw.tls_server_config {
         Some(t) => load_tls(&src, &root.key("tls_server_config"), t, base, &mut watched)?,
@@ -86,8 +87,48 @@ pub(crate) fn load(path: &Path) -> Result<WebConfig, ConfigError> {
         tls,
         users,
         headers,
+        limiter,
         watched,
     })
+}
+
+/// `rate_limit`: `interval` (a duration; `0` or none turns it off) and `burst` (at least 1:
+/// with none saved up, the toolkit would refuse every request).
+fn rate_limit(
+    src: &Source,
+    at: &FieldPath,
+    raw: Spanned<RawRateLimit>,
+) -> Result<Option<Limiter>, ConfigError> {
+    let every = match &raw.value.interval {
+        Some(i) if i.value.trim() == "0" => Duration::ZERO,
+        Some(i) => crate::config::duration::parse_duration(&i.value)
+            .map_err(|e| src.err(&at.key("interval"), i.referenced, e))?,
+        None => Duration::ZERO,
+    };
+    if every.is_zero() {
+        return Ok(None);
+    }
+    let burst = match &raw.value.burst {
+        Some(b) if (1..=i64::from(u32::MAX)).contains(&b.value) => b.value as u32,
+        Some(b) => {
+            return Err(src.err(
+                &at.key("burst"),
+                b.referenced,
+                format!(
+                    "burst must be at least 1, found {}: with none, every request would be refused",
+                    b.value
+                ),
+            ))
+        }
+        None => {
+            return Err(src.err(
+                at,
+                raw.referenced,
+                "missing burst: how many requests may come at once (at least 1)",
+            ))
+        }
+    };
+    Ok(Some(Limiter::new(every, burst, Instant::now())))
 }
 
 /// `http_server_config`: HTTP/1.1 only, and the headers the toolkit allows.

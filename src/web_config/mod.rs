@@ -8,6 +8,7 @@
 
 mod file;
 mod live;
+mod rate;
 mod raw;
 mod serve;
 mod users;

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
@@ -13,8 +12,14 @@ pub(super) struct RawWeb {
     pub tls_server_config: Option<Spanned<RawTls>>,
     pub http_server_config: Option<RawHttp>,
     pub basic_auth_users: Option<BTreeMap<String, Spanned<String>>>,
-    /// Read to be refused by name: these endpoints keep their own limits.
-    pub rate_limit: Option<Spanned<IgnoredAny>>,
+    pub rate_limit: Option<Spanned<RawRateLimit>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRateLimit {
+    pub interval: Option<Spanned<String>>,
+    pub burst: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

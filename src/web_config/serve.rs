@@ -87,16 +87,36 @@ where
     let (Some(web), Some(config)) = (web, config) else {
         return handler(req).await;
     };
-    let mut r = match web.refusal(config, req.headers()).await {
-        Some(refusal) => {
-            tracing::debug!(path = %req.uri().path(), "request refused: no valid basic-auth credentials");
-            refusal
+    let limited = config
+        .limiter
+        .as_ref()
+        .is_some_and(|l| !l.allow(std::time::Instant::now()));
+    let mut r = if limited {
+        tracing::debug!(path = %req.uri().path(), "request refused: over rate_limit");
+        too_many()
+    } else {
+        match web.refusal(config, req.headers()).await {
+            Some(refusal) => {
+                tracing::debug!(path = %req.uri().path(), "request refused: no valid basic-auth credentials");
+                refusal
+            }
+            None => handler(req).await,
         }
-        None => handler(req).await,
     };
     for (k, v) in &config.headers {
         r.headers_mut().insert(k, v.clone());
     }
+    r
+}
+
+/// 429, as the toolkit answers past its rate limit.
+fn too_many() -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(b"Too Many Requests\n")));
+    *r.status_mut() = hyper::StatusCode::TOO_MANY_REQUESTS;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 

@@ -62,6 +62,14 @@ fn a_valid_file_turns_on_what_it_names() {
         f.load("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAnyClientCert\n  client_allowed_sans: [scraper.example, 10.0.0.7]\n"),
         "tls=true auth=false"
     );
+    assert_eq!(
+        f.load("rate_limit: {interval: 100ms, burst: 5}\n"),
+        "tls=false auth=false"
+    );
+    assert_eq!(
+        f.load("rate_limit: {interval: \"0\", burst: 0}\n"),
+        "tls=false auth=false"
+    );
     for policy in ClientAuth::NAMES {
         let ca = if ClientAuth::from_name(policy).is_some_and(|c| c != ClientAuth::No) {
             "\n  client_ca_file: ca.pem"
@@ -154,8 +162,16 @@ fn every_refusal_names_file_line_column_and_field() {
             "D/web.yml:2:10: field http_server_config.http2: HTTP/2 is not served here: the endpoints speak HTTP/1.1; set http2: false or remove the key",
         ),
         (
-            "rate_limit:\n  interval: 1s\n  burst: 5\n".into(),
-            "D/web.yml:2:3: field rate_limit: rate_limit is not supported here: the endpoints cap connections and time out slow ones themselves; remove the key",
+            "rate_limit:\n  interval: 1s\n  burst: 0\n".into(),
+            "D/web.yml:3:10: field rate_limit.burst: burst must be at least 1, found 0: with none, every request would be refused",
+        ),
+        (
+            "rate_limit:\n  interval: soon\n  burst: 5\n".into(),
+            "D/web.yml:2:13: field rate_limit.interval: invalid duration \"soon\" (write e.g. 500ms, 5s, 2m)",
+        ),
+        (
+            "rate_limit:\n  interval: 1s\n".into(),
+            "D/web.yml:2:3: field rate_limit: missing burst: how many requests may come at once (at least 1)",
         ),
     ];
     let wrong: Vec<String> = cases

@@ -5,7 +5,7 @@
 //! NSS database; a rotated certificate is served from the next connection and a broken file
 //! leaves the last good one in force; a plain-HTTP client on the TLS port is refused cleanly
 //! while the daemon goes on probing; `check` and `run` refuse bad files; the fleet page asks for
-//! basic auth.
+//! basic auth and keeps its rate limit.
 
 use crate::common;
 
@@ -650,12 +650,12 @@ fn check_and_run_refuse_a_bad_web_config_in_one_sentence() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_fleet_page_asks_for_basic_auth() {
+async fn the_fleet_page_asks_for_basic_auth_and_keeps_its_rate_limit() {
     let dir = common::TempDir::new("fleet-web");
     dir.write(&[(
         "web.yml",
         &format!(
-            "basic_auth_users:\n  viewer: \"{}\"\n",
+            "basic_auth_users:\n  viewer: \"{}\"\nrate_limit: {{interval: 1h, burst: 4}}\n",
             bcrypt_hash(PASSWORD)
         ),
     )]);
@@ -697,6 +697,21 @@ async fn the_fleet_page_asks_for_basic_auth() {
         .await
         .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    // The fourth request of the burst, then the rate limit, before auth is looked at.
+    let fourth = c
+        .get(&url)
+        .basic_auth("viewer", Some(PASSWORD))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fourth.status(), StatusCode::OK);
+    let fifth = c
+        .get(&url)
+        .basic_auth("viewer", Some(PASSWORD))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fifth.status(), StatusCode::TOO_MANY_REQUESTS);
 }
 
 #[test]
