@@ -85,7 +85,8 @@
 //! - [`web_config`]: the agent's own endpoints (and the fleet page) behind TLS, basic auth and
 //!   response headers, from a Prometheus exporter-toolkit web config (`--web.config.file`):
 //!   the file read strictly (`file`), re-read on a new connection when it or a certificate it
-//!   names changed (`live`), bcrypt checks cached by digest (`users`), and the serving loop
+//!   names changed (`live`), bcrypt checks cached by digest (`users`), the toolkit's token
+//!   bucket (`rate`), and the serving loop
 //!   every endpoint goes through, the TLS handshake inside the connection's slot (`serve`).
 //! - [`tls`]: TLS on rustls with ring: PEM files (`pem`), the outbound side (`client`), and the
 //!   server side from a web config's `tls_server_config` (`server`: certificate,
