@@ -226,6 +226,10 @@ pub struct RunArgs {
     /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
+    /// A Prometheus exporter-toolkit web config (TLS, basic auth, response headers) for the
+    /// endpoints; wins over agent.web_config_file. See docs/security.md.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -233,6 +237,10 @@ pub struct CheckArgs {
     /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
+    /// Validate this exporter-toolkit web config (as `run --web.config.file` would read it)
+    /// instead of agent.web_config_file.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -350,6 +358,10 @@ pub struct StatusPageArgs {
     /// How long one PromQL query may take (sent to the store as its `timeout` too).
     #[arg(long, default_value = "10s", value_parser = wait_ready)]
     pub query_timeout: Duration,
+    /// A Prometheus exporter-toolkit web config (TLS, basic auth, response headers) for the
+    /// page. See docs/security.md.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 /// `--wait-ready` and `--since` in the config files' duration syntax.

@@ -434,6 +434,31 @@ fn the_status_store_key_is_in_the_contract_and_loads() {
     assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
 }
 
+#[test]
+fn the_web_config_key_and_flag_are_in_the_contract_and_load() {
+    let files: BTreeSet<String> = rows("Files").iter().flat_map(|r| ticked(&r[0])).collect();
+    assert!(files.contains("agent.web_config_file"), "{files:?}");
+    let (dir, cfg) = loaded(
+        "agent: {web_config_file: tls/web.yml}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    );
+    assert_eq!(
+        cfg.agent.web_config_file,
+        Some(dir.path().join("tls/web.yml"))
+    );
+    for command in ["run", "check", "status-page"] {
+        let row = rows("Commands")
+            .into_iter()
+            .find(|r| first_name(r) == command)
+            .unwrap_or_else(|| panic!("{command} is in the contract"));
+        assert!(
+            ticked(&row[1])
+                .iter()
+                .any(|f| f == "--web.config.file FILE"),
+            "{command}: {row:?}"
+        );
+    }
+}
+
 /// The value a cloud setting is written with in the test below.
 fn cloud_setting_yaml(name: &str) -> String {
     let value = if name.ends_with("managed_identity") {

@@ -28,17 +28,25 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Check(args) => {
             let cfg = crate::config::load(&args.config)?;
+            let web = match args.web_config_file.or(cfg.agent.web_config_file.clone()) {
+                Some(path) => Some(check::web(&path, &crate::web_config::load(&path)?)),
+                None => None,
+            };
             let mut out = std::io::stdout().lock();
-            std::io::Write::write_all(
-                &mut out,
-                check::describe(&cfg, &jiff::Timestamp::now()).as_bytes(),
-            )?;
+            let mut text = check::describe(&cfg, &jiff::Timestamp::now());
+            text.push_str(web.as_deref().unwrap_or_default());
+            std::io::Write::write_all(&mut out, text.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim(args) => crate::sim::serve_forever(&args.listen).await,
         Command::Demo => demo::demo().await,
         Command::Run(args) => {
-            crate::daemon::run(args.config, crate::util::terminate_signal()).await?;
+            crate::daemon::run(
+                args.config,
+                args.web_config_file,
+                crate::util::terminate_signal(),
+            )
+            .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Calibrate(args) => {
@@ -93,6 +101,7 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 connection,
                 &args.listen,
                 args.query_timeout,
+                args.web_config_file.as_deref(),
                 crate::util::terminate_signal(),
             )
             .await?;

@@ -47,6 +47,9 @@ pub struct AgentSettings {
     /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
     /// is loopback-only).
     pub admin_token: Option<Secret>,
+    /// The exporter-toolkit web config (TLS, basic auth, headers) for the endpoints
+    /// (`agent.web_config_file`, relative to the config file); `--web.config.file` wins.
+    pub web_config_file: Option<PathBuf>,
     /// What probing may cost (`budget:`), checked as runs are counted.
     pub budget: Option<Budget>,
 }

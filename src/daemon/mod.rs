@@ -39,6 +39,7 @@ use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
 use crate::runner::Runner;
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::status_store::Db;
+use crate::web_config::Web;
 use admin::{ReloadError, ReloadReply};
 use firing::Runs;
 use otlp_exporter::OtlpExporter;
@@ -117,9 +118,13 @@ fn destinations(cfg: &Config) -> String {
 }
 
 /// Runs the daemon until `shutdown` completes: start, serve until then, drain within the
-/// grace period.
-pub(crate) async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let mut daemon = Daemon::start(path).await?;
+/// grace period. `web_config` (`--web.config.file`) wins over `agent.web_config_file`.
+pub(crate) async fn run(
+    path: PathBuf,
+    web_config: Option<PathBuf>,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let mut daemon = Daemon::start(path, web_config).await?;
     daemon.serve_until(shutdown).await;
     let grace = daemon.shared.cfg().agent.shutdown_grace;
     daemon.drain(grace).await;
@@ -142,18 +147,28 @@ struct Daemon {
 }
 
 impl Daemon {
-    /// Loads the config, opens the endpoints and starts every loop.
-    async fn start(path: PathBuf) -> anyhow::Result<Daemon> {
+    /// Loads the config and the web config, opens the endpoints and starts every loop.
+    async fn start(path: PathBuf, web_config: Option<PathBuf>) -> anyhow::Result<Daemon> {
         let cfg = Arc::new(config::load(&path)?);
         if let Some(why) = unexported(&cfg) {
             tracing::warn!(config = %path.display(), "{why}");
         }
         warn_insecure(&cfg);
-        Daemon::start_with(path, cfg).await
+        // Read once at start, so a bad file stops the start; the file itself is re-read as it
+        // changes, but another file named on reload takes a restart.
+        let web = web_config
+            .or_else(|| cfg.agent.web_config_file.clone())
+            .map(|p| Web::load(&p).map(Arc::new))
+            .transpose()?;
+        Daemon::start_with(path, cfg, web).await
     }
 
-    /// Opens the endpoints `cfg` asks for and starts every loop.
-    async fn start_with(path: PathBuf, cfg: Arc<Config>) -> anyhow::Result<Daemon> {
+    /// Opens the endpoints `cfg` asks for (through `web`, if any) and starts every loop.
+    async fn start_with(
+        path: PathBuf,
+        cfg: Arc<Config>,
+        web: Option<Arc<Web>>,
+    ) -> anyhow::Result<Daemon> {
         let pairs = scheduled_pairs(&cfg);
         let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
         // Before the first run, so the page shows the past at once. On the runtime's own
@@ -195,7 +210,7 @@ impl Daemon {
         if let Some(addr) = cfg.agent.listen {
             let door = open_door(&shared, addr, &budget).await?;
             listening = Some(door.local_addr()?);
-            tokio::spawn(endpoints::serve(door, runs.clone(), reload_tx));
+            tokio::spawn(endpoints::serve(door, web.clone(), runs.clone(), reload_tx));
         }
         let mut schedules = Schedules::new();
         let stop = schedules.stop_signal();
@@ -218,7 +233,7 @@ impl Daemon {
         tracing::info!(
             version = env!("LLM_CANARY_VERSION"),
             agent = %cfg.agent.name,
-            listen = %listening.map_or_else(|| "none".to_string(), |a| format!("http://{a}")),
+            listen = %listening.map_or_else(|| "none".to_string(), |a| format!("{}://{a}", scheme(web.as_deref()))),
             targets = cfg.targets.len(),
             pairs = count,
             results = destinations(&cfg).as_str(),
@@ -372,7 +387,7 @@ impl Quiet {
         cfg.remote_write = None;
         cfg.otlp = None;
         let path = cfg.path.clone();
-        let daemon = Daemon::start_with(path, Arc::new(cfg)).await?;
+        let daemon = Daemon::start_with(path, Arc::new(cfg), None).await?;
         Ok(Quiet { daemon })
     }
 
@@ -411,6 +426,14 @@ fn budget(cfg: &Config) -> DescriptorBudget {
         tracing::warn!(soft_limit = budget.soft, reserve = budget.reserve, "the descriptor limit is below the probes' reserve: raise it (LimitNOFILE) or lower agent.concurrency");
     }
     budget
+}
+
+/// What the endpoints speak, for the start-up line.
+fn scheme(web: Option<&Web>) -> &'static str {
+    match web.map(|w| w.current()) {
+        Some(c) if c.tls() => "https",
+        _ => "http",
+    }
 }
 
 /// Binds `addr` (`agent.listen`) with the budget's connection cap.

@@ -354,6 +354,10 @@ impl Shared {
                 tracing::warn!(running = %store.path().display(), configured = ?cfg.status_store, "status.store changed: the change takes effect at restart");
             }
         }
+        if old.agent.web_config_file != cfg.agent.web_config_file {
+            // The endpoints keep the file they started with; its contents are re-read as they change.
+            tracing::warn!(running = ?old.agent.web_config_file, configured = ?cfg.agent.web_config_file, "agent.web_config_file changed: the change takes effect at restart");
+        }
         self.maintenance.announced.prune(&cfg, Timestamp::now());
         *self.running.0.write().expect("config lock") = Generation {
             cfg,

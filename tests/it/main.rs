@@ -45,3 +45,4 @@ mod slo_rules;
 mod status_page;
 mod status_store;
 mod watch;
+mod web_config;
