@@ -226,6 +226,10 @@ pub struct RunArgs {
     /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
+    /// A Prometheus exporter-toolkit web config (TLS, basic auth, response headers) for the
+    /// endpoints; wins over agent.web_config_file. See docs/security.md.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -233,6 +237,10 @@ pub struct CheckArgs {
     /// The agent's config file; probes/ and prompts/ beside it unless it names other folders.
     #[arg(short = 'c', long = "config", default_value = "llm-canary.yaml")]
     pub config: PathBuf,
+    /// Validate this exporter-toolkit web config (as `run --web.config.file` would read it)
+    /// instead of agent.web_config_file.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -335,12 +343,34 @@ pub struct StatusPageArgs {
     /// Query, Mimir's Prometheus API prefix): its `/api/v1/query` is read.
     #[arg(long)]
     pub prometheus: String,
+    /// The CA bundle that verifies the store's certificate, in place of the system's roots.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus_ca_file: Option<PathBuf>,
+    /// A client certificate (PEM) for a store that asks for one; read again when it changes.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus_cert_file: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus_key_file: Option<PathBuf>,
+    /// The name the store's certificate is verified against, in place of the URL's host.
+    #[arg(long, value_name = "NAME")]
+    pub prometheus_server_name: Option<String>,
+    /// Do not verify the store's certificate (anyone on the path can read and change answers).
+    #[arg(long)]
+    pub prometheus_insecure_skip_verify: bool,
+    /// An http:// proxy to reach the store through (in place of HTTPS_PROXY and HTTP_PROXY).
+    #[arg(long, value_name = "URL")]
+    pub prometheus_proxy_url: Option<String>,
     /// The address the page listens on (host:port).
     #[arg(long, default_value = "127.0.0.1:9466")]
     pub listen: String,
     /// How long one PromQL query may take (sent to the store as its `timeout` too).
     #[arg(long, default_value = "10s", value_parser = wait_ready)]
     pub query_timeout: Duration,
+    /// A Prometheus exporter-toolkit web config (TLS, basic auth, response headers) for the
+    /// page. See docs/security.md.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
 }
 
 /// `--wait-ready` and `--since` in the config files' duration syntax.

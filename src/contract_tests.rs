@@ -103,11 +103,13 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
     for d in ["probes", "prompts"] {
         std::fs::create_dir_all(dir.path().join(d)).expect("folder");
     }
+    let (cert, _) = test_certificate();
     for (file, text) in [
         (
             "llm-canary.yaml",
-            "agent: {budget: {daily: 1}}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 1, output: 2}}\n",
+            "agent: {budget: {daily: 1}}\npush: {url: \"https://127.0.0.1:9\", tls: {ca_file: ca.pem, insecure_skip_verify: true}}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m, price: {input: 1, output: 2}}\n",
         ),
+        ("ca.pem", &cert),
         ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
         ("prompts/q.txt", "hi"),
     ] {
@@ -173,6 +175,16 @@ fn registry() -> (tempfile::TempDir, std::sync::Arc<Metrics>) {
         m.otlp.queued.with_label_values(&[signal]);
     }
     (dir, m)
+}
+
+/// A self-signed certificate and its key (PEM), for the `tls:` blocks below.
+fn test_certificate() -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let cert = rcgen::CertificateParams::new(vec!["canary.test".to_string()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("a certificate");
+    (cert.pem(), key.serialize_pem())
 }
 
 #[test]
@@ -431,6 +443,31 @@ fn the_status_store_key_is_in_the_contract_and_loads() {
     assert_eq!(cfg.status_store, Some(dir.path().join("state/status.db")));
 }
 
+#[test]
+fn the_web_config_key_and_flag_are_in_the_contract_and_load() {
+    let files: BTreeSet<String> = rows("Files").iter().flat_map(|r| ticked(&r[0])).collect();
+    assert!(files.contains("agent.web_config_file"), "{files:?}");
+    let (dir, cfg) = loaded(
+        "agent: {web_config_file: tls/web.yml}\ntargets:\n  - {name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}\n",
+    );
+    assert_eq!(
+        cfg.agent.web_config_file,
+        Some(dir.path().join("tls/web.yml"))
+    );
+    for command in ["run", "check", "status-page"] {
+        let row = rows("Commands")
+            .into_iter()
+            .find(|r| first_name(r) == command)
+            .unwrap_or_else(|| panic!("{command} is in the contract"));
+        assert!(
+            ticked(&row[1])
+                .iter()
+                .any(|f| f == "--web.config.file FILE"),
+            "{command}: {row:?}"
+        );
+    }
+}
+
 /// The value a cloud setting is written with in the test below.
 fn cloud_setting_yaml(name: &str) -> String {
     let value = if name.ends_with("managed_identity") {
@@ -494,6 +531,85 @@ fn the_sims_flags_are_in_the_contract() {
         );
     }
     assert!(row[1].contains("--tls-cert"), "{row:?}");
+}
+
+#[test]
+fn the_outputs_tls_keys_and_the_fleet_pages_flags_are_in_the_contract() {
+    use clap::CommandFactory;
+    let files = rows("Files");
+    let main = files
+        .iter()
+        .find(|r| first_name(r) == "llm-canary.yaml")
+        .expect("a row for llm-canary.yaml");
+    let keys = ticked(&main[1]);
+    let tls = [
+        "ca_file",
+        "cert_file",
+        "key_file",
+        "server_name",
+        "insecure_skip_verify",
+        "min_version",
+    ];
+    for key in tls.iter().chain(&["tls:", "proxy_url", "no_proxy"]) {
+        assert!(
+            keys.iter().any(|k| k == key),
+            "{key} is not in the contract: {keys:?}"
+        );
+    }
+    // Every one of them loads on every output.
+    let (cert, key) = test_certificate();
+    let block = "tls: {ca_file: ca.pem, cert_file: ca.pem, key_file: client.key, server_name: canary.test, insecure_skip_verify: false, min_version: TLS13}, proxy_url: \"http://127.0.0.1:3128\", no_proxy: localhost";
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, text) in [
+        (
+            "llm-canary.yaml".to_string(),
+            format!(
+                "push: {{url: \"https://127.0.0.1:9\", {block}}}\nremote_write: {{url: \"https://127.0.0.1:9/api/v1/write\", {block}}}\notlp: {{endpoint: \"https://127.0.0.1:9\", {block}}}\ntargets:\n  - {{name: t, base_url: \"http://127.0.0.1:9/v1\", model: m}}\n"
+            ),
+        ),
+        ("ca.pem".to_string(), cert),
+        ("client.key".to_string(), key),
+        ("probes/p.yaml".to_string(), "name: p\nprompt: q.txt\n".to_string()),
+        ("prompts/q.txt".to_string(), "Hello?\n".to_string()),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    let cfg = crate::config::load(&dir.path().join("llm-canary.yaml")).expect("valid");
+    let holders: Vec<String> = cfg
+        .tls_blocks()
+        .iter()
+        .map(|(h, _)| h.to_string())
+        .collect();
+    assert_eq!(holders, ["push", "remote_write", "otlp"]);
+
+    // The fleet page's flags, in its row of the commands.
+    let commands = rows("Commands");
+    let row = commands
+        .iter()
+        .find(|r| first_name(r) == "status-page")
+        .expect("a row for status-page");
+    let cli = crate::cli::Cli::command();
+    let page = cli
+        .find_subcommand("status-page")
+        .expect("the status-page command");
+    let flags: Vec<String> = page
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .filter(|l| l.starts_with("prometheus-"))
+        .map(|l| format!("--{l}"))
+        .collect();
+    assert_eq!(flags.len(), 6, "{flags:?}");
+    let documented = ticked(&row[1]);
+    for flag in &flags {
+        assert!(
+            documented
+                .iter()
+                .any(|d| d.split_whitespace().next() == Some(flag)),
+            "{flag} is not in the contract: {documented:?}"
+        );
+    }
 }
 
 #[test]

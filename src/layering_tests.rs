@@ -431,7 +431,7 @@ const LAYERS: &[&[&str]] = &[
         "outcome", "timeline", "stream", "checks", "schedule", "listener", "cloud", "tls",
     ],
     &["probe::flavor"],
-    &["config"],
+    &["config", "web_config"],
     &["result"],
     &["probe"],
     &["runner"],

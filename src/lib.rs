@@ -12,9 +12,11 @@
 //! 1. `util`, `secret`, `buckets`: helpers with no knowledge of the rest;
 //! 2. `outcome`, `timeline`, `stream`, `checks`, `schedule`, `listener`: the measuring and
 //!    judging vocabulary; `cloud`: credentials clouds hand out (AWS's chain, Entra ID tokens),
-//!    refreshed before they expire; `tls`: TLS on rustls, the PEM files an operator names and
-//!    the client configs (`tls:` blocks) every outbound connection is made with;
-//! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated);
+//!    refreshed before they expire; `tls`: TLS on rustls, the PEM files an operator names,
+//!    the client configs (`tls:` blocks) every outbound connection is made with, and the
+//!    server side the endpoints' web config is made into;
+//! 3. `probe::flavor` (what each API speaks), then `config` (the files, validated) and
+//!    `web_config` (the endpoints' TLS and auth);
 //! 4. `result` (the record), then `probe` (one run), then `runner` (pairs, concurrency);
 //! 5. `sinks`, `maintenance`, `summary`, `report`, `gate`, `calibrate`, `slo_rules`, `sim`;
 //! 6. `daemon`, then `fleet` (which borrows the status page's look); then `cli` (the
@@ -81,6 +83,15 @@
 //!   those kept in SQLite as runs land, read back at start, written on a thread of its own).
 //! - [`maintenance`]: maintenance windows, configured (cron start, duration) and announced
 //!   (`POST /-/maintenance`): is a target in one at an instant, until when.
+//! - [`web_config`]: the agent's own endpoints (and the fleet page) behind TLS, basic auth and
+//!   response headers, from a Prometheus exporter-toolkit web config (`--web.config.file`):
+//!   the file read strictly (`file`), re-read on a new connection when it or a certificate it
+//!   names changed (`live`), bcrypt checks cached by digest (`users`), the toolkit's token
+//!   bucket (`rate`), and the serving loop
+//!   every endpoint goes through, the TLS handshake inside the connection's slot (`serve`).
+//! - [`tls`]: TLS on rustls with ring: PEM files (`pem`), the outbound side (`client`), and the
+//!   server side from a web config's `tls_server_config` (`server`: certificate,
+//!   client-certificate policies, versions).
 //! - [`listener`]: a listening socket on hostile ground (the endpoints' and the sim's): accept
 //!   backoff, the connection cap, the header and idle timeouts, the descriptor budget.
 //! - [`runner`]: runs (probe, target) pairs with a concurrency limit (a ladder's firing as a run
@@ -141,6 +152,7 @@ mod summary;
 mod timeline;
 mod tls;
 mod util;
+mod web_config;
 
 // The public surface: the command line and `run` (for the binary), and nothing else. The
 // modules above are the crate's own; benches, fuzz targets and the integration tests reach

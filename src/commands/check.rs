@@ -62,6 +62,20 @@ pub(super) fn describe(cfg: &Config, now: &jiff::Timestamp) -> String {
     s
 }
 
+/// A valid web config: what the endpoints will speak and ask for.
+pub(super) fn web(path: &std::path::Path, web: &crate::web_config::WebConfig) -> String {
+    format!(
+        "{}: valid web config: {}, {}\n",
+        path.display(),
+        if web.tls() { "HTTPS" } else { "plain HTTP" },
+        if web.basic_auth() {
+            "basic auth"
+        } else {
+            "no basic auth"
+        }
+    )
+}
+
 /// The config's file and counts, the agent's labels and its shard.
 fn agent(s: &mut String, cfg: &Config) {
     let _ = writeln!(
@@ -221,6 +235,9 @@ fn admin(s: &mut String, cfg: &Config) {
 /// The config's own warnings, the clock's, and what `run` could not export.
 fn warnings(s: &mut String, cfg: &Config, now: &jiff::Timestamp) {
     for w in &cfg.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    for w in cfg.insecure_tls_warnings() {
         let _ = writeln!(s, "warning: {w}");
     }
     for w in super::p0_clock::warnings(cfg, now) {

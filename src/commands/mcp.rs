@@ -32,7 +32,7 @@ pub(super) async fn mcp(cfg: Config, args: &McpArgs) -> anyhow::Result<ExitCode>
     let server = Canary {
         cfg: Arc::new(cfg),
         from,
-        http: crate::sinks::push::client(),
+        http: crate::sinks::outbound::default_client(),
     };
     let running = server
         .serve(rmcp::transport::stdio())

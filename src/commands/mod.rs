@@ -28,11 +28,14 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Check(args) => {
             let cfg = crate::config::load(&args.config)?;
+            let web = match args.web_config_file.or(cfg.agent.web_config_file.clone()) {
+                Some(path) => Some(check::web(&path, &crate::web_config::load(&path)?)),
+                None => None,
+            };
             let mut out = std::io::stdout().lock();
-            std::io::Write::write_all(
-                &mut out,
-                check::describe(&cfg, &jiff::Timestamp::now()).as_bytes(),
-            )?;
+            let mut text = check::describe(&cfg, &jiff::Timestamp::now());
+            text.push_str(web.as_deref().unwrap_or_default());
+            std::io::Write::write_all(&mut out, text.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim(args) => {
@@ -49,7 +52,12 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Demo => demo::demo().await,
         Command::Run(args) => {
-            crate::daemon::run(args.config, crate::util::terminate_signal()).await?;
+            crate::daemon::run(
+                args.config,
+                args.web_config_file,
+                crate::util::terminate_signal(),
+            )
+            .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Calibrate(args) => {
@@ -88,10 +96,23 @@ pub(crate) async fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Watch(args) => watch::watch(&args).await,
         Command::StatusPage(args) => {
+            let connection = crate::fleet::StoreConnection {
+                ca_file: args.prometheus_ca_file.clone(),
+                cert_file: args.prometheus_cert_file.clone(),
+                key_file: args.prometheus_key_file.clone(),
+                server_name: args.prometheus_server_name.clone(),
+                insecure_skip_verify: args.prometheus_insecure_skip_verify,
+                proxy_url: args.prometheus_proxy_url.clone(),
+            };
+            if connection.insecure_skip_verify {
+                tracing::warn!("--prometheus-insecure-skip-verify: the store's certificate is not verified, so anyone on the path can read and change its answers");
+            }
             crate::fleet::serve(
                 &args.prometheus,
+                connection,
                 &args.listen,
                 args.query_timeout,
+                args.web_config_file.as_deref(),
                 crate::util::terminate_signal(),
             )
             .await?;

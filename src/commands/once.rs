@@ -91,7 +91,7 @@ async fn push_results(
             metrics.record(r, t);
         }
     }
-    let client = push::client();
+    let client = crate::sinks::outbound::OutputClient::default();
     let mut attempt = 0;
     loop {
         match push::put(&client, settings, &cfg.agent.name, metrics.encode()).await {

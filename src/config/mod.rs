@@ -62,10 +62,11 @@ pub(crate) use raw::{Api, CacheBustValue, Inconclusive, Message, Role, ServerKin
 pub(crate) use remote_write::RemoteWriteSettings;
 pub(crate) use select::{Pair, Selection, UnknownName};
 pub use settings::Config;
-pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings};
+pub(crate) use settings::{AgentSettings, Push, ResultsLogSettings, TlsHolder};
 pub(crate) use slo::{LatencyObjective, Slo};
 pub(crate) use source::read;
-use source::{positive, read_secret, time_zone, Source};
+pub(crate) use source::Source;
+use source::{positive, read_secret, time_zone};
 use target::target_names;
 pub(crate) use target::Target;
 
@@ -292,6 +293,7 @@ fn load_agent(
             base,
             "admin_token",
         )?,
+        web_config_file: a.web_config_file.map(|f| base.join(f)),
         budget: None,
     })
 }

@@ -63,6 +63,7 @@ pub(crate) struct RawAgent {
     pub shard: Option<Spanned<String>>,
     pub admin_token_env: Option<Spanned<String>>,
     pub admin_token_file: Option<Spanned<String>>,
+    pub web_config_file: Option<String>,
     pub budget: Option<Spanned<super::price::RawBudget>>,
 }
 

@@ -47,6 +47,9 @@ pub struct AgentSettings {
     /// The bearer token `POST /-/reload` and `/-/maintenance` require (unless the listener
     /// is loopback-only).
     pub admin_token: Option<Secret>,
+    /// The exporter-toolkit web config (TLS, basic auth, headers) for the endpoints
+    /// (`agent.web_config_file`, relative to the config file); `--web.config.file` wins.
+    pub web_config_file: Option<PathBuf>,
     /// What probing may cost (`budget:`), checked as runs are counted.
     pub budget: Option<Budget>,
 }
@@ -68,4 +71,59 @@ pub struct Push {
     pub auth: Option<PushAuth>,
     /// Its `tls:` block and proxy.
     pub outbound: crate::tls::client::Outbound,
+}
+
+/// Where a `tls:` block sits: a target (by name) or an output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TlsHolder {
+    Target(String),
+    /// `push`, `remote_write` or `otlp`.
+    Sink(&'static str),
+}
+
+impl std::fmt::Display for TlsHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TlsHolder::Target(name) => write!(f, "target {name:?}"),
+            TlsHolder::Sink(sink) => f.write_str(sink),
+        }
+    }
+}
+
+impl Config {
+    /// Every target and output with a `tls:` block, and whether it skips verifying the
+    /// server's certificate.
+    pub(crate) fn tls_blocks(&self) -> Vec<(TlsHolder, bool)> {
+        let targets = self
+            .targets
+            .iter()
+            .map(|t| (TlsHolder::Target(t.name.clone()), &t.outbound));
+        let sinks = [
+            ("push", self.push.as_ref().map(|p| &p.outbound)),
+            (
+                "remote_write",
+                self.remote_write.as_ref().map(|r| &r.outbound),
+            ),
+            ("otlp", self.otlp.as_ref().map(|o| &o.outbound)),
+        ]
+        .into_iter()
+        .filter_map(|(sink, o)| Some((TlsHolder::Sink(sink), o?)));
+        targets
+            .chain(sinks)
+            .filter(|(_, o)| o.tls.is_some())
+            .map(|(h, o)| (h, o.insecure()))
+            .collect()
+    }
+
+    /// The targets and outputs that do not verify the server's certificate, as `check` and
+    /// the log name them.
+    pub(crate) fn insecure_tls_warnings(&self) -> Vec<String> {
+        self.tls_blocks()
+            .into_iter()
+            .filter(|(_, insecure)| *insecure)
+            .map(|(holder, _)| {
+                format!("{holder}: tls.insecure_skip_verify is on: the server's certificate is not verified, so anyone on the path can read and change what is sent")
+            })
+            .collect()
+    }
 }

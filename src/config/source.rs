@@ -18,7 +18,7 @@ pub(crate) struct Source<'a> {
 }
 
 impl Source<'_> {
-    pub(super) fn err(
+    pub(crate) fn err(
         &self,
         field: &FieldPath,
         loc: Location,
@@ -27,7 +27,7 @@ impl Source<'_> {
         ConfigError::at(self.path, field, loc, message)
     }
 
-    pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
         let has_content = self
             .text
             .lines()

@@ -1,7 +1,8 @@
 //! The mutating endpoints' guard, `POST /-/maintenance`'s request and `POST /-/reload`'s
 //! channel to the daemon. A request is let through when it carries `Authorization: Bearer
 //! <agent.admin_token>`, or when the listener is loopback-only (whoever can reach it already
-//! runs on this host). The token is compared in constant time and never logged.
+//! runs on this host). Behind a web config's basic auth, both must pass: the request carries
+//! its `Basic` credentials and the `Bearer` token as two `Authorization` headers. The token is compared in constant time and never logged.
 
 use std::time::Duration;
 
@@ -49,9 +50,11 @@ pub(super) fn authorize(
     let Some(token) = token else {
         return Err(Refused::NotConfigured);
     };
+    // Behind basic auth a request carries two Authorization headers, Basic and Bearer.
     let presented = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .get_all(AUTHORIZATION)
+        .iter()
+        .find_map(|v| v.as_bytes().strip_prefix(b"Bearer "))
         .ok_or(Refused::NoToken)?;
     if token.matches(presented) {
         Ok(())

@@ -4,52 +4,36 @@
 //! `/healthz` (liveness and the last push's status), `/probe` (one pair now), each to GET and
 //! HEAD, and the mutating `POST /-/reload` and `POST /-/maintenance` behind the admin guard;
 //! served by hyper behind the shared [`Door`] (cap, accept backoff, idle timeout) with its header
-//! read timeout.
+//! read timeout, through the web config (TLS, basic auth, headers) when one is given.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::mpsc;
 
 use super::admin::ReloadReply;
 use super::firing::Runs;
 use crate::listener::Door;
+use crate::web_config::Web;
 
 mod handlers;
 
-/// Per connection, the request head and any read-ahead live in this much buffer at most: our
-/// requests are a line and a few headers (hyper's floor is 8 KiB).
-const MAX_BUF: usize = 16 * 1024;
-
-/// Serves the endpoints on `door`: reads from the shared state, `/probe` through `runs`, and
-/// `POST /-/reload` through `reload` to the daemon, which owns the reloading.
-pub(super) async fn serve(door: Door, runs: Arc<Runs>, reload: mpsc::Sender<ReloadReply>) {
-    let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(door.limits().header_timeout)
-        .max_buf_size(MAX_BUF);
-    loop {
-        let (sock, slot) = door.accept().await;
+/// Serves the endpoints on `door` through `web` (TLS, basic auth, headers) if one is
+/// configured: reads from the shared state, `/probe` through `runs`, and `POST /-/reload`
+/// through `reload` to the daemon, which owns the reloading.
+pub(super) async fn serve(
+    door: Door,
+    web: Option<Arc<Web>>,
+    runs: Arc<Runs>,
+    reload: mpsc::Sender<ReloadReply>,
+) {
+    crate::web_config::serve(door, web, move |req| {
         let (runs, reload) = (runs.clone(), reload.clone());
-        let service = service_fn(move |req| {
-            let (runs, reload) = (runs.clone(), reload.clone());
-            async move { Ok::<_, Infallible>(route(req, &runs, &reload).await) }
-        });
-        let conn = http.serve_connection(TokioIo::new(sock), service);
-        tokio::spawn(async move {
-            let peer = slot.peer();
-            // A header timeout or a malformed request ends the connection: normal on an open port.
-            if let Some(Err(e)) = slot.run(conn).await {
-                tracing::debug!(%peer, error = %e, "endpoint connection ended with an error");
-            }
-        });
-    }
+        async move { route(req, &runs, &reload).await }
+    })
+    .await;
 }
 
 /// The routing table: which handler answers a method and path; HEAD is answered as GET. A

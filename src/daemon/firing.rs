@@ -139,7 +139,7 @@ mod tests {
         let cfg = super::super::state::test_config(dir.path(), &[("t", &addr)]);
         let pairs = cfg.pairs(&crate::config::Selection::SCHEDULED).unwrap();
         let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
-        let otlp = OtlpExporter::new(shared.running(), shared.sink_client());
+        let otlp = OtlpExporter::new(shared.running(), shared.sink_clients().otlp.clone());
         let runs = Arc::new(Runs::new(shared.clone(), Runner::new(1), otlp));
         let (probe, target) = pairs[0].clone();
         let key = (probe.name.clone(), target.name.clone());

@@ -39,6 +39,7 @@ use crate::listener::{descriptor_budget, DescriptorBudget, Door, Limits};
 use crate::runner::Runner;
 use crate::sinks::metrics::{now_seconds, Metrics};
 use crate::sinks::status_store::Db;
+use crate::web_config::Web;
 use admin::{ReloadError, ReloadReply};
 use firing::Runs;
 use otlp_exporter::OtlpExporter;
@@ -117,9 +118,13 @@ fn destinations(cfg: &Config) -> String {
 }
 
 /// Runs the daemon until `shutdown` completes: start, serve until then, drain within the
-/// grace period.
-pub(crate) async fn run(path: PathBuf, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let mut daemon = Daemon::start(path).await?;
+/// grace period. `web_config` (`--web.config.file`) wins over `agent.web_config_file`.
+pub(crate) async fn run(
+    path: PathBuf,
+    web_config: Option<PathBuf>,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let mut daemon = Daemon::start(path, web_config).await?;
     daemon.serve_until(shutdown).await;
     let grace = daemon.shared.cfg().agent.shutdown_grace;
     daemon.drain(grace).await;
@@ -142,17 +147,28 @@ struct Daemon {
 }
 
 impl Daemon {
-    /// Loads the config, opens the endpoints and starts every loop.
-    async fn start(path: PathBuf) -> anyhow::Result<Daemon> {
+    /// Loads the config and the web config, opens the endpoints and starts every loop.
+    async fn start(path: PathBuf, web_config: Option<PathBuf>) -> anyhow::Result<Daemon> {
         let cfg = Arc::new(config::load(&path)?);
         if let Some(why) = unexported(&cfg) {
             tracing::warn!(config = %path.display(), "{why}");
         }
-        Daemon::start_with(path, cfg).await
+        warn_insecure(&cfg);
+        // Read once at start, so a bad file stops the start; the file itself is re-read as it
+        // changes, but another file named on reload takes a restart.
+        let web = web_config
+            .or_else(|| cfg.agent.web_config_file.clone())
+            .map(|p| Web::load(&p).map(Arc::new))
+            .transpose()?;
+        Daemon::start_with(path, cfg, web).await
     }
 
-    /// Opens the endpoints `cfg` asks for and starts every loop.
-    async fn start_with(path: PathBuf, cfg: Arc<Config>) -> anyhow::Result<Daemon> {
+    /// Opens the endpoints `cfg` asks for (through `web`, if any) and starts every loop.
+    async fn start_with(
+        path: PathBuf,
+        cfg: Arc<Config>,
+        web: Option<Arc<Web>>,
+    ) -> anyhow::Result<Daemon> {
         let pairs = scheduled_pairs(&cfg);
         let shared = Arc::new(Shared::new(cfg.clone(), &pairs));
         // Before the first run, so the page shows the past at once. On the runtime's own
@@ -182,7 +198,7 @@ impl Daemon {
         if let Some(db) = db {
             shared.attach_store(db, replayed > 0)?;
         }
-        let otlp = OtlpExporter::new(shared.running(), shared.sink_client());
+        let otlp = OtlpExporter::new(shared.running(), shared.sink_clients().otlp.clone());
         let runs = Arc::new(Runs::new(
             shared.clone(),
             Runner::new(cfg.agent.concurrency),
@@ -194,16 +210,17 @@ impl Daemon {
         if let Some(addr) = cfg.agent.listen {
             let door = open_door(&shared, addr, &budget).await?;
             listening = Some(door.local_addr()?);
-            tokio::spawn(endpoints::serve(door, runs.clone(), reload_tx));
+            tokio::spawn(endpoints::serve(door, web.clone(), runs.clone(), reload_tx));
         }
         let mut schedules = Schedules::new();
         let stop = schedules.stop_signal();
         let pusher = Pusher::new(
             shared.running(),
             shared.push().clone(),
-            shared.sink_client(),
+            shared.sink_clients().push.clone(),
         );
-        let writer = RemoteWriter::new(shared.running(), shared.sink_client());
+        let writer =
+            RemoteWriter::new(shared.running(), shared.sink_clients().remote_write.clone());
         let mut background = vec![
             tokio::spawn(pusher.clone().run(stop.clone())),
             tokio::spawn(maintenance_loop(shared.clone(), stop.clone())),
@@ -216,7 +233,7 @@ impl Daemon {
         tracing::info!(
             version = env!("LLM_CANARY_VERSION"),
             agent = %cfg.agent.name,
-            listen = %listening.map_or_else(|| "none".to_string(), |a| format!("http://{a}")),
+            listen = %listening.map_or_else(|| "none".to_string(), |a| format!("{}://{a}", scheme(web.as_deref()))),
             targets = cfg.targets.len(),
             pairs = count,
             results = destinations(&cfg).as_str(),
@@ -268,6 +285,7 @@ impl Daemon {
                 return Err(e.into());
             }
         };
+        warn_insecure(&new);
         let metrics = carried_metrics(&shared.cfg(), shared.metrics(), &new);
         let pairs = scheduled_pairs(&new);
         let (count, targets) = (pairs.len(), new.targets.len());
@@ -313,6 +331,13 @@ impl Daemon {
     }
 }
 
+/// At each load: a line for each target and output that does not verify its server.
+fn warn_insecure(cfg: &Config) {
+    for w in cfg.insecure_tls_warnings() {
+        tracing::warn!(config = %cfg.path.display(), "{w}");
+    }
+}
+
 /// The registry `new` runs with after `old`: the running one, pruned, when the static label
 /// names stay (series of pairs that left, or whose labels or ladder changed, disappear; the
 /// others keep counting), or a fresh one.
@@ -322,6 +347,7 @@ fn carried_metrics(old: &Config, metrics: Arc<Metrics>, new: &Config) -> Arc<Met
         return Metrics::new(new);
     }
     metrics.set_budget(new.agent.budget.clone());
+    metrics.set_tls(new);
     let keep: HashSet<(Vec<String>, Option<config::Ladder>)> = scheduled_pairs(new)
         .iter()
         .map(|(p, t)| (metrics.pair_values(&p.name, t), p.ladder.clone()))
@@ -361,7 +387,7 @@ impl Quiet {
         cfg.remote_write = None;
         cfg.otlp = None;
         let path = cfg.path.clone();
-        let daemon = Daemon::start_with(path, Arc::new(cfg)).await?;
+        let daemon = Daemon::start_with(path, Arc::new(cfg), None).await?;
         Ok(Quiet { daemon })
     }
 
@@ -400,6 +426,14 @@ fn budget(cfg: &Config) -> DescriptorBudget {
         tracing::warn!(soft_limit = budget.soft, reserve = budget.reserve, "the descriptor limit is below the probes' reserve: raise it (LimitNOFILE) or lower agent.concurrency");
     }
     budget
+}
+
+/// What the endpoints speak, for the start-up line.
+fn scheme(web: Option<&Web>) -> &'static str {
+    match web.map(|w| w.current()) {
+        Some(c) if c.tls() => "https",
+        _ => "http",
+    }
 }
 
 /// Binds `addr` (`agent.listen`) with the budget's connection cap.

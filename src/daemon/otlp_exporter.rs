@@ -37,6 +37,7 @@ fn route(what: &'static str, url: String, s: &OtlpSettings) -> Route {
         auth: s.auth.clone(),
         timeout: s.timeout,
         max_backoff: s.max_backoff,
+        outbound: s.outbound.clone(),
     }
 }
 

@@ -59,7 +59,7 @@ impl Outbox {
     /// Sends the oldest batch once. `None`: nothing to send.
     async fn send_one(
         &self,
-        client: &reqwest::Client,
+        client: &SinkClient,
         route: &Route,
         tally: &Tally,
     ) -> Option<Result<(), SendError>> {
@@ -120,7 +120,7 @@ async fn send_loop(
         let sent = match &routed {
             Some((route, tally)) => {
                 tokio::select! {
-                    r = outbox.send_one(client.get(), route, tally) => r,
+                    r = outbox.send_one(&client, route, tally) => r,
                     _ = stop.stopped() => return,
                 }
             }
@@ -165,7 +165,6 @@ pub(super) async fn flush(
     let Some((route, tally)) = routing(running) else {
         return;
     };
-    let client = client.get();
     let deadline = tokio::time::Instant::now() + route.timeout;
     loop {
         let step = tokio::time::timeout_at(deadline, outbox.send_one(client, &route, &tally));

@@ -46,7 +46,7 @@ impl Pusher {
         };
         let metrics = self.running.metrics();
         let body = metrics.encode_yielding().await;
-        match push::put(self.client.get(), settings, &cfg.agent.name, body).await {
+        match push::put(&self.client, settings, &cfg.agent.name, body).await {
             Ok(()) => {
                 metrics.last_push_success.set(now_seconds());
                 self.line.succeeded(jiff::Timestamp::now());
@@ -107,7 +107,7 @@ impl Pusher {
         };
         self.push_now().await;
         if settings.delete_on_shutdown {
-            match push::delete(self.client.get(), settings, &cfg.agent.name).await {
+            match push::delete(&self.client, settings, &cfg.agent.name).await {
                 Ok(()) => tracing::info!("deleted this agent's group from the Pushgateway"),
                 Err(e) => tracing::warn!(error = %e, "could not delete this agent's group"),
             }

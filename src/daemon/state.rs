@@ -17,7 +17,7 @@ use crate::maintenance::{self, Announced, Window};
 use crate::result::ProbeResult;
 use crate::sinks::incidents::{Incident, Incidents};
 use crate::sinks::metrics::Metrics;
-use crate::sinks::push;
+use crate::sinks::outbound::OutputClient;
 use crate::sinks::results_log::ResultsLog;
 use crate::sinks::status_history::{self, PairDays, PairSnapshot, Run, StatusHistory};
 use crate::sinks::status_store::{Change, Db, StatusStore, StoreError};
@@ -195,15 +195,17 @@ impl PushLine {
     }
 }
 
-/// One client for the Pushgateway and the remote-write and OTLP receivers, built on first use:
-/// its TLS root store is about 200 KB, which a daemon that sends to none of them never holds.
-#[derive(Clone, Default)]
-pub(super) struct SinkClient(Arc<OnceLock<reqwest::Client>>);
+/// One output's client (the Pushgateway, the remote-write receiver, the OTLP receiver), each
+/// made from that output's `tls:` block and proxy and following its changes.
+pub(super) type SinkClient = Arc<OutputClient>;
 
-impl SinkClient {
-    pub(super) fn get(&self) -> &reqwest::Client {
-        self.0.get_or_init(push::client)
-    }
+/// The outputs' clients, one each: their `tls:` blocks and proxies differ.
+#[derive(Default)]
+pub(super) struct SinkClients {
+    pub push: SinkClient,
+    pub remote_write: SinkClient,
+    /// OTLP metrics and traces go to one receiver.
+    pub otlp: SinkClient,
 }
 
 /// The daemon's state, shared by the scheduling loops, the runs and the endpoints.
@@ -219,7 +221,7 @@ pub(crate) struct Shared {
     results_log: Arc<Mutex<Option<ResultsLog>>>,
     maintenance: Maintenance,
     push: Arc<PushLine>,
-    sink_client: SinkClient,
+    sink_clients: SinkClients,
     /// The listener accepts only loopback connections: admin requests need no token.
     loopback_only: bool,
 }
@@ -240,7 +242,7 @@ impl Shared {
             results_log: Arc::new(Mutex::new(open_log(&cfg))),
             maintenance: Maintenance::default(),
             push: Arc::default(),
-            sink_client: SinkClient::default(),
+            sink_clients: SinkClients::default(),
             loopback_only: cfg.agent.listen.is_some_and(|a| a.ip().is_loopback()),
             running: Running(Arc::new(RwLock::new(Generation {
                 metrics: Metrics::new(&cfg),
@@ -351,6 +353,10 @@ impl Shared {
             if cfg.status_store.as_deref() != Some(store.path()) {
                 tracing::warn!(running = %store.path().display(), configured = ?cfg.status_store, "status.store changed: the change takes effect at restart");
             }
+        }
+        if old.agent.web_config_file != cfg.agent.web_config_file {
+            // The endpoints keep the file they started with; its contents are re-read as they change.
+            tracing::warn!(running = ?old.agent.web_config_file, configured = ?cfg.agent.web_config_file, "agent.web_config_file changed: the change takes effect at restart");
         }
         self.maintenance.announced.prune(&cfg, Timestamp::now());
         *self.running.0.write().expect("config lock") = Generation {
@@ -465,8 +471,8 @@ impl Shared {
         &self.push
     }
 
-    pub(super) fn sink_client(&self) -> SinkClient {
-        self.sink_client.clone()
+    pub(super) fn sink_clients(&self) -> &SinkClients {
+        &self.sink_clients
     }
 
     pub(super) fn loopback_only(&self) -> bool {

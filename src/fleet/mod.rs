@@ -4,7 +4,8 @@
 //! It reads PromQL through the store's HTTP API (`query`), folds the answers into targets with
 //! one row per location and the N-of-M state of the shipped alerts (`model`), and renders the
 //! page (`page`). It serves `GET /` (HTML), `GET /api/v1/fleet` (JSON) and `GET /healthz` (and
-//! HEAD of each) behind the same hardened listener as the agent's endpoints; answers are kept
+//! HEAD of each) behind the same hardened listener and web config (TLS, basic auth, headers)
+//! as the agent's endpoints; answers are kept
 //! for [`CACHE_FOR`], so a crowd of readers costs the store one set of queries every few seconds.
 //! A location whose agents stopped writing is told apart by the times of their samples
 //! (`silence`). While the store cannot be read, `/` is a page that says so and keeps refreshing
@@ -15,24 +16,23 @@ mod page;
 mod query;
 mod silence;
 
-use std::convert::Infallible;
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use crate::listener::{Door, Limits};
+use crate::web_config::Web;
 use model::{Fleet, Outage};
 use query::Client;
+pub(crate) use query::StoreConnection;
 
 /// How long one reading of the store is served before the next request reads it again.
 pub(crate) const CACHE_FOR: Duration = Duration::from_secs(5);
@@ -77,51 +77,43 @@ impl Page {
     }
 }
 
-/// Serves the page on `listen`, reading the store at `prometheus` with queries of at most
+/// Serves the page on `listen`, through the web config at `web_config` if one is given,
+/// reading the store at `prometheus` (connected as `connection` says) with queries of at most
 /// `query_timeout`, until `shutdown` completes.
 pub(crate) async fn serve(
     prometheus: &str,
+    connection: query::StoreConnection,
     listen: &str,
     query_timeout: Duration,
+    web_config: Option<&Path>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let client = Client::new(prometheus, query_timeout).map_err(anyhow::Error::msg)?;
+    let outbound = connection.outbound().map_err(anyhow::Error::msg)?;
+    let client = Client::new(prometheus, query_timeout, outbound).map_err(anyhow::Error::msg)?;
+    let web = web_config.map(Web::load).transpose()?.map(Arc::new);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (--listen): {e}"))?;
     let door = Door::new(listener, Limits::with_cap(MAX_CONNECTIONS));
-    tracing::info!(addr = %door.local_addr()?, store = client.base(), "serving the fleet status page");
+    let tls = web.as_ref().is_some_and(|w| w.current().tls());
+    tracing::info!(addr = %door.local_addr()?, tls, store = client.base(), "serving the fleet status page");
     let page = Arc::new(Page {
         client,
         last: Mutex::new(None),
     });
     tokio::select! {
-        () = accept(door, page) => {}
+        () = accept(door, web, page) => {}
         () = shutdown => tracing::info!("shutting down"),
     }
     Ok(())
 }
 
-async fn accept(door: Door, page: Arc<Page>) {
-    let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(door.limits().header_timeout)
-        .max_buf_size(16 * 1024);
-    loop {
-        let (sock, slot) = door.accept().await;
+async fn accept(door: Door, web: Option<Arc<Web>>, page: Arc<Page>) {
+    crate::web_config::serve(door, web, move |req| {
         let page = page.clone();
-        let service = service_fn(move |req| {
-            let page = page.clone();
-            async move { Ok::<_, Infallible>(route(&req, &page).await) }
-        });
-        let conn = http.serve_connection(TokioIo::new(sock), service);
-        tokio::spawn(async move {
-            let peer = slot.peer();
-            if let Some(Err(e)) = slot.run(conn).await {
-                tracing::debug!(%peer, error = %e, "page connection ended with an error");
-            }
-        });
-    }
+        async move { route(&req, &page).await }
+    })
+    .await;
 }
 
 /// HEAD is answered as GET: hyper sends its status and headers and drops the body.

@@ -2,9 +2,14 @@
 //! VictoriaMetrics, Thanos Query and Mimir serve too: one query in, its vector of samples out.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::sinks::outbound::OutputClient;
+use crate::tls::client::{ClientTls, MinVersion, Outbound};
 
 /// One sample of an instant vector: its labels and its value.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,10 +82,89 @@ struct VectorSample {
     value: (f64, String),
 }
 
+/// How the page reaches the store: the `--prometheus-*` TLS and proxy flags, the names and
+/// meanings of a `tls:` block and `proxy_url`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoreConnection {
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    pub server_name: Option<String>,
+    pub insecure_skip_verify: bool,
+    pub proxy_url: Option<String>,
+}
+
+impl StoreConnection {
+    /// Checked as the config checks a `tls:` block: each file read now, so a missing or
+    /// mismatched one is an error that names its flag.
+    pub(crate) fn outbound(self) -> Result<Outbound, String> {
+        let proxy_url = match &self.proxy_url {
+            Some(p) => Some(proxy(p)?),
+            None => None,
+        };
+        if let Some(n) = &self.server_name {
+            if rustls::pki_types::ServerName::try_from(n.as_str()).is_err() {
+                return Err(format!(
+                    "--prometheus-server-name {n:?} is not a DNS name or an IP address"
+                ));
+            }
+        }
+        match (&self.cert_file, &self.key_file) {
+            (Some(_), None) => return Err("--prometheus-cert-file needs --prometheus-key-file (the client certificate's private key)".into()),
+            (None, Some(_)) => return Err("--prometheus-key-file needs --prometheus-cert-file (the client certificate it belongs to)".into()),
+            _ => {}
+        }
+        for (flag, file) in [
+            ("--prometheus-ca-file", &self.ca_file),
+            ("--prometheus-cert-file", &self.cert_file),
+        ] {
+            if let Some(f) = file {
+                crate::tls::pem::certificates(f).map_err(|e| format!("{flag}: {e}"))?;
+            }
+        }
+        if let Some(k) = &self.key_file {
+            crate::tls::pem::private_key(k).map_err(|e| format!("--prometheus-key-file: {e}"))?;
+        }
+        let any = self.ca_file.is_some()
+            || self.cert_file.is_some()
+            || self.server_name.is_some()
+            || self.insecure_skip_verify;
+        let tls = any.then(|| {
+            ClientTls::new(
+                self.ca_file,
+                self.cert_file,
+                self.key_file,
+                self.server_name,
+                self.insecure_skip_verify,
+                MinVersion::default(),
+            )
+        });
+        if let Some(t) = &tls {
+            t.validate().map_err(|e| format!("--prometheus TLS: {e}"))?;
+        }
+        Ok(Outbound {
+            tls,
+            proxy_url,
+            no_proxy: None,
+        })
+    }
+}
+
+/// An `http://` proxy with a host, as `proxy_url` is checked.
+fn proxy(text: &str) -> Result<url::Url, String> {
+    match url::Url::parse(text) {
+        Ok(u) if u.scheme() == "http" && u.host().is_some() => Ok(u),
+        Ok(u) if u.scheme() == "https" => Err("--prometheus-proxy-url must be an http:// proxy: an https:// store is still encrypted end to end, through a CONNECT tunnel".into()),
+        _ => Err(format!("--prometheus-proxy-url {text:?} is not an http:// URL with a host")),
+    }
+}
+
 /// A client for one store's query API.
 #[derive(Debug, Clone)]
 pub(crate) struct Client {
-    http: reqwest::Client,
+    /// Made again when a client certificate rotates.
+    http: Arc<OutputClient>,
+    outbound: Outbound,
     /// The base URL, without a trailing slash: the API is `<base>/api/v1/query`.
     base: String,
     timeout: Duration,
@@ -88,7 +172,7 @@ pub(crate) struct Client {
 
 impl Client {
     /// A client for the store at `base` (http or https, no credentials in it).
-    pub(crate) fn new(base: &str, timeout: Duration) -> Result<Client, String> {
+    pub(crate) fn new(base: &str, timeout: Duration, outbound: Outbound) -> Result<Client, String> {
         let url = url::Url::parse(base).map_err(|e| format!("--prometheus {base:?}: {e}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
@@ -100,12 +184,13 @@ impl Client {
             // The URL is shown on the page and in errors: a password in it would leak there.
             return Err("--prometheus must not carry credentials (user:password@): put the page behind a proxy that adds them".into());
         }
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let http = Arc::new(OutputClient::default());
+        // Made once now, so a TLS setting that cannot work is an error at start.
+        http.get(&outbound)
+            .map_err(|e| format!("--prometheus {base}: {e}"))?;
         Ok(Client {
             http,
+            outbound,
             base: base.trim_end_matches('/').to_string(),
             timeout,
         })
@@ -155,9 +240,16 @@ impl Client {
         if let Some(at) = at {
             params.push(("time", format!("{at:.3}")));
         }
-        let response = self
+        let http = self
             .http
+            .get(&self.outbound)
+            .map_err(|e| QueryError::Unreachable {
+                url: self.base.clone(),
+                reason: e.to_string(),
+            })?;
+        let response = http
             .get(&url)
+            .timeout(self.timeout)
             .query(&params)
             .send()
             .await
@@ -257,11 +349,89 @@ mod tests {
 
     #[test]
     fn credentials_in_the_url_are_refused_without_being_repeated() {
-        let e = Client::new("http://u:hunter2@prom:9090", Duration::from_secs(1)).unwrap_err();
+        let e = Client::new(
+            "http://u:hunter2@prom:9090",
+            Duration::from_secs(1),
+            Outbound::default(),
+        )
+        .unwrap_err();
         assert!(!e.contains("hunter2"), "{e}");
-        assert!(Client::new("ftp://prom", Duration::from_secs(1)).is_err());
-        let c = Client::new("http://prom:9090/", Duration::from_secs(1)).unwrap();
+        assert!(Client::new("ftp://prom", Duration::from_secs(1), Outbound::default()).is_err());
+        let c = Client::new(
+            "http://prom:9090/",
+            Duration::from_secs(1),
+            Outbound::default(),
+        )
+        .unwrap();
         assert_eq!(c.base(), "http://prom:9090");
+    }
+
+    #[test]
+    fn the_store_flags_are_checked_as_a_tls_block_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["prom.test".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (ca, client_key) = (dir.path().join("ca.pem"), dir.path().join("client.key"));
+        std::fs::write(&ca, cert.pem()).unwrap();
+        std::fs::write(&client_key, key.serialize_pem()).unwrap();
+        let err = |c: StoreConnection| c.outbound().unwrap_err();
+
+        let none = StoreConnection::default().outbound().unwrap();
+        assert!(none.tls.is_none() && none.proxy_url.is_none());
+        let full = StoreConnection {
+            ca_file: Some(ca.clone()),
+            cert_file: Some(ca.clone()),
+            key_file: Some(client_key.clone()),
+            server_name: Some("prom.test".into()),
+            proxy_url: Some("http://127.0.0.1:3128".into()),
+            ..StoreConnection::default()
+        }
+        .outbound()
+        .unwrap();
+        assert!(full.tls.is_some() && full.proxy_url.is_some());
+
+        let e = err(StoreConnection {
+            cert_file: Some(ca.clone()),
+            ..StoreConnection::default()
+        });
+        assert!(
+            e.starts_with("--prometheus-cert-file needs --prometheus-key-file"),
+            "{e}"
+        );
+        let e = err(StoreConnection {
+            ca_file: Some(dir.path().join("gone.pem")),
+            ..StoreConnection::default()
+        });
+        assert!(
+            e.starts_with("--prometheus-ca-file: cannot read ") && e.contains("gone.pem"),
+            "{e}"
+        );
+        let e = err(StoreConnection {
+            proxy_url: Some("https://proxy:3128".into()),
+            ..StoreConnection::default()
+        });
+        assert!(
+            e.starts_with("--prometheus-proxy-url must be an http:// proxy"),
+            "{e}"
+        );
+        let e = err(StoreConnection {
+            server_name: Some("not a name".into()),
+            ..StoreConnection::default()
+        });
+        assert!(e.contains("is not a DNS name or an IP address"), "{e}");
+        // A key that is not the certificate's.
+        let other = rcgen::KeyPair::generate().unwrap();
+        let other_key = dir.path().join("other.key");
+        std::fs::write(&other_key, other.serialize_pem()).unwrap();
+        let e = err(StoreConnection {
+            cert_file: Some(ca),
+            key_file: Some(other_key),
+            ..StoreConnection::default()
+        });
+        assert!(e.contains("is not the key of the certificate in"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use base64::Engine;
 
-use crate::config::{Push, PushAuth};
+use super::outbound::{authorize, OutputClient};
+use crate::config::Push;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PushError {
@@ -42,28 +43,6 @@ pub(crate) fn group_url(push: &Push, instance: &str) -> String {
     )
 }
 
-/// Basic or bearer auth on a request to one of the agent's outputs.
-pub(crate) fn authorize(
-    req: reqwest::RequestBuilder,
-    auth: Option<&PushAuth>,
-) -> reqwest::RequestBuilder {
-    match auth {
-        Some(PushAuth::Basic { username, password }) => {
-            req.basic_auth(username, Some(password.expose()))
-        }
-        Some(PushAuth::Bearer(t)) => req.bearer_auth(t.expose()),
-        None => req,
-    }
-}
-
-pub(crate) fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .expect("a client with static settings builds")
-}
-
 async fn send(req: reqwest::RequestBuilder, url: &str) -> Result<(), PushError> {
     let fail = |reason: String| PushError::Failed {
         url: url.to_string(),
@@ -82,15 +61,23 @@ async fn send(req: reqwest::RequestBuilder, url: &str) -> Result<(), PushError> 
     Err(fail(format!("HTTP {}: {}", status.as_u16(), body.trim())))
 }
 
+/// The push client as `push:` says (its `tls:` block and proxy).
+fn client(client: &OutputClient, push: &Push, url: &str) -> Result<reqwest::Client, PushError> {
+    client.get(&push.outbound).map_err(|e| PushError::Failed {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// One PUT of the encoded registry.
 pub(crate) async fn put(
-    client: &reqwest::Client,
+    client: &OutputClient,
     push: &Push,
     instance: &str,
     body: Vec<u8>,
 ) -> Result<(), PushError> {
     let url = group_url(push, instance);
-    let req = client
+    let req = self::client(client, push, &url)?
         .put(&url)
         .timeout(push.timeout)
         .header(reqwest::header::CONTENT_TYPE, "text/plain; version=0.0.4")
@@ -100,14 +87,16 @@ pub(crate) async fn put(
 
 /// Deletes this agent's group (on shutdown, when `delete_on_shutdown`).
 pub(crate) async fn delete(
-    client: &reqwest::Client,
+    client: &OutputClient,
     push: &Push,
     instance: &str,
 ) -> Result<(), PushError> {
     let url = group_url(push, instance);
     send(
         authorize(
-            client.delete(&url).timeout(push.timeout),
+            self::client(client, push, &url)?
+                .delete(&url)
+                .timeout(push.timeout),
             push.auth.as_ref(),
         ),
         &url,

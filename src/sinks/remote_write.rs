@@ -289,6 +289,7 @@ pub(crate) fn route(settings: &RemoteWriteSettings) -> Route {
         auth: settings.auth.clone(),
         timeout: settings.timeout,
         max_backoff: settings.max_backoff,
+        outbound: settings.outbound.clone(),
     }
 }
 

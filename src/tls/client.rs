@@ -340,3 +340,98 @@ impl Outbound {
         config_for(self.tls.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate for `name` and its key, written as `<stem>.pem` and
+    /// `<stem>.key` in `dir`.
+    fn write_pair(dir: &std::path::Path, stem: &str, name: &str) -> (PathBuf, PathBuf) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (c, k) = (
+            dir.join(format!("{stem}.pem")),
+            dir.join(format!("{stem}.key")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (c, k)
+    }
+
+    fn client_tls(
+        ca: &std::path::Path,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+    ) -> ClientTls {
+        ClientTls::new(
+            Some(ca.to_path_buf()),
+            Some(cert.to_path_buf()),
+            Some(key.to_path_buf()),
+            None,
+            false,
+            MinVersion::default(),
+        )
+    }
+
+    #[test]
+    fn the_config_is_made_once_and_again_when_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, _) = write_pair(dir.path(), "ca", "ca.example");
+        let (cert, key) = write_pair(dir.path(), "client", "canary-client");
+        let tls = client_tls(&ca, &cert, &key);
+        let first = tls.config().unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &tls.config().unwrap()),
+            "unchanged files: the same config"
+        );
+
+        // The certificate rotates (a longer name: another length, whatever the clock's grain).
+        let (rotated_cert, rotated_key) =
+            write_pair(dir.path(), "rotated", "canary-client-rotated");
+        std::fs::copy(&rotated_cert, &cert).unwrap();
+        std::fs::copy(&rotated_key, &key).unwrap();
+        let second = tls.config().unwrap();
+        assert!(
+            !Arc::ptr_eq(&first, &second),
+            "a rotated certificate: a new config"
+        );
+        assert!(Arc::ptr_eq(&second, &tls.config().unwrap()));
+    }
+
+    #[test]
+    fn a_file_broken_after_a_good_config_keeps_the_good_one_and_without_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, _) = write_pair(dir.path(), "ca", "ca.example");
+        let (cert, key) = write_pair(dir.path(), "client", "canary-client");
+        let tls = client_tls(&ca, &cert, &key);
+        let good = tls.config().unwrap();
+
+        // Half-written by a rotation, or replaced by something else.
+        std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\ntruncated\n").unwrap();
+        let kept = tls.config().expect("the last good config stays in use");
+        assert!(Arc::ptr_eq(&good, &kept));
+        assert!(Arc::ptr_eq(&good, &tls.config().unwrap()));
+
+        // A key that is not the certificate's is as broken.
+        let (other_cert, _) = write_pair(dir.path(), "other", "someone-else.example");
+        std::fs::copy(&other_cert, &cert).unwrap();
+        assert!(Arc::ptr_eq(&good, &tls.config().unwrap()));
+
+        // Nothing good before: the error, naming what is wrong.
+        let fresh = client_tls(&ca, &cert, &key);
+        let e = fresh.config().unwrap_err();
+        assert!(e.contains("is not the key of the certificate in"), "{e}");
+    }
+
+    #[test]
+    fn prometheus_min_versions_map_onto_what_rustls_speaks() {
+        assert_eq!(MinVersion::parse("TLS10"), Some(MinVersion::Tls12));
+        assert_eq!(MinVersion::parse("TLS12"), Some(MinVersion::Tls12));
+        assert_eq!(MinVersion::parse("TLS13"), Some(MinVersion::Tls13));
+        assert_eq!(MinVersion::parse("TLS1.3"), None);
+    }
+}

@@ -4,3 +4,4 @@
 
 pub(crate) mod client;
 pub(crate) mod pem;
+pub(crate) mod server;

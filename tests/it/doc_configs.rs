@@ -121,6 +121,10 @@ fn stubs(value: &Value, prompts_dir: &str, out: &mut Vec<(String, String)>) {
                         )
                     }
                     "file" => "A known-good answer.\n".into(),
+                    // A web config that needs no certificate files of its own.
+                    "web_config_file" => {
+                        "basic_auth_users:\n  stub: \"$2b$10$UR7XTJ3detryrwFBgqwZ6uHDyki7JW7xmkf5g.XzTzpM95.qHqn9W\"\n".into()
+                    }
                     k if k.ends_with("_file") => "stub-secret\n".into(),
                     _ => continue,
                 };

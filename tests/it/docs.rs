@@ -123,7 +123,11 @@ fn the_comparison_catches_drift_either_way() {
     let lost_flag = text.replacen("[--samples N \\| --max-samples N]", "[--samples N]", 1);
     assert!(drift(&clap, &documented_commands(&lost_flag))
         .contains(&"`gate --max-samples` is not documented".to_string()));
-    let made_up = text.replacen("`check -c FILE`", "`check -c FILE [--strict]`", 1);
+    let made_up = text.replacen(
+        "`check -c FILE [--web.config.file FILE]`",
+        "`check -c FILE [--web.config.file FILE] [--strict]`",
+        1,
+    );
     assert!(drift(&clap, &documented_commands(&made_up))
         .contains(&"`check --strict` is documented but does not exist".to_string()));
     let docs = documented_commands(&text);

@@ -150,7 +150,7 @@ fn status_url(base: &str) -> anyhow::Result<(reqwest::Url, String)> {
 /// none) goes to the view.
 fn follow(url: reqwest::Url) -> mpsc::Receiver<Result<Document, String>> {
     let (tx, rx) = mpsc::channel(1);
-    let http = crate::sinks::push::client();
+    let http = crate::sinks::outbound::default_client();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -12,7 +12,7 @@ use prometheus::{
 };
 
 pub(crate) use crate::buckets::LATENCY_BUCKETS;
-use crate::config::{Config, Probe, Target};
+use crate::config::{Config, Probe, Target, TlsHolder};
 use crate::outcome::{HttpReason, Outcome};
 use crate::result::CachePhase;
 use crate::result::ProbeResult;
@@ -54,6 +54,9 @@ pub struct Metrics {
     cert_expiry: GaugeVec,
     /// Per run (its pair and rung) and `phase`: the last run's connection setup, step by step.
     connection_phase: GaugeVec,
+    /// Per `tls:` block (a target's, or an output's by `sink`): 1 where the server's
+    /// certificate goes unverified.
+    tls_insecure: IntGaugeVec,
     pub push_failures: IntCounter,
     pub status_store_errors: IntCounter,
     pub last_push_success: Gauge,
@@ -277,6 +280,7 @@ impl Metrics {
             maintenance: reg!(GaugeVec::new(Opts::new(name("maintenance"), "1 while the target is in a maintenance window (configured or announced), else 0."), per_target)),
             cert_expiry: reg!(GaugeVec::new(Opts::new(name("tls_earliest_cert_expiry_timestamp_seconds"), "The earliest notAfter (Unix time) among the certificates the target sent in its last run's TLS handshake."), per_target)),
             connection_phase: reg!(GaugeVec::new(Opts::new(name("last_connection_phase_seconds"), "How long each step of setting up the last run's connection took: phase dns, connect (TCP; through a proxy, to the proxy with its tunnel) or tls. A step the last run did not take has no series."), &by_phase)),
+            tls_insecure: reg!(IntGaugeVec::new(Opts::new(name("tls_insecure_skip_verify"), "1 where a tls: block skips verifying the server's certificate (insecure_skip_verify), else 0; one series per target (target label) or output (sink label: push, remote_write, otlp) with a tls: block."), &["target", "sink"])),
             push_failures: reg!(IntCounter::new(name("push_failures_total"), "Failed pushes to the Pushgateway.")),
             status_store_errors: reg!(IntCounter::new(name("status_store_errors_total"), "Changes to the status page's history that did not reach the status store: failed writes and sweeps, and changes dropped while the writer was behind.")),
             last_push_success: reg!(Gauge::new(name("last_push_success_timestamp_seconds"), "When the last push succeeded (Unix time).")),
@@ -313,6 +317,7 @@ impl Metrics {
                 }
             }
         }
+        m.set_tls(cfg);
         m.reload_successful.set(1);
         m.reload_success_time.set(now_seconds());
         Arc::new(m)
@@ -343,6 +348,21 @@ impl Metrics {
                 .map(|k| target.labels.get(k).cloned().unwrap_or_default()),
         );
         v
+    }
+
+    /// Sets `llm_canary_tls_insecure_skip_verify` to what `cfg` says, dropping the series of
+    /// blocks it no longer has.
+    pub fn set_tls(&self, cfg: &Config) {
+        self.tls_insecure.reset();
+        for (holder, insecure) in cfg.tls_blocks() {
+            let labels = match &holder {
+                TlsHolder::Target(t) => [t.as_str(), ""],
+                TlsHolder::Sink(s) => ["", *s],
+            };
+            self.tls_insecure
+                .with_label_values(&labels)
+                .set(i64::from(insecure));
+        }
     }
 
     /// Sets `llm_canary_maintenance` of `target`.
