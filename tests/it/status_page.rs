@@ -443,7 +443,11 @@ fn check_dom(dom: &str, records: &[Value], log: String) {
             "{target}"
         );
         for (i, w) in ["1h", "24h", "7d"].iter().enumerate() {
-            let got = cell(html, &format!(r#"data-window="{w}"[^>]*>([^<]+)(?:<br>|</td>)"#)).unwrap();
+            let got = cell(
+                html,
+                &format!(r#"data-window="{w}"[^>]*>([^<]+)(?:<br>|</td>)"#),
+            )
+            .unwrap();
             assert_eq!(got, want.uptime[i], "{target} uptime {w}");
         }
         match want.latest {

@@ -1,7 +1,8 @@
 //! The probe's own connection against the sim over TLS (`Sim::start_tls` with certificates made
 //! by `common::pki`): each setup step timed, the TLS session recorded, refused certificates
 //! given their reasons, proxies honoured. `once --format json` runs as a child process that
-//! trusts the test CA through SSL_CERT_FILE, as an operator's system store would.
+//! trusts the test CA through a target's `tls:` block, or through SSL_CERT_FILE as an
+//! operator's system store would.
 
 use serde_json::Value;
 
@@ -54,9 +55,21 @@ fn ms(v: &Value, field: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_flavor_over_tls_times_each_step_and_records_the_session() {
     let pki = Pki::new("flavors");
-    let sim = Sim::start_tls("127.0.0.1:0", &pki.server.cert, &pki.server.key, None)
-        .await
-        .unwrap();
+    // The sim requires the client certificate: every target's tls: block presents it.
+    let sim = Sim::start_tls(
+        "127.0.0.1:0",
+        &pki.server.cert,
+        &pki.server.key,
+        Some(&pki.ca),
+    )
+    .await
+    .unwrap();
+    let tls = format!(
+        "tls: {{ca_file: \"{}\", cert_file: \"{}\", key_file: \"{}\"}}",
+        pki.ca(),
+        pki.client.cert(),
+        pki.client.key()
+    );
     let url = sim.base_url("healthy");
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     let root = url.trim_end_matches("/v1");
@@ -72,12 +85,12 @@ async fn every_flavor_over_tls_times_each_step_and_records_the_session() {
         ("ollama", root, "api: ollama"),
         ("bedrock", &url, bedrock.as_str()),
     ] {
-        agent.push_str(&target(name, url, extra));
+        agent.push_str(&target(name, url, &format!("{extra}, {tls}")));
     }
     // By name, so the name is looked up.
     let by_name = url.replacen("127.0.0.1", "localhost", 1);
-    agent.push_str(&target("by-name", &by_name, ""));
-    let records = once(&agent, &[("SSL_CERT_FILE", pki.ca())]).await;
+    agent.push_str(&target("by-name", &by_name, &tls));
+    let records = once(&agent, &[]).await;
     assert_eq!(records.len(), 9);
     for v in &records {
         assert_eq!(v["outcome"], "ok", "{v}");
