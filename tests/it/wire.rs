@@ -528,3 +528,23 @@ async fn a_handshake_that_never_ends_is_a_connect_timeout() {
     assert!(ms(&v, "e2e_ms") < 2000.0, "{v}");
     held.abort();
 }
+
+/// A client that connects to the TLS sim and never starts the handshake is closed at the
+/// header timeout (5 s), as one that never sends its headers is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_client_is_closed_at_the_header_timeout_before_its_handshake() {
+    use tokio::io::AsyncReadExt;
+    let pki = Pki::new("silent-client");
+    let sim = Sim::start_tls("127.0.0.1:0", &pki.server.cert, &pki.server.key, None)
+        .await
+        .unwrap();
+    let mut sock = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
+    let opened = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(15), sock.read(&mut buf))
+        .await
+        .expect("the sim closes a silent connection");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    let after = opened.elapsed();
+    assert!(after >= std::time::Duration::from_millis(4900), "{after:?}");
+}
