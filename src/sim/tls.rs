@@ -1,13 +1,13 @@
 //! The sim's TLS (`sim --tls-cert FILE --tls-key FILE [--client-ca FILE]`): a certificate and
-//! key, and with a client CA, a client certificate signed by it required. On rustls with ring.
+//! key, and with a client CA, a client certificate signed by it required. The agent's own
+//! server TLS ([`crate::tls::server`]) with those settings.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 
-use crate::tls::pem;
+use crate::tls::server::{self, ClientAuth, Pem, ServerTlsSettings, Version};
 
 /// The sim's server configuration; `Err` says which file and what is wrong.
 pub(crate) fn server_config(
@@ -15,33 +15,22 @@ pub(crate) fn server_config(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<Arc<ServerConfig>, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
-    let builder = match client_ca {
-        None => builder.with_no_client_auth(),
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in pem::certificates(ca)? {
-                roots
-                    .add(c)
-                    .map_err(|e| format!("{}: not a CA certificate: {e}", ca.display()))?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| format!("{}: {e}", ca.display()))?;
-            builder.with_client_cert_verifier(verifier)
-        }
+    let settings = ServerTlsSettings {
+        cert: Pem::File(cert.to_path_buf()),
+        key: Pem::File(key.to_path_buf()),
+        client_auth: match client_ca {
+            Some(_) => ClientAuth::RequireAndVerify,
+            None => ClientAuth::No,
+        },
+        client_ca: client_ca.map(|ca| Pem::File(ca.to_path_buf())),
+        min_version: Version::Tls12,
+        max_version: Version::Tls13,
+        cipher_suites: None,
+        curves: None,
+        prefer_server_order: false,
+        allowed_sans: None,
     };
-    let config = builder
-        .with_single_cert(pem::certificates(cert)?, pem::private_key(key)?)
-        .map_err(|e| {
-            format!(
-                "{} and {} are no certificate and key pair: {e}",
-                cert.display(),
-                key.display()
-            )
-        })?;
-    Ok(Arc::new(config))
+    server::server_config(&settings)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
 }
