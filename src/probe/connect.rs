@@ -121,6 +121,89 @@ pub(crate) struct Connection {
     /// Through a proxy to an `http://` target: the request goes to the proxy in absolute form,
     /// with this `Proxy-Authorization`, if the proxy URL had credentials.
     pub absolute_form: Option<Option<HeaderValue>>,
+    /// On `http://`, the first byte the server sent, once it has sent one: a TLS record's type
+    /// there means the scheme is wrong ([`answered_plain_http_in_tls`]).
+    pub first_byte: Option<FirstByte>,
+}
+
+/// The first byte read from a connection, once one has been read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FirstByte(Arc<std::sync::OnceLock<u8>>);
+
+impl FirstByte {
+    pub(crate) fn get(&self) -> Option<u8> {
+        self.0.get().copied()
+    }
+}
+
+/// A stream that notes the first byte read from it; reads and writes are its inner stream's.
+struct Sniffed<T> {
+    inner: T,
+    first: FirstByte,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Sniffed<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Some(b) = buf.filled().get(before) {
+            let _ = self.first.0.set(*b);
+        }
+        polled
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Sniffed<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, data)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Whether an `http://` exchange failed because the server speaks TLS there: its first byte
+/// was a TLS record's (an alert, 21, or a handshake, 22, where a status line belongs), or its
+/// answer is the sentence HTTPS servers send to plain HTTP (Go's and this agent's `Client sent
+/// an HTTP request to an HTTPS server`, nginx's `The plain HTTP request was sent to HTTPS
+/// port`). The connect error it is, with its reason.
+pub(crate) fn answered_plain_http_in_tls(
+    first: Option<&FirstByte>,
+    answer: Option<&str>,
+    addr: &str,
+) -> Option<(HttpReason, String)> {
+    let tls_record = matches!(first.and_then(FirstByte::get), Some(21 | 22));
+    let said = answer.is_some_and(|a| {
+        a.contains("Client sent an HTTP request to an HTTPS server")
+            || a.contains("The plain HTTP request was sent to HTTPS port")
+    });
+    (tls_record || said).then(|| {
+        (
+            HttpReason::TlsMismatch,
+            format!(
+                "connect: the server answered plain HTTP in TLS: the scheme looks wrong, try https:// ({addr})"
+            ),
+        )
+    })
 }
 
 /// Why no connection was made: the step that failed, with what it said.
@@ -210,10 +293,15 @@ pub(crate) async fn open(
         Some(via) => through(via, dest, setup).await?,
     };
     if !dest.https {
+        let first = FirstByte::default();
         return Ok(Connection {
-            io: Box::new(tcp),
+            io: Box::new(Sniffed {
+                inner: tcp,
+                first: first.clone(),
+            }),
             tls: None,
             absolute_form,
+            first_byte: Some(first),
         });
     }
     let config = way.tls.clone().map_err(ConnectError::Settings)?;
@@ -231,6 +319,7 @@ pub(crate) async fn open(
         io: Box::new(tls),
         tls: session,
         absolute_form: None,
+        first_byte: None,
     })
 }
 

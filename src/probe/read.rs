@@ -272,6 +272,7 @@ impl Reader {
         let (dest, conn) = self.connect(way, &url).await?;
         connect::complete(&mut headers, &dest, &conn);
         let uri = connect::request_uri(&dest, &conn);
+        let first_byte = conn.first_byte.clone();
         let mut request = hyper::Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = hyper::Method::POST;
         *request.uri_mut() = uri;
@@ -287,7 +288,12 @@ impl Reader {
         let resp = match timeout_at(self.deadlines.first_token.into(), send).await {
             Err(_) => return Err(self.deadlines.no_headers()),
             Ok(Err(e)) => {
-                if let Some((reason, error)) = connect::refused_after_handshake(&e, &dest.addr()) {
+                let addr = dest.addr();
+                let mismatch =
+                    connect::answered_plain_http_in_tls(first_byte.as_ref(), None, &addr);
+                if let Some((reason, error)) =
+                    mismatch.or_else(|| connect::refused_after_handshake(&e, &addr))
+                {
                     self.seen.http_reason = Some(reason);
                     return Err(fail(Outcome::ConnectError, error));
                 }
@@ -313,6 +319,13 @@ impl Reader {
             self.seen.rate_limit = super::http_reason::rate_limit_headers(&resp.headers);
             let resp_headers = resp.headers;
             let text = self.head(body).await;
+            if let Some((reason, error)) = (status == hyper::StatusCode::BAD_REQUEST)
+                .then(|| connect::answered_plain_http_in_tls(None, Some(&text), &dest.addr()))
+                .flatten()
+            {
+                self.seen.http_reason = Some(reason);
+                return Err(fail(Outcome::ConnectError, error));
+            }
             let json = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
             self.seen.http_reason = Some(super::http_reason::classify(
                 status.as_u16(),

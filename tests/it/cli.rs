@@ -474,6 +474,57 @@ async fn https_against_plain_http_says_the_scheme_looks_wrong() {
     assert!(v["e2e_ms"].as_f64().unwrap() < 2000.0, "{v}");
 }
 
+/// `http://` against a TLS server is named too, whether the server answers plain HTTP with a
+/// TLS alert (rustls, as the sim does) or with the sentence HTTPS servers send (Go's, this
+/// agent's own endpoints behind a web config).
+#[tokio::test(flavor = "multi_thread")]
+async fn http_against_tls_says_the_scheme_looks_wrong() {
+    let pki = common::pki::Pki::new("scheme");
+    let sim = Sim::start_tls("127.0.0.1:0", &pki.server.cert, &pki.server.key, None)
+        .await
+        .unwrap();
+    // The sim's own URL is https:// here: the scheme made wrong on purpose.
+    let url = sim.base_url("healthy").replacen("https://", "http://", 1);
+    // A server that says it in words: a 400 with the sentence, as Go's servers send.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let go = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = sock.read(&mut buf).await;
+            let _ = sock
+                .write_all(b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+                .await;
+        }
+    });
+    let dir = common::TempDir::new("scheme-tls");
+    dir.write(&[
+        (
+            "llm-canary.yaml",
+            &format!(
+                "targets:\n  - {{name: alert, base_url: \"{url}\", model: m}}\n  - {{name: words, base_url: \"http://{go}/v1\", model: m}}\n"
+            ),
+        ),
+        ("probes/p.yaml", "name: p\nprompt: q.txt\n"),
+        ("prompts/q.txt", common::PROMPT),
+    ]);
+    let runs = once_json(&dir).await;
+    assert_eq!(runs.len(), 2);
+    for v in &runs {
+        let addr = match v["target"].as_str().unwrap() {
+            "alert" => sim.addr().to_string(),
+            _ => go.to_string(),
+        };
+        assert_eq!(v["outcome"], "connect_error", "{v}");
+        assert_eq!(v["reason"], "tls_mismatch", "{v}");
+        assert_eq!(
+            v["error"],
+            format!("connect: the server answered plain HTTP in TLS: the scheme looks wrong, try https:// ({addr})")
+        );
+    }
+}
+
 #[test]
 fn demo_shows_healthy_and_failing_probes() {
     let out = bin().arg("demo").output().unwrap();
