@@ -95,6 +95,19 @@ fn named_variables(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A self-signed certificate and its key, PEM, made once.
+fn stub_pair() -> &'static (String, String) {
+    static PAIR: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    PAIR.get_or_init(|| {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["stub.example".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    })
+}
+
 /// Stub files for what a parsed config or probe names, relative to the agent file's folder
 /// (prompts under `prompts_dir`).
 fn stubs(value: &Value, prompts_dir: &str, out: &mut Vec<(String, String)>) {
@@ -125,6 +138,10 @@ fn stubs(value: &Value, prompts_dir: &str, out: &mut Vec<(String, String)>) {
                     "web_config_file" => {
                         "basic_auth_users:\n  stub: \"$2b$10$UR7XTJ3detryrwFBgqwZ6uHDyki7JW7xmkf5g.XzTzpM95.qHqn9W\"\n".into()
                     }
+                    // A `tls:` block's files: one self-signed certificate (a CA to trust, and a
+                    // client certificate) and its key.
+                    "ca_file" | "cert_file" => stub_pair().0.clone(),
+                    "key_file" => stub_pair().1.clone(),
                     k if k.ends_with("_file") => "stub-secret\n".into(),
                     _ => continue,
                 };
