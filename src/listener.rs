@@ -468,3 +468,8 @@ mod tests {
         assert!(quiet.elapsed() >= Duration::from_millis(150));
     }
 }
+
+/// A served connection, plain or over TLS: what an HTTP layer reads from and writes to,
+/// whichever it is (tokio-util's `Either` forwards both ways).
+pub(crate) type MaybeTls =
+    tokio_util::either::Either<Tracked, Box<tokio_rustls::server::TlsStream<Tracked>>>;

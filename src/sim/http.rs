@@ -259,7 +259,7 @@ impl<'a> Chunked<'a> {
 
     /// Resets the connection (RST, not FIN) in the middle of the body.
     pub fn reset(self) {
-        let _ = self.sock.tcp().set_zero_linger();
+        let _ = super::conn::tcp(self.sock).set_zero_linger();
     }
 }
 

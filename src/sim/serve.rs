@@ -29,9 +29,9 @@ pub(super) async fn serve(door: Door, st: Arc<State>, tls: Option<TlsAcceptor>) 
         let tls = tls.clone();
         tokio::spawn(slot.run(async move {
             let sock = match tls {
-                None => Conn::Plain(sock),
+                None => tokio_util::either::Either::Left(sock),
                 Some(tls) => match tokio::time::timeout(header_timeout, tls.accept(sock)).await {
-                    Ok(Ok(s)) => Conn::Tls(Box::new(s)),
+                    Ok(Ok(s)) => tokio_util::either::Either::Right(Box::new(s)),
                     Ok(Err(e)) => {
                         tracing::debug!(error = %e, "sim: TLS handshake failed");
                         return Err(e);
@@ -55,7 +55,7 @@ async fn connection(
     st: Arc<State>,
     header_timeout: Duration,
 ) -> std::io::Result<()> {
-    let _ = sock.tcp().set_nodelay(true);
+    let _ = super::conn::tcp(&sock).set_nodelay(true);
     let mut buf = Vec::new();
     while let Some(req) = http::read_request(&mut sock, &mut buf, header_timeout).await? {
         let keep = handle(&mut sock, &req, &st).await?;

@@ -5,9 +5,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -16,12 +14,12 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio_rustls::server::TlsStream;
+use tokio::io::AsyncWriteExt;
+use tokio_util::either::Either;
 
 use super::file::WebConfig;
 use super::live::Web;
-use crate::listener::{Door, Tracked};
+use crate::listener::{Door, MaybeTls, Tracked};
 
 /// Per connection, the request head and any read-ahead live in this much buffer at most: our
 /// requests are a line and a few headers (hyper's floor is 8 KiB).
@@ -137,9 +135,9 @@ async fn open(
     mut sock: Tracked,
     config: Option<&WebConfig>,
     timeout: Duration,
-) -> Result<Conn, Refused> {
+) -> Result<MaybeTls, Refused> {
     let Some(tls) = config.and_then(|c| c.tls.clone()) else {
-        return Ok(Conn::Plain(sock));
+        return Ok(Either::Left(sock));
     };
     let handshake = async {
         // A TLS record starts with 0x16 (handshake); a letter is an HTTP method.
@@ -156,72 +154,8 @@ async fn open(
             .map_err(Refused::Handshake)
     };
     match tokio::time::timeout(timeout, handshake).await {
-        Ok(Ok(tls)) => Ok(Conn::Tls(Box::new(tls))),
+        Ok(Ok(tls)) => Ok(Either::Right(Box::new(tls))),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(Refused::Slow(timeout)),
-    }
-}
-
-/// A connection, plain or over TLS.
-enum Conn {
-    Plain(Tracked),
-    Tls(Box<TlsStream<Tracked>>),
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_write(cx, data),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, data),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Conn::Plain(s) => s.is_write_vectored(),
-            Conn::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_flush(cx),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
     }
 }
