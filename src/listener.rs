@@ -386,6 +386,11 @@ fn cap_for(soft: u64, reserve: u64, most: usize) -> usize {
         .clamp(1, most.max(1))
 }
 
+/// A served connection, plain or over TLS: what an HTTP layer reads from and writes to,
+/// whichever it is (tokio-util's `Either` forwards both ways).
+pub(crate) type MaybeTls =
+    tokio_util::either::Either<Tracked, Box<tokio_rustls::server::TlsStream<Tracked>>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,8 +473,3 @@ mod tests {
         assert!(quiet.elapsed() >= Duration::from_millis(150));
     }
 }
-
-/// A served connection, plain or over TLS: what an HTTP layer reads from and writes to,
-/// whichever it is (tokio-util's `Either` forwards both ways).
-pub(crate) type MaybeTls =
-    tokio_util::either::Either<Tracked, Box<tokio_rustls::server::TlsStream<Tracked>>>;
