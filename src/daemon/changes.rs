@@ -1,51 +1,41 @@
 //! When a pair goes down or comes back: the one log line a person watching the daemon needs
-//! per change, rather than one per run. A pair is down from a failed firing that follows a
-//! success, or that is its first since the daemon started; it is back at its first success
-//! after that.
+//! per change, rather than one per run. Down and back are the status page's (`sinks::state`):
+//! a pair is down at its second failed run in a row (a run and its confirmation, or two
+//! scheduled runs), and back at its first success after that.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::state::PairKey;
+use crate::sinks::state::DOWN_IN_A_ROW;
 
-/// What a firing changed about its pair.
+/// What a run changed about its pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Change {
     Down,
-    /// Back after this many failed firings in a row.
+    /// Back after this many failed runs in a row.
     Back {
         failed: u32,
     },
 }
 
-/// Each pair's failed firings in a row since its last success (0: up), by pair; a pair not
-/// seen yet has not fired since the start.
+/// Each pair's failed runs in a row (0: its last run succeeded), by pair.
 #[derive(Debug, Default)]
 pub(super) struct Health(Mutex<HashMap<PairKey, u32>>);
 
 impl Health {
-    /// Takes in one firing of `pair`, in the order firings end.
+    /// Takes in one firing of `pair` (one run, or a cache check's or ladder's runs judged as
+    /// one), in the order firings end.
     pub(super) fn note(&self, pair: &PairKey, success: bool) -> Option<Change> {
         let mut pairs = self.0.lock().expect("health lock");
-        let failed = pairs.get(pair).copied();
-        match (failed, success) {
-            (Some(0), true) => None,
-            (Some(n), true) => {
-                pairs.insert(pair.clone(), 0);
-                Some(Change::Back { failed: n })
-            }
-            (None, true) => {
-                pairs.insert(pair.clone(), 0);
-                None
-            }
-            (Some(0) | None, false) => {
-                pairs.insert(pair.clone(), 1);
-                Some(Change::Down)
-            }
-            (Some(n), false) => {
-                pairs.insert(pair.clone(), n.saturating_add(1));
-                None
-            }
+        let failed = pairs.entry(pair.clone()).or_insert(0);
+        let down = u32::from(DOWN_IN_A_ROW);
+        if success {
+            let was = std::mem::take(failed);
+            (was >= down).then_some(Change::Back { failed: was })
+        } else {
+            *failed = failed.saturating_add(1);
+            (*failed == down).then_some(Change::Down)
         }
     }
 }
@@ -55,10 +45,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_change_per_turn_not_per_run() {
+    fn one_change_per_turn_not_per_run_as_the_page_judges() {
         let h = Health::default();
         let p = ("p".to_string(), "t".to_string());
-        let seen: Vec<_> = [true, true, false, false, false, true, true, false]
+        let seen: Vec<_> = [true, false, false, false, true, true, false, false]
             .into_iter()
             .map(|ok| h.note(&p, ok))
             .collect();
@@ -66,11 +56,12 @@ mod tests {
             seen,
             [
                 None,
+                // One failure: degraded on the page, no line.
                 None,
                 Some(Change::Down),
                 None,
-                None,
                 Some(Change::Back { failed: 3 }),
+                None,
                 None,
                 Some(Change::Down),
             ]
@@ -78,14 +69,17 @@ mod tests {
     }
 
     #[test]
-    fn a_first_firing_that_fails_is_down_and_one_that_succeeds_says_nothing() {
+    fn a_single_failure_says_nothing_and_neither_does_its_recovery() {
         let h = Health::default();
         let (a, b) = (
             ("p".to_string(), "a".to_string()),
             ("p".to_string(), "b".to_string()),
         );
-        assert_eq!(h.note(&a, false), Some(Change::Down));
+        assert_eq!(h.note(&a, false), None);
         assert_eq!(h.note(&b, true), None);
-        assert_eq!(h.note(&a, true), Some(Change::Back { failed: 1 }));
+        assert_eq!(h.note(&a, true), None);
+        assert_eq!(h.note(&a, false), None);
+        assert_eq!(h.note(&a, false), Some(Change::Down));
+        assert_eq!(h.note(&a, true), Some(Change::Back { failed: 2 }));
     }
 }

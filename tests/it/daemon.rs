@@ -876,7 +876,8 @@ async fn run_at_its_default_level_says_start_changes_reload_and_stop() {
     // Nothing else is said at start.
     assert_eq!(seen.len(), 1, "{}", seen.join("\n"));
 
-    // Nothing listens on the target's port: the first run fails, and says so once.
+    // Nothing listens on the target's port: the runs fail, and the second in a row (down, as
+    // the status page says) says so once.
     let down = stderr.until("pair down");
     let line = down.last().unwrap();
     assert!(
