@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
@@ -158,7 +158,6 @@ impl ClientTls {
             .map_err(|e| format!("cannot verify servers with these roots: {e}"))?;
         let verifier: Arc<dyn ServerCertVerifier> = Arc::new(Verifier {
             webpki,
-            provider: provider.clone(),
             name: match &self.server_name {
                 Some(n) => Some(ServerName::try_from(n.clone()).map_err(|_| {
                     format!("server_name {n:?} is not a DNS name or an IP address")
@@ -258,7 +257,6 @@ pub(crate) fn config_for(tls: Option<&ClientTls>) -> Result<Arc<ClientConfig>, S
 #[derive(Debug)]
 struct Verifier {
     webpki: Arc<WebPkiServerVerifier>,
-    provider: Arc<CryptoProvider>,
     name: Option<ServerName<'static>>,
     check: bool,
 }
@@ -280,18 +278,15 @@ impl ServerCertVerifier for Verifier {
             .verify_server_cert(end_entity, intermediates, name, ocsp_response, now)
     }
 
+    // The handshake's signatures are checked whatever the certificate's verification: the
+    // peer holds the key of the certificate it sent.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.webpki.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -300,18 +295,11 @@ impl ServerCertVerifier for Verifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.webpki.verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.webpki.supported_verify_schemes()
     }
 }
 
