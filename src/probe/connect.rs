@@ -116,8 +116,8 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 /// A connection ready for the request.
 pub(crate) struct Connection {
     pub io: Box<dyn Io>,
-    /// The TLS session, for `https://`.
-    pub tls: Option<TlsSession>,
+    /// What the handshake showed, for `https://`.
+    pub tls: Option<Peer>,
     /// Through a proxy to an `http://` target: the request goes to the proxy in absolute form,
     /// with this `Proxy-Authorization`, if the proxy URL had credentials.
     pub absolute_form: Option<Option<HeaderValue>>,
@@ -314,10 +314,10 @@ pub(crate) async fn open(
         .await
         .map_err(|source| ConnectError::Tls { host, source })?;
     setup.secured = Some(std::time::Instant::now());
-    let session = session(tls.get_ref().1);
+    let peer = Peer::of(tls.get_ref().1);
     Ok(Connection {
         io: Box::new(tls),
-        tls: session,
+        tls: peer,
         absolute_form: None,
         first_byte: None,
     })
@@ -425,41 +425,59 @@ impl Service<Uri> for Ready {
     }
 }
 
-/// The session's version, cipher, and from the chain the server sent: the leaf's issuer and
-/// the earliest notAfter.
-fn session(conn: &rustls::ClientConnection) -> Option<TlsSession> {
-    use x509_cert::der::Decode;
-    let version = match conn.protocol_version()? {
-        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
-        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
-        other => format!("{other:?}"),
-    };
-    let suite = conn.negotiated_cipher_suite()?.suite();
-    let cipher = suite.as_str().map_or_else(
-        || format!("{suite:?}"),
-        // rustls names TLS 1.3's suites `TLS13_…`; IANA's names are `TLS_…`.
-        |s| match s.strip_prefix("TLS13_") {
-            Some(rest) => format!("TLS_{rest}"),
-            None => s.to_string(),
-        },
-    );
-    let chain: Vec<x509_cert::Certificate> = conn
-        .peer_certificates()?
-        .iter()
-        .filter_map(|der| x509_cert::Certificate::from_der(der).ok())
-        .collect();
-    let issuer = chain.first()?.tbs_certificate.issuer.to_string();
-    let earliest = chain
-        .iter()
-        .map(|c| c.tbs_certificate.validity.not_after.to_unix_duration())
-        .min()?;
-    Some(TlsSession {
-        version,
-        cipher,
-        issuer,
-        earliest_expiry: jiff::Timestamp::from_second(i64::try_from(earliest.as_secs()).ok()?)
-            .ok()?,
-    })
+/// What the handshake showed, kept as it came: the chain is parsed only once the run is over
+/// ([`Peer::session`]), so no certificate parsing stands between the handshake and the request.
+pub(crate) struct Peer {
+    version: rustls::ProtocolVersion,
+    suite: rustls::CipherSuite,
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl Peer {
+    fn of(conn: &rustls::ClientConnection) -> Option<Peer> {
+        Some(Peer {
+            version: conn.protocol_version()?,
+            suite: conn.negotiated_cipher_suite()?.suite(),
+            chain: conn.peer_certificates()?.to_vec(),
+        })
+    }
+
+    /// The session's version, cipher, and from the chain the server sent: the leaf's issuer and
+    /// the earliest notAfter.
+    pub(crate) fn session(&self) -> Option<TlsSession> {
+        use x509_cert::der::Decode;
+        let version = match self.version {
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+            other => format!("{other:?}"),
+        };
+        let suite = self.suite;
+        let cipher = suite.as_str().map_or_else(
+            || format!("{suite:?}"),
+            // rustls names TLS 1.3's suites `TLS13_…`; IANA's names are `TLS_…`.
+            |s| match s.strip_prefix("TLS13_") {
+                Some(rest) => format!("TLS_{rest}"),
+                None => s.to_string(),
+            },
+        );
+        let chain: Vec<x509_cert::Certificate> = self
+            .chain
+            .iter()
+            .filter_map(|der| x509_cert::Certificate::from_der(der).ok())
+            .collect();
+        let issuer = chain.first()?.tbs_certificate.issuer.to_string();
+        let earliest = chain
+            .iter()
+            .map(|c| c.tbs_certificate.validity.not_after.to_unix_duration())
+            .min()?;
+        Some(TlsSession {
+            version,
+            cipher,
+            issuer,
+            earliest_expiry: jiff::Timestamp::from_second(i64::try_from(earliest.as_secs()).ok()?)
+                .ok()?,
+        })
+    }
 }
 
 impl ConnectError {

@@ -196,6 +196,8 @@ struct Reader {
     done: bool,
     /// The last event that carried content, once the first token came.
     last_event: Option<Instant>,
+    /// What the TLS handshake showed, made into the record's `tls` once the run is over.
+    peer: Option<connect::Peer>,
 }
 
 impl Read {
@@ -226,6 +228,7 @@ pub(crate) async fn read(way: &Way, request: super::Request, plan: Plan, start: 
         tool_calls: ToolCalls::default(),
         done: false,
         last_event: None,
+        peer: None,
     };
     let result = reader
         .exchange(way, request.url, request.headers, request.body)
@@ -236,6 +239,7 @@ pub(crate) async fn read(way: &Way, request: super::Request, plan: Plan, start: 
         Err(_) => Instant::now(),
     };
     reader.seen.timeline.end = Some(end);
+    reader.seen.tls = reader.peer.as_ref().and_then(connect::Peer::session);
     Read {
         reading: reader.seen,
         text: reader.text,
@@ -424,8 +428,8 @@ impl Reader {
                 self.seen.http_reason = reason;
                 Err(fail(Outcome::ConnectError, error))
             }
-            Ok(Ok(conn)) => {
-                self.seen.tls = conn.tls.clone();
+            Ok(Ok(mut conn)) => {
+                self.peer = conn.tls.take();
                 Ok((dest, conn))
             }
         }
