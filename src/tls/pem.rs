@@ -8,14 +8,21 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Every certificate in `path`, in file order (a leaf first, then its chain); at least one.
 pub(crate) fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| described(path, "certificate", e))?
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    certificates_in(&text, &path.display().to_string())
+}
+
+/// Every certificate in the PEM text `pem` (called `name` in errors); at least one.
+pub(crate) fn certificates_in(
+    pem: &[u8],
+    name: &str,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| described(path, "certificate", e))?;
+        .map_err(|e| format!("{name} is not valid PEM: {e}"))?;
     if certs.is_empty() {
         return Err(format!(
-            "{} holds no PEM certificate (a -----BEGIN CERTIFICATE----- block)",
-            path.display()
+            "{name} holds no PEM certificate (a -----BEGIN CERTIFICATE----- block)"
         ));
     }
     Ok(certs)

@@ -42,15 +42,7 @@ impl Pem {
         match self {
             Pem::File(p) => pem::certificates(p),
             Pem::Inline(text) => {
-                let certs = CertificateDer::pem_slice_iter(text.as_bytes())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("the inline {what} is not valid PEM: {e}"))?;
-                if certs.is_empty() {
-                    return Err(format!(
-                        "the inline {what} holds no PEM certificate (a -----BEGIN CERTIFICATE----- block)"
-                    ));
-                }
-                Ok(certs)
+                pem::certificates_in(text.as_bytes(), &format!("the inline {what}"))
             }
         }
     }
@@ -156,11 +148,11 @@ pub(crate) enum ServerTlsError {
     Versions(String),
 }
 
-/// The toolkit's curve names → rustls' group names (ring offers no P-521).
-const CURVES: [(&str, &str); 3] = [
-    ("CurveP256", "secp256r1"),
-    ("CurveP384", "secp384r1"),
-    ("X25519", "X25519"),
+/// The toolkit's curve names → rustls' groups (ring offers no P-521).
+const CURVES: [(&str, rustls::NamedGroup); 3] = [
+    ("CurveP256", rustls::NamedGroup::secp256r1),
+    ("CurveP384", rustls::NamedGroup::secp384r1),
+    ("X25519", rustls::NamedGroup::X25519),
 ];
 
 /// ring's provider with the suites and groups `s` asks for, in its order.
@@ -201,25 +193,19 @@ fn provider(s: &ServerTlsSettings) -> Result<CryptoProvider, ServerTlsError> {
         let mut groups = Vec::new();
         for (i, name) in names.iter().enumerate() {
             let wanted = CURVES.iter().find(|(n, _)| n == name).map(|(_, g)| *g);
-            let group = wanted.and_then(|g| {
-                p.kx_groups
-                    .iter()
-                    .find(|k| format!("{:?}", k.name()) == g)
-                    .copied()
-            });
-            match group {
-                Some(g) => groups.push(g),
-                None => {
+            let group = wanted
+                .and_then(|g| p.kx_groups.iter().find(|k| k.name() == g).copied())
+                .ok_or_else(|| {
                     let known: Vec<&str> = CURVES.iter().map(|(n, _)| *n).collect();
-                    return Err(ServerTlsError::Curve(
+                    ServerTlsError::Curve(
                         i,
                         format!(
                             "curve {name:?} is not offered here; the curves are {}",
                             known.join(", ")
                         ),
-                    ));
-                }
-            }
+                    )
+                })?;
+            groups.push(group);
         }
         p.kx_groups = groups;
     }
