@@ -430,9 +430,9 @@ fn budget(cfg: &Config) -> DescriptorBudget {
 
 /// What the endpoints speak, for the start-up line.
 fn scheme(web: Option<&Web>) -> &'static str {
-    match web.map(|w| w.current()) {
-        Some(c) if c.tls() => "https",
-        _ => "http",
+    match web.is_some_and(Web::tls) {
+        true => "https",
+        false => "http",
     }
 }
 

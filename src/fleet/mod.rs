@@ -95,7 +95,7 @@ pub(crate) async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen} (--listen): {e}"))?;
     let door = Door::new(listener, Limits::with_cap(MAX_CONNECTIONS));
-    let tls = web.as_ref().is_some_and(|w| w.current().tls());
+    let tls = web.as_ref().is_some_and(|w| w.tls());
     tracing::info!(addr = %door.local_addr()?, tls, store = client.base(), "serving the fleet status page");
     let page = Arc::new(Page {
         client,

@@ -59,6 +59,12 @@ impl Web {
         })
     }
 
+    /// Whether the endpoints speak TLS: fixed from the start (turning it on or off takes a
+    /// restart), so no file is looked at.
+    pub(crate) fn tls(&self) -> bool {
+        self.state.lock().expect("web config lock").config.tls()
+    }
+
     /// The config for a new connection: the one in force, re-read first if any of its files
     /// changed since it was read.
     pub(crate) fn current(&self) -> Arc<WebConfig> {
