@@ -27,13 +27,17 @@ impl Source<'_> {
         ConfigError::at(self.path, field, loc, message)
     }
 
-    pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
-        let has_content = self
+    /// Whether the file holds nothing but blank lines, comments and `---`.
+    pub(crate) fn is_blank(&self) -> bool {
+        !self
             .text
             .lines()
             .map(str::trim)
-            .any(|l| !l.is_empty() && !l.starts_with('#') && l != "---");
-        if !has_content {
+            .any(|l| !l.is_empty() && !l.starts_with('#') && l != "---")
+    }
+
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        if self.is_blank() {
             return Err(ConfigError::file(self.path, "the file is empty"));
         }
         let options = serde_saphyr::options! { with_snippet: false };

@@ -56,12 +56,8 @@ const HEADERS: [(&str, &[&str]); 5] = [
 pub(crate) fn load(path: &Path) -> Result<WebConfig, ConfigError> {
     let text = crate::config::read(path)?;
     let src = Source { path, text: &text };
-    let has_content = text
-        .lines()
-        .map(str::trim)
-        .any(|l| !l.is_empty() && !l.starts_with('#') && l != "---");
     // An empty file is valid to the toolkit: plain HTTP, no auth.
-    let raw: RawWeb = if has_content {
+    let raw: RawWeb = if !src.is_blank() {
         src.parse()?
     } else {
         RawWeb::default()
