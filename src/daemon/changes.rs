@@ -28,7 +28,12 @@ impl Health {
     /// one), in the order firings end.
     pub(super) fn note(&self, pair: &PairKey, success: bool) -> Option<Change> {
         let mut pairs = self.0.lock().expect("health lock");
-        let failed = pairs.entry(pair.clone()).or_insert(0);
+        // The pair's key is copied once, at its first failure, not on every run.
+        let failed = match pairs.get_mut(pair) {
+            Some(f) => f,
+            None if success => return None,
+            None => pairs.entry(pair.clone()).or_insert(0),
+        };
         let down = u32::from(DOWN_IN_A_ROW);
         if success {
             let was = std::mem::take(failed);
