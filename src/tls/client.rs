@@ -243,14 +243,6 @@ pub(crate) fn default_config() -> Result<Arc<ClientConfig>, String> {
         .clone()
 }
 
-/// The config for `tls` if given, else the default.
-pub(crate) fn config_for(tls: Option<&ClientTls>) -> Result<Arc<ClientConfig>, String> {
-    match tls {
-        Some(t) => t.config(),
-        None => default_config(),
-    }
-}
-
 /// webpki's verification, against `server_name` when one is configured, or none at all with
 /// `insecure_skip_verify` (the handshake's signatures are still checked: the peer holds the
 /// key of the certificate it sent).
@@ -325,7 +317,10 @@ impl Outbound {
 
     /// The TLS config for the next connection ([`ClientTls::config`], or the default).
     pub(crate) fn tls_config(&self) -> Result<Arc<ClientConfig>, String> {
-        config_for(self.tls.as_ref())
+        match &self.tls {
+            Some(t) => t.config(),
+            None => default_config(),
+        }
     }
 }
 
