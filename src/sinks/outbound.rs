@@ -25,11 +25,7 @@ pub(crate) enum ClientError {
 /// A client with the system's roots and the environment's proxies, for the agent's own
 /// daemon (`watch`, `mcp`).
 pub(crate) fn default_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("llm-canary/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .expect("a client with static settings builds")
+    build(&Outbound::default(), None).expect("a client with static settings builds")
 }
 
 /// The client for one output, as its settings say: its TLS config in place of the system's
